@@ -1,0 +1,46 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Huddle",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "huddle", targets: ["huddle"]),
+        .library(name: "HuddleControl", targets: ["HuddleControl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]
+        ),
+        .target(name: "HuddleCrypto", dependencies: ["CSodium"]),
+        .target(name: "HuddleCore", dependencies: ["HuddleCrypto"]),
+        .target(name: "HuddleControl", dependencies: [
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
+        .target(name: "HuddleNode", dependencies: [
+            "HuddleCore", "HuddleCrypto", "HuddleControl",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
+        .executableTarget(name: "huddle", dependencies: [
+            "HuddleNode", "HuddleControl", "HuddleCrypto",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .testTarget(name: "HuddleCryptoTests", dependencies: ["HuddleCrypto"]),
+        .testTarget(name: "HuddleCoreTests", dependencies: ["HuddleCore"]),
+        .testTarget(name: "HuddleControlTests", dependencies: ["HuddleControl"]),
+        .testTarget(name: "HuddleIntegrationTests", dependencies: [
+            "HuddleControl", "HuddleCrypto",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
+    ],
+    swiftLanguageModes: [.v6]
+)

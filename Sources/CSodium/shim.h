@@ -1,0 +1,4 @@
+#ifndef HUDDLE_CSODIUM_SHIM_H
+#define HUDDLE_CSODIUM_SHIM_H
+#include <sodium.h>
+#endif

@@ -1,0 +1,65 @@
+/// One application message as it crosses the wire, on a link (reliable) or in a datagram (unreliable).
+public struct WireMessage: Sendable, Equatable {
+    public var from: MemberID
+    /// Per-origin counter over every message it sends; with `from` it names the message (`msg`).
+    public var counter: UInt64
+    /// Broadcast sequence number, 0 for directed and unreliable sends.
+    public var seq: UInt64
+    /// Causal dependencies: member → seq that must be delivered first.
+    public var deps: [Dependency]
+    /// Targets of a directed send; nil for a broadcast.
+    public var to: [MemberID]?
+    public var body: [UInt8]
+
+    public struct Dependency: Sendable, Equatable {
+        public var member: MemberID
+        public var seq: UInt64
+        public init(member: MemberID, seq: UInt64) { self.member = member; self.seq = seq }
+    }
+
+    public init(from: MemberID, counter: UInt64, seq: UInt64, deps: [Dependency] = [], to: [MemberID]?, body: [UInt8]) {
+        self.from = from; self.counter = counter; self.seq = seq; self.deps = deps; self.to = to; self.body = body
+    }
+
+    /// The control protocol's `msg` string.
+    public var id: String { "\(from)-\(counter)" }
+
+    /// Largest body any decoder accepts; the node enforces its own, lower, configured limit on send.
+    public static let maximumBody = 1 << 20
+
+    func encode(into w: inout WireWriter) {
+        w.member(from); w.u64(counter); w.u64(seq)
+        w.u16(UInt16(truncatingIfNeeded: deps.count))
+        for d in deps { w.member(d.member); w.u64(d.seq) }
+        if let to {
+            w.u8(1); w.u16(UInt16(truncatingIfNeeded: to.count))
+            for m in to { w.member(m) }
+        } else {
+            w.u8(0)
+        }
+        w.bytes32(body)
+    }
+
+    static func decode(from r: inout WireReader) throws(WireError) -> WireMessage {
+        let from = try r.member("origin")
+        let counter = try r.u64("counter")
+        let seq = try r.u64("seq")
+        let depCount = try r.count16(minItemSize: 16, "dependencies")
+        var deps: [Dependency] = []
+        deps.reserveCapacity(depCount)
+        for _ in 0..<depCount { deps.append(Dependency(member: try r.member(), seq: try r.u64("dependency seq"))) }
+        var to: [MemberID]?
+        switch try r.u8("target flag") {
+        case 0: to = nil
+        case 1:
+            let n = try r.count16(minItemSize: 8, "targets")
+            var list: [MemberID] = []
+            list.reserveCapacity(n)
+            for _ in 0..<n { list.append(try r.member("target")) }
+            to = list
+        default: throw WireError("bad target flag")
+        }
+        let body = try r.bytes32(limit: maximumBody, "message body")
+        return WireMessage(from: from, counter: counter, seq: seq, deps: deps, to: to, body: body)
+    }
+}

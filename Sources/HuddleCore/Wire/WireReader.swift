@@ -1,0 +1,52 @@
+/// Reads what `WireWriter` wrote, checking every length against what is left before it slices.
+public struct WireReader: Sendable {
+    private let bytes: [UInt8]
+    public private(set) var offset: Int
+
+    public init(_ bytes: [UInt8], offset: Int = 0) { self.bytes = bytes; self.offset = offset }
+
+    public var remaining: Int { bytes.count - offset }
+    public var isAtEnd: Bool { offset >= bytes.count }
+
+    private mutating func take(_ n: Int, _ what: String) throws(WireError) -> ArraySlice<UInt8> {
+        guard n >= 0, n <= remaining else { throw .truncated(what) }
+        defer { offset += n }
+        return bytes[offset..<offset + n]
+    }
+
+    public mutating func u8(_ what: String = "byte") throws(WireError) -> UInt8 { try take(1, what).first ?? 0 }
+    public mutating func u16(_ what: String = "u16") throws(WireError) -> UInt16 {
+        try take(2, what).reduce(0) { $0 << 8 | UInt16($1) }
+    }
+    public mutating func u32(_ what: String = "u32") throws(WireError) -> UInt32 {
+        try take(4, what).reduce(0) { $0 << 8 | UInt32($1) }
+    }
+    public mutating func u64(_ what: String = "u64") throws(WireError) -> UInt64 {
+        try take(8, what).reduce(0) { $0 << 8 | UInt64($1) }
+    }
+    public mutating func raw(_ n: Int, _ what: String = "bytes") throws(WireError) -> [UInt8] { Array(try take(n, what)) }
+    public mutating func bytes16(_ what: String = "bytes") throws(WireError) -> [UInt8] {
+        let n = Int(try u16(what)); return try raw(n, what)
+    }
+    /// A 32-bit-length byte string, refused before allocation when longer than `limit`.
+    public mutating func bytes32(limit: Int, _ what: String = "bytes") throws(WireError) -> [UInt8] {
+        let n = Int(try u32(what))
+        guard n <= limit else { throw WireError("\(what) of \(n) bytes exceeds the limit of \(limit)") }
+        return try raw(n, what)
+    }
+    public mutating func string16(_ what: String = "string") throws(WireError) -> String {
+        let b = try bytes16(what)
+        guard let s = String(validating: b, as: UTF8.self) else { throw WireError("\(what) is not UTF-8") }
+        return s
+    }
+    public mutating func member(_ what: String = "member") throws(WireError) -> MemberID { MemberID(raw: try u64(what)) }
+    /// A count of items each at least `minItemSize` bytes long, refused when the rest cannot hold that many.
+    public mutating func count16(minItemSize: Int, _ what: String) throws(WireError) -> Int {
+        let n = Int(try u16(what))
+        guard n * max(minItemSize, 1) <= remaining else { throw .truncated(what) }
+        return n
+    }
+    public func expectEnd(_ what: String) throws(WireError) {
+        guard isAtEnd else { throw WireError("\(remaining) trailing bytes after \(what)") }
+    }
+}

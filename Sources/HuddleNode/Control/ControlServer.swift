@@ -1,0 +1,128 @@
+import Foundation
+import HuddleControl
+import NIOCore
+import NIOPosix
+
+/// The Unix-socket control server: JSON lines in, one reply per request, events after subscribe.
+enum ControlServer {
+    typealias ServerChannel = NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
+
+    static let maximumLine = 1 << 20
+
+    /// Binds `path` (mode 0600). Refuses a path where a live node answers; replaces a stale socket file.
+    static func bind(path: String) async throws -> ServerChannel {
+        guard path.utf8.count <= 103 else {
+            throw NodeError("control socket path is \(path.utf8.count) bytes; Unix sockets allow at most 103: \(path)")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty && !FileManager.default.fileExists(atPath: directory) {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        if FileManager.default.fileExists(atPath: path) {
+            if await isLive(path) {
+                throw NodeError("another node is already running at \(path) (its control socket answers); stop it or choose another --control path")
+            }
+            try? FileManager.default.removeItem(atPath: path)
+        }
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
+            .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: false) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+                        wrappingChannelSynchronously: channel,
+                        configuration: .init(isOutboundHalfClosureEnabled: true)
+                    )
+                }
+            }
+        guard chmod(path, 0o600) == 0 else { throw NodeError("cannot set mode 0600 on control socket \(path)") }
+        return server
+    }
+
+    private static func isLive(_ path: String) async -> Bool {
+        do {
+            let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connectTimeout(.seconds(1))
+                .connect(unixDomainSocketPath: path)
+            try? await channel.close()
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Serves one client until it disconnects or the node stops.
+    static func serve(_ channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>, node: Node) async {
+        let connection = ControlConnection()
+        do {
+            try await channel.executeThenClose { inbound, outbound in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        while let lines = await connection.outbox.takeAll() {
+                            var buffer = channel.channel.allocator.buffer(capacity: lines.reduce(0) { $0 + $1.count })
+                            for line in lines { buffer.writeBytes(line) }
+                            try await outbound.write(buffer)
+                        }
+                        outbound.finish()
+                    }
+                    var splitter = LineSplitter(limit: maximumLine)
+                    for try await chunk in inbound {
+                        for item in splitter.add(chunk.readableBytesView) {
+                            let reply: JSONObject?
+                            switch item {
+                            case let .line(line): reply = await node.handleControl(line[...], on: connection)
+                            case .tooLong:
+                                reply = ControlReply.error(id: .null, ControlError(code: .badRequest, message: "request line exceeds \(maximumLine) bytes"))
+                            }
+                            if let reply {
+                                var bytes: [UInt8] = []
+                                JSON.object(reply).write(into: &bytes)
+                                bytes.append(0x0A)
+                                connection.outbox.push(bytes, bytes: bytes.count)
+                            }
+                        }
+                    }
+                    await node.unsubscribe(connection)
+                    connection.outbox.close()
+                    try await group.waitForAll()
+                }
+            }
+        } catch {
+            await node.unsubscribe(connection)
+            connection.outbox.close()
+        }
+    }
+}
+
+/// Cuts a byte stream into `\n`-terminated lines, refusing (and skipping to the next newline) any
+/// line longer than `limit` without buffering it.
+struct LineSplitter {
+    enum Item { case line([UInt8]), tooLong }
+    let limit: Int
+    private var pending: [UInt8] = []
+    private var discarding = false
+
+    init(limit: Int) { self.limit = limit }
+
+    mutating func add(_ bytes: some Collection<UInt8>) -> [Item] {
+        var items: [Item] = []
+        for byte in bytes {
+            if byte == 0x0A {
+                if discarding {
+                    discarding = false
+                } else {
+                    if pending.last == 0x0D { pending.removeLast() }
+                    if !pending.isEmpty { items.append(.line(pending)) }
+                }
+                pending.removeAll(keepingCapacity: true)
+            } else if !discarding {
+                pending.append(byte)
+                if pending.count > limit {
+                    discarding = true
+                    pending = []
+                    items.append(.tooLong)
+                }
+            }
+        }
+        return items
+    }
+}

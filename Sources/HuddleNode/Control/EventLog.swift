@@ -1,0 +1,74 @@
+import HuddleControl
+
+/// The node's numbered event stream: every event gets the next cursor, is kept for replay
+/// (the last 10,000 events, or fewer when they pass 64 MiB), and goes to each live subscriber.
+/// A subscriber whose connection falls `subscriberLimit` bytes behind gets one `overflow` event
+/// naming the cursor to resume from and is dropped; the node never waits for a subscriber.
+struct EventLog {
+    enum Topic: String, CaseIterable, Sendable { case members, messages, attachments, activity }
+
+    struct Entry { let cursor: Int64; let topic: Topic; let line: [UInt8] }
+
+    struct Subscriber {
+        let connection: ControlConnection
+        var topics: Set<Topic>
+        var lastCursor: Int64
+    }
+
+    static let retainCount = 10_000
+    static let retainBytes = 64 << 20
+    static let subscriberLimit = 16 << 20
+
+    private(set) var latest: Int64 = 0
+    private var entries: [Entry] = []
+    private var head = 0
+    private var retainedBytes = 0
+    private var subscribers: [ObjectIdentifier: Subscriber] = [:]
+
+    /// Appends an event (`fields` without `event`/`cursor`) and fans it out.
+    mutating func append(_ name: String, topic: Topic, _ fields: JSONObject) {
+        latest += 1
+        var object: JSONObject = ["event": .string(name), "cursor": .int(latest)]
+        for (k, v) in fields { object[k] = v }
+        var line: [UInt8] = []
+        JSON.object(object).write(into: &line)
+        line.append(0x0A)
+        entries.append(Entry(cursor: latest, topic: topic, line: line))
+        retainedBytes += line.count
+        while entries.count - head > Self.retainCount || (retainedBytes > Self.retainBytes && entries.count - head > 1) {
+            retainedBytes -= entries[head].line.count
+            head += 1
+        }
+        if head > 4096 && head * 2 > entries.count {
+            entries.removeFirst(head)
+            head = 0
+        }
+        for (key, var sub) in subscribers where sub.topics.contains(topic) {
+            if sub.connection.outbox.queuedBytes > Self.subscriberLimit {
+                var overflow: [UInt8] = []
+                JSON.object(["event": "overflow", "cursor": .int(latest), "resume": .int(sub.lastCursor)]).write(into: &overflow)
+                overflow.append(0x0A)
+                sub.connection.outbox.push(overflow, bytes: overflow.count)
+                subscribers[key] = nil
+                continue
+            }
+            sub.connection.outbox.push(line, bytes: line.count)
+            sub.lastCursor = latest
+            subscribers[key] = sub
+        }
+    }
+
+    /// Registers `connection` for `topics`, first queueing every retained event after `since`.
+    mutating func subscribe(_ connection: ControlConnection, topics: Set<Topic>, since: Int64?) {
+        if let since {
+            for entry in entries[head...] where entry.cursor > since && topics.contains(entry.topic) {
+                connection.outbox.push(entry.line, bytes: entry.line.count)
+            }
+        }
+        subscribers[ObjectIdentifier(connection)] = Subscriber(connection: connection, topics: topics, lastCursor: latest)
+    }
+
+    mutating func unsubscribe(_ connection: ControlConnection) {
+        subscribers[ObjectIdentifier(connection)] = nil
+    }
+}

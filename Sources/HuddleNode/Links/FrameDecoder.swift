@@ -1,0 +1,29 @@
+import NIOCore
+
+/// Cuts a TCP byte stream into frames of `length (u16, big-endian) | payload`. A frame's payload is
+/// at most 65,535 bytes by construction, so nothing unbounded is buffered.
+struct FrameDecoder: ByteToMessageDecoder {
+    typealias InboundOut = ByteBuffer
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt16.self),
+              buffer.readableBytes >= 2 + Int(length),
+              let frame = buffer.getSlice(at: buffer.readerIndex + 2, length: Int(length))
+        else { return .needMoreData }
+        buffer.moveReaderIndex(forwardBy: 2 + Int(length))
+        context.fireChannelRead(wrapInboundOut(frame))
+        return .continue
+    }
+
+    mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+        try decode(context: context, buffer: &buffer)
+    }
+}
+
+extension ByteBuffer {
+    /// Appends one frame: its 16-bit length, then its bytes (callers keep frames ≤ 65,535 bytes).
+    mutating func writeFrame(_ payload: [UInt8]) {
+        writeInteger(UInt16(truncatingIfNeeded: payload.count))
+        writeBytes(payload)
+    }
+}

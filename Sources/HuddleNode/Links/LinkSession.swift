@@ -1,0 +1,141 @@
+import HuddleCore
+import HuddleCrypto
+import NIOCore
+import NIOPosix
+
+/// A TCP connection that carries link frames: `u16 length | bytes`.
+typealias FrameChannel = NIOAsyncChannel<ByteBuffer, ByteBuffer>
+
+enum LinkSession {
+    /// How long a handshake may take before the connection is dropped.
+    static let handshakeTimeout = TimeAmount.seconds(10)
+    /// Largest link message accepted from a peer (a message body plus its header).
+    static let maximumMessage = WireMessage.maximumBody + 64 * 1024
+
+    /// Wraps a new TCP channel in framing and an async interface (called on its event loop).
+    static func wrap(_ channel: Channel) throws -> FrameChannel {
+        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder()))
+        return try FrameChannel(
+            wrappingChannelSynchronously: channel,
+            configuration: .init(isOutboundHalfClosureEnabled: true)
+        )
+    }
+
+    /// Runs one link from handshake to close. `registered` learns the peer once the node has the
+    /// link (or why it never will).
+    static func run(_ channel: FrameChannel, role: LinkHandshake.Role, node: Node, registered: OneShot<MemberID>?) async {
+        let remote = channel.channel.remoteAddress.map { "\($0)" } ?? "unknown"
+        do {
+            try await channel.executeThenClose { inbound, outbound in
+                var frames = inbound.makeAsyncIterator()
+                let timeout = channel.channel.eventLoop.scheduleTask(in: handshakeTimeout) { channel.channel.close(promise: nil) }
+                defer { timeout.cancel() }
+                var handshake = try LinkHandshake(role: role, sessionKey: node.security.sessionKey, identity: node.security.identity, appPayload: node.local.encoded())
+                func writeFrame(_ bytes: [UInt8]) async throws {
+                    var buffer = channel.channel.allocator.buffer(capacity: bytes.count + 2)
+                    buffer.writeFrame(bytes)
+                    node.counters.addSent(.gossip, buffer.readableBytes)
+                    try await outbound.write(buffer)
+                }
+                if role == .initiator { try await writeFrame(try handshake.start()) }
+                while handshake.result == nil {
+                    guard let frame = try await frames.next() else { throw NodeError("connection closed during the handshake") }
+                    node.counters.addReceived(.gossip, frame.readableBytes + 2)
+                    if let reply = try handshake.receive(Array(frame.readableBytesView)) { try await writeFrame(reply) }
+                }
+                timeout.cancel()
+                guard let result = handshake.result else { return }
+                let peer = try MemberInfo.decode(result.remoteAppPayload)
+                guard peer.node == result.remoteIdentity else { throw NodeError("peer's member record names another node key") }
+                let link = LinkHandle(peer: peer, dialer: role == .initiator ? node.local.id : peer.id, channel: channel.channel)
+                guard await node.register(link) else {
+                    registered?.resume(.success(peer.id))
+                    return
+                }
+                registered?.resume(.success(peer.id))
+                await runTransport(link, result: result, frames: &frames, outbound: outbound, node: node)
+            }
+        } catch {
+            registered?.resume(.failure(NodeError("handshake with \(remote) failed: \(error)")))
+            node.log.info("refused link from \(remote): \(error)")
+        }
+    }
+
+    /// After the handshake: a writer task drains the link's outbox; this task reads until close.
+    private static func runTransport(
+        _ link: LinkHandle, result: LinkHandshakeResult,
+        frames: inout NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator,
+        outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, node: Node
+    ) async {
+        await withTaskGroup(of: Void.self) { group in
+            let sendCipher = result.send
+            group.addTask {
+                var cipher = sendCipher
+                do {
+                    while let batch = await link.outbox.takeAll() {
+                        var buffer = link.channel.allocator.buffer(capacity: batch.reduce(0) { $0 + $1.count + 32 })
+                        for message in batch {
+                            let before = buffer.readableBytes
+                            for record in LinkRecords.split(message) {
+                                buffer.writeFrame(try cipher.encrypt(ad: [], plaintext: record))
+                            }
+                            node.counters.addSent(LinkMessage.carriesApplicationMessage(message) ? .messages : .gossip, buffer.readableBytes - before)
+                        }
+                        try await outbound.write(buffer)
+                    }
+                    outbound.finish()
+                } catch {
+                    node.log.info("link to \(link.peer.id) failed while writing: \(error)")
+                    link.channel.close(promise: nil)
+                }
+            }
+            var cipher = result.receive
+            var reassembler = LinkReassembler(limit: maximumMessage)
+            do {
+                while let frame = try await frames.next() {
+                    let record = try cipher.decrypt(ad: [], ciphertext: Array(frame.readableBytesView))
+                    guard let bytes = try reassembler.add(record) else { continue }
+                    let message = try LinkMessage.decode(bytes)
+                    if case .message = message {
+                        node.counters.addReceived(.messages, frame.readableBytes + 2)
+                    } else {
+                        node.counters.addReceived(.gossip, frame.readableBytes + 2)
+                    }
+                    await node.linkReceived(link, message)
+                }
+            } catch {
+                _ = node.counters.droppedFrames.wrappingAdd(1, ordering: .relaxed)
+                node.log.warning("closing the link to \(link.peer.id): bad frame (\(error))")
+                link.channel.close(promise: nil)
+            }
+            link.close()
+            await node.linkClosed(link)
+        }
+    }
+}
+
+extension Node {
+    /// Opens a link to `addr` and returns the member there once the node has registered the link.
+    nonisolated func dial(_ addr: String) async throws -> MemberID {
+        let (host, port) = try parseHostPort(addr)
+        let channel: FrameChannel
+        do {
+            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connectTimeout(.seconds(5))
+                .channelOption(.allowRemoteHalfClosure, value: true)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .connect(host: host, port: port) { channel in
+                    channel.eventLoop.makeCompletedFuture { try LinkSession.wrap(channel) }
+                }
+        } catch {
+            throw NodeError("cannot connect to \(addr): \(error)")
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            let once = OneShot(continuation)
+            spawner.spawn { [self] in
+                await LinkSession.run(channel, role: .initiator, node: self, registered: once)
+                once.resume(.failure(NodeError("link to \(addr) closed before it was registered")))
+            }
+        }
+    }
+}

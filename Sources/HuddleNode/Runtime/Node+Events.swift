@@ -1,0 +1,36 @@
+import HuddleControl
+import HuddleCore
+import HuddleCrypto
+
+extension Node {
+    /// A member as the control protocol shows it (in `members` and in member events).
+    func memberJSON(_ info: MemberInfo) -> JSON {
+        .object([
+            "member": .string(info.id.description),
+            "node": .string(hexString(info.node)),
+            "name": .string(info.name),
+            "addr": .string(info.addr),
+            "state": .string(info.state.description),
+            "incarnation": .int(Int64(info.incarnation)),
+            "self": .bool(info.id == local.id),
+        ])
+    }
+
+    func emitMember(_ change: MemberChange, _ info: MemberInfo) {
+        if change == .joined || change == .left || change == .failed {
+            log.info("member \(info.id) (\(info.name) at \(info.addr)) \(change.rawValue)")
+        }
+        events.append("member", topic: .members, ["change": .string(change.rawValue), "member": memberJSON(info)])
+    }
+
+    func clockJSON(_ clock: [MemberID: UInt64]) -> JSON {
+        .object(JSONObject(pairs: clock.sorted { $0.key < $1.key }.map { ($0.key.description, JSON.int(Int64($0.value))) }))
+    }
+}
+
+extension JSONObject {
+    init(pairs: some Sequence<(String, JSON)>) {
+        self.init()
+        for (key, value) in pairs { self[key] = value }
+    }
+}

@@ -1,0 +1,52 @@
+/// Everything `huddle run` was told: where to listen, whom to join, where the key and control socket are.
+public struct NodeConfiguration: Sendable {
+    public var keyPath: String
+    public var listenHost: String = "0.0.0.0"
+    public var listenPort: Int = 7400
+    /// `host:port` other members use to reach this node; derived from the listen address when nil.
+    public var advertise: String?
+    public var join: [String] = []
+    public var name: String?
+    public var controlPath: String
+    public var dataDir: String?
+    public var identityPath: String?
+    /// Largest reliable message body (`too_large` above it).
+    public var maxMessageBytes: Int = 64 * 1024
+    /// Largest unreliable message body, so it fits one datagram.
+    public var maxUnreliableBytes: Int = 1024
+    public var maxAttachmentBytes: Int = 104_857_600
+    public var storeLimitBytes: Int = 2 << 30
+
+    public init(keyPath: String, controlPath: String) {
+        self.keyPath = keyPath
+        self.controlPath = controlPath
+    }
+}
+
+/// Splits `host:port` (IPv6 as `[::1]:7400`) and checks the port.
+func parseHostPort(_ text: String) throws(NodeError) -> (host: String, port: Int) {
+    var host: Substring
+    let portText: Substring
+    if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+        host = text[text.index(after: text.startIndex)..<close]
+        let rest = text[text.index(after: close)...]
+        guard rest.hasPrefix(":") else { throw NodeError("address \(text) has no port (expected [host]:port)") }
+        portText = rest.dropFirst()
+    } else {
+        guard let colon = text.lastIndex(of: ":") else { throw NodeError("address \(text) has no port (expected host:port)") }
+        host = text[..<colon]
+        portText = text[text.index(after: colon)...]
+    }
+    if host.isEmpty { host = "0.0.0.0" }
+    guard let port = Int(portText), (0...65535).contains(port) else {
+        throw NodeError("address \(text) has a bad port (expected 0-65535)")
+    }
+    return (String(host), port)
+}
+
+extension NodeConfiguration {
+    /// Parses a `--listen` value (`HOST:PORT`, `:PORT` or `[v6]:PORT`).
+    public static func parseListen(_ text: String) throws -> (host: String, port: Int) {
+        try parseHostPort(text)
+    }
+}

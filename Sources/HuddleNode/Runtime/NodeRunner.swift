@@ -1,0 +1,145 @@
+import Dispatch
+import Foundation
+import HuddleCore
+import HuddleCrypto
+import NIOCore
+import NIOPosix
+
+/// Starts a node from its configuration and runs it until `leave`, SIGINT or SIGTERM.
+public enum NodeRunner {
+    /// Runs the node in the foreground. Throws `NodeError` (one line) when it cannot start.
+    public static func run(_ config: NodeConfiguration) async throws {
+        let sessionKey: SessionKey
+        do { sessionKey = try SessionKey.load(from: config.keyPath) } catch { throw NodeError("\(error)") }
+        let identity: Identity
+        do { identity = try config.identityPath.map { try Identity.loadOrCreate(path: $0) } ?? Identity.generate() } catch { throw NodeError("\(error)") }
+
+        let control = try await ControlServer.bind(path: config.controlPath)
+        var cleanup: [() -> Void] = [{ unlink(config.controlPath) }]
+        defer { for step in cleanup.reversed() { step() } }
+
+        let tcp: NIOAsyncChannel<FrameChannel, Never>
+        do {
+            tcp = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelOption(.allowRemoteHalfClosure, value: true)
+                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                .bind(host: config.listenHost, port: config.listenPort) { channel in
+                    channel.eventLoop.makeCompletedFuture { try LinkSession.wrap(channel) }
+                }
+        } catch {
+            try? await control.channel.close()
+            throw NodeError("cannot listen on \(config.listenHost):\(config.listenPort) (TCP): \(error)")
+        }
+        let port = tcp.channel.localAddress?.port ?? config.listenPort
+        let udp: DatagramTransport.Channel
+        do {
+            udp = try await DatagramTransport.bind(host: config.listenHost, port: port)
+        } catch {
+            try? await tcp.channel.close()
+            try? await control.channel.close()
+            throw NodeError("cannot listen on \(config.listenHost):\(port) (UDP): \(error)")
+        }
+
+        let dataDir = try prepareDataDirectory(config.dataDir)
+        if dataDir.created { cleanup.append { try? FileManager.default.removeItem(atPath: dataDir.path) } }
+
+        let advertise = config.advertise ?? "\(advertisedHost(config.listenHost)):\(port)"
+        let name = config.name ?? ProcessInfo.processInfo.hostName
+        let local = MemberInfo(id: MemberID(raw: SecureRandom.uint64()), node: identity.publicKey, name: name, addr: advertise)
+        let node = Node(local: local, security: LinkSecurity(sessionKey: sessionKey, identity: identity), config: config)
+        node.log.info("member \(local.id) of session \(sessionKey.fingerprint) listening on \(config.listenHost):\(port) (advertised \(advertise)), control \(config.controlPath)")
+
+        let signals = installSignalHandlers(node)
+        defer { signals.forEach { $0.cancel() } }
+
+        await withDiscardingTaskGroup { group in
+            group.addTask { await node.spawner.run() }
+            group.addTask { await DatagramTransport.run(udp, node: node) }
+            group.addTask {
+                try? await tcp.executeThenClose { inbound in
+                    for try await connection in inbound {
+                        node.spawner.spawn { await LinkSession.run(connection, role: .responder, node: node, registered: nil) }
+                    }
+                }
+            }
+            group.addTask {
+                try? await control.executeThenClose { inbound in
+                    for try await connection in inbound {
+                        node.spawner.spawn { await ControlServer.serve(connection, node: node) }
+                    }
+                }
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(250))
+                    await node.tick()
+                }
+            }
+            for addr in config.join {
+                node.spawner.spawn { await joinInBackground(addr, node: node) }
+            }
+            await node.waitUntilStopped()
+            // Let replies to `leave` reach their clients, then stop everything.
+            try? await Task.sleep(for: .milliseconds(100))
+            group.cancelAll()
+            tcp.channel.close(promise: nil)
+            control.channel.close(promise: nil)
+            node.datagramOutbox.close()
+            node.spawner.finish()
+        }
+        node.log.info("stopped")
+    }
+
+    /// Keeps dialing a `--join` address (backing off to 5 s) until a link to it is up.
+    static func joinInBackground(_ addr: String, node: Node) async {
+        var delay = 0.25
+        while !Task.isCancelled, await !node.stopping {
+            do {
+                let peer = try await node.dial(addr)
+                await node.waitForHello(peer)
+                node.log.info("joined the session through \(addr)")
+                return
+            } catch {
+                node.log.info("join \(addr) failed, retrying in \(delay) s: \(error)")
+            }
+            try? await Task.sleep(for: .seconds(delay))
+            delay = min(delay * 2, 5)
+        }
+    }
+
+    private static func prepareDataDirectory(_ path: String?) throws -> (path: String, created: Bool) {
+        let fm = FileManager.default
+        if let path {
+            if fm.fileExists(atPath: path) { return (path, false) }
+            do { try fm.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]) } catch {
+                throw NodeError("cannot create data directory \(path): \(error.localizedDescription)")
+            }
+            return (path, true)
+        }
+        let base = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
+        var template = Array("\(base)/huddle-data-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw NodeError("cannot create a temporary data directory under \(base)") }
+        return (String(cString: made), true)
+    }
+
+    private static func advertisedHost(_ listenHost: String) -> String {
+        guard listenHost == "0.0.0.0" || listenHost == "::" else { return listenHost }
+        let devices = (try? System.enumerateDevices()) ?? []
+        for device in devices {
+            guard let address = device.address, case .v4 = address, let ip = address.ipAddress, !ip.hasPrefix("127.") else { continue }
+            return ip
+        }
+        return "127.0.0.1"
+    }
+
+    private static func installSignalHandlers(_ node: Node) -> [DispatchSourceSignal] {
+        [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { Task { await node.leave() } }
+            source.resume()
+            return source
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import ArgumentParser
+import Foundation
+import HuddleControl
+import HuddleNode
+
+/// `huddle run`: one node in the foreground until SIGINT, SIGTERM or `leave`.
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run a node of the session named by a key file, in the foreground.",
+        discussion: """
+            The node listens on TCP and UDP (default port 7400), links to every other member, and is \
+            driven through its control socket. SIGINT and SIGTERM make it leave gracefully.
+            Example: huddle run --key session.key --listen 127.0.0.1:7401 --join 127.0.0.1:7400
+            """
+    )
+
+    @Option(name: .long, help: "Session key file made by `huddle keygen` (must be mode 0600).")
+    var key: String
+
+    @Option(name: .long, help: "TCP+UDP address to listen on, HOST:PORT (port 0 picks a free one).")
+    var listen: String = "0.0.0.0:7400"
+
+    @Option(name: .long, help: "HOST:PORT other members use to reach this node (default: the listen address, or this host's first non-loopback IPv4 when listening on 0.0.0.0).")
+    var advertise: String?
+
+    @Option(name: .long, help: "HOST:PORT of a member to join through; repeatable. Retried in the background until it succeeds.")
+    var join: [String] = []
+
+    @Option(name: .long, help: "Human-readable name of this node (default: the host name).")
+    var name: String?
+
+    @Option(name: .long, help: "Control socket path (default: $HUDDLE_CONTROL, else $XDG_RUNTIME_DIR/huddle.sock, else /tmp/huddle-$UID.sock).")
+    var control: String?
+
+    @Option(name: .customLong("data-dir"), help: "Directory for this node's data (default: a fresh temporary directory, removed on exit).")
+    var dataDir: String?
+
+    @Option(name: .long, help: "Ed25519 identity file, created if absent, so the node keeps its public identity across runs (default: a fresh identity per run).")
+    var identity: String?
+
+    @Option(name: .customLong("max-message-bytes"), help: "Largest reliable message body; larger sends get too_large.")
+    var maxMessageBytes: Int = 64 * 1024
+
+    @Option(name: .customLong("max-unreliable-bytes"), help: "Largest unreliable (one datagram) message body.")
+    var maxUnreliableBytes: Int = 1024
+
+    @Option(name: .customLong("max-attachment-bytes"), help: "Largest attachment accepted by attach.add.")
+    var maxAttachmentBytes: Int = 104_857_600
+
+    @Option(name: .customLong("store-limit"), help: "Most bytes of chunks this node stores.")
+    var storeLimit: Int = 2 << 30
+
+    func validate() throws {
+        guard maxMessageBytes > 0, maxMessageBytes <= 1 << 20 else { throw ValidationError("--max-message-bytes must be between 1 and 1048576") }
+        guard maxUnreliableBytes > 0, maxUnreliableBytes <= 60_000 else { throw ValidationError("--max-unreliable-bytes must be between 1 and 60000") }
+    }
+
+    func run() async throws {
+        var config = NodeConfiguration(keyPath: key, controlPath: ControlPath.resolve(control))
+        do {
+            let (host, port) = try NodeConfiguration.parseListen(listen)
+            config.listenHost = host
+            config.listenPort = port
+        } catch {
+            throw ValidationError("--listen: \(error)")
+        }
+        config.advertise = advertise
+        config.join = join
+        config.name = name
+        config.dataDir = dataDir
+        config.identityPath = identity
+        config.maxMessageBytes = maxMessageBytes
+        config.maxUnreliableBytes = maxUnreliableBytes
+        config.maxAttachmentBytes = maxAttachmentBytes
+        config.storeLimitBytes = storeLimit
+        do {
+            try await NodeRunner.run(config)
+        } catch {
+            FileHandle.standardError.write(Data("huddle: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import Testing
+@testable import HuddleCore
+
+/// A small deterministic generator so fuzz-style tests are repeatable.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+private func member(_ n: UInt64, state: MemberState = .alive) -> MemberInfo {
+    MemberInfo(id: MemberID(raw: n), node: [UInt8](repeating: UInt8(n & 0xFF), count: 32), name: "node-\(n) ✓", addr: "127.0.0.1:\(7400 + n)", state: state, incarnation: n)
+}
+
+private let samples: [LinkMessage] = [
+    .hello(ownSeq: 42, members: [member(1), member(2, state: .failed)]),
+    .members([member(3, state: .left)]),
+    .members([]),
+    .message(WireMessage(from: MemberID(raw: 7), counter: 9, seq: 3, deps: [.init(member: MemberID(raw: 1), seq: 5)], to: nil, body: Array("hi".utf8))),
+    .message(WireMessage(from: MemberID(raw: 7), counter: 10, seq: 0, to: [MemberID(raw: 1), MemberID(raw: 2)], body: [UInt8](repeating: 0xAB, count: 70_000))),
+    .leave,
+]
+
+@Test func linkMessagesRoundTrip() throws {
+    for message in samples {
+        #expect(try LinkMessage.decode(message.encoded()) == message)
+    }
+}
+
+@Test func datagramPayloadRoundTrips() throws {
+    let payload = DatagramPayload(sender: MemberID(raw: 5), counter: 77, content: .message(WireMessage(from: MemberID(raw: 5), counter: 1, seq: 0, to: nil, body: [1, 2, 3])))
+    #expect(try DatagramPayload.decode(payload.encoded()) == payload)
+}
+
+@Test func memberRecordRoundTrips() throws {
+    #expect(try MemberInfo.decode(member(9).encoded()) == member(9))
+}
+
+@Test func everyTruncationIsAnErrorNotATrap() {
+    for message in samples {
+        let bytes = message.encoded()
+        for cut in stride(from: 0, to: bytes.count, by: max(1, bytes.count / 300)) {
+            #expect(throws: WireError.self) { try LinkMessage.decode(Array(bytes[..<cut])) }
+        }
+        #expect(throws: WireError.self) { try LinkMessage.decode(bytes + [0]) }
+    }
+}
+
+@Test func randomBytesNeverTrap() {
+    var rng = SplitMix64(state: 1)
+    var decoded = 0
+    for _ in 0..<20_000 {
+        let count = Int.random(in: 0..<200, using: &rng)
+        var bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        if count > 1, Bool.random(using: &rng) { bytes[0] = LinkMessage.version; bytes[1] = UInt8.random(in: 1...4, using: &rng) }
+        if (try? LinkMessage.decode(bytes)) != nil { decoded += 1 }
+        _ = try? DatagramPayload.decode(bytes)
+        _ = try? MemberInfo.decode(bytes)
+    }
+    #expect(decoded < 20_000)
+}
+
+@Test func oversizedLengthsAreRefusedBeforeAllocation() {
+    var w = WireWriter()
+    w.u8(LinkMessage.version); w.u8(3)
+    w.u64(1); w.u64(1); w.u64(1); w.u16(0); w.u8(0)
+    w.u32(UInt32.max)
+    #expect(throws: WireError.self) { try LinkMessage.decode(w.bytes) }
+    var list = WireWriter()
+    list.u8(LinkMessage.version); list.u8(2); list.u16(UInt16.max)
+    #expect(throws: WireError.self) { try LinkMessage.decode(list.bytes) }
+}
+
+@Test func unknownVersionIsRefused() {
+    var bytes = LinkMessage.leave.encoded()
+    bytes[0] = 99
+    #expect(throws: WireError.self) { try LinkMessage.decode(bytes) }
+}
+
+@Test func recordsSplitAndReassemble() throws {
+    for size in [0, 1, LinkRecords.maximumFragment, LinkRecords.maximumFragment + 1, 200_000] {
+        let message = (0..<size).map { UInt8(truncatingIfNeeded: $0 * 31) }
+        let records = LinkRecords.split(message)
+        #expect(records.allSatisfy { $0.count <= LinkRecords.maximumRecord })
+        var reassembler = LinkReassembler(limit: 1 << 20)
+        var out: [UInt8]?
+        for (i, record) in records.enumerated() {
+            out = try reassembler.add(record)
+            #expect((out == nil) == (i < records.count - 1))
+        }
+        #expect(out == message)
+    }
+}
+
+@Test func reassemblerRefusesOversizedMessagesAndBadFlags() {
+    var reassembler = LinkReassembler(limit: 100)
+    #expect(throws: WireError.self) { try reassembler.add([1] + [UInt8](repeating: 0, count: 101)) }
+    #expect(throws: WireError.self) { try reassembler.add([]) }
+    #expect(throws: WireError.self) { try reassembler.add([4, 1]) }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import HuddleControl
+import HuddleCrypto
+import Testing
+
+/// Where the `huddle` executable under test is: `$HUDDLE_BIN`, else the package's debug build.
+let huddleBinary: String = {
+    if let path = ProcessInfo.processInfo.environment["HUDDLE_BIN"], !path.isEmpty { return path }
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    return root.appendingPathComponent(".build/debug/huddle").path
+}()
+
+struct TestTimeout: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Polls `condition` until it holds or `seconds` pass (generous: the machine is small and shared).
+func eventually(_ what: String, within seconds: Double = 30, _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if (try? await condition()) == true { return }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    if try await condition() { return }
+    throw TestTimeout(description: "timed out after \(seconds) s waiting for: \(what)")
+}
+
+/// A `huddle run` process with its own port, control socket and data directory.
+final class TestNode: @unchecked Sendable {
+    // @unchecked: `process` and the paths are set once in init; `Process` itself is thread-safe for
+    // the calls made here (isRunning, terminate, terminationStatus, waitUntilExit).
+    let name: String
+    let control: String
+    let process: Process
+    let stderrPath: String
+    private(set) var addr = ""
+    private(set) var member = ""
+
+    init(name: String, dir: String, key: String, join: [String] = [], extra: [String] = []) throws {
+        self.name = name
+        control = "\(dir)/\(name).sock"
+        stderrPath = "\(dir)/\(name).log"
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: huddleBinary)
+        process.arguments = ["run", "--key", key, "--listen", "127.0.0.1:0", "--name", name, "--control", control,
+                             "--data-dir", "\(dir)/\(name).data"] + join.flatMap { ["--join", $0] } + extra
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// Waits for the control socket, then records this node's address and member id.
+    func ready() async throws {
+        try await eventually("\(name)'s control socket") {
+            guard process.isRunning else { throw TestTimeout(description: "\(name) exited: \(log)") }
+            return FileManager.default.fileExists(atPath: control)
+        }
+        let status = try await request("status")
+        addr = status["addr"]?.stringValue ?? ""
+        member = status["member"]?.stringValue ?? ""
+    }
+
+    func client() async throws -> ControlClient { try await ControlClient.connect(path: control) }
+
+    /// One request on a fresh connection.
+    func request(_ op: String, _ fields: JSONObject = [:]) async throws -> JSONObject {
+        let c = try await client()
+        defer { Task { await c.close() } }
+        return try await c.request(op, fields)
+    }
+
+    func aliveMembers() async throws -> Int {
+        try await request("status")["members"]?.intValue.map(Int.init) ?? 0
+    }
+
+    var log: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    func waitForExit(within seconds: Double = 30) async throws -> Int32 {
+        try await eventually("\(name) to exit", within: seconds) { !process.isRunning }
+        return process.terminationStatus
+    }
+
+    func kill() { if process.isRunning { process.terminate() } }
+}
+
+/// Every event one subscriber receives, collected in the background.
+actor EventCollector {
+    private(set) var events: [JSONObject] = []
+    private var task: Task<Void, Never>?
+    private var client: ControlClient?
+
+    static func subscribe(_ node: TestNode, topics: [String]) async throws -> EventCollector {
+        let collector = EventCollector()
+        let client = try await node.client()
+        _ = try await client.request("subscribe", ["topics": .array(topics.map { .string($0) })])
+        await collector.start(client)
+        return collector
+    }
+
+    private func start(_ client: ControlClient) {
+        self.client = client
+        task = Task {
+            do {
+                for try await event in client.events() { self.add(event) }
+            } catch {}
+        }
+    }
+
+    private func add(_ e: JSONObject) { events.append(e) }
+
+    func messages() -> [JSONObject] { events.filter { $0["event"]?.stringValue == "message" } }
+    func memberChanges(_ change: String) -> [JSONObject] {
+        events.filter { $0["event"]?.stringValue == "member" && $0["change"]?.stringValue == change }
+    }
+
+    func stop() async {
+        task?.cancel()
+        await client?.close()
+    }
+}
+
+/// A temporary directory, a session key, and the nodes of one test; `shutdown` kills what is left.
+final class TestCluster: @unchecked Sendable {
+    // @unchecked: `nodes` is only appended to by the test's own task, which also calls shutdown.
+    let dir: String
+    let key: String
+    private(set) var nodes: [TestNode] = []
+
+    init(_ label: String) throws {
+        var template = Array("/tmp/hd-\(label.prefix(8))-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw TestTimeout(description: "mkdtemp failed") }
+        dir = String(cString: made)
+        key = "\(dir)/session.key"
+        try SessionKey.generate().write(to: key)
+    }
+
+    /// Starts a node; later nodes join the first one unless told otherwise.
+    @discardableResult
+    func start(_ name: String, join: [String]? = nil, key: String? = nil, extra: [String] = []) async throws -> TestNode {
+        let joins = join ?? (nodes.first.map { [$0.addr] } ?? [])
+        let node = try TestNode(name: name, dir: dir, key: key ?? self.key, join: joins, extra: extra)
+        nodes.append(node)
+        try await node.ready()
+        return node
+    }
+
+    func waitForFullMesh(_ count: Int) async throws {
+        for node in nodes where node.process.isRunning {
+            try await eventually("\(node.name) to see \(count) alive members") { try await node.aliveMembers() == count }
+        }
+    }
+
+    func shutdown() {
+        for node in nodes { node.kill() }
+        for node in nodes { node.process.waitUntilExit() }
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    /// What every node logged, for failure messages.
+    var logs: String { nodes.map { "--- \($0.name)\n\($0.log)" }.joined(separator: "\n") }
+}
