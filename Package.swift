@@ -29,12 +29,18 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
+        .target(name: "HuddleSim", dependencies: ["HuddleCore"]),
+        .executableTarget(name: "huddle-sim", dependencies: [
+            "HuddleSim",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
         .executableTarget(name: "huddle", dependencies: [
             "HuddleNode", "HuddleControl", "HuddleCrypto",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "HuddleCryptoTests", dependencies: ["HuddleCrypto"]),
         .testTarget(name: "HuddleCoreTests", dependencies: ["HuddleCore"]),
+        .testTarget(name: "HuddleSimTests", dependencies: ["HuddleSim", "HuddleCore"]),
         .testTarget(name: "HuddleControlTests", dependencies: ["HuddleControl"]),
         .testTarget(name: "HuddleIntegrationTests", dependencies: [
             "HuddleControl", "HuddleCrypto",

@@ -1,0 +1,1 @@
+// placeholder until this module's first file lands; delete when adding one

@@ -1,0 +1,1 @@
+print("huddle-sim: not built yet")
