@@ -184,7 +184,7 @@ struct SessionTests {
         let latest = reply["cursor"]?.intValue ?? -1
         #expect(latest >= 5)
         var cursors: [Int64] = []
-        for try await event in client.events() {
+        for try await event in await client.events() {
             cursors.append(event["cursor"]?.intValue ?? -1)
             if cursors.count == Int(latest) { break }
         }

@@ -102,7 +102,7 @@ actor EventCollector {
         self.client = client
         task = Task {
             do {
-                for try await event in client.events() { self.add(event) }
+                for try await event in await client.events() { self.add(event) }
             } catch {}
         }
     }

@@ -43,6 +43,7 @@ enum ControlServer {
             let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(.seconds(1))
                 .connect(unixDomainSocketPath: path)
+                .get()
             try? await channel.close()
             return true
         } catch {

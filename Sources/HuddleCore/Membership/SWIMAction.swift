@@ -1,0 +1,13 @@
+/// What a `SWIMInstance` asks its shell (the node, or the simulator) to do.
+///
+/// The instance never performs I/O; every effect is one of these, returned in order.
+public enum SWIMAction: Sendable, Equatable {
+    /// Send this message as one datagram to `host:port` (best effort; loss is expected).
+    case send(SWIMMessage, to: String)
+    /// Exchange full state with `host:port` over a reliable link: send `pushPullState()`, have the
+    /// peer call `receivePushPull` and answer with its own `pushPullState()` (taken after it merged
+    /// ours), then hand that answer to `receivePushPull`. A failed exchange needs no report.
+    case pushPull(to: String, join: Bool)
+    /// Tell the application what happened to a member (never emitted about the local member).
+    case emit(MemberChange, MemberInfo)
+}

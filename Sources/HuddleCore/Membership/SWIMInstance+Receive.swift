@@ -1,0 +1,107 @@
+extension SWIMInstance {
+    /// Handles one datagram from `from` (the `host:port` it came from; replies go there).
+    /// Piggybacked updates are applied first, so an ack already carries a refutation they caused.
+    public mutating func receive(_ message: SWIMMessage, from: String, now: Double) -> [SWIMAction] {
+        start(now)
+        guard local.state != .left else { return [] }
+        var actions: [SWIMAction] = []
+        let incarnation = local.incarnation
+        for update in message.gossip { apply(update, now: now, into: &actions) }
+        // Unless we refuted just now (the refutation is queued, and an ack below carries it).
+        if local.incarnation == incarnation { correctStaleClaims(in: message, from: from, into: &actions) }
+        switch message.kind {
+        case let .ping(seq, target):
+            // A ping for another member id (an earlier run of the node at this address) stays unanswered.
+            if target == local.id { actions.append(self.message(.ack(seq: seq), to: from)) }
+        case let .ack(seq):
+            if let p = probe, p.seq == seq {
+                probe = nil
+                awareness.apply(-1)
+            } else if let relay = relays.removeValue(forKey: seq) {
+                actions.append(self.message(.ack(seq: relay.seq), to: relay.requester))
+            }
+        case let .pingReq(seq, target, targetAddr):
+            guard target != local.id else { break }
+            self.seq &+= 1
+            relays[self.seq] = Relay(requester: from, seq: seq, nackAt: now + settings.probeTimeout * settings.nackFraction)
+            actions.append(self.message(.ping(seq: self.seq, target: target), to: targetAddr))
+        case let .nack(seq):
+            if var p = probe, p.seq == seq {
+                p.nacks += 1
+                probe = p
+            }
+        case .gossip:
+            break
+        }
+        return actions
+    }
+
+    /// Answers suspect/failed claims older than what we know (the member refuted since, or left)
+    /// with the newer records, straight to the sender. Dissemination is probabilistic: now and then a
+    /// member misses a refutation, and without this it would declare a live member failed when its
+    /// suspicion timer ran out. The claim it keeps gossiping reaches members that know better, and
+    /// they tell it at once (targeted anti-entropy; memberlist waits for the next push-pull instead).
+    private mutating func correctStaleClaims(in message: SWIMMessage, from: String, into actions: inout [SWIMAction]) {
+        var corrections: [SWIMGossip] = []
+        var size = SWIMMessage(sender: local.id, kind: .gossip).headerSize
+        for update in message.gossip {
+            switch update {
+            case .suspect, .failed:
+                guard let known = members[update.member] else { continue }
+                let correction: SWIMGossip
+                if known.state == .alive, known.incarnation > update.incarnation {
+                    correction = .alive(known)
+                } else if known.state == .left {
+                    correction = .left(known.id, incarnation: known.incarnation)
+                } else {
+                    continue
+                }
+                guard size + correction.encodedSize <= settings.maxMessageBytes else { continue }
+                size += correction.encodedSize
+                corrections.append(correction)
+            case .alive, .left:
+                continue
+            }
+        }
+        if !corrections.isEmpty {
+            actions.append(.send(SWIMMessage(sender: local.id, kind: .gossip, gossip: corrections), to: from))
+        }
+    }
+
+    /// Merges a peer's full state from a push-pull exchange (both sides call this: the contacted
+    /// member with the initiator's state, the initiator with the answer).
+    ///
+    /// Unknown alive or suspect members are learned (`joined`); claims about self at our incarnation
+    /// or above are refuted (that is how the halves of a healed partition find out). Unlike
+    /// memberlist's `mergeState`, a `suspect`/`failed` claim about a member we hold alive at the same
+    /// incarnation is ignored: it is what the other half of a partition believed, and our own probes
+    /// judge that member; believing it would suspect every member at once when halves re-merge.
+    /// A claim at a higher incarnation is applied as a suspicion, never as an instant failure.
+    public mutating func receivePushPull(_ state: [MemberInfo], join: Bool, from: String, now: Double) -> [SWIMAction] {
+        start(now)
+        guard local.state != .left else { return [] }
+        seeds = []
+        var actions: [SWIMAction] = []
+        for info in state {
+            if info.id == local.id {
+                if info.state != .alive, info.incarnation >= local.incarnation { refute(info.incarnation) }
+                continue
+            }
+            switch info.state {
+            case .alive:
+                applyAlive(info, now: now, into: &actions)
+            case .suspect, .failed:
+                if let known = members[info.id] {
+                    if info.incarnation > known.incarnation {
+                        applySuspect(info.id, incarnation: info.incarnation, from: local.id, now: now, into: &actions)
+                    }
+                } else if info.state == .suspect {
+                    applyAlive(info, now: now, into: &actions)
+                }
+            case .left:
+                applyLeft(info.id, incarnation: info.incarnation, now: now, into: &actions)
+            }
+        }
+        return actions
+    }
+}

@@ -1,0 +1,176 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension SWIMInstance {
+    /// Drives everything timed: probe timeouts and indirect probes, nacks for relayed probes,
+    /// suspicion expiry, the next probe, gossip rounds, push-pull, re-merge, join retries and reaping.
+    public mutating func tick(now: Double) -> [SWIMAction] {
+        start(now)
+        var actions: [SWIMAction] = []
+        if local.state == .left {
+            gossipRound(now: now, into: &actions)
+            return actions
+        }
+        probeTimers(now: now, into: &actions)
+        relayTimers(now: now, into: &actions)
+        suspicionTimers(now: now, into: &actions)
+        if now >= nextProbeAt {
+            nextProbeAt = now + awareness.scale(settings.probeInterval)
+            startProbe(now: now, into: &actions)
+        }
+        gossipRound(now: now, into: &actions)
+        periodicWork(now: now, into: &actions)
+        return actions
+    }
+
+    // MARK: Probing (SWIM §3, Lifeguard §IV.A)
+
+    private mutating func probeTimers(now: Double, into actions: inout [SWIMAction]) {
+        guard var p = probe else { return }
+        if now > p.deadline + settings.probeInterval {
+            // This member was not running when the answer was due (paused, starved of CPU): the
+            // probe says nothing about the target, only that we are slow (Lifeguard §IV.A).
+            probe = nil
+            awareness.apply(1)
+        } else if now >= p.deadline {
+            probe = nil
+            probeFailed(p, now: now, into: &actions)
+        } else if !p.indirectSent, now >= p.timeoutAt {
+            p.indirectSent = true
+            if let target = members[p.target] {
+                for helper in randomMembers(settings.indirectChecks, excluding: p.target, recentlyFailed: false, now: now) {
+                    actions.append(message(.pingReq(seq: p.seq, target: p.target, targetAddr: target.addr), to: helper.addr))
+                    p.expectedNacks += 1
+                }
+            }
+            probe = p
+        }
+    }
+
+    /// No ack by the end of the period: adjust local health by the missed nacks (or by one when no
+    /// helper could be asked), as memberlist's `probeNode` does, then suspect the target.
+    private mutating func probeFailed(_ p: Probe, now: Double, into actions: inout [SWIMAction]) {
+        awareness.apply(p.expectedNacks > 0 ? max(0, p.expectedNacks - p.nacks) : 1)
+        guard let target = members[p.target], Self.isLive(target.state) else { return }
+        applySuspect(p.target, incarnation: target.incarnation, from: local.id, now: now, into: &actions)
+    }
+
+    private mutating func startProbe(now: Double, into actions: inout [SWIMAction]) {
+        guard let target = nextProbeTarget() else { return }
+        seq &+= 1
+        probe = Probe(target: target.id, seq: seq,
+                      timeoutAt: now + awareness.scale(settings.probeTimeout),
+                      deadline: now + awareness.scale(settings.probeInterval))
+        // Buddy system (Lifeguard §IV.C): a suspect hears its suspicion with the probe and refutes at once.
+        let buddy: [SWIMGossip] = target.state == .suspect
+            ? [.suspect(target.id, incarnation: target.incarnation, from: local.id)]
+            : []
+        actions.append(message(.ping(seq: seq, target: target.id), to: target.addr, prefix: buddy))
+    }
+
+    /// The next live member in the randomized round-robin order; the order is reshuffled after
+    /// each full round (SWIM §4.3), so every live member is probed once per round.
+    private mutating func nextProbeTarget() -> MemberInfo? {
+        var looked = 0
+        while looked <= probeOrder.count {
+            if probeIndex >= probeOrder.count {
+                probeOrder.shuffle(using: &rng)
+                probeIndex = 0
+                if probeOrder.isEmpty { return nil }
+            }
+            let id = probeOrder[probeIndex]
+            probeIndex += 1
+            looked += 1
+            if let m = members[id], Self.isLive(m.state) { return m }
+        }
+        return nil
+    }
+
+    /// A helper that heard nothing from the target tells the requester so (nack).
+    private mutating func relayTimers(now: Double, into actions: inout [SWIMAction]) {
+        guard !relays.isEmpty else { return }
+        for key in relays.keys.sorted() {
+            guard let relay = relays[key], relay.nackAt <= now else { continue }
+            relays[key] = nil
+            actions.append(message(.nack(seq: relay.seq), to: relay.requester))
+        }
+    }
+
+    private mutating func suspicionTimers(now: Double, into actions: inout [SWIMAction]) {
+        guard !suspicions.isEmpty else { return }
+        for id in suspicions.keys.sorted() {
+            guard let s = suspicions[id], s.deadline <= now else { continue }
+            guard let m = members[id] else { suspicions[id] = nil; continue }
+            applyFailed(id, incarnation: m.incarnation, from: local.id, now: now, into: &actions)
+        }
+    }
+
+    // MARK: Dissemination (SWIM §4.1)
+
+    /// Every `gossipInterval`, pending updates go to `gossipFanout` random members, recently failed
+    /// ones included so a falsely failed member learns it and refutes.
+    mutating func gossipRound(now: Double, into actions: inout [SWIMAction]) {
+        guard now >= nextGossipAt else { return }
+        nextGossipAt = now + settings.gossipInterval
+        guard !broadcasts.isEmpty else { return }
+        for target in randomMembers(settings.gossipFanout, excluding: nil, recentlyFailed: true, now: now) {
+            let gossip = broadcasts.take(budget: settings.maxMessageBytes - 11, limit: retransmitLimit)
+            if gossip.isEmpty { break }
+            actions.append(.send(SWIMMessage(sender: local.id, kind: .gossip, gossip: gossip), to: target.addr))
+        }
+    }
+
+    // MARK: Push-pull, re-merge, join retries, reaping
+
+    /// memberlist `pushPullScale`: the interval grows by one step per doubling beyond 32 members.
+    public var pushPullIntervalScaled: Double {
+        let n = Double(liveCount)
+        guard n > 32 else { return settings.pushPullInterval }
+        return settings.pushPullInterval * (ceil(log2(n) - log2(32)) + 1)
+    }
+
+    private mutating func periodicWork(now: Double, into actions: inout [SWIMAction]) {
+        if now >= nextPushPullAt {
+            nextPushPullAt = now + pushPullIntervalScaled
+            if let peer = randomMembers(1, excluding: nil, recentlyFailed: false, now: now).first {
+                actions.append(.pushPull(to: peer.addr, join: false))
+            }
+        }
+        if now >= nextRemergeAt {
+            nextRemergeAt = now + rng.uniform(settings.remergeIntervalMin, settings.remergeIntervalMax)
+            let candidates = downSince.filter { id, since in
+                members[id]?.state == .failed && now - since <= settings.remergeWindow
+            }.keys.sorted()
+            if !candidates.isEmpty, let m = members[candidates[rng.index(candidates.count)]] {
+                actions.append(.pushPull(to: m.addr, join: false))
+            }
+        }
+        if !seeds.isEmpty, now >= nextJoinRetryAt {
+            joinBackoff = min(joinBackoff * 2, 30)
+            nextJoinRetryAt = now + joinBackoff
+            for seed in seeds { actions.append(.pushPull(to: seed, join: true)) }
+        }
+        if now >= nextReapAt {
+            nextReapAt = now + 60
+            reap(now: now)
+        }
+    }
+
+    /// Forgets failed and left members after `reapFailedAfter` / `reapLeftAfter`.
+    private mutating func reap(now: Double) {
+        var gone: Set<MemberID> = []
+        for (id, since) in downSince {
+            let limit = members[id]?.state == .left ? settings.reapLeftAfter : settings.reapFailedAfter
+            if now - since > limit { gone.insert(id) }
+        }
+        guard !gone.isEmpty else { return }
+        for id in gone { downSince[id] = nil; members[id] = nil; suspicions[id] = nil }
+        probeOrder.removeAll { gone.contains($0) }
+        probeIndex = min(probeIndex, probeOrder.count)
+    }
+}

@@ -1,0 +1,124 @@
+import CSodium
+
+/// The hash function of a Noise protocol, with the HMAC and HKDF built on it (spec section 4.3).
+public enum NoiseHash: Sendable {
+    case sha256, blake2b
+
+    var length: Int { self == .sha256 ? 32 : 64 }
+    var blockLength: Int { self == .sha256 ? 64 : 128 }
+    var name: String { self == .sha256 ? "SHA256" : "BLAKE2b" }
+
+    func hash(_ data: [UInt8]) -> [UInt8] {
+        Sodium.initialize()
+        var out = [UInt8](repeating: 0, count: length)
+        switch self {
+        case .sha256: _ = crypto_hash_sha256(&out, data, UInt64(data.count))
+        case .blake2b: _ = crypto_generichash(&out, 64, data, UInt64(data.count), nil, 0)
+        }
+        return out
+    }
+
+    func hmac(key: [UInt8], _ data: [UInt8]) -> [UInt8] {
+        var k = key.count > blockLength ? hash(key) : key
+        k += [UInt8](repeating: 0, count: blockLength - k.count)
+        let inner = hash(k.map { $0 ^ 0x36 } + data)
+        return hash(k.map { $0 ^ 0x5C } + inner)
+    }
+
+    /// HKDF with 2 or 3 outputs, each `length` bytes.
+    func hkdf(chainingKey: [UInt8], _ ikm: [UInt8], outputs: Int) -> [[UInt8]] {
+        let temp = hmac(key: chainingKey, ikm)
+        let o1 = hmac(key: temp, [1])
+        let o2 = hmac(key: temp, o1 + [2])
+        guard outputs == 3 else { return [o1, o2] }
+        return [o1, o2, hmac(key: temp, o2 + [3])]
+    }
+}
+
+/// A Noise CipherState over ChaChaPoly (IETF, 96-bit nonce = 32 zero bits + 64-bit little-endian
+/// counter). Without a key it passes data through, as the spec requires during a handshake.
+/// The counter never wraps: the last nonce is refused.
+public struct NoiseCipherState: Sendable {
+    private var key: [UInt8]?
+    public private(set) var nonce: UInt64 = 0
+
+    init(key: [UInt8]? = nil) { self.key = key }
+
+    var hasKey: Bool { key != nil }
+
+    private func nonceBytes() -> [UInt8] {
+        var n = [UInt8](repeating: 0, count: 12)
+        for i in 0..<8 { n[4 + i] = UInt8(truncatingIfNeeded: nonce >> (8 * UInt64(i))) }
+        return n
+    }
+
+    public mutating func encrypt(ad: [UInt8], plaintext: [UInt8]) throws -> [UInt8] {
+        guard let key else { return plaintext }
+        guard nonce < UInt64.max else { throw CryptoError("Noise nonce exhausted; the link must be rekeyed") }
+        var out = [UInt8](repeating: 0, count: plaintext.count + 16)
+        var outLength: UInt64 = 0
+        _ = crypto_aead_chacha20poly1305_ietf_encrypt(&out, &outLength, plaintext, UInt64(plaintext.count), ad, UInt64(ad.count), nil, nonceBytes(), key)
+        nonce += 1
+        return out
+    }
+
+    public mutating func decrypt(ad: [UInt8], ciphertext: [UInt8]) throws -> [UInt8] {
+        guard let key else { return ciphertext }
+        guard nonce < UInt64.max else { throw CryptoError("Noise nonce exhausted; the link must be rekeyed") }
+        guard ciphertext.count >= 16 else { throw CryptoError("Noise ciphertext shorter than its tag") }
+        var out = [UInt8](repeating: 0, count: ciphertext.count - 16)
+        var outLength: UInt64 = 0
+        guard crypto_aead_chacha20poly1305_ietf_decrypt(&out, &outLength, nil, ciphertext, UInt64(ciphertext.count), ad, UInt64(ad.count), nonceBytes(), key) == 0 else {
+            throw CryptoError("Noise decryption failed (wrong key or tampered data)")
+        }
+        nonce += 1
+        return out
+    }
+}
+
+/// Noise's SymmetricState (spec section 5.2): chaining key, handshake hash and the cipher.
+struct NoiseSymmetricState: Sendable {
+    let hashFunction: NoiseHash
+    var chainingKey: [UInt8]
+    var handshakeHash: [UInt8]
+    var cipher = NoiseCipherState()
+
+    init(protocolName: String, hash: NoiseHash) {
+        hashFunction = hash
+        let name = Array(protocolName.utf8)
+        handshakeHash = name.count <= hash.length ? name + [UInt8](repeating: 0, count: hash.length - name.count) : hash.hash(name)
+        chainingKey = handshakeHash
+    }
+
+    mutating func mixKey(_ ikm: [UInt8]) {
+        let out = hashFunction.hkdf(chainingKey: chainingKey, ikm, outputs: 2)
+        chainingKey = out[0]
+        cipher = NoiseCipherState(key: Array(out[1].prefix(32)))
+    }
+
+    mutating func mixHash(_ data: [UInt8]) { handshakeHash = hashFunction.hash(handshakeHash + data) }
+
+    mutating func mixKeyAndHash(_ ikm: [UInt8]) {
+        let out = hashFunction.hkdf(chainingKey: chainingKey, ikm, outputs: 3)
+        chainingKey = out[0]
+        mixHash(out[1])
+        cipher = NoiseCipherState(key: Array(out[2].prefix(32)))
+    }
+
+    mutating func encryptAndHash(_ plaintext: [UInt8]) throws -> [UInt8] {
+        let ciphertext = try cipher.encrypt(ad: handshakeHash, plaintext: plaintext)
+        mixHash(ciphertext)
+        return ciphertext
+    }
+
+    mutating func decryptAndHash(_ ciphertext: [UInt8]) throws -> [UInt8] {
+        let plaintext = try cipher.decrypt(ad: handshakeHash, ciphertext: ciphertext)
+        mixHash(ciphertext)
+        return plaintext
+    }
+
+    func split() -> (NoiseCipherState, NoiseCipherState) {
+        let out = hashFunction.hkdf(chainingKey: chainingKey, [], outputs: 2)
+        return (NoiseCipherState(key: Array(out[0].prefix(32))), NoiseCipherState(key: Array(out[1].prefix(32))))
+    }
+}

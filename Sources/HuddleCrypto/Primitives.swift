@@ -1,0 +1,40 @@
+import CSodium
+
+/// XChaCha20-Poly1305 (IETF) authenticated encryption: 32-byte key, 24-byte nonce, 16-byte tag.
+public enum AEAD {
+    public static let keyLength = 32, nonceLength = 24, tagLength = 16
+
+    public static func seal(_ plaintext: [UInt8], ad: [UInt8], nonce: [UInt8], key: [UInt8]) -> [UInt8] {
+        Sodium.initialize()
+        precondition(key.count == keyLength && nonce.count == nonceLength, "AEAD.seal: caller passed a bad key or nonce length")
+        var out = [UInt8](repeating: 0, count: plaintext.count + tagLength)
+        var outLength: UInt64 = 0
+        _ = crypto_aead_xchacha20poly1305_ietf_encrypt(&out, &outLength, plaintext, UInt64(plaintext.count), ad, UInt64(ad.count), nil, nonce, key)
+        return out
+    }
+
+    public static func open(_ ciphertext: [UInt8], ad: [UInt8], nonce: [UInt8], key: [UInt8]) throws -> [UInt8] {
+        Sodium.initialize()
+        guard key.count == keyLength, nonce.count == nonceLength else { throw CryptoError("AEAD: bad key or nonce length") }
+        guard ciphertext.count >= tagLength else { throw CryptoError("AEAD: ciphertext shorter than its tag") }
+        var out = [UInt8](repeating: 0, count: ciphertext.count - tagLength)
+        var outLength: UInt64 = 0
+        guard crypto_aead_xchacha20poly1305_ietf_decrypt(&out, &outLength, nil, ciphertext, UInt64(ciphertext.count), ad, UInt64(ad.count), nonce, key) == 0 else {
+            throw CryptoError("AEAD: authentication failed")
+        }
+        return out
+    }
+
+    public static func randomNonce() -> [UInt8] { SecureRandom.bytes(nonceLength) }
+}
+
+/// BLAKE2b (libsodium's generichash): 16 to 64 bytes of output, optionally keyed.
+public enum BLAKE2b {
+    public static func hash(_ data: [UInt8], length: Int = 32, key: [UInt8] = []) -> [UInt8] {
+        Sodium.initialize()
+        let n = min(max(length, 16), 64)
+        var out = [UInt8](repeating: 0, count: n)
+        _ = crypto_generichash(&out, n, data, UInt64(data.count), key.isEmpty ? nil : key, key.count)
+        return out
+    }
+}

@@ -1,0 +1,78 @@
+import Testing
+@testable import HuddleCore
+
+@Test func swimSuspicionBoundsFollowLog10OfN() {
+    let s = SWIMSettings.lan  // α 2, β 3, probe 0.5 s
+    let (min24, max24) = SWIMSuspicion.bounds(members: 24, settings: s)
+    #expect(abs(min24 - 2 * 1.380211 * 0.5) < 1e-4)
+    #expect(abs(max24 - 3 * min24) < 1e-9)
+    // Below 10 members the scale is clamped to 1 (memberlist's nodeScale).
+    #expect(SWIMSuspicion.bounds(members: 5, settings: s).min == 1.0)
+    #expect(SWIMSuspicion.bounds(members: 0, settings: s).min == 1.0)
+    #expect(abs(SWIMSuspicion.bounds(members: 1000, settings: s).min - 3.0) < 1e-9)
+}
+
+@Test func swimSuspicionTimeoutShrinksLogarithmicallyWithConfirmations() {
+    let t = { (n: Int) in SWIMSuspicion.timeout(confirmations: n, k: 3, min: 1, max: 6) }
+    #expect(t(0) == 6)
+    #expect(abs(t(1) - (6 - 5 * 0.5)) < 1e-9)           // log 2 / log 4 = 0.5
+    #expect(t(1) > t(2) && t(2) > t(3))
+    #expect(t(3) == 1)
+    #expect(t(10) == 1)                                  // never below min
+    #expect(SWIMSuspicion.timeout(confirmations: 0, k: 0, min: 1, max: 6) == 1)
+}
+
+@Test func swimSuspicionCountsEachSuspecterOnceAndAtMostK() {
+    var s = SWIMSuspicion(from: swimID(2), k: 2, min: 1, max: 3, now: 10)
+    #expect(s.deadline == 13)
+    let results = [2, 3, 3, 4, 5].map { s.confirm(swimID($0)) }
+    // The first suspecter is not a confirmation, repeats do not count, nor any beyond k.
+    #expect(results == [false, true, false, true, false])
+    #expect(s.confirmations == 2)
+    #expect(s.deadline == 11)
+}
+
+@Test func swimSuspectIsDeclaredFailedAtTheMaximumTimeoutWithoutConfirmations() throws {
+    // N = 10: min = 2 × 1 × 0.5 = 1 s, max = 3 s.
+    var s = swimInstance(knowing: Array(2...10))
+    let out = s.receive(swimGossip(from: 3, [.suspect(swimID(5), incarnation: 0, from: swimID(3))]), from: "x", now: 10)
+    #expect(out.emitted(about: 5) == [.suspect])
+    let timer = try #require(s.suspicions[swimID(5)])
+    #expect(timer.k == 3 && timer.min == 1 && timer.max == 3)
+    #expect(s.tick(now: 12.9).emitted(about: 5).isEmpty)
+    #expect(s.tick(now: 13.0).emitted(about: 5) == [.failed])
+    #expect(s.members[swimID(5)]?.state == .failed)
+    #expect(s.liveCount == 9)
+}
+
+@Test func swimIndependentConfirmationsShortenTheTimeoutToTheMinimum() throws {
+    var s = swimInstance(knowing: Array(2...10))
+    _ = s.receive(swimGossip(from: 3, [.suspect(swimID(5), incarnation: 0, from: swimID(3))]), from: "x", now: 10)
+    let before = try #require(s.suspicions[swimID(5)]).deadline
+    _ = s.receive(swimGossip(from: 4, [.suspect(swimID(5), incarnation: 0, from: swimID(4))]), from: "x", now: 10.1)
+    let one = try #require(s.suspicions[swimID(5)]).deadline
+    // A repeated suspecter changes nothing.
+    _ = s.receive(swimGossip(from: 4, [.suspect(swimID(5), incarnation: 0, from: swimID(4))]), from: "x", now: 10.2)
+    #expect(try #require(s.suspicions[swimID(5)]).deadline == one)
+    _ = s.receive(swimGossip(from: 6, [.suspect(swimID(5), incarnation: 0, from: swimID(6))]), from: "x", now: 10.3)
+    _ = s.receive(swimGossip(from: 7, [.suspect(swimID(5), incarnation: 0, from: swimID(7))]), from: "x", now: 10.4)
+    let last = try #require(s.suspicions[swimID(5)]).deadline
+    #expect(before == 13 && one < before && last == 11)
+    #expect(s.tick(now: 11.0).emitted(about: 5) == [.failed])
+}
+
+@Test func swimSmallClustersUseTheMinimumTimeout() throws {
+    // Three members: nobody could confirm (N − 2 < K), so k = 0 and the timeout is min = 1 s.
+    var s = swimInstance(knowing: [2, 3])
+    _ = s.receive(swimGossip(from: 2, [.suspect(swimID(3), incarnation: 0, from: swimID(2))]), from: "x", now: 5)
+    #expect(try #require(s.suspicions[swimID(3)]).deadline == 6)
+}
+
+@Test func swimStaleSuspicionsAreIgnored() {
+    var s = swimInstance(knowing: [2, 3, 4])
+    var newer = swimInfo(3); newer.incarnation = 4
+    _ = s.receive(swimGossip(from: 3, [.alive(newer)]), from: "x", now: 1)
+    let out = s.receive(swimGossip(from: 2, [.suspect(swimID(3), incarnation: 3, from: swimID(2))]), from: "x", now: 2)
+    #expect(out.emitted.isEmpty)
+    #expect(s.members[swimID(3)]?.state == .alive)
+}
