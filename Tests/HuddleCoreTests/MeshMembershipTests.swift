@@ -11,19 +11,27 @@ private func info(_ n: UInt64) -> MemberInfo {
     #expect(actions.contains(.emit(.joined, info(2))))
     #expect(actions.contains(.announce([info(2)], except: MemberID(raw: 2))))
     #expect(m.aliveCount == 2)
-    #expect(m.linkEstablished(info(2), now: 0).isEmpty)
+    let r1 = m.linkEstablished(info(2), now: 0).isEmpty
+    #expect(r1)
 }
 
 @Test func lowerIdDialsLearnedMembersAndHigherWaitsForGrace() {
     var low = MeshMembership(local: info(1))
-    #expect(low.receive(members: [info(5)], from: MemberID(raw: 9), now: 0) == [.dial(addr: info(5).addr, member: MemberID(raw: 5))])
+    let r2 = low.receive(members: [info(5)], from: MemberID(raw: 9), now: 0) == [.dial(addr: info(5).addr, member: MemberID(raw: 5))]
+    #expect(r2)
     var high = MeshMembership(local: info(9))
-    #expect(high.receive(members: [info(5)], from: MemberID(raw: 1), now: 0).isEmpty)
-    #expect(high.tick(now: 0.5).isEmpty)
-    #expect(high.tick(now: 1.1) == [.dial(addr: info(5).addr, member: MemberID(raw: 5))])
-    #expect(high.tick(now: 1.5).isEmpty)
-    #expect(high.tick(now: 3.2).count == 1)
-    #expect(high.tick(now: 100).isEmpty)
+    let r3 = high.receive(members: [info(5)], from: MemberID(raw: 1), now: 0).isEmpty
+    #expect(r3)
+    let r4 = high.tick(now: 0.5).isEmpty
+    #expect(r4)
+    let r5 = high.tick(now: 1.1) == [.dial(addr: info(5).addr, member: MemberID(raw: 5))]
+    #expect(r5)
+    let r6 = high.tick(now: 1.5).isEmpty
+    #expect(r6)
+    let r7 = high.tick(now: 3.2).count == 1
+    #expect(r7)
+    let r8 = high.tick(now: 100).isEmpty
+    #expect(r8)
 }
 
 @Test func closedLinkIsFailedUnlessTheMemberSaidLeave() {
@@ -33,9 +41,12 @@ private func info(_ n: UInt64) -> MemberInfo {
     m.receiveLeave(from: MemberID(raw: 3))
     var failed = info(2); failed.state = .failed
     var left = info(3); left.state = .left
-    #expect(m.linkClosed(MemberID(raw: 2), now: 1).first == .emit(.failed, failed))
-    #expect(m.linkClosed(MemberID(raw: 3), now: 1).first == .emit(.left, left))
-    #expect(m.linkClosed(MemberID(raw: 3), now: 1).isEmpty)
+    let r9 = m.linkClosed(MemberID(raw: 2), now: 1).first == .emit(.failed, failed)
+    #expect(r9)
+    let r10 = m.linkClosed(MemberID(raw: 3), now: 1).first == .emit(.left, left)
+    #expect(r10)
+    let r11 = m.linkClosed(MemberID(raw: 3), now: 1).isEmpty
+    #expect(r11)
     #expect(m.aliveCount == 1)
 }
 
@@ -43,8 +54,10 @@ private func info(_ n: UInt64) -> MemberInfo {
     var m = MeshMembership(local: info(1))
     _ = m.linkEstablished(info(2), now: 0)
     _ = m.linkClosed(MemberID(raw: 2), now: 1)
-    #expect(m.linkEstablished(info(2), now: 2).isEmpty)
-    #expect(m.receive(members: [info(2)], from: MemberID(raw: 3), now: 2).isEmpty)
+    let r12 = m.linkEstablished(info(2), now: 2).isEmpty
+    #expect(r12)
+    let r13 = m.receive(members: [info(2)], from: MemberID(raw: 3), now: 2).isEmpty
+    #expect(r13)
     #expect(m.members[MemberID(raw: 2)]?.state == .failed)
 }
 

@@ -42,7 +42,7 @@ func loadRefusesKeysReadableByOthers(permissions: Int) throws {
 func loadRefusesMalformedKeys(contents: String) throws {
     let path = tempPath("bad.key")
     defer { unlink(path) }
-    FileManager.default.createFile(atPath: path, contents: Data(contents.utf8), attributes: [.posixPermissions: 0o600])
+    _ = FileManager.default.createFile(atPath: path, contents: Data(contents.utf8), attributes: [.posixPermissions: 0o600])
     do {
         _ = try SessionKey.load(from: path)
         Issue.record("loaded malformed key \(contents)")

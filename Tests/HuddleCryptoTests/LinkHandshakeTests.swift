@@ -53,7 +53,7 @@ private func runHandshake(_ a: inout LinkHandshake, _ b: inout LinkHandshake) th
     let key = SessionKey.generate()
     for step in 0..<3 {
         var a = try LinkHandshake(role: .initiator, sessionKey: key, identity: .generate(), appPayload: [1])
-        var b = try LinkHandshake(role: .responder, sessionKey: key, identity: .generate(), appPayload: [2])
+        let b = try LinkHandshake(role: .responder, sessionKey: key, identity: .generate(), appPayload: [2])
         let m1 = try a.start()
         for junk in [[], [UInt8](repeating: 7, count: 10), SecureRandom.bytes(200), Array(m1.prefix(20))] {
             var copyA = a, copyB = b

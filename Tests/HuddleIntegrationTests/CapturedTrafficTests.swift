@@ -62,8 +62,9 @@ struct CapturedTrafficTests {
         _ = try await b.request("send", ["text": .string(secret)])
         _ = try await a.request("send", ["text": .string(secret + " (reply)")])
         try await eventually("both messages to cross the proxied link") {
-            await collectorA.messages().contains { $0["text"]?.stringValue == secret }
-                && collectorB.messages().contains { $0["text"]?.stringValue == secret + " (reply)" }
+            let atA = await collectorA.messages().contains { $0["text"]?.stringValue == secret }
+            let atB = await collectorB.messages().contains { $0["text"]?.stringValue == secret + " (reply)" }
+            return atA && atB
         }
         try await Task.sleep(for: .milliseconds(200))
         let captured = await proxy.captured

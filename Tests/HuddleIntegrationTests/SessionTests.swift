@@ -64,7 +64,8 @@ struct SessionTests {
         for collector in collectors {
             try await eventually("the marker broadcast everywhere") { await collector.messages().contains { $0["text"]?.stringValue == "marker" } }
         }
-        let directedAt = await collectors.map { await $0.messages().filter { $0["text"]?.stringValue == "for c only" }.count }
+        var directedAt: [Int] = []
+        for collector in collectors { directedAt.append(await collector.messages().filter { $0["text"]?.stringValue == "for c only" }.count) }
         #expect(directedAt == [0, 0, 1])
         let event = await collectors[2].messages().first { $0["text"]?.stringValue == "for c only" }
         #expect(event?["to"] == .array([.string(nodes[2].member)]))

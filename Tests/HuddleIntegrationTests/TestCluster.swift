@@ -44,7 +44,7 @@ final class TestNode: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: huddleBinary)
         process.arguments = ["run", "--key", key, "--listen", "127.0.0.1:0", "--name", name, "--control", control,
                              "--data-dir", "\(dir)/\(name).data"] + join.flatMap { ["--join", $0] } + extra
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         process.standardOutput = FileHandle.nullDevice
         try process.run()

@@ -61,8 +61,9 @@ public struct MeshMembership: Sendable {
     public mutating func receive(members list: [MemberInfo], from sender: MemberID, now: Double) -> [Action] {
         var actions: [Action] = []
         for m in list where m.id != local.id && members[m.id] == nil && candidates[m.id] == nil && m.state == .alive {
-            candidates[m.id] = (m, now, now)
-            if local.id < m.id { actions.append(.dial(addr: m.addr, member: m.id)) }
+            let dialsNow = local.id < m.id
+            candidates[m.id] = (m, now, dialsNow ? now : -.infinity)
+            if dialsNow { actions.append(.dial(addr: m.addr, member: m.id)) }
         }
         return actions
     }
