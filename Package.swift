@@ -34,6 +34,12 @@ let package = Package(
             "HuddleSim",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        .executableTarget(name: "huddle-bench", dependencies: [
+            "HuddleControl", "HuddleSim", "HuddleCore",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
         .executableTarget(name: "huddle", dependencies: [
             "HuddleNode", "HuddleControl", "HuddleCrypto",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

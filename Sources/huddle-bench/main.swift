@@ -1,0 +1,1 @@
+print("huddle-bench: being written")
