@@ -18,12 +18,12 @@ private func member(_ n: UInt64, state: MemberState = .alive) -> MemberInfo {
 }
 
 private let samples: [LinkMessage] = [
-    .hello(ownSeq: 42, members: [member(1), member(2, state: .failed)]),
-    .members([member(3, state: .left)]),
-    .members([]),
+    .hello(ownSeq: 42),
+    .pushPull(SWIMPushPull(join: true, members: [member(1), member(2, state: .failed)])),
+    .pushPullReply(SWIMPushPull(join: false, members: [])),
+    .swim(SWIMMessage(sender: MemberID(raw: 3), kind: .ping(seq: 7, target: MemberID(raw: 4)), gossip: [.left(MemberID(raw: 5), incarnation: 2)])),
     .message(WireMessage(from: MemberID(raw: 7), counter: 9, seq: 3, deps: [.init(member: MemberID(raw: 1), seq: 5)], to: nil, body: Array("hi".utf8))),
     .message(WireMessage(from: MemberID(raw: 7), counter: 10, seq: 0, to: [MemberID(raw: 1), MemberID(raw: 2)], body: [UInt8](repeating: 0xAB, count: 70_000))),
-    .leave,
 ]
 
 @Test func linkMessagesRoundTrip() throws {
@@ -57,7 +57,7 @@ private let samples: [LinkMessage] = [
     for _ in 0..<20_000 {
         let count = Int.random(in: 0..<200, using: &rng)
         var bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &rng) }
-        if count > 1, Bool.random(using: &rng) { bytes[0] = LinkMessage.version; bytes[1] = UInt8.random(in: 1...4, using: &rng) }
+        if count > 1, Bool.random(using: &rng) { bytes[0] = LinkMessage.version; bytes[1] = UInt8.random(in: 1...5, using: &rng) }
         if (try? LinkMessage.decode(bytes)) != nil { decoded += 1 }
         _ = try? DatagramPayload.decode(bytes)
         _ = try? MemberInfo.decode(bytes)
@@ -72,12 +72,12 @@ private let samples: [LinkMessage] = [
     w.u32(UInt32.max)
     #expect(throws: WireError.self) { try LinkMessage.decode(w.bytes) }
     var list = WireWriter()
-    list.u8(LinkMessage.version); list.u8(2); list.u16(UInt16.max)
+    list.u8(LinkMessage.version); list.u8(2); list.u8(1); list.u8(1); list.u32(UInt32.max)
     #expect(throws: WireError.self) { try LinkMessage.decode(list.bytes) }
 }
 
 @Test func unknownVersionIsRefused() {
-    var bytes = LinkMessage.leave.encoded()
+    var bytes = LinkMessage.hello(ownSeq: 1).encoded()
     bytes[0] = 99
     #expect(throws: WireError.self) { try LinkMessage.decode(bytes) }
 }

@@ -8,6 +8,8 @@ public struct DatagramPayload: Sendable, Equatable {
     public enum Content: Sendable, Equatable {
         /// An unreliable application message (no seq, no ordering).
         case message(WireMessage)
+        /// A SWIM probe, reply or gossip datagram.
+        case swim(SWIMMessage)
     }
 
     public init(sender: MemberID, counter: UInt64, content: Content) {
@@ -21,6 +23,7 @@ public struct DatagramPayload: Sendable, Equatable {
         w.u8(Self.version); w.member(sender); w.u64(counter)
         switch content {
         case let .message(m): w.u8(1); m.encode(into: &w)
+        case let .swim(m): w.u8(2); w.raw(m.encode())
         }
         return w.bytes
     }
@@ -34,6 +37,7 @@ public struct DatagramPayload: Sendable, Equatable {
         let content: Content
         switch try r.u8("kind") {
         case 1: content = .message(try WireMessage.decode(from: &r))
+        case 2: content = .swim(try SWIMMessage.decode(try r.raw(r.remaining)))
         default: throw WireError("unknown datagram kind")
         }
         try r.expectEnd("datagram")

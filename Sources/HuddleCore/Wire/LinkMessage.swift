@@ -2,31 +2,35 @@
 /// `version (1) | kind (1) | fields`; an unknown version or kind is a decode error, which closes the link.
 public enum LinkMessage: Sendable, Equatable {
     /// First message on every link: the sender's own broadcast seq at the moment the link was
-    /// registered (the receiver's baseline for it) and the members the sender knows.
-    case hello(ownSeq: UInt64, members: [MemberInfo])
-    /// Membership news: members that appeared or changed state.
-    case members([MemberInfo])
+    /// registered (the receiver's baseline for it).
+    case hello(ownSeq: UInt64)
+    /// A SWIM push-pull: the sender's full membership state; the receiver merges it and answers
+    /// with `pushPullReply` carrying its own.
+    case pushPull(SWIMPushPull)
+    case pushPullReply(SWIMPushPull)
+    /// A SWIM message sent over the link as well as by datagram (used for `leave`, so it is not lost).
+    case swim(SWIMMessage)
     /// A reliable application message.
     case message(WireMessage)
-    /// The sender is leaving the session for good.
-    case leave
 
     public static let version: UInt8 = 1
 
-    private enum Kind: UInt8 { case hello = 1, members = 2, message = 3, leave = 4 }
+    private enum Kind: UInt8 { case hello = 1, pushPull = 2, message = 3, pushPullReply = 4, swim = 5 }
 
     public func encoded() -> [UInt8] {
         var w = WireWriter(capacity: 64)
         w.u8(Self.version)
         switch self {
-        case let .hello(ownSeq, members):
-            w.u8(Kind.hello.rawValue); w.u64(ownSeq); Self.encode(members, into: &w)
-        case let .members(members):
-            w.u8(Kind.members.rawValue); Self.encode(members, into: &w)
+        case let .hello(ownSeq):
+            w.u8(Kind.hello.rawValue); w.u64(ownSeq)
+        case let .pushPull(state):
+            w.u8(Kind.pushPull.rawValue); w.raw(state.encode())
+        case let .pushPullReply(state):
+            w.u8(Kind.pushPullReply.rawValue); w.raw(state.encode())
+        case let .swim(message):
+            w.u8(Kind.swim.rawValue); w.raw(message.encode())
         case let .message(m):
             w.u8(Kind.message.rawValue); m.encode(into: &w)
-        case .leave:
-            w.u8(Kind.leave.rawValue)
         }
         return w.bytes
     }
@@ -42,26 +46,14 @@ public enum LinkMessage: Sendable, Equatable {
         guard version == Self.version else { throw WireError("unsupported link message version \(version)") }
         let result: LinkMessage
         switch Kind(rawValue: try r.u8("kind")) {
-        case .hello: result = .hello(ownSeq: try r.u64("seq"), members: try decodeMembers(&r))
-        case .members: result = .members(try decodeMembers(&r))
+        case .hello: result = .hello(ownSeq: try r.u64("seq"))
+        case .pushPull: result = .pushPull(try SWIMPushPull.decode(try r.raw(r.remaining)))
+        case .pushPullReply: result = .pushPullReply(try SWIMPushPull.decode(try r.raw(r.remaining)))
+        case .swim: result = .swim(try SWIMMessage.decode(try r.raw(r.remaining)))
         case .message: result = .message(try WireMessage.decode(from: &r))
-        case .leave: result = .leave
         case nil: throw WireError("unknown link message kind")
         }
         try r.expectEnd("link message")
         return result
-    }
-
-    private static func encode(_ members: [MemberInfo], into w: inout WireWriter) {
-        w.u16(UInt16(truncatingIfNeeded: members.count))
-        for m in members { m.encode(into: &w) }
-    }
-
-    private static func decodeMembers(_ r: inout WireReader) throws(WireError) -> [MemberInfo] {
-        let n = try r.count16(minItemSize: MemberInfo.minimumEncodedSize, "member list")
-        var list: [MemberInfo] = []
-        list.reserveCapacity(n)
-        for _ in 0..<n { list.append(try MemberInfo.decode(from: &r)) }
-        return list
     }
 }

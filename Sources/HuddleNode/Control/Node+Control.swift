@@ -23,7 +23,7 @@ extension Node {
             guard let op = request["op"]?.stringValue else { throw ControlError(code: .badRequest, message: "request has no \"op\" string") }
             switch op {
             case "status": return ControlReply.ok(id: id, status())
-            case "members": return ControlReply.ok(id: id, ["members": .array(membership.members.values.sorted { $0.id < $1.id }.map(memberJSON))])
+            case "members": return ControlReply.ok(id: id, ["members": .array(swim.members.values.sorted { $0.id < $1.id }.map(memberJSON))])
             case "join": return ControlReply.ok(id: id, try await joinOp(request))
             case "send":
                 let m = try send(try sendRequest(request))
@@ -61,7 +61,7 @@ extension Node {
             "name": .string(local.name),
             "addr": .string(local.addr),
             "session": .string(security.sessionKey.fingerprint),
-            "members": .int(Int64(membership.aliveCount)),
+            "members": .int(Int64(liveCount)),
             "clock": clockJSON(sequencer.clock),
             "baseline": clockJSON(sequencer.baseline),
             "uptime_ms": .int(Int64(now * 1000)),
@@ -91,13 +91,13 @@ extension Node {
         guard let addr = request["addr"]?.stringValue else { throw ControlError(code: .badRequest, message: "join needs \"addr\" (host:port)") }
         do {
             let peer = try await dial(addr)
-            await waitForHello(peer)
+            await pushPullAndWait(peer, join: true)
         } catch let error as NodeError {
             throw ControlError(code: .unavailable, message: "could not join \(addr): \(error.message)")
         } catch {
             throw ControlError(code: .unavailable, message: "could not join \(addr): \(error)")
         }
-        return ["members": .int(Int64(membership.aliveCount))]
+        return ["members": .int(Int64(liveCount))]
     }
 
     private func sendRequest(_ request: JSONObject) throws(ControlError) -> SendRequest {

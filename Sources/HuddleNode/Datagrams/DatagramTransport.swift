@@ -28,12 +28,12 @@ enum DatagramTransport {
                 do {
                     for try await envelope in inbound {
                         let bytes = Array(envelope.data.readableBytesView)
-                        node.counters.addReceived(.messages, bytes.count)
                         guard let plain = try? node.seal.open(bytes), let payload = try? DatagramPayload.decode(plain) else {
                             _ = node.counters.droppedDatagrams.wrappingAdd(1, ordering: .relaxed)
                             continue
                         }
-                        await node.datagramReceived(payload)
+                        if case .swim = payload.content { node.counters.addReceived(.gossip, bytes.count) } else { node.counters.addReceived(.messages, bytes.count) }
+                        await node.datagramReceived(payload, from: hostPort(envelope.remoteAddress))
                     }
                 } catch {
                     node.log.warning("datagram socket closed: \(error)")
@@ -42,4 +42,12 @@ enum DatagramTransport {
             }
         }
     }
+}
+
+/// `host:port` of a socket address, with IPv6 hosts in brackets.
+func hostPort(_ address: SocketAddress) -> String {
+    let host = address.ipAddress ?? "?"
+    let port = address.port ?? 0
+    if case .v6 = address { return "[\(host)]:\(port)" }
+    return "\(host):\(port)"
 }

@@ -19,8 +19,8 @@ extension Node {
         }
         if let to = request.to {
             for target in to where target != local.id {
-                guard links[target] != nil else {
-                    throw ControlError(code: membership.members[target] == nil ? .notFound : .notMember, message: "\(target) is not a live member of this session")
+                guard isLive(target) else {
+                    throw ControlError(code: swim.members[target] == nil ? .notFound : .notMember, message: "\(target) is not a live member of this session")
                 }
             }
         }
@@ -32,7 +32,9 @@ extension Node {
             let encoded = LinkMessage.message(message).encoded()
             for target in targets { links[target]?.send(encoded) }
         } else {
-            for target in targets { sendDatagram(.message(message), to: target) }
+            for target in targets {
+                if let addr = swim.members[target]?.addr { sendDatagram(.message(message), to: addr) }
+            }
         }
         _ = counters.messagesSent.wrappingAdd(1, ordering: .relaxed)
         if request.to?.contains(local.id) ?? true { deliver(message, reliable: request.reliable) }
@@ -65,32 +67,40 @@ extension Node {
 
     // MARK: datagrams
 
-    func sendDatagram(_ content: DatagramPayload.Content, to target: MemberID) {
-        guard let address = datagramAddress(of: target) else { return }
+    func sendDatagram(_ content: DatagramPayload.Content, to addr: String) {
+        guard let address = datagramAddress(addr) else { return }
         datagramCounter += 1
         let sealed = seal.seal(DatagramPayload(sender: local.id, counter: datagramCounter, content: content).encoded())
-        counters.addSent(.messages, sealed.count)
+        if case .swim = content { counters.addSent(.gossip, sealed.count) } else { counters.addSent(.messages, sealed.count) }
         datagramOutbox.push(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: sealed)), bytes: sealed.count)
     }
 
-    private func datagramAddress(of member: MemberID) -> SocketAddress? {
-        if let cached = datagramAddresses[member] { return cached }
-        guard let info = membership.members[member], let (host, port) = try? parseHostPort(info.addr),
-              let address = try? SocketAddress.makeAddressResolvingHost(host, port: port) else { return nil }
-        datagramAddresses[member] = address
+    private func datagramAddress(_ addr: String) -> SocketAddress? {
+        if let cached = datagramAddresses[addr] { return cached }
+        guard let (host, port) = try? parseHostPort(addr), let address = try? SocketAddress.makeAddressResolvingHost(host, port: port) else {
+            return nil
+        }
+        if datagramAddresses.count > 4096 { datagramAddresses = [:] }
+        datagramAddresses[addr] = address
         return address
     }
 
-    /// A datagram that opened under the session key: replay-checked, then handled.
-    func datagramReceived(_ payload: DatagramPayload) {
-        guard links[payload.sender] != nil,
-              replayWindows[payload.sender, default: ReplayWindow()].accept(payload.counter) else {
+    /// A datagram that opened under the session key: replay-checked, then handled. `source` is the
+    /// sender's UDP address (`host:port`), where SWIM sends its answers.
+    func datagramReceived(_ payload: DatagramPayload, from source: String) {
+        if replayWindows[payload.sender] == nil && replayWindows.count >= 4096 {
+            replayWindows = replayWindows.filter { swim.members[$0.key] != nil }
+        }
+        guard replayWindows[payload.sender, default: ReplayWindow()].accept(payload.counter) else {
             _ = counters.droppedDatagrams.wrappingAdd(1, ordering: .relaxed)
             return
         }
         switch payload.content {
+        case let .swim(message):
+            guard message.sender == payload.sender else { return }
+            execute(swim.receive(message, from: source, now: now))
         case let .message(m):
-            guard m.from == payload.sender, m.seq == 0 else { return }
+            guard m.from == payload.sender, m.seq == 0, isLive(m.from) else { return }
             if let to = m.to, !to.contains(local.id) { return }
             deliver(m, reliable: false)
         }

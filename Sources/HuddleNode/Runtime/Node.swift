@@ -23,16 +23,16 @@ actor Node {
     nonisolated let seal: DatagramSeal
     let started = ContinuousClock.now
 
-    var membership: MeshMembership
+    var swim: SWIMInstance
+    var planner: LinkPlanner
     var sequencer: MessageSequencer
     var links: [MemberID: LinkHandle] = [:]
     var events = EventLog()
-    private var helloSeen: Set<MemberID> = []
-    private var helloWaiters: [MemberID: [CheckedContinuation<Void, Never>]] = [:]
+    private var pushPullWaiters: [MemberID: [CheckedContinuation<Void, Never>]] = [:]
     private var dialsInFlight: Set<String> = []
     var replayWindows: [MemberID: ReplayWindow] = [:]
     var datagramCounter: UInt64 = 0
-    var datagramAddresses: [MemberID: SocketAddress] = [:]
+    var datagramAddresses: [String: SocketAddress] = [:]
     private(set) var stopping = false
     private var stopped = false
     private var stopWaiters: [CheckedContinuation<Void, Never>] = []
@@ -43,7 +43,8 @@ actor Node {
         self.config = config
         log = NodeLog(name: local.name)
         seal = DatagramSeal(key: security.sessionKey.subkey(.datagram))
-        membership = MeshMembership(local: local)
+        swim = SWIMInstance(local: local, settings: .lan, seed: SecureRandom.uint64())
+        planner = LinkPlanner(local: local.id)
         sequencer = MessageSequencer(local: local.id)
     }
 
@@ -53,9 +54,17 @@ actor Node {
         return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 
+    /// Members that count as in the session: alive or merely suspected.
+    func isLive(_ member: MemberID) -> Bool {
+        guard let info = swim.members[member] else { return false }
+        return info.state == .alive || info.state == .suspect
+    }
+
+    var liveCount: Int { swim.members.values.filter { $0.state == .alive || $0.state == .suspect }.count }
+
     // MARK: links
 
-    /// Adds an authenticated link; false when it must be closed (self, a run that ended, a losing duplicate).
+    /// Adds an authenticated link; false when it must be closed (self, a member that left, a losing duplicate).
     func register(_ link: LinkHandle) -> Bool {
         guard !stopping else { return false }
         let peer = link.peer.id
@@ -63,14 +72,14 @@ actor Node {
             log.warning("refused a link to ourselves at \(link.remoteAddress)")
             return false
         }
-        if let known = membership.members[peer], known.state != .alive { return false }
+        if swim.members[peer]?.state == .left { return false }
         if let existing = links[peer] {
-            guard MeshMembership.keepsNewLink(newDialedBy: link.dialer, existingDialedBy: existing.dialer) else { return false }
+            guard LinkPlanner.keepsNewLink(newDialedBy: link.dialer, existingDialedBy: existing.dialer) else { return false }
             existing.close()
         }
         links[peer] = link
-        link.send(LinkMessage.hello(ownSeq: sequencer.ownSeq, members: membership.aliveMembers).encoded())
-        execute(membership.linkEstablished(link.peer, now: now))
+        planner.linkUp(peer)
+        link.send(LinkMessage.hello(ownSeq: sequencer.ownSeq).encoded())
         return true
     }
 
@@ -78,17 +87,20 @@ actor Node {
         guard links[link.peer.id] === link else { return }
         let peer = link.peer.id
         switch message {
-        case let .hello(ownSeq, members):
+        case let .hello(ownSeq):
             sequencer.linkBaseline(origin: peer, seq: ownSeq)
-            helloSeen.insert(peer)
-            for waiter in helloWaiters.removeValue(forKey: peer) ?? [] { waiter.resume() }
-            execute(membership.receive(members: members, from: peer, now: now))
-        case let .members(list):
-            execute(membership.receive(members: list, from: peer, now: now))
+        case let .pushPull(state):
+            let actions = swim.receivePushPull(state.members, join: state.join, from: link.peer.addr, now: now)
+            link.send(LinkMessage.pushPullReply(SWIMPushPull(join: state.join, members: swim.pushPullState())).encoded())
+            execute(actions)
+        case let .pushPullReply(state):
+            execute(swim.receivePushPull(state.members, join: state.join, from: link.peer.addr, now: now))
+            resumePushPullWaiters(peer)
+        case let .swim(message):
+            guard message.sender == peer else { return }
+            execute(swim.receive(message, from: link.peer.addr, now: now))
         case let .message(m):
             receiveReliable(m, on: link)
-        case .leave:
-            membership.receiveLeave(from: peer)
         }
     }
 
@@ -96,50 +108,96 @@ actor Node {
         let peer = link.peer.id
         guard links[peer] === link else { return }
         links[peer] = nil
-        for waiter in helloWaiters.removeValue(forKey: peer) ?? [] { waiter.resume() }
-        execute(membership.linkClosed(peer, now: now))
+        planner.linkDown(peer)
+        resumePushPullWaiters(peer)
     }
 
-    /// Waits (bounded) until `peer`'s hello arrived, so a joiner knows the members its sponsor knows.
-    func waitForHello(_ peer: MemberID) async {
-        guard !helloSeen.contains(peer), links[peer] != nil else { return }
-        await withCheckedContinuation { helloWaiters[peer, default: []].append($0) }
+    /// Exchanges full membership state with `peer` over its link and waits (until the link closes)
+    /// for the answer: how a joiner learns the session from its sponsor.
+    func pushPullAndWait(_ peer: MemberID, join: Bool) async {
+        guard let link = links[peer] else { return }
+        link.send(LinkMessage.pushPull(SWIMPushPull(join: join, members: swim.pushPullState())).encoded())
+        spawner.spawn { [self] in
+            try? await Task.sleep(for: .seconds(10))
+            await resumePushPullWaiters(peer)
+        }
+        await withCheckedContinuation { pushPullWaiters[peer, default: []].append($0) }
     }
 
-    func execute(_ actions: [MeshMembership.Action]) {
+    private func resumePushPullWaiters(_ peer: MemberID) {
+        for waiter in pushPullWaiters.removeValue(forKey: peer) ?? [] { waiter.resume() }
+    }
+
+    /// Carries out what the membership instance decided.
+    func execute(_ actions: [SWIMAction]) {
         for action in actions {
             switch action {
-            case let .dial(addr, member):
-                guard links[member] == nil, !stopping, dialsInFlight.insert(addr).inserted else { continue }
-                spawner.spawn { [self] in
-                    do { _ = try await dial(addr) } catch { log.info("could not link to \(member) at \(addr): \(error)") }
-                    await dialFinished(addr)
+            case let .send(message, to):
+                sendDatagram(.swim(message), to: to)
+            case let .pushPull(addr, join):
+                if let link = links.values.first(where: { $0.peer.addr == addr }) {
+                    link.send(LinkMessage.pushPull(SWIMPushPull(join: join, members: swim.pushPullState())).encoded())
+                } else {
+                    dialInBackground(addr) { node, peer in await node.pushPullAndWait(peer, join: join) }
                 }
             case let .emit(change, info):
                 emitMember(change, info)
-            case let .announce(list, except):
-                let encoded = LinkMessage.members(list).encoded()
-                for (id, link) in links where id != except { link.send(encoded) }
+                switch change {
+                case .joined, .alive, .updated, .suspect:
+                    if let dial = planner.want(info.id, addr: info.addr, now: now) { dialInBackground(dial.addr) }
+                case .failed, .left:
+                    planner.forget(info.id)
+                    links[info.id]?.close()
+                }
             }
+        }
+    }
+
+    /// Opens a link to `addr` unless one is being opened already; then runs `then` with the peer.
+    func dialInBackground(_ addr: String, then: (@Sendable (Node, MemberID) async -> Void)? = nil) {
+        guard !stopping, dialsInFlight.insert(addr).inserted else { return }
+        spawner.spawn { [self] in
+            do {
+                let peer = try await dial(addr)
+                await then?(self, peer)
+            } catch {
+                log.info("could not link to \(addr): \(error)")
+            }
+            await dialFinished(addr)
         }
     }
 
     private func dialFinished(_ addr: String) { dialsInFlight.remove(addr) }
 
-    func tick() { execute(membership.tick(now: now)) }
+    /// Drives membership and link upkeep; returns the seconds until it next has work.
+    func tick() -> Double {
+        let t = now
+        execute(swim.tick(now: t))
+        for dial in planner.tick(now: t) { dialInBackground(dial.addr) }
+        return max(0, swim.nextDeadline - now)
+    }
 
     // MARK: stopping
 
-    /// Says `leave` on every link, lets the links drain (bounded), and marks the node stopped.
+    /// Gossips `left` (by datagram and over every link, so it is not lost), keeps gossiping for a
+    /// moment, closes the links (bounded wait for them to drain), and marks the node stopped.
     func leave() async {
         guard !stopping else { return }
         stopping = true
         log.info("leaving the session")
-        let goodbye = LinkMessage.leave.encoded()
-        for link in links.values {
-            link.send(goodbye)
-            link.close()
+        for action in swim.leave(now: now) {
+            if case let .send(message, _) = action {
+                let encoded = LinkMessage.swim(message).encoded()
+                for link in links.values { link.send(encoded) }
+            }
+            execute([action])
         }
+        let gossipUntil = ContinuousClock.now + .milliseconds(500)
+        while ContinuousClock.now < gossipUntil {
+            try? await Task.sleep(for: .milliseconds(50))
+            execute(swim.tick(now: now))
+        }
+        for link in links.values { link.close() }
         let deadline = ContinuousClock.now + .seconds(3)
         while !links.isEmpty && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))

@@ -72,8 +72,8 @@ public enum NodeRunner {
             }
             group.addTask {
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(250))
-                    await node.tick()
+                    let idle = await node.tick()
+                    try? await Task.sleep(for: .seconds(min(max(idle, 0.005), 0.1)))
                 }
             }
             for addr in config.join {
@@ -97,7 +97,7 @@ public enum NodeRunner {
         while !Task.isCancelled, await !node.stopping {
             do {
                 let peer = try await node.dial(addr)
-                await node.waitForHello(peer)
+                await node.pushPullAndWait(peer, join: true)
                 node.log.info("joined the session through \(addr)")
                 return
             } catch {

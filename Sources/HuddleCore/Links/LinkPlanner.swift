@@ -1,0 +1,59 @@
+/// Decides which links to open so that every live member holds one link to every other (a full
+/// mesh), given the members membership reports alive and the links that exist.
+///
+/// Guarantees: a wanted member without a link is dialed by the lower member id at once and, if no
+/// link appears within `dialGrace`, by the higher one too; dials repeat every `redialInterval`
+/// while the member stays wanted and unlinked; of two links to one member, the one dialed by the
+/// lower id stays. Pure: time comes in as `now`, dials go out as actions.
+public struct LinkPlanner: Sendable {
+    public struct Dial: Sendable, Equatable {
+        public let member: MemberID
+        public let addr: String
+    }
+
+    public let local: MemberID
+    public var dialGrace: Double = 1.0
+    public var redialInterval: Double = 2.0
+
+    private var wanted: [MemberID: (addr: String, since: Double, lastDial: Double)] = [:]
+    private var linked: Set<MemberID> = []
+
+    public init(local: MemberID) { self.local = local }
+
+    /// Membership says `member` is alive at `addr`: keep a link to it. Returns a dial when it is ours to make now.
+    public mutating func want(_ member: MemberID, addr: String, now: Double) -> Dial? {
+        guard member != local else { return nil }
+        if var known = wanted[member] {
+            known.addr = addr
+            wanted[member] = known
+            return nil
+        }
+        let dialsNow = local < member && !linked.contains(member)
+        wanted[member] = (addr, now, dialsNow ? now : -.infinity)
+        return dialsNow ? Dial(member: member, addr: addr) : nil
+    }
+
+    /// Membership says `member` failed or left: stop dialing it.
+    public mutating func forget(_ member: MemberID) { wanted[member] = nil }
+
+    public mutating func linkUp(_ member: MemberID) { linked.insert(member) }
+    public mutating func linkDown(_ member: MemberID) { linked.remove(member) }
+
+    /// Dials that are due: wanted members without a link.
+    public mutating func tick(now: Double) -> [Dial] {
+        var dials: [Dial] = []
+        for (member, w) in wanted where !linked.contains(member) {
+            let waited = now - w.since >= (local < member ? 0 : dialGrace)
+            if waited && now - w.lastDial >= redialInterval {
+                wanted[member]?.lastDial = now
+                dials.append(Dial(member: member, addr: w.addr))
+            }
+        }
+        return dials
+    }
+
+    /// Of two links to the same member, the one dialed by the lower member id stays.
+    public static func keepsNewLink(newDialedBy: MemberID, existingDialedBy: MemberID) -> Bool {
+        newDialedBy < existingDialedBy
+    }
+}
