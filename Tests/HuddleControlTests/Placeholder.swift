@@ -1,1 +1,0 @@
-// placeholder until this module's first file lands; delete when adding one
