@@ -22,8 +22,15 @@ private let samples: [LinkMessage] = [
     .pushPull(SWIMPushPull(join: true, members: [member(1), member(2, state: .failed)])),
     .pushPullReply(SWIMPushPull(join: false, members: [])),
     .swim(SWIMMessage(sender: MemberID(raw: 3), kind: .ping(seq: 7, target: MemberID(raw: 4)), gossip: [.left(MemberID(raw: 5), incarnation: 2)])),
-    .message(WireMessage(from: MemberID(raw: 7), counter: 9, seq: 3, deps: [.init(member: MemberID(raw: 1), seq: 5)], to: nil, body: Array("hi".utf8))),
-    .message(WireMessage(from: MemberID(raw: 7), counter: 10, seq: 0, to: [MemberID(raw: 1), MemberID(raw: 2)], body: [UInt8](repeating: 0xAB, count: 70_000))),
+    .message(SignedMessage(message: WireMessage(from: MemberID(raw: 7), counter: 9, seq: 3, deps: [.init(member: MemberID(raw: 1), seq: 5)], to: nil, body: Array("hi".utf8)),
+                           proof: BatchProof(signature: [UInt8](repeating: 1, count: 64), index: 1, count: 3, path: [[UInt8](repeating: 2, count: 32)]))),
+    .message(SignedMessage(message: WireMessage(from: MemberID(raw: 7), counter: 10, seq: 0, kind: .activity, to: [MemberID(raw: 1), MemberID(raw: 2)], body: [UInt8](repeating: 0xAB, count: 70_000)),
+                           proof: BatchProof(signature: [UInt8](repeating: 1, count: 64), index: 0, count: 1, path: []))),
+    .digest(CausalBroadcast.Digest(delivered: [MemberID(raw: 1): 4], storedFrom: [MemberID(raw: 1): 2]), activity: ActivityStamp(lamport: 3, member: MemberID(raw: 1))),
+    .digest(CausalBroadcast.Digest(delivered: [:], storedFrom: [:]), activity: nil),
+    .request(origin: MemberID(raw: 4), from: 1, to: 9),
+    .baseline([MemberID(raw: 2): 8]),
+    .activity(ActivityRecord(lamport: 1, setBy: MemberID(raw: 9), value: Array("{}".utf8), signature: [UInt8](repeating: 3, count: 64))),
 ]
 
 @Test func linkMessagesRoundTrip() throws {
@@ -35,6 +42,8 @@ private let samples: [LinkMessage] = [
 @Test func datagramPayloadRoundTrips() throws {
     let payload = DatagramPayload(sender: MemberID(raw: 5), counter: 77, content: .message(WireMessage(from: MemberID(raw: 5), counter: 1, seq: 0, to: nil, body: [1, 2, 3])))
     #expect(try DatagramPayload.decode(payload.encoded()) == payload)
+    let swim = DatagramPayload(sender: MemberID(raw: 5), counter: 78, content: .swim(SWIMMessage(sender: MemberID(raw: 5), kind: .ack(seq: 3))))
+    #expect(try DatagramPayload.decode(swim.encoded()) == swim)
 }
 
 @Test func memberRecordRoundTrips() throws {
@@ -57,7 +66,7 @@ private let samples: [LinkMessage] = [
     for _ in 0..<20_000 {
         let count = Int.random(in: 0..<200, using: &rng)
         var bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &rng) }
-        if count > 1, Bool.random(using: &rng) { bytes[0] = LinkMessage.version; bytes[1] = UInt8.random(in: 1...5, using: &rng) }
+        if count > 1, Bool.random(using: &rng) { bytes[0] = LinkMessage.version; bytes[1] = UInt8.random(in: 1...9, using: &rng) }
         if (try? LinkMessage.decode(bytes)) != nil { decoded += 1 }
         _ = try? DatagramPayload.decode(bytes)
         _ = try? MemberInfo.decode(bytes)
@@ -68,7 +77,7 @@ private let samples: [LinkMessage] = [
 @Test func oversizedLengthsAreRefusedBeforeAllocation() {
     var w = WireWriter()
     w.u8(LinkMessage.version); w.u8(3)
-    w.u64(1); w.u64(1); w.u64(1); w.u16(0); w.u8(0)
+    w.u64(1); w.u64(1); w.u64(1); w.u8(0); w.u16(0); w.u8(0)
     w.u32(UInt32.max)
     #expect(throws: WireError.self) { try LinkMessage.decode(w.bytes) }
     var list = WireWriter()

@@ -10,12 +10,23 @@ public enum LinkMessage: Sendable, Equatable {
     case pushPullReply(SWIMPushPull)
     /// A SWIM message sent over the link as well as by datagram (used for `leave`, so it is not lost).
     case swim(SWIMMessage)
-    /// A reliable application message.
-    case message(WireMessage)
+    /// A message signed by its origin (from the origin itself or relayed for repair).
+    case message(SignedMessage)
+    /// What the sender delivered and stores (anti-entropy; also its acknowledgements), and the
+    /// stamp of its activity value.
+    case digest(CausalBroadcast.Digest, activity: ActivityStamp?)
+    /// Asks for `origin`'s stored messages `from...to`.
+    case request(origin: MemberID, from: UInt64, to: UInt64)
+    /// A joiner's starting point, from its sponsor: the sponsor's delivered clock.
+    case baseline([MemberID: UInt64])
+    /// The session's activity value.
+    case activity(ActivityRecord)
 
     public static let version: UInt8 = 1
 
-    private enum Kind: UInt8 { case hello = 1, pushPull = 2, message = 3, pushPullReply = 4, swim = 5 }
+    private enum Kind: UInt8 {
+        case hello = 1, pushPull = 2, message = 3, pushPullReply = 4, swim = 5, digest = 6, request = 7, baseline = 8, activity = 9
+    }
 
     public func encoded() -> [UInt8] {
         var w = WireWriter(capacity: 64)
@@ -31,6 +42,17 @@ public enum LinkMessage: Sendable, Equatable {
             w.u8(Kind.swim.rawValue); w.raw(message.encode())
         case let .message(m):
             w.u8(Kind.message.rawValue); m.encode(into: &w)
+        case let .digest(digest, activity):
+            w.u8(Kind.digest.rawValue)
+            Self.encode(digest.delivered, into: &w)
+            Self.encode(digest.storedFrom, into: &w)
+            if let activity { w.u8(1); w.u64(activity.lamport); w.member(activity.member) } else { w.u8(0) }
+        case let .request(origin, from, to):
+            w.u8(Kind.request.rawValue); w.member(origin); w.u64(from); w.u64(to)
+        case let .baseline(clock):
+            w.u8(Kind.baseline.rawValue); Self.encode(clock, into: &w)
+        case let .activity(record):
+            w.u8(Kind.activity.rawValue); record.encode(into: &w)
         }
         return w.bytes
     }
@@ -50,10 +72,34 @@ public enum LinkMessage: Sendable, Equatable {
         case .pushPull: result = .pushPull(try SWIMPushPull.decode(try r.raw(r.remaining)))
         case .pushPullReply: result = .pushPullReply(try SWIMPushPull.decode(try r.raw(r.remaining)))
         case .swim: result = .swim(try SWIMMessage.decode(try r.raw(r.remaining)))
-        case .message: result = .message(try WireMessage.decode(from: &r))
+        case .message: result = .message(try SignedMessage.decode(from: &r))
+        case .digest:
+            let digest = CausalBroadcast.Digest(delivered: try decodeClock(&r), storedFrom: try decodeClock(&r))
+            var stamp: ActivityStamp?
+            switch try r.u8("activity flag") {
+            case 0: stamp = nil
+            case 1: stamp = ActivityStamp(lamport: try r.u64("lamport"), member: try r.member())
+            default: throw WireError("bad activity flag")
+            }
+            result = .digest(digest, activity: stamp)
+        case .request: result = .request(origin: try r.member(), from: try r.u64("from"), to: try r.u64("to"))
+        case .baseline: result = .baseline(try decodeClock(&r))
+        case .activity: result = .activity(try ActivityRecord.decode(from: &r))
         case nil: throw WireError("unknown link message kind")
         }
         try r.expectEnd("link message")
         return result
+    }
+
+    private static func encode(_ clock: [MemberID: UInt64], into w: inout WireWriter) {
+        w.u16(UInt16(truncatingIfNeeded: clock.count))
+        for (member, seq) in clock.sorted(by: { $0.key < $1.key }) { w.member(member); w.u64(seq) }
+    }
+
+    private static func decodeClock(_ r: inout WireReader) throws(WireError) -> [MemberID: UInt64] {
+        let n = try r.count16(minItemSize: 16, "clock")
+        var clock: [MemberID: UInt64] = [:]
+        for _ in 0..<n { clock[try r.member()] = try r.u64("clock seq") }
+        return clock
     }
 }

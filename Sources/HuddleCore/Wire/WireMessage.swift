@@ -5,11 +5,15 @@ public struct WireMessage: Sendable, Equatable {
     public var counter: UInt64
     /// Broadcast sequence number, 0 for directed and unreliable sends.
     public var seq: UInt64
+    /// What the body is: an application message, or a session activity value.
+    public var kind: Kind
     /// Causal dependencies: member → seq that must be delivered first.
     public var deps: [Dependency]
     /// Targets of a directed send; nil for a broadcast.
     public var to: [MemberID]?
     public var body: [UInt8]
+
+    public enum Kind: UInt8, Sendable { case application = 0, activity = 1 }
 
     public struct Dependency: Sendable, Equatable {
         public var member: MemberID
@@ -17,8 +21,8 @@ public struct WireMessage: Sendable, Equatable {
         public init(member: MemberID, seq: UInt64) { self.member = member; self.seq = seq }
     }
 
-    public init(from: MemberID, counter: UInt64, seq: UInt64, deps: [Dependency] = [], to: [MemberID]?, body: [UInt8]) {
-        self.from = from; self.counter = counter; self.seq = seq; self.deps = deps; self.to = to; self.body = body
+    public init(from: MemberID, counter: UInt64, seq: UInt64, kind: Kind = .application, deps: [Dependency] = [], to: [MemberID]?, body: [UInt8]) {
+        self.from = from; self.counter = counter; self.seq = seq; self.kind = kind; self.deps = deps; self.to = to; self.body = body
     }
 
     /// The control protocol's `msg` string.
@@ -28,7 +32,7 @@ public struct WireMessage: Sendable, Equatable {
     public static let maximumBody = 1 << 20
 
     func encode(into w: inout WireWriter) {
-        w.member(from); w.u64(counter); w.u64(seq)
+        w.member(from); w.u64(counter); w.u64(seq); w.u8(kind.rawValue)
         w.u16(UInt16(truncatingIfNeeded: deps.count))
         for d in deps { w.member(d.member); w.u64(d.seq) }
         if let to {
@@ -44,6 +48,7 @@ public struct WireMessage: Sendable, Equatable {
         let from = try r.member("origin")
         let counter = try r.u64("counter")
         let seq = try r.u64("seq")
+        guard let kind = Kind(rawValue: try r.u8("message kind")) else { throw WireError("unknown message kind") }
         let depCount = try r.count16(minItemSize: 16, "dependencies")
         var deps: [Dependency] = []
         deps.reserveCapacity(depCount)
@@ -60,6 +65,6 @@ public struct WireMessage: Sendable, Equatable {
         default: throw WireError("bad target flag")
         }
         let body = try r.bytes32(limit: maximumBody, "message body")
-        return WireMessage(from: from, counter: counter, seq: seq, deps: deps, to: to, body: body)
+        return WireMessage(from: from, counter: counter, seq: seq, kind: kind, deps: deps, to: to, body: body)
     }
 }

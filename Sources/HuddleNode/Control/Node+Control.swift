@@ -26,7 +26,7 @@ extension Node {
             case "members": return ControlReply.ok(id: id, ["members": .array(swim.members.values.sorted { $0.id < $1.id }.map(memberJSON))])
             case "join": return ControlReply.ok(id: id, try await joinOp(request))
             case "send":
-                let m = try send(try sendRequest(request))
+                let m = try await send(try sendRequest(request))
                 return ControlReply.ok(id: id, ["msg": .string(m.id), "seq": m.seq == 0 ? .null : .int(Int64(m.seq))])
             case "subscribe":
                 let (topics, since) = try subscribeRequest(request)
@@ -37,6 +37,14 @@ extension Node {
                 events.subscribe(connection, topics: topics, since: since)
                 return nil
             case "stats": return ControlReply.ok(id: id, stats())
+            case "activity.get": return ControlReply.ok(id: id, activityFields())
+            case "activity.set":
+                guard let value = request["value"] else { throw ControlError(code: .badRequest, message: "activity.set needs \"value\" (any JSON)") }
+                var size: [UInt8] = []
+                value.write(into: &size)
+                guard size.count <= 16 * 1024 else { throw ControlError(code: .tooLarge, message: "activity value is \(size.count) bytes; the limit is 16384") }
+                setActivity(value)
+                return ControlReply.ok(id: id, [:])
             case "leave":
                 var reply: [UInt8] = []
                 JSON.object(ControlReply.ok(id: id, ["handed_off": 0])).write(into: &reply)
@@ -62,8 +70,8 @@ extension Node {
             "addr": .string(local.addr),
             "session": .string(security.sessionKey.fingerprint),
             "members": .int(Int64(liveCount)),
-            "clock": clockJSON(sequencer.clock),
-            "baseline": clockJSON(sequencer.baseline),
+            "clock": clockJSON(broadcast.delivered),
+            "baseline": clockJSON(broadcast.baseline),
             "uptime_ms": .int(Int64(now * 1000)),
         ]
     }
@@ -80,7 +88,11 @@ extension Node {
             "chunks_fetched": 0,
             "messages_sent": .int(Int64(counters.messagesSent.load(ordering: .relaxed))),
             "messages_delivered": .int(Int64(counters.messagesDelivered.load(ordering: .relaxed))),
-            "retransmits": 0,
+            "retransmits": .int(Int64(counters.retransmits.load(ordering: .relaxed))),
+            "messages_forged": .int(Int64(counters.forged.load(ordering: .relaxed))),
+            "messages_held": .int(Int64(broadcast.heldCount)),
+            "messages_stored": .int(Int64(broadcast.storedCount)),
+            "duplicates": .int(Int64(broadcast.duplicates)),
             "links": .int(Int64(links.count)),
             "dropped_frames": .int(Int64(counters.droppedFrames.load(ordering: .relaxed))),
             "dropped_datagrams": .int(Int64(counters.droppedDatagrams.load(ordering: .relaxed))),

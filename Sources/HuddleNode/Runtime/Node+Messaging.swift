@@ -1,6 +1,7 @@
 import Foundation
 import HuddleControl
 import HuddleCore
+import HuddleCrypto
 import NIOCore
 
 extension Node {
@@ -11,8 +12,11 @@ extension Node {
         var reliable: Bool
     }
 
+    /// How long a send waits for full retransmit buffers to drain before it answers `busy`.
+    static let backpressureWait = Duration.seconds(5)
+
     /// Sends a message and delivers it here too when this member is a recipient.
-    func send(_ request: SendRequest) throws(ControlError) -> WireMessage {
+    func send(_ request: SendRequest) async throws(ControlError) -> WireMessage {
         let limit = request.reliable ? config.maxMessageBytes : config.maxUnreliableBytes
         guard request.body.count <= limit else {
             throw ControlError(code: .tooLarge, message: "message body is \(request.body.count) bytes; the limit for \(request.reliable ? "reliable" : "unreliable") sends is \(limit)")
@@ -24,30 +28,76 @@ extension Node {
                 }
             }
         }
-        let message = request.reliable && request.to == nil
-            ? sequencer.makeBroadcast(body: request.body)
-            : sequencer.makeUnsequenced(body: request.body, to: request.to)
-        let targets = request.to.map { $0.filter { $0 != local.id } } ?? Array(links.keys)
-        if request.reliable {
-            let encoded = LinkMessage.message(message).encoded()
-            for target in targets { links[target]?.send(encoded) }
-        } else {
-            for target in targets {
+        guard request.reliable else {
+            let message = broadcast.makeUnreliable(body: request.body, to: request.to)
+            let targets = request.to ?? Array(swim.members.keys)
+            for target in targets where target != local.id && isLive(target) {
                 if let addr = swim.members[target]?.addr { sendDatagram(.message(message), to: addr) }
             }
+            _ = counters.messagesSent.wrappingAdd(1, ordering: .relaxed)
+            if request.to?.contains(local.id) ?? true { deliver(message, reliable: false) }
+            return message
         }
+        let deadline = ContinuousClock.now + Self.backpressureWait
+        while broadcast.isCongested {
+            guard ContinuousClock.now < deadline else {
+                throw ControlError(code: .busy, message: "retransmit buffers are full (\(broadcast.storedBytes) bytes held for slow members); try again")
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        let message = request.to.map { broadcast.makeDirected(body: request.body, to: $0) } ?? broadcast.makeBroadcast(body: request.body)
+        queueForSigning(message)
         _ = counters.messagesSent.wrappingAdd(1, ordering: .relaxed)
-        if request.to?.contains(local.id) ?? true { deliver(message, reliable: request.reliable) }
+        if request.to?.contains(local.id) ?? true { deliver(message, reliable: true) }
         return message
     }
 
-    func receiveReliable(_ m: WireMessage, on link: LinkHandle) {
-        guard m.from == link.peer.id else {
-            log.warning("dropped a message claiming origin \(m.from) on the link from \(link.peer.id)")
+    /// Adds a message to the batch the next flush signs; schedules that flush.
+    func queueForSigning(_ message: WireMessage) {
+        pendingBatch.append(message)
+        if pendingBatch.count == 1 {
+            spawner.spawn { [self] in await flushBatch() }
+        } else if pendingBatch.count >= BatchProof.maximumBatch {
+            flushBatch()
+        }
+    }
+
+    /// Signs the pending messages with one signature and writes each to its recipients' links.
+    func flushBatch() {
+        guard !pendingBatch.isEmpty else { return }
+        let batch = pendingBatch
+        pendingBatch = []
+        for signed in MessageBatch.sign(batch, identity: security.identity) {
+            broadcast.stored(own: signed)
+            let encoded = LinkMessage.message(signed).encoded()
+            if let to = signed.message.to {
+                for target in to where target != local.id { links[target]?.send(encoded) }
+            } else {
+                for link in links.values { link.send(encoded) }
+            }
+        }
+    }
+
+    /// A message from its origin or a relay: verified against the origin's key, then to the core.
+    func receiveSigned(_ signed: SignedMessage) {
+        guard let key = swim.members[signed.message.from]?.node else { return }
+        guard MessageBatch.verify(signed, originKey: key, cache: &verifiedRoots) else {
+            _ = counters.forged.wrappingAdd(1, ordering: .relaxed)
+            log.warning("dropped a message that claims origin \(signed.message.from) but is not signed by it")
             return
         }
-        if let to = m.to, !to.contains(local.id) { return }
-        if sequencer.accept(m) { deliver(m, reliable: true) }
+        execute(broadcast.receive(signed))
+    }
+
+    func execute(_ actions: [CausalBroadcast.Action]) {
+        for action in actions {
+            switch action {
+            case let .deliver(signed):
+                deliver(signed.message, reliable: true)
+            case let .request(peer, origin, from, to):
+                links[peer]?.send(LinkMessage.request(origin: origin, from: from, to: to).encoded())
+            }
+        }
     }
 
     func deliver(_ m: WireMessage, reliable: Bool) {
@@ -63,6 +113,31 @@ extension Node {
         ]
         if let text = String(validating: m.body, as: UTF8.self) { fields["text"] = .string(text) }
         events.append("message", topic: .messages, fields)
+    }
+
+    // MARK: activity
+
+    func setActivity(_ value: JSON) {
+        var bytes: [UInt8] = []
+        value.write(into: &bytes)
+        let record = ActivityRecord.make(lamport: activity.nextLamport(), setBy: local.id, value: bytes, identity: security.identity)
+        receiveActivity(record)
+        let encoded = LinkMessage.activity(record).encoded()
+        for link in links.values { link.send(encoded) }
+    }
+
+    func receiveActivity(_ record: ActivityRecord) {
+        guard record.setBy == local.id || swim.members[record.setBy].map({ record.verify(nodeKey: $0.node) }) ?? false else {
+            if swim.members[record.setBy] != nil { _ = counters.forged.wrappingAdd(1, ordering: .relaxed) }
+            return
+        }
+        guard activity.apply(record) else { return }
+        events.append("activity", topic: .activity, activityFields())
+    }
+
+    func activityFields() -> JSONObject {
+        guard let current = activity.current, let value = try? JSON.parse(current.value) else { return ["activity": .null, "set_by": .null] }
+        return ["activity": value, "set_by": .string(current.setBy.description)]
     }
 
     // MARK: datagrams

@@ -25,7 +25,12 @@ actor Node {
 
     var swim: SWIMInstance
     var planner: LinkPlanner
-    var sequencer: MessageSequencer
+    var broadcast: CausalBroadcast
+    var activity = ActivityRegister()
+    var verifiedRoots = VerifiedRoots()
+    /// Messages sent since the last flush: signed together, then written to their links.
+    var pendingBatch: [WireMessage] = []
+    var lastDigestAt = -1.0
     var links: [MemberID: LinkHandle] = [:]
     var events = EventLog()
     private var pushPullWaiters: [MemberID: [CheckedContinuation<Void, Never>]] = [:]
@@ -45,7 +50,7 @@ actor Node {
         seal = DatagramSeal(key: security.sessionKey.subkey(.datagram))
         swim = SWIMInstance(local: local, settings: .lan, seed: SecureRandom.uint64())
         planner = LinkPlanner(local: local.id)
-        sequencer = MessageSequencer(local: local.id)
+        broadcast = CausalBroadcast(local: local.id, awaitingBaseline: !config.join.isEmpty)
     }
 
     /// Seconds since the node started: the time the protocol cores see.
@@ -77,9 +82,10 @@ actor Node {
             guard LinkPlanner.keepsNewLink(newDialedBy: link.dialer, existingDialedBy: existing.dialer) else { return false }
             existing.close()
         }
+        flushBatch()
         links[peer] = link
         planner.linkUp(peer)
-        link.send(LinkMessage.hello(ownSeq: sequencer.ownSeq).encoded())
+        link.send(LinkMessage.hello(ownSeq: broadcast.ownSeq).encoded())
         return true
     }
 
@@ -88,8 +94,12 @@ actor Node {
         let peer = link.peer.id
         switch message {
         case let .hello(ownSeq):
-            sequencer.linkBaseline(origin: peer, seq: ownSeq)
+            execute(broadcast.linkHello(origin: peer, seq: ownSeq))
         case let .pushPull(state):
+            if state.join {
+                link.send(LinkMessage.baseline(broadcast.delivered).encoded())
+                if let record = activity.current { link.send(LinkMessage.activity(record).encoded()) }
+            }
             let actions = swim.receivePushPull(state.members, join: state.join, from: link.peer.addr, now: now)
             link.send(LinkMessage.pushPullReply(SWIMPushPull(join: state.join, members: swim.pushPullState())).encoded())
             execute(actions)
@@ -99,8 +109,21 @@ actor Node {
         case let .swim(message):
             guard message.sender == peer else { return }
             execute(swim.receive(message, from: link.peer.addr, now: now))
-        case let .message(m):
-            receiveReliable(m, on: link)
+        case let .message(signed):
+            receiveSigned(signed)
+        case let .digest(digest, stamp):
+            execute(broadcast.receiveDigest(digest, from: peer, now: now))
+            if let mine = activity.current, stamp.map({ $0 < mine.stamp }) ?? true {
+                link.send(LinkMessage.activity(mine).encoded())
+            }
+        case let .request(origin, from, to):
+            let messages = broadcast.stored(origin: origin, from: from, to: to)
+            for signed in messages { link.send(LinkMessage.message(signed).encoded()) }
+            _ = counters.retransmits.wrappingAdd(messages.count, ordering: .relaxed)
+        case let .baseline(clock):
+            execute(broadcast.adoptBaseline(clock))
+        case let .activity(record):
+            receiveActivity(record)
         }
     }
 
@@ -142,6 +165,7 @@ actor Node {
                 }
             case let .emit(change, info):
                 emitMember(change, info)
+                execute(broadcast.setMembers(Set(swim.members.values.filter { $0.state == .alive || $0.state == .suspect }.map(\.id))))
                 switch change {
                 case .joined, .alive, .updated, .suspect:
                     if let dial = planner.want(info.id, addr: info.addr, now: now) { dialInBackground(dial.addr) }
@@ -174,7 +198,12 @@ actor Node {
         let t = now
         execute(swim.tick(now: t))
         for dial in planner.tick(now: t) { dialInBackground(dial.addr) }
-        return max(0, swim.nextDeadline - now)
+        if t - lastDigestAt >= 0.1, !links.isEmpty {
+            lastDigestAt = t
+            let digest = LinkMessage.digest(broadcast.digest(), activity: activity.stamp).encoded()
+            for link in links.values { link.send(digest) }
+        }
+        return min(max(0, swim.nextDeadline - now), 0.1)
     }
 
     // MARK: stopping

@@ -8,6 +8,10 @@ final class NodeCounters: Sendable {
     private let receivedGossip = Atomic<Int>(0), receivedMessages = Atomic<Int>(0), receivedChunks = Atomic<Int>(0)
     let messagesSent = Atomic<Int>(0)
     let messagesDelivered = Atomic<Int>(0)
+    /// Stored messages sent again to a member that asked for a gap.
+    let retransmits = Atomic<Int>(0)
+    /// Messages dropped because their origin signature did not verify.
+    let forged = Atomic<Int>(0)
     /// Link frames that failed to decrypt or decode, and datagrams that failed to open or were replays.
     let droppedFrames = Atomic<Int>(0)
     let droppedDatagrams = Atomic<Int>(0)

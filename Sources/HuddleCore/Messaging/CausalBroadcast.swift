@@ -1,0 +1,290 @@
+/// Causal, reliable broadcast and causally ordered directed sends (pure; the shell signs, verifies
+/// and carries the messages).
+///
+/// Guarantees, for members that stay in the session:
+/// - every broadcast is delivered exactly once, from each origin in `seq` order starting right
+///   after `baseline[origin]`, and only after every dependency it carries (`deps`: what its origin
+///   had delivered before sending it) — so a reply never arrives before what it answers;
+/// - a gap is repaired from any member that still stores the message (not only its origin, which
+///   may have crashed): members exchange digests of what they delivered and what they store, and
+///   a member that stays behind a peer for `repairDelay` asks that peer for the missing range;
+/// - a member stores what it delivered until every current member has acknowledged it in a digest;
+///   members that fail or leave stop holding messages back; held-back and stored messages are
+///   bounded, and what is refused for lack of room is repaired later, never lost.
+public struct CausalBroadcast: Sendable {
+    public struct Settings: Sendable {
+        /// How long a member may lag a peer's digest before it asks for the gap (messages in flight
+        /// arrive by themselves within this time on a LAN).
+        public var repairDelay: Double = 0.3
+        /// How long a repair request may stay unanswered before it is sent again (to any peer ahead).
+        public var requestTimeout: Double = 1.0
+        /// Most messages asked for in one request.
+        public var requestRange: UInt64 = 512
+        /// Most messages held back waiting for predecessors or dependencies.
+        public var holdbackLimit = 50_000
+        /// Stored bytes at which the shell applies backpressure to new sends.
+        public var storeLimitBytes = 64 << 20
+        public init() {}
+    }
+
+    public enum Action: Sendable, Equatable {
+        case deliver(SignedMessage)
+        /// Ask `peer` for `origin`'s messages `from...to`.
+        case request(peer: MemberID, origin: MemberID, from: UInt64, to: UInt64)
+    }
+
+    /// What a member tells its peers: what it delivered and from which seq it still stores.
+    public struct Digest: Sendable, Equatable {
+        public var delivered: [MemberID: UInt64]
+        public var storedFrom: [MemberID: UInt64]
+        public init(delivered: [MemberID: UInt64], storedFrom: [MemberID: UInt64]) { self.delivered = delivered; self.storedFrom = storedFrom }
+    }
+
+    public let local: MemberID
+    public let settings: Settings
+    public private(set) var ownSeq: UInt64 = 0
+    private var counter: UInt64 = 0
+    /// Highest broadcast seq delivered per origin (the `clock` of the control protocol).
+    public private(set) var delivered: [MemberID: UInt64]
+    /// Per origin, the seq deliveries started after (from the sponsor, or the origin's link hello).
+    public private(set) var baseline: [MemberID: UInt64] = [:]
+    /// True until a joining member has its sponsor's baseline; nothing from others is delivered before.
+    public private(set) var awaitingBaseline: Bool
+    private var depsAtLastBroadcast: [MemberID: UInt64] = [:]
+    private var held: [MemberID: [UInt64: SignedMessage]] = [:]
+    private var heldDirected: [SignedMessage] = []
+    public private(set) var heldCount = 0
+    private var store: [MemberID: [UInt64: SignedMessage]] = [:]
+    public private(set) var storedBytes = 0
+    private var acks: [MemberID: [MemberID: UInt64]] = [:]
+    private var members: Set<MemberID> = []
+    private var behindSince: [MemberID: Double] = [:]
+    private var requested: [MemberID: (upTo: UInt64, at: Double)] = [:]
+    public private(set) var duplicates = 0
+    public private(set) var refusedForRoom = 0
+
+    public init(local: MemberID, awaitingBaseline: Bool, settings: Settings = Settings()) {
+        self.local = local
+        self.settings = settings
+        self.awaitingBaseline = awaitingBaseline
+        delivered = [local: 0]
+    }
+
+    /// Whether stored messages have reached the bound at which new sends must wait.
+    public var isCongested: Bool { storedBytes >= settings.storeLimitBytes || heldCount >= settings.holdbackLimit }
+    public var storedCount: Int { store.values.reduce(0) { $0 + $1.count } }
+
+    // MARK: sending
+
+    /// The next broadcast of this member; its deps are what it delivered since its last broadcast
+    /// (the earlier ones are implied by its own predecessor). It counts as delivered here.
+    public mutating func makeBroadcast(body: [UInt8], kind: WireMessage.Kind = .application) -> WireMessage {
+        ownSeq += 1
+        counter += 1
+        var deps: [WireMessage.Dependency] = []
+        for (origin, seq) in delivered where origin != local && seq > (depsAtLastBroadcast[origin] ?? 0) && seq > (baseline[origin] ?? 0) {
+            deps.append(.init(member: origin, seq: seq))
+            depsAtLastBroadcast[origin] = seq
+        }
+        deps.sort { $0.member < $1.member }
+        delivered[local] = ownSeq
+        return WireMessage(from: local, counter: counter, seq: ownSeq, kind: kind, deps: deps, to: nil, body: body)
+    }
+
+    /// A directed send: no seq; deps are everything delivered here past the baselines (own broadcasts included).
+    public mutating func makeDirected(body: [UInt8], to: [MemberID], kind: WireMessage.Kind = .application) -> WireMessage {
+        counter += 1
+        let deps = delivered.filter { $0.value > (baseline[$0.key] ?? 0) }.map { WireMessage.Dependency(member: $0.key, seq: $0.value) }.sorted { $0.member < $1.member }
+        return WireMessage(from: local, counter: counter, seq: 0, kind: kind, deps: deps, to: to, body: body)
+    }
+
+    /// An unreliable send: a message id and nothing else.
+    public mutating func makeUnreliable(body: [UInt8], to: [MemberID]?) -> WireMessage {
+        counter += 1
+        return WireMessage(from: local, counter: counter, seq: 0, to: to, body: body)
+    }
+
+    /// Keeps this member's own signed broadcast for repair until every member has it.
+    public mutating func stored(own signed: SignedMessage) {
+        guard signed.message.seq > 0 else { return }
+        keep(signed)
+    }
+
+    // MARK: baselines and membership
+
+    /// `origin` said on its new link that it had sent `seq` broadcasts: what it sends next comes on
+    /// that link, so deliveries from it can start after `seq` if nothing earlier set a baseline.
+    public mutating func linkHello(origin: MemberID, seq: UInt64) -> [Action] {
+        guard origin != local, delivered[origin] == nil else { return [] }
+        delivered[origin] = seq
+        baseline[origin] = seq
+        return release()
+    }
+
+    /// The sponsor's clock when this member joined.
+    public mutating func adoptBaseline(_ clock: [MemberID: UInt64]) -> [Action] {
+        for (origin, seq) in clock where origin != local {
+            let start = max(delivered[origin] ?? 0, seq)
+            delivered[origin] = start
+            baseline[origin] = start
+            if var queue = held[origin] {
+                for s in queue.keys where s <= start {
+                    queue[s] = nil
+                    heldCount -= 1
+                }
+                held[origin] = queue
+            }
+        }
+        awaitingBaseline = false
+        return release()
+    }
+
+    /// The members that count for stability (alive or suspect), self excluded or not.
+    public mutating func setMembers(_ live: Set<MemberID>) -> [Action] {
+        members = live.subtracting([local])
+        acks = acks.filter { members.contains($0.key) }
+        collectGarbage()
+        return release()
+    }
+
+    // MARK: receiving
+
+    /// A verified message from its origin or a relay.
+    public mutating func receive(_ signed: SignedMessage) -> [Action] {
+        let m = signed.message
+        guard m.from != local else { return [] }
+        if m.seq == 0 {
+            guard m.to?.contains(local) ?? false else { return [] }
+            guard heldDirected.count < settings.holdbackLimit else {
+                refusedForRoom += 1
+                return []
+            }
+            heldDirected.append(signed)
+            heldCount += 1
+            return release()
+        }
+        if let d = delivered[m.from], m.seq <= d {
+            duplicates += 1
+            return []
+        }
+        if held[m.from]?[m.seq] != nil {
+            duplicates += 1
+            return []
+        }
+        guard heldCount < settings.holdbackLimit else {
+            refusedForRoom += 1
+            return []
+        }
+        held[m.from, default: [:]][m.seq] = signed
+        heldCount += 1
+        return release()
+    }
+
+    private func depsSatisfied(_ m: WireMessage) -> Bool {
+        m.deps.allSatisfy { dep in
+            if let d = delivered[dep.member] { return d >= dep.seq }
+            // An origin this member never heard of and that is not a member: nothing of it can arrive.
+            return !members.contains(dep.member) && dep.member != local
+        }
+    }
+
+    /// Delivers everything whose predecessors and dependencies are delivered, until nothing moves.
+    private mutating func release() -> [Action] {
+        guard !awaitingBaseline else { return [] }
+        var out: [Action] = []
+        var progress = true
+        while progress {
+            progress = false
+            for origin in Array(held.keys) {
+                guard var next = delivered[origin] else { continue }
+                while let signed = held[origin]?[next + 1], depsSatisfied(signed.message) {
+                    held[origin]?[next + 1] = nil
+                    heldCount -= 1
+                    next += 1
+                    delivered[origin] = next
+                    keep(signed)
+                    out.append(.deliver(signed))
+                    progress = true
+                }
+                if held[origin]?.isEmpty ?? false { held[origin] = nil }
+            }
+            var index = 0
+            while index < heldDirected.count {
+                if depsSatisfied(heldDirected[index].message) {
+                    out.append(.deliver(heldDirected.remove(at: index)))
+                    heldCount -= 1
+                    progress = true
+                } else {
+                    index += 1
+                }
+            }
+        }
+        return out
+    }
+
+    private mutating func keep(_ signed: SignedMessage) {
+        guard !members.isEmpty else { return }
+        store[signed.message.from, default: [:]][signed.message.seq] = signed
+        storedBytes += signed.message.body.count + 128
+    }
+
+    // MARK: anti-entropy
+
+    public func digest() -> Digest {
+        var storedFrom: [MemberID: UInt64] = [:]
+        for (origin, seq) in delivered {
+            storedFrom[origin] = store[origin]?.keys.min() ?? seq + 1
+        }
+        return Digest(delivered: delivered, storedFrom: storedFrom)
+    }
+
+    /// A peer's digest: it acknowledges what it delivered, and shows what it could give us.
+    public mutating func receiveDigest(_ digest: Digest, from peer: MemberID, now: Double) -> [Action] {
+        if members.contains(peer) {
+            acks[peer] = digest.delivered
+            collectGarbage()
+        }
+        guard !awaitingBaseline else { return [] }
+        var out: [Action] = []
+        for (origin, theirs) in digest.delivered where origin != local {
+            guard let mine = delivered[origin] else { continue }
+            guard theirs > mine else {
+                behindSince[origin] = nil
+                continue
+            }
+            guard let since = behindSince[origin] else {
+                behindSince[origin] = now
+                continue
+            }
+            guard now - since >= settings.repairDelay, (digest.storedFrom[origin] ?? .max) <= mine + 1 else { continue }
+            if let pending = requested[origin], pending.upTo > mine, now - pending.at < settings.requestTimeout { continue }
+            let upTo = min(theirs, mine + settings.requestRange)
+            requested[origin] = (upTo, now)
+            out.append(.request(peer: peer, origin: origin, from: mine + 1, to: upTo))
+        }
+        return out
+    }
+
+    /// What this member stores of `origin` in `from...to`, to answer a repair request.
+    public func stored(origin: MemberID, from: UInt64, to: UInt64) -> [SignedMessage] {
+        guard from <= to, let messages = store[origin] else { return [] }
+        return (from...min(to, from + settings.requestRange)).compactMap { messages[$0] }
+    }
+
+    /// Drops what every current member has acknowledged.
+    private mutating func collectGarbage() {
+        for (origin, messages) in store {
+            var stable = delivered[origin] ?? 0
+            for member in members where member != origin {
+                stable = min(stable, acks[member]?[origin] ?? 0)
+            }
+            let drop = messages.keys.filter { $0 <= stable }
+            guard !drop.isEmpty else { continue }
+            for seq in drop {
+                storedBytes -= (messages[seq]?.message.body.count ?? 0) + 128
+                store[origin]?[seq] = nil
+            }
+            if store[origin]?.isEmpty ?? false { store[origin] = nil }
+        }
+    }
+}
