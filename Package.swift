@@ -49,7 +49,7 @@ let package = Package(
         .testTarget(name: "HuddleSimTests", dependencies: ["HuddleSim", "HuddleCore"]),
         .testTarget(name: "HuddleControlTests", dependencies: ["HuddleControl"]),
         .testTarget(name: "HuddleIntegrationTests", dependencies: [
-            "HuddleControl", "HuddleCrypto",
+            "HuddleControl", "HuddleCrypto", "HuddleCore",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
