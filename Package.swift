@@ -46,6 +46,11 @@ let package = Package(
         ]),
         .testTarget(name: "HuddleCryptoTests", dependencies: ["HuddleCrypto"]),
         .testTarget(name: "HuddleCoreTests", dependencies: ["HuddleCore"]),
+        .testTarget(
+            name: "HuddleHostTests",
+            dependencies: ["HuddleControl", "HuddleCrypto", "HuddleSim"],
+            path: "Tests/hosts"
+        ),
         .testTarget(name: "HuddleSimTests", dependencies: ["HuddleSim", "HuddleCore"]),
         .testTarget(name: "HuddleControlTests", dependencies: ["HuddleControl"]),
         .testTarget(name: "HuddleIntegrationTests", dependencies: [
