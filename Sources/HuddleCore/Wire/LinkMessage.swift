@@ -21,11 +21,21 @@ public enum LinkMessage: Sendable, Equatable {
     case baseline([MemberID: UInt64])
     /// The session's activity value.
     case activity(ActivityRecord)
+    /// A joiner's copy of the journal, from its sponsor: every live attachment.
+    case journal([JournalEntry])
+    /// Which chunks of an attachment the sender holds, and which it offers this receiver.
+    case have(id: String, have: Bitfield, offer: Bitfield)
+    case chunkRequest(id: String, index: UInt32)
+    /// Announces `length` bytes of chunk `index` that follow as raw frames: the body is already
+    /// encrypted by its uploader and checked against the manifest, so the link does not encrypt
+    /// it again; this header is encrypted and authenticated like every link message.
+    case chunkHeader(id: String, index: UInt32, length: UInt32)
 
     public static let version: UInt8 = 1
 
     private enum Kind: UInt8 {
         case hello = 1, pushPull = 2, message = 3, pushPullReply = 4, swim = 5, digest = 6, request = 7, baseline = 8, activity = 9
+        case journal = 10, have = 11, chunkRequest = 12, chunkHeader = 13
     }
 
     public func encoded() -> [UInt8] {
@@ -53,6 +63,15 @@ public enum LinkMessage: Sendable, Equatable {
             w.u8(Kind.baseline.rawValue); Self.encode(clock, into: &w)
         case let .activity(record):
             w.u8(Kind.activity.rawValue); record.encode(into: &w)
+        case let .journal(entries):
+            w.u8(Kind.journal.rawValue); w.u32(UInt32(entries.count))
+            for entry in entries { w.bytes32(entry.encoded()) }
+        case let .have(id, have, offer):
+            w.u8(Kind.have.rawValue); w.string16(id); w.u32(UInt32(have.count)); w.raw(have.bytes); w.raw(offer.bytes)
+        case let .chunkRequest(id, index):
+            w.u8(Kind.chunkRequest.rawValue); w.string16(id); w.u32(index)
+        case let .chunkHeader(id, index, length):
+            w.u8(Kind.chunkHeader.rawValue); w.string16(id); w.u32(index); w.u32(length)
         }
         return w.bytes
     }
@@ -85,6 +104,23 @@ public enum LinkMessage: Sendable, Equatable {
         case .request: result = .request(origin: try r.member(), from: try r.u64("from"), to: try r.u64("to"))
         case .baseline: result = .baseline(try decodeClock(&r))
         case .activity: result = .activity(try ActivityRecord.decode(from: &r))
+        case .journal:
+            let n = Int(try r.u32("journal size"))
+            guard n * 4 <= r.remaining else { throw WireError("journal of \(n) entries is truncated") }
+            var entries: [JournalEntry] = []
+            for _ in 0..<n { entries.append(try JournalEntry.decode(try r.bytes32(limit: 1 << 20, "journal entry"))) }
+            result = .journal(entries)
+        case .have:
+            let id = try r.string16("attachment id")
+            let count = Int(try r.u32("chunk count"))
+            guard count <= 1 << 20 else { throw WireError("bitfield of \(count) chunks is too large") }
+            let width = (count + 7) / 8
+            guard let have = Bitfield(bytes: try r.raw(width, "bitfield"), count: count),
+                  let offer = Bitfield(bytes: try r.raw(width, "bitfield"), count: count) else { throw WireError("malformed bitfield") }
+            result = .have(id: id, have: have, offer: offer)
+        case .chunkRequest: result = .chunkRequest(id: try r.string16("attachment id"), index: try r.u32("chunk index"))
+        case .chunkHeader:
+            result = .chunkHeader(id: try r.string16("attachment id"), index: try r.u32("chunk index"), length: try r.u32("chunk length"))
         case nil: throw WireError("unknown link message kind")
         }
         try r.expectEnd("link message")

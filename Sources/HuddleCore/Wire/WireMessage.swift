@@ -13,7 +13,7 @@ public struct WireMessage: Sendable, Equatable {
     public var to: [MemberID]?
     public var body: [UInt8]
 
-    public enum Kind: UInt8, Sendable { case application = 0, activity = 1 }
+    public enum Kind: UInt8, Sendable { case application = 0, activity = 1, journal = 2 }
 
     public struct Dependency: Sendable, Equatable {
         public var member: MemberID

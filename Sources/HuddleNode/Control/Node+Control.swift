@@ -45,9 +45,29 @@ extension Node {
                 guard size.count <= 16 * 1024 else { throw ControlError(code: .tooLarge, message: "activity value is \(size.count) bytes; the limit is 16384") }
                 setActivity(value)
                 return ControlReply.ok(id: id, [:])
+            case "attach.add":
+                guard let path = request["path"]?.stringValue else { throw ControlError(code: .badRequest, message: "attach.add needs \"path\" (an absolute file path)") }
+                if let name = request["name"], name.stringValue == nil, !name.isNull { throw ControlError(code: .badRequest, message: "\"name\" must be a string") }
+                return ControlReply.ok(id: id, try await addAttachment(path: path, name: request["name"]?.stringValue, meta: request["meta"] ?? .null))
+            case "attach.list":
+                let list = attachments.keys.sorted().map { attachmentJSON($0) }
+                return ControlReply.ok(id: id, ["attachments": .array(list)])
+            case "attach.get":
+                guard let attachment = request["id"]?.stringValue, let path = request["path"]?.stringValue else {
+                    throw ControlError(code: .badRequest, message: "attach.get needs \"id\" and \"path\" (an absolute output path)")
+                }
+                let wait = request["wait"]?.boolValue ?? true
+                let timeout = request["timeout_ms"]?.intValue.map { Duration.milliseconds($0) } ?? .seconds(3600)
+                return ControlReply.ok(id: id, try await getAttachment(attachment, to: path, wait: wait, timeout: timeout))
+            case "attach.remove":
+                guard let attachment = request["id"]?.stringValue else { throw ControlError(code: .badRequest, message: "attach.remove needs \"id\"") }
+                try removeAttachment(attachment)
+                return ControlReply.ok(id: id, [:])
             case "leave":
+                let timeout = request["timeout_ms"]?.intValue.map { Duration.milliseconds(max(0, $0)) } ?? .seconds(30)
+                let handedOff = await handOff(timeout: timeout)
                 var reply: [UInt8] = []
-                JSON.object(ControlReply.ok(id: id, ["handed_off": 0])).write(into: &reply)
+                JSON.object(ControlReply.ok(id: id, ["handed_off": .int(Int64(handedOff))])).write(into: &reply)
                 reply.append(0x0A)
                 connection.outbox.push(reply, bytes: reply.count)
                 await leave()
@@ -84,8 +104,9 @@ extension Node {
         return [
             "bytes_sent": bytes(counters.sent),
             "bytes_received": bytes(counters.received),
-            "chunks_served": 0,
-            "chunks_fetched": 0,
+            "chunks_served": .int(Int64(counters.chunksServed.load(ordering: .relaxed))),
+            "chunks_fetched": .int(Int64(counters.chunksFetched.load(ordering: .relaxed))),
+            "chunks_corrupt": .int(Int64(counters.corruptChunks.load(ordering: .relaxed))),
             "messages_sent": .int(Int64(counters.messagesSent.load(ordering: .relaxed))),
             "messages_delivered": .int(Int64(counters.messagesDelivered.load(ordering: .relaxed))),
             "retransmits": .int(Int64(counters.retransmits.load(ordering: .relaxed))),

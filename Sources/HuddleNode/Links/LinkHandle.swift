@@ -7,7 +7,7 @@ final class LinkHandle: Sendable {
     let peer: MemberInfo
     /// The member that opened the TCP connection (decides which of two duplicate links stays).
     let dialer: MemberID
-    let outbox = Outbox<[UInt8]>()
+    let outbox = Outbox<LinkOutbound>()
     let channel: Channel
     let remoteAddress: String
 
@@ -19,10 +19,23 @@ final class LinkHandle: Sendable {
     }
 
     /// Queues an encoded link message for the writer task.
-    func send(_ encoded: [UInt8]) { outbox.push(encoded, bytes: encoded.count) }
+    func send(_ encoded: [UInt8]) { outbox.push(.message(encoded), bytes: encoded.count) }
+
+    /// Queues a chunk: an encrypted header, then the (already encrypted) body as raw frames.
+    func sendChunk(id: String, index: Int, body: [UInt8]) {
+        let header = LinkMessage.chunkHeader(id: id, index: UInt32(index), length: UInt32(body.count)).encoded()
+        outbox.push(.chunk(header: header, body: body), bytes: body.count + header.count)
+    }
 
     /// Stops the writer after what is queued and closes the connection.
     func close() {
         outbox.close()
     }
+}
+
+/// What a link's writer task writes: a link message (encrypted), or a chunk (encrypted header,
+/// raw body).
+enum LinkOutbound: Sendable {
+    case message([UInt8])
+    case chunk(header: [UInt8], body: [UInt8])
 }

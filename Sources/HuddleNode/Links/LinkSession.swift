@@ -11,6 +11,8 @@ enum LinkSession {
     static let handshakeTimeout = TimeAmount.seconds(10)
     /// Largest link message accepted from a peer (a message body plus its header).
     static let maximumMessage = WireMessage.maximumBody + 64 * 1024
+    /// Largest chunk body accepted from a peer (a 1 MiB chunk and its tag at most).
+    static let maximumChunk = (1 << 20) + 64
 
     /// Wraps a new TCP channel in framing and an async interface (called on its event loop).
     static func wrap(_ channel: Channel) throws -> FrameChannel {
@@ -73,13 +75,29 @@ enum LinkSession {
                 var cipher = sendCipher
                 do {
                     while let batch = await link.outbox.takeAll() {
-                        var buffer = link.channel.allocator.buffer(capacity: batch.reduce(0) { $0 + $1.count + 32 })
-                        for message in batch {
+                        var buffer = link.channel.allocator.buffer(capacity: 1024)
+                        // Small messages first, bulk chunks after them (order within each kind is kept).
+                        for item in batch {
+                            guard case let .message(message) = item else { continue }
                             let before = buffer.readableBytes
                             for record in LinkRecords.split(message) {
                                 buffer.writeFrame(try cipher.encrypt(ad: [], plaintext: record))
                             }
                             node.counters.addSent(LinkMessage.carriesApplicationMessage(message) ? .messages : .gossip, buffer.readableBytes - before)
+                        }
+                        for item in batch {
+                            guard case let .chunk(header, body) = item else { continue }
+                            let before = buffer.readableBytes
+                            for record in LinkRecords.split(header) {
+                                buffer.writeFrame(try cipher.encrypt(ad: [], plaintext: record))
+                            }
+                            var offset = 0
+                            while offset < body.count {
+                                let end = min(offset + 65_535, body.count)
+                                buffer.writeFrame(Array(body[offset..<end]))
+                                offset = end
+                            }
+                            node.counters.addSent(.chunks, buffer.readableBytes - before)
                         }
                         try await outbound.write(buffer)
                     }
@@ -92,13 +110,36 @@ enum LinkSession {
             var cipher = result.receive
             var reassembler = LinkReassembler(limit: maximumMessage)
             do {
+                var rawChunk: (id: String, index: UInt32, length: Int, body: [UInt8])?
                 while let frame = try await frames.next() {
+                    if var chunk = rawChunk {
+                        rawChunk = nil
+                        chunk.body.append(contentsOf: frame.readableBytesView)
+                        guard chunk.body.count >= chunk.length else {
+                            rawChunk = chunk
+                            continue
+                        }
+                        guard chunk.body.count == chunk.length else { throw NodeError("chunk body longer than its header said") }
+                        node.counters.addReceived(.chunks, chunk.length)
+                        await node.chunkReceived(id: chunk.id, index: Int(chunk.index), body: chunk.body, from: link)
+                        continue
+                    }
                     let record = try cipher.decrypt(ad: [], ciphertext: Array(frame.readableBytesView))
                     guard let bytes = try reassembler.add(record) else { continue }
                     let message = try LinkMessage.decode(bytes)
-                    if case .message = message {
+                    switch message {
+                    case let .chunkHeader(id, index, length):
+                        guard length <= UInt32(maximumChunk) else { throw NodeError("chunk of \(length) bytes exceeds \(maximumChunk)") }
+                        rawChunk = (id, index, Int(length), [])
+                        rawChunk?.body.reserveCapacity(Int(length))
+                        if length == 0 {
+                            rawChunk = nil
+                            await node.chunkReceived(id: id, index: Int(index), body: [], from: link)
+                        }
+                        continue
+                    case .message:
                         node.counters.addReceived(.messages, frame.readableBytes + 2)
-                    } else {
+                    default:
                         node.counters.addReceived(.gossip, frame.readableBytes + 2)
                     }
                     await node.linkReceived(link, message)

@@ -93,7 +93,11 @@ extension Node {
         for action in actions {
             switch action {
             case let .deliver(signed):
-                deliver(signed.message, reliable: true)
+                switch signed.message.kind {
+                case .application: deliver(signed.message, reliable: true)
+                case .journal: deliverJournal(signed.message)
+                case .activity: break  // activity travels as signed records, not as broadcasts
+                }
             case let .request(peer, origin, from, to):
                 links[peer]?.send(LinkMessage.request(origin: origin, from: from, to: to).encoded())
             }

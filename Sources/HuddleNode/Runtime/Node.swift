@@ -31,6 +31,13 @@ actor Node {
     /// Messages sent since the last flush: signed together, then written to their links.
     var pendingBatch: [WireMessage] = []
     var lastDigestAt = -1.0
+    nonisolated let store: ChunkStore
+    var attachments: [String: Attachment] = [:]
+    var swarm: Swarm
+    /// What was last announced to each peer about each attachment (so only changes are sent).
+    var announced: [MemberID: [String: (have: Bitfield, offer: Bitfield)]] = [:]
+    var attachmentWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
+    var lastSwarmTick = -1.0
     var links: [MemberID: LinkHandle] = [:]
     var events = EventLog()
     private var pushPullWaiters: [MemberID: [CheckedContinuation<Void, Never>]] = [:]
@@ -42,8 +49,10 @@ actor Node {
     private var stopped = false
     private var stopWaiters: [CheckedContinuation<Void, Never>] = []
 
-    init(local: MemberInfo, security: LinkSecurity, config: NodeConfiguration) {
+    init(local: MemberInfo, security: LinkSecurity, config: NodeConfiguration, store: ChunkStore) {
         self.local = local
+        self.store = store
+        swarm = Swarm(local: local.id, seed: SecureRandom.uint64())
         self.security = security
         self.config = config
         log = NodeLog(name: local.name)
@@ -98,6 +107,8 @@ actor Node {
         case let .pushPull(state):
             if state.join {
                 link.send(LinkMessage.baseline(broadcast.delivered).encoded())
+                let journal = attachments.values.filter { !$0.removed }.map { JournalEntry.add($0.manifest, key: $0.key) }
+                if !journal.isEmpty { link.send(LinkMessage.journal(journal).encoded()) }
                 if let record = activity.current { link.send(LinkMessage.activity(record).encoded()) }
             }
             let actions = swim.receivePushPull(state.members, join: state.join, from: link.peer.addr, now: now)
@@ -124,6 +135,14 @@ actor Node {
             execute(broadcast.adoptBaseline(clock))
         case let .activity(record):
             receiveActivity(record)
+        case let .journal(entries):
+            for entry in entries { applyJournal(entry, from: peer) }
+        case let .have(id, have, offer):
+            swarm.peerAnnounced(peer, id: id, have: have, offer: offer)
+        case let .chunkRequest(id, index):
+            serveChunk(id: id, index: Int(index), to: link)
+        case .chunkHeader:
+            break  // consumed by the link reader, which hands whole chunks to `chunkReceived`
         }
     }
 
@@ -131,6 +150,7 @@ actor Node {
         let peer = link.peer.id
         guard links[peer] === link else { return }
         links[peer] = nil
+        announced[peer] = nil
         planner.linkDown(peer)
         resumePushPullWaiters(peer)
     }
@@ -165,7 +185,10 @@ actor Node {
                 }
             case let .emit(change, info):
                 emitMember(change, info)
-                execute(broadcast.setMembers(Set(swim.members.values.filter { $0.state == .alive || $0.state == .suspect }.map(\.id))))
+                let live = Set(swim.members.values.filter { $0.state == .alive || $0.state == .suspect }.map(\.id))
+                execute(broadcast.setMembers(live))
+                swarm.setPeers(live)
+                if change == .failed || change == .left { announced[info.id] = nil }
                 switch change {
                 case .joined, .alive, .updated, .suspect:
                     if let dial = planner.want(info.id, addr: info.addr, now: now) { dialInBackground(dial.addr) }
@@ -198,12 +221,16 @@ actor Node {
         let t = now
         execute(swim.tick(now: t))
         for dial in planner.tick(now: t) { dialInBackground(dial.addr) }
+        if t - lastSwarmTick >= 0.05 {
+            lastSwarmTick = t
+            tickSwarm(now: t)
+        }
         if t - lastDigestAt >= 0.1, !links.isEmpty {
             lastDigestAt = t
             let digest = LinkMessage.digest(broadcast.digest(), activity: activity.stamp).encoded()
             for link in links.values { link.send(digest) }
         }
-        return min(max(0, swim.nextDeadline - now), 0.1)
+        return min(max(0, swim.nextDeadline - now), 0.05)
     }
 
     // MARK: stopping

@@ -10,6 +10,10 @@ final class NodeCounters: Sendable {
     let messagesDelivered = Atomic<Int>(0)
     /// Stored messages sent again to a member that asked for a gap.
     let retransmits = Atomic<Int>(0)
+    let chunksServed = Atomic<Int>(0)
+    let chunksFetched = Atomic<Int>(0)
+    /// Chunks received that failed their manifest hash.
+    let corruptChunks = Atomic<Int>(0)
     /// Messages dropped because their origin signature did not verify.
     let forged = Atomic<Int>(0)
     /// Link frames that failed to decrypt or decode, and datagrams that failed to open or were replays.

@@ -47,7 +47,12 @@ public enum NodeRunner {
         let advertise = config.advertise ?? "\(advertisedHost(config.listenHost)):\(port)"
         let name = config.name ?? ProcessInfo.processInfo.hostName
         let local = MemberInfo(id: MemberID(raw: SecureRandom.uint64()), node: identity.publicKey, name: name, addr: advertise)
-        let node = Node(local: local, security: LinkSecurity(sessionKey: sessionKey, identity: identity), config: config)
+        let store: ChunkStore
+        do { store = try ChunkStore(dataDirectory: dataDir.path, limitBytes: config.storeLimitBytes) } catch {
+            throw NodeError("cannot create the chunk store in \(dataDir.path): \(error.localizedDescription)")
+        }
+        cleanup.append { store.removeAll() }
+        let node = Node(local: local, security: LinkSecurity(sessionKey: sessionKey, identity: identity), config: config, store: store)
         node.log.info("member \(local.id) of session \(sessionKey.fingerprint) listening on \(config.listenHost):\(port) (advertised \(advertise)), control \(config.controlPath)")
 
         let signals = installSignalHandlers(node)
@@ -137,7 +142,12 @@ public enum NodeRunner {
         [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { Task { await node.leave() } }
+            source.setEventHandler {
+                Task {
+                    _ = await node.handOff(timeout: .seconds(10))
+                    await node.leave()
+                }
+            }
             source.resume()
             return source
         }

@@ -1,0 +1,196 @@
+/// The chunk-transfer scheduler of the journal (pure): every member fetches every live attachment
+/// from whoever holds its chunks.
+///
+/// Guarantees:
+/// - requests go rarest-first (fewest live holders offering the chunk), ties broken at random, at
+///   most `window` chunks in flight per peer, spread over the holders with the most free window;
+/// - the uploader offers each peer only its share of the chunks it has not sent to anyone yet, so
+///   it sends each chunk once before any twice (super-seeding); a chunk it sent whose receiver
+///   then left, or that nobody else holds after `reofferAfter`, is offered again;
+/// - a request unanswered after `requestTimeout`, or answered with a chunk that fails its hash,
+///   is asked of another holder (never again of the peer that sent a bad chunk); near the end
+///   (every missing chunk already requested) each missing chunk is also asked of a second holder.
+public struct Swarm: Sendable {
+    public struct Settings: Sendable {
+        public var window = 8
+        public var requestTimeout = 4.0
+        public var reofferAfter = 3.0
+        public init() {}
+    }
+
+    public struct Request: Sendable, Equatable {
+        public let peer: MemberID
+        public let id: String
+        public let index: Int
+    }
+
+    /// What a member knows of one attachment.
+    struct Transfer: Sendable {
+        let chunkCount: Int
+        let uploader: MemberID
+        var have: Bitfield
+        /// Per peer: what it holds, and what it offers us.
+        var peerHave: [MemberID: Bitfield] = [:]
+        var peerOffer: [MemberID: Bitfield] = [:]
+        /// chunk → (peer, when) of requests in flight.
+        var outstanding: [Int: [(peer: MemberID, at: Double)]] = [:]
+        var bad: Set<[UInt64]> = []
+        /// Uploader side: chunk → (member it was first sent to, when).
+        var served: [Int: (peer: MemberID, at: Double)] = [:]
+    }
+
+    public let local: MemberID
+    public let settings: Settings
+    private var transfers: [String: Transfer] = [:]
+    private var live: Set<MemberID> = []
+    private var rng: SWIMRandom
+
+    public init(local: MemberID, seed: UInt64, settings: Settings = Settings()) {
+        self.local = local
+        self.settings = settings
+        rng = SWIMRandom(seed: seed)
+    }
+
+    // MARK: attachments and peers
+
+    public mutating func add(id: String, chunkCount: Int, uploader: MemberID, haveAll: Bool) {
+        guard transfers[id] == nil else { return }
+        transfers[id] = Transfer(chunkCount: chunkCount, uploader: uploader, have: Bitfield(count: chunkCount, full: haveAll))
+    }
+
+    public mutating func remove(id: String) { transfers[id] = nil }
+
+    public var ids: [String] { Array(transfers.keys) }
+
+    public func have(_ id: String) -> Bitfield? { transfers[id]?.have }
+
+    /// The live members other than this one; what others held or were asked for is dropped.
+    public mutating func setPeers(_ peers: Set<MemberID>) {
+        let live = peers.subtracting([local])
+        self.live = live
+        for (id, var t) in transfers {
+            t.peerHave = t.peerHave.filter { live.contains($0.key) }
+            t.peerOffer = t.peerOffer.filter { live.contains($0.key) }
+            for (index, asks) in t.outstanding {
+                let kept = asks.filter { live.contains($0.peer) }
+                t.outstanding[index] = kept.isEmpty ? nil : kept
+            }
+            transfers[id] = t
+        }
+    }
+
+    /// A peer told what it holds and what it offers us.
+    public mutating func peerAnnounced(_ peer: MemberID, id: String, have: Bitfield, offer: Bitfield) {
+        guard live.contains(peer), var t = transfers[id], have.count == t.chunkCount, offer.count == t.chunkCount else { return }
+        t.peerHave[peer] = have
+        t.peerOffer[peer] = offer
+        for (index, asks) in t.outstanding where !offer[index] && asks.contains(where: { $0.peer == peer }) {
+            let kept = asks.filter { $0.peer != peer }
+            t.outstanding[index] = kept.isEmpty ? nil : kept
+        }
+        transfers[id] = t
+    }
+
+    /// A chunk held here turned out to be missing or corrupt on disk: fetch it again.
+    public mutating func lost(id: String, index: Int) { transfers[id]?.have[index] = false }
+
+    // MARK: chunks
+
+    /// A chunk arrived; `valid` says whether it matched the manifest hash. Returns whether to store it.
+    public mutating func chunkArrived(id: String, index: Int, from peer: MemberID, valid: Bool) -> Bool {
+        guard var t = transfers[id], index >= 0, index < t.chunkCount else { return false }
+        if !valid {
+            t.bad.insert([UInt64(index), peer.raw])
+            t.outstanding[index] = t.outstanding[index]?.filter { $0.peer != peer }
+            if t.outstanding[index]?.isEmpty ?? false { t.outstanding[index] = nil }
+            transfers[id] = t
+            return false
+        }
+        let isNew = !t.have[index]
+        t.have[index] = true
+        t.outstanding[index] = nil
+        transfers[id] = t
+        return isNew
+    }
+
+    /// This member sent chunk `index` to `peer` (for super-seeding).
+    public mutating func served(id: String, index: Int, to peer: MemberID, now: Double) {
+        guard transfers[id]?.uploader == local, transfers[id]?.served[index] == nil else { return }
+        transfers[id]?.served[index] = (peer, now)
+    }
+
+    /// What this member offers `peer`: everything it holds, except that the uploader, while some
+    /// chunks were never sent, offers each peer only its share of those.
+    public func offer(_ id: String, to peer: MemberID, now: Double) -> Bitfield? {
+        guard let t = transfers[id] else { return nil }
+        guard t.uploader == local, t.served.count < t.chunkCount else { return t.have }
+        let peers = live.sorted()
+        guard let rank = peers.firstIndex(of: peer) else { return t.have }
+        var offer = Bitfield(count: t.chunkCount)
+        for index in 0..<t.chunkCount where t.have[index] {
+            if let sent = t.served[index] {
+                let elsewhere = t.peerHave.values.contains { $0[index] }
+                if !elsewhere && (!live.contains(sent.peer) || now - sent.at >= settings.reofferAfter) { offer[index] = true }
+            } else if index % peers.count == rank {
+                offer[index] = true
+            }
+        }
+        return offer
+    }
+
+    /// Requests to send now.
+    public mutating func tick(now: Double) -> [Request] {
+        var requests: [Request] = []
+        for id in transfers.keys.sorted() {
+            guard var t = transfers[id], !t.have.isFull else { continue }
+            for (index, asks) in t.outstanding {
+                let fresh = asks.filter { now - $0.at < settings.requestTimeout }
+                t.outstanding[index] = fresh.isEmpty ? nil : fresh
+            }
+            var load: [MemberID: Int] = [:]
+            for asks in t.outstanding.values { for ask in asks { load[ask.peer, default: 0] += 1 } }
+            var missing: [(index: Int, availability: Int, tie: UInt64)] = []
+            for index in 0..<t.chunkCount where !t.have[index] {
+                let holders = t.peerOffer.filter { $0.value[index] && !t.bad.contains([UInt64(index), $0.key.raw]) }.count
+                if holders > 0 { missing.append((index, holders, rng.next())) }
+            }
+            missing.sort { ($0.availability, $0.tie) < ($1.availability, $1.tie) }
+            let unrequested = missing.filter { t.outstanding[$0.index] == nil }
+            let endgame = unrequested.isEmpty && !missing.isEmpty
+            for chunk in endgame ? missing : unrequested {
+                let asked = Set(t.outstanding[chunk.index]?.map(\.peer) ?? [])
+                if endgame && asked.count >= 2 { continue }
+                let candidates = t.peerOffer.filter {
+                    $0.value[chunk.index] && !asked.contains($0.key) && (load[$0.key] ?? 0) < settings.window
+                        && !t.bad.contains([UInt64(chunk.index), $0.key.raw])
+                }.map(\.key)
+                guard let peer = candidates.min(by: { (load[$0] ?? 0, $0 == t.uploader ? 1 : 0, $0.raw) < (load[$1] ?? 0, $1 == t.uploader ? 1 : 0, $1.raw) }) else { continue }
+                load[peer, default: 0] += 1
+                t.outstanding[chunk.index, default: []].append((peer, now))
+                requests.append(Request(peer: peer, id: id, index: chunk.index))
+            }
+            transfers[id] = t
+        }
+        return requests
+    }
+
+    // MARK: state
+
+    /// Live members holding each chunk, this one included.
+    public func holderCounts(_ id: String) -> [Int]? {
+        guard let t = transfers[id] else { return nil }
+        return (0..<t.chunkCount).map { index in (t.have[index] ? 1 : 0) + t.peerHave.values.filter { $0[index] }.count }
+    }
+
+    /// Live members that hold every chunk, this one included.
+    public func completeHolders(_ id: String) -> [MemberID] {
+        guard let t = transfers[id] else { return [] }
+        return (t.have.isFull ? [local] : []) + t.peerHave.filter { $0.value.isFull }.map(\.key).sorted()
+    }
+
+    /// Chunks this member holds that no other live member holds (what a graceful leave hands off).
+    public func onlyHere(_ id: String) -> [Int] {
+        guard let t = transfers[id] else { return [] }
+        return (0..<t.chunkCount).filter { index in t.have[index] && !t.peerHave.values.contains { $0[index] } }
+    }
+}

@@ -1,0 +1,280 @@
+import Foundation
+import HuddleControl
+import HuddleCore
+import HuddleCrypto
+
+/// One attachment as this node knows it.
+struct Attachment: Sendable {
+    let manifest: Manifest
+    let key: [UInt8]
+    var removed = false
+    var state = "announced"
+    var completeAnnounced = false
+    var lastProgressAt = -1.0
+}
+
+extension Node {
+    // MARK: control operations
+
+    /// Chunks, stores and announces a file; returns the attachment once every member can fetch it.
+    func addAttachment(path: String, name: String?, meta: JSON) async throws(ControlError) -> JSONObject {
+        guard path.hasPrefix("/") else { throw ControlError(code: .badRequest, message: "\"path\" must be absolute") }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            throw ControlError(code: .notFound, message: "no file at \(path)")
+        }
+        let size = ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int) ?? 0
+        guard size <= config.maxAttachmentBytes else {
+            throw ControlError(code: .tooLarge, message: "\(path) is \(size) bytes; the attachment limit is \(config.maxAttachmentBytes)")
+        }
+        guard store.usedBytes() + size <= store.limitBytes else {
+            throw ControlError(code: .tooLarge, message: "the store would exceed its limit of \(store.limitBytes) bytes")
+        }
+        var metaBytes: [UInt8] = []
+        meta.write(into: &metaBytes)
+        guard metaBytes.count <= Manifest.maximumMeta else { throw ControlError(code: .tooLarge, message: "\"meta\" is \(metaBytes.count) bytes; the limit is 16384") }
+        let staging = "import-\(hexString(SecureRandom.bytes(8)))"
+        let store = self.store
+        let imported: (hashes: [[UInt8]], size: UInt64, key: [UInt8])
+        do {
+            imported = try await Task.detached { try store.importFile(path: path, chunkSize: Manifest.defaultChunkSize, storeAs: staging) }.value
+        } catch {
+            store.remove(staging)
+            throw ControlError(code: .ioError, message: "cannot read \(path): \(error)")
+        }
+        var manifest = Manifest(name: name ?? (path as NSString).lastPathComponent, size: imported.size, chunkSize: UInt32(Manifest.defaultChunkSize),
+                                chunkHashes: imported.hashes, meta: metaBytes, uploader: local.id, uploaderNode: local.node, signature: [])
+        manifest.sign(with: security.identity)
+        do { try store.rename(staging, to: manifest.id) } catch { throw ControlError(code: .ioError, message: "\(error)") }
+        let entry = JournalEntry.add(manifest, key: imported.key)
+        queueForSigning(broadcast.makeBroadcast(body: entry.encoded(), kind: .journal))
+        applyJournal(entry, from: local.id)
+        return ["attachment": attachmentJSON(manifest.id)]
+    }
+
+    func removeAttachment(_ id: String) throws(ControlError) {
+        guard let a = attachments[id], !a.removed else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
+        let entry = JournalEntry.remove(id: id)
+        queueForSigning(broadcast.makeBroadcast(body: entry.encoded(), kind: .journal))
+        applyJournal(entry, from: local.id)
+    }
+
+    /// Writes the attachment's plaintext to `path` (temporary file + rename), waiting for its
+    /// chunks when `wait` is set; fails at once when some chunk has no live holder.
+    func getAttachment(_ id: String, to path: String, wait: Bool, timeout: Duration) async throws(ControlError) -> JSONObject {
+        guard path.hasPrefix("/") else { throw ControlError(code: .badRequest, message: "\"path\" must be absolute") }
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            guard let a = attachments[id], !a.removed else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
+            if swarm.have(id)?.isFull ?? false { break }
+            guard a.state != "unavailable" else { throw ControlError(code: .unavailable, message: "attachment \(id) has chunks that no live member holds") }
+            guard wait else { throw ControlError(code: .unavailable, message: "attachment \(id) is not complete here yet") }
+            guard ContinuousClock.now < deadline else { throw ControlError(code: .timeout, message: "attachment \(id) did not complete in time") }
+            await withCheckedContinuation { attachmentWaiters[id, default: []].append($0) }
+        }
+        guard let a = attachments[id] else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
+        let store = self.store
+        do {
+            try await Task.detached { try Self.writePlaintext(a.manifest, key: a.key, store: store, to: path) }.value
+        } catch let error as ControlError {
+            if error.code == .internal, case let index? = Int(error.message) {
+                swarm.lost(id: id, index: index)
+                throw ControlError(code: .ioError, message: "chunk \(index) of \(id) was damaged on disk; it is being fetched again")
+            }
+            throw error
+        } catch {
+            throw ControlError(code: .ioError, message: "cannot write \(path): \(error)")
+        }
+        return ["attachment": attachmentJSON(id), "path": .string(path)]
+    }
+
+    /// Decrypts chunk by chunk into `path.part-…`, syncs, renames over `path`.
+    nonisolated static func writePlaintext(_ manifest: Manifest, key: [UInt8], store: ChunkStore, to path: String) throws {
+        let temporary = "\(path).part-\(hexString(SecureRandom.bytes(4)))"
+        guard FileManager.default.createFile(atPath: temporary, contents: nil), let out = FileHandle(forWritingAtPath: temporary) else {
+            throw ControlError(code: .ioError, message: "cannot create \(temporary)")
+        }
+        do {
+            for index in 0..<manifest.chunkCount {
+                guard let sealed = store.read(manifest.id, index), ChunkCipher.hash(sealed) == manifest.chunkHashes[index],
+                      let plain = try? ChunkCipher.open(sealed, index: index, key: key) else {
+                    throw ControlError(code: .internal, message: "\(index)")
+                }
+                try out.write(contentsOf: plain)
+            }
+            try out.synchronize()
+            try out.close()
+        } catch {
+            try? out.close()
+            unlink(temporary)
+            throw error
+        }
+        guard rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw ControlError(code: .ioError, message: "cannot rename \(temporary) to \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    // MARK: journal
+
+    /// Applies an add or remove, from a delivered broadcast, a sponsor's journal, or this member.
+    func applyJournal(_ entry: JournalEntry, from origin: MemberID) {
+        switch entry {
+        case let .add(manifest, key):
+            let id = manifest.id
+            guard attachments[id] == nil, key.count == 32, manifest.isValid() else { return }
+            attachments[id] = Attachment(manifest: manifest, key: key)
+            swarm.add(id: id, chunkCount: manifest.chunkCount, uploader: manifest.uploader, haveAll: manifest.uploader == local.id)
+            swarm.setPeers(Set(swim.members.values.filter { $0.state == .alive || $0.state == .suspect }.map(\.id)))
+            emitAttachment("added", id)
+            if swarm.have(id)?.isFull ?? false { markComplete(id) }
+        case let .remove(id):
+            guard var a = attachments[id], !a.removed else { return }
+            a.removed = true
+            a.state = "removed"
+            attachments[id] = a
+            swarm.remove(id: id)
+            store.remove(id)
+            emitAttachment("removed", id)
+            wakeWaiters(id)
+        }
+    }
+
+    func deliverJournal(_ m: WireMessage) {
+        guard let entry = try? JournalEntry.decode(m.body) else {
+            log.warning("dropped an unreadable journal entry from \(m.from)")
+            return
+        }
+        applyJournal(entry, from: m.from)
+    }
+
+    // MARK: chunks
+
+    func serveChunk(id: String, index: Int, to link: LinkHandle) {
+        guard let a = attachments[id], !a.removed, swarm.have(id)?[index] ?? false else { return }
+        guard let sealed = store.read(id, index), index < a.manifest.chunkCount, ChunkCipher.hash(sealed) == a.manifest.chunkHashes[index] else {
+            log.warning("chunk \(index) of \(id) is damaged on disk; fetching it again")
+            swarm.lost(id: id, index: index)
+            return
+        }
+        link.sendChunk(id: id, index: index, body: sealed)
+        swarm.served(id: id, index: index, to: link.peer.id, now: now)
+        _ = counters.chunksServed.wrappingAdd(1, ordering: .relaxed)
+    }
+
+    /// A chunk body arrived (requested, or pushed by a leaving member): checked, then stored.
+    func chunkReceived(id: String, index: Int, body: [UInt8], from link: LinkHandle) {
+        guard let a = attachments[id], !a.removed, index >= 0, index < a.manifest.chunkCount else { return }
+        let valid = ChunkCipher.hash(body) == a.manifest.chunkHashes[index]
+        if !valid {
+            _ = counters.corruptChunks.wrappingAdd(1, ordering: .relaxed)
+            log.warning("chunk \(index) of \(id) from \(link.peer.id) failed its hash; asking another holder")
+        }
+        guard swarm.chunkArrived(id: id, index: index, from: link.peer.id, valid: valid) else { return }
+        do {
+            try store.write(id, index, body)
+        } catch {
+            swarm.lost(id: id, index: index)
+            log.warning("\(error)")
+            return
+        }
+        _ = counters.chunksFetched.wrappingAdd(1, ordering: .relaxed)
+        if swarm.have(id)?.isFull ?? false {
+            markComplete(id)
+        } else if now - (attachments[id]?.lastProgressAt ?? 0) >= 0.25 {
+            attachments[id]?.lastProgressAt = now
+            emitAttachment("progress", id)
+        }
+    }
+
+    private func markComplete(_ id: String) {
+        guard attachments[id]?.completeAnnounced == false else { return }
+        attachments[id]?.completeAnnounced = true
+        emitAttachment("complete", id)
+        wakeWaiters(id)
+    }
+
+    private func wakeWaiters(_ id: String) {
+        for waiter in attachmentWaiters.removeValue(forKey: id) ?? [] { waiter.resume() }
+    }
+
+    /// Requests, announcements to peers, and state changes (replicated / unavailable).
+    func tickSwarm(now t: Double) {
+        for request in swarm.tick(now: t) {
+            links[request.peer]?.send(LinkMessage.chunkRequest(id: request.id, index: UInt32(request.index)).encoded())
+        }
+        for id in swarm.ids {
+            guard let have = swarm.have(id) else { continue }
+            for (peer, link) in links where isLive(peer) {
+                guard let offer = swarm.offer(id, to: peer, now: t) else { continue }
+                if let last = announced[peer]?[id], last.have == have, last.offer == offer { continue }
+                announced[peer, default: [:]][id] = (have, offer)
+                link.send(LinkMessage.have(id: id, have: have, offer: offer).encoded())
+            }
+            let state = attachmentState(id)
+            if let a = attachments[id], a.state != state {
+                attachments[id]?.state = state
+                if state == "replicated" || state == "unavailable" { emitAttachment(state, id) }
+                wakeWaiters(id)
+            }
+        }
+    }
+
+    func attachmentState(_ id: String) -> String {
+        guard let a = attachments[id] else { return "removed" }
+        if a.removed { return "removed" }
+        let counts = swarm.holderCounts(id) ?? []
+        if counts.contains(0) { return "unavailable" }
+        if counts.allSatisfy({ $0 >= 2 }) { return "replicated" }
+        return "announced"
+    }
+
+    // MARK: leaving
+
+    /// Pushes every chunk no other live member holds to a live member, and waits (bounded) until
+    /// the receivers announce them. Returns how many chunks were handed off.
+    func handOff(timeout: Duration) async -> Int {
+        let peers = links.keys.filter { isLive($0) }.sorted()
+        guard !peers.isEmpty else { return 0 }
+        var pushed: [(id: String, index: Int)] = []
+        for id in swarm.ids {
+            for (n, index) in swarm.onlyHere(id).enumerated() {
+                guard let link = links[peers[n % peers.count]], let sealed = store.read(id, index) else { continue }
+                link.sendChunk(id: id, index: index, body: sealed)
+                pushed.append((id, index))
+            }
+        }
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let waiting = pushed.filter { (swarm.holderCounts($0.id)?[$0.index] ?? 0) < 2 }
+            if waiting.isEmpty { break }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return pushed.filter { (swarm.holderCounts($0.id)?[$0.index] ?? 0) >= 2 }.count
+    }
+
+    // MARK: JSON
+
+    func attachmentJSON(_ id: String) -> JSON {
+        guard let a = attachments[id] else { return .null }
+        let have = swarm.have(id)?.setCount ?? (a.removed ? 0 : 0)
+        let meta = (try? JSON.parse(a.manifest.meta)) ?? .null
+        return .object([
+            "id": .string(id),
+            "name": .string(a.manifest.name),
+            "size": .int(Int64(a.manifest.size)),
+            "meta": meta,
+            "from": .string(a.manifest.uploader.description),
+            "chunk_size": .int(Int64(a.manifest.chunkSize)),
+            "chunks": .int(Int64(a.manifest.chunkCount)),
+            "have": .int(Int64(have)),
+            "complete": .bool(!a.removed && (swarm.have(id)?.isFull ?? false)),
+            "holders": .array(swarm.completeHolders(id).map { .string($0.description) }),
+            "state": .string(a.removed ? "removed" : attachmentState(id)),
+        ])
+    }
+
+    func emitAttachment(_ change: String, _ id: String) {
+        events.append("attachment", topic: .attachments, ["change": .string(change), "attachment": attachmentJSON(id)])
+    }
+}
