@@ -29,6 +29,7 @@ public struct Swarm: Sendable {
         let chunkCount: Int
         let uploader: MemberID
         var have: Bitfield
+        let addedAt: Double
         /// Per peer: what it holds, and what it offers us.
         var peerHave: [MemberID: Bitfield] = [:]
         var peerOffer: [MemberID: Bitfield] = [:]
@@ -53,9 +54,20 @@ public struct Swarm: Sendable {
 
     // MARK: attachments and peers
 
-    public mutating func add(id: String, chunkCount: Int, uploader: MemberID, haveAll: Bool) {
+    /// Starts tracking an attachment. Until the uploader announces otherwise it is presumed to
+    /// hold every chunk (it announced the attachment), so nothing looks unavailable too early.
+    public mutating func add(id: String, chunkCount: Int, uploader: MemberID, haveAll: Bool, now: Double) {
         guard transfers[id] == nil else { return }
-        transfers[id] = Transfer(chunkCount: chunkCount, uploader: uploader, have: Bitfield(count: chunkCount, full: haveAll))
+        var t = Transfer(chunkCount: chunkCount, uploader: uploader, have: Bitfield(count: chunkCount, full: haveAll), addedAt: now)
+        if uploader != local && live.contains(uploader) { t.peerHave[uploader] = Bitfield(count: chunkCount, full: true) }
+        transfers[id] = t
+    }
+
+    /// Whether every live peer has told what it holds of `id`, or `settle` seconds have passed since
+    /// this member learned of it: before that, a chunk without a known holder is not yet a verdict.
+    public func isSettled(_ id: String, now: Double, settle: Double = 3) -> Bool {
+        guard let t = transfers[id] else { return true }
+        return now - t.addedAt >= settle || live.allSatisfy { t.peerHave[$0] != nil }
     }
 
     public mutating func remove(id: String) { transfers[id] = nil }

@@ -124,8 +124,7 @@ extension Node {
             let id = manifest.id
             guard attachments[id] == nil, key.count == 32, manifest.isValid() else { return }
             attachments[id] = Attachment(manifest: manifest, key: key)
-            swarm.add(id: id, chunkCount: manifest.chunkCount, uploader: manifest.uploader, haveAll: manifest.uploader == local.id)
-            swarm.setPeers(Set(swim.members.values.filter { $0.state == .alive || $0.state == .suspect }.map(\.id)))
+            swarm.add(id: id, chunkCount: manifest.chunkCount, uploader: manifest.uploader, haveAll: manifest.uploader == local.id, now: now)
             emitAttachment("added", id)
             if swarm.have(id)?.isFull ?? false { markComplete(id) }
         case let .remove(id):
@@ -224,7 +223,7 @@ extension Node {
         guard let a = attachments[id] else { return "removed" }
         if a.removed { return "removed" }
         let counts = swarm.holderCounts(id) ?? []
-        if counts.contains(0) { return "unavailable" }
+        if counts.contains(0) { return swarm.isSettled(id, now: now) ? "unavailable" : "announced" }
         if counts.allSatisfy({ $0 >= 2 }) { return "replicated" }
         return "announced"
     }

@@ -1,0 +1,169 @@
+import Foundation
+import HuddleControl
+import Testing
+
+/// Writes `count` pseudo-random bytes to `path` (seeded, so runs are comparable) in 1 MiB steps.
+func writeRandomFile(_ path: String, count: Int, seed: UInt64) throws {
+    _ = FileManager.default.createFile(atPath: path, contents: nil)
+    guard let out = FileHandle(forWritingAtPath: path) else { throw TestTimeout(description: "cannot create \(path)") }
+    defer { try? out.close() }
+    var state = seed
+    var written = 0
+    while written < count {
+        let n = min(1 << 20, count - written)
+        var block = [UInt8](repeating: 0, count: n)
+        for i in stride(from: 0, to: n, by: 8) {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z ^= z >> 27
+            for j in 0..<min(8, n - i) { block[i + j] = UInt8(truncatingIfNeeded: z >> (8 * UInt64(j))) }
+        }
+        try out.write(contentsOf: block)
+        written += n
+    }
+}
+
+func filesEqual(_ a: String, _ b: String) -> Bool {
+    guard let x = FileManager.default.contents(atPath: a), let y = FileManager.default.contents(atPath: b) else { return false }
+    return x == y
+}
+
+func chunkFiles(under dir: String) -> [String] {
+    guard let walker = FileManager.default.enumerator(atPath: dir) else { return [] }
+    return walker.compactMap { $0 as? String }.filter { $0.hasPrefix("chunks/") && !$0.hasSuffix("/") && $0.split(separator: "/").count == 3 }
+}
+
+@Suite(.timeLimit(.minutes(8)))
+struct AttachmentProcessTests {
+    @Test func fiveMembersGetIdenticalBytesAndALateJoinerGetsThemAfterTheUploaderLeft() async throws {
+        let cluster = try TestCluster("attach5")
+        defer { cluster.shutdown() }
+        var nodes: [TestNode] = []
+        for i in 0..<5 { nodes.append(try await cluster.start("m\(i)")) }
+        try await cluster.waitForFullMesh(5)
+        let source = "\(cluster.dir)/source.bin"
+        try writeRandomFile(source, count: 64 << 20, seed: 7)
+        let added = try await nodes[0].request("attach.add", ["path": .string(source), "meta": ["location": [1, 2]]])
+        guard let id = added["attachment"]?.objectValue?["id"]?.stringValue else { Issue.record("no id"); return }
+        #expect(added["attachment"]?.objectValue?["chunks"] == .int(256))
+        for node in nodes.dropFirst() {
+            let out = "\(cluster.dir)/\(node.name).out"
+            let reply = try await node.request("attach.get", ["id": .string(id), "path": .string(out)])
+            #expect(reply["path"]?.stringValue == out)
+            #expect(filesEqual(source, out), "\(node.name) wrote different bytes")
+        }
+        let stats = try await nodes[0].request("stats")
+        let uploaded = Double(stats["bytes_sent"]?.objectValue?["chunks"]?.intValue ?? 0) / Double(64 << 20)
+        print("attachments: 64 MiB to 4 members; uploader sent \(String(format: "%.2f", uploaded)) x size")
+        try await eventually("the attachment to be replicated everywhere") {
+            try await nodes[1].request("attach.list")["attachments"]?.arrayValue?.first?.objectValue?["state"] == .string("replicated")
+        }
+        _ = try await nodes[0].request("leave")
+        #expect(try await nodes[0].waitForExit() == 0)
+        let late = try await cluster.start("late", join: [nodes[1].addr])
+        let out = "\(cluster.dir)/late.out"
+        _ = try await late.request("attach.get", ["id": .string(id), "path": .string(out)])
+        #expect(filesEqual(source, out), "the late joiner wrote different bytes")
+        let meta = try await late.request("attach.list")["attachments"]?.arrayValue?.first?.objectValue?["meta"]
+        #expect(meta == ["location": [1, 2]])
+    }
+
+    @Test func aCorruptedStoredChunkIsDetectedAndFetchedElsewhere() async throws {
+        let cluster = try TestCluster("corrupt")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let b = try await cluster.start("b")
+        try await cluster.waitForFullMesh(2)
+        let source = "\(cluster.dir)/source.bin"
+        try writeRandomFile(source, count: 3 << 20, seed: 9)
+        let id = try await a.request("attach.add", ["path": .string(source)])["attachment"]?.objectValue?["id"]?.stringValue ?? ""
+        _ = try await b.request("attach.get", ["id": .string(id), "path": .string("\(cluster.dir)/b.out")])
+        // Damage every chunk file at b, then a new member fetches: it must still end with the right bytes.
+        for file in chunkFiles(under: "\(cluster.dir)/b.data") {
+            let path = "\(cluster.dir)/b.data/\(file)"
+            guard var bytes = FileManager.default.contents(atPath: path) else { continue }
+            bytes[bytes.count / 2] ^= 0xFF
+            try bytes.write(to: URL(fileURLWithPath: path))
+        }
+        let c = try await cluster.start("c")
+        let out = "\(cluster.dir)/c.out"
+        _ = try await c.request("attach.get", ["id": .string(id), "path": .string(out), "timeout_ms": 120_000])
+        #expect(filesEqual(source, out))
+    }
+
+    @Test func removeDeletesChunksEverywhereAndLeavingRemovesTheRest() async throws {
+        let cluster = try TestCluster("remove")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let b = try await cluster.start("b")
+        try await cluster.waitForFullMesh(2)
+        let source = "\(cluster.dir)/s.bin"
+        try writeRandomFile(source, count: 1 << 20, seed: 3)
+        let first = try await a.request("attach.add", ["path": .string(source)])["attachment"]?.objectValue?["id"]?.stringValue ?? ""
+        let second = try await a.request("attach.add", ["path": .string(source), "name": "copy"])["attachment"]?.objectValue?["id"]?.stringValue ?? ""
+        #expect(first != second || first.isEmpty == false)
+        _ = try await b.request("attach.get", ["id": .string(first), "path": .string("\(cluster.dir)/b1")])
+        #expect(!chunkFiles(under: "\(cluster.dir)/b.data").isEmpty)
+        _ = try await b.request("attach.remove", ["id": .string(first)])
+        try await eventually("both members to delete the removed attachment's chunks") {
+            chunkFiles(under: "\(cluster.dir)/a.data").allSatisfy { !$0.contains(first) }
+                && chunkFiles(under: "\(cluster.dir)/b.data").allSatisfy { !$0.contains(first) }
+        }
+        do {
+            _ = try await a.request("attach.get", ["id": .string(first), "path": .string("\(cluster.dir)/x")])
+            Issue.record("a removed attachment was written")
+        } catch let error as ControlError { #expect(error.code == .notFound) }
+        for node in [a, b] {
+            _ = try await node.request("leave", ["timeout_ms": 5000])
+            _ = try await node.waitForExit()
+        }
+        #expect(chunkFiles(under: "\(cluster.dir)/a.data").isEmpty && chunkFiles(under: "\(cluster.dir)/b.data").isEmpty)
+    }
+
+    @Test func limitsAndMissingFilesGiveClearErrors() async throws {
+        let cluster = try TestCluster("attlimit")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let big = "\(cluster.dir)/big.bin"
+        _ = FileManager.default.createFile(atPath: big, contents: nil)
+        truncate(big, 104_857_601)
+        do {
+            _ = try await a.request("attach.add", ["path": .string(big)])
+            Issue.record("100 MiB + 1 byte was accepted")
+        } catch let error as ControlError { #expect(error.code == .tooLarge) }
+        do {
+            _ = try await a.request("attach.add", ["path": .string("\(cluster.dir)/missing.bin")])
+            Issue.record("a missing file was accepted")
+        } catch let error as ControlError { #expect(error.code == .notFound || error.code == .ioError) }
+        do {
+            _ = try await a.request("attach.get", ["id": "0123", "path": .string("\(cluster.dir)/o")])
+            Issue.record("an unknown attachment was written")
+        } catch let error as ControlError { #expect(error.code == .notFound) }
+    }
+
+    @Test func anAttachmentWhoseOnlyHolderCrashedIsUnavailableAndGetFailsFast() async throws {
+        let cluster = try TestCluster("unavail")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let b = try await cluster.start("b")
+        try await cluster.waitForFullMesh(2)
+        let source = "\(cluster.dir)/s.bin"
+        try writeRandomFile(source, count: 8 << 20, seed: 5)
+        // b must not fetch before a dies: stop b, add, kill a, resume b.
+        kill(b.process.processIdentifier, SIGSTOP)
+        let id = try await a.request("attach.add", ["path": .string(source)])["attachment"]?.objectValue?["id"]?.stringValue ?? ""
+        try await Task.sleep(for: .milliseconds(300))
+        kill(a.process.processIdentifier, SIGKILL)
+        kill(b.process.processIdentifier, SIGCONT)
+        try await eventually("b to learn of the attachment and see it unavailable", within: 60) {
+            try await b.request("attach.list")["attachments"]?.arrayValue?.first?.objectValue?["state"] == .string("unavailable")
+        }
+        let started = ContinuousClock.now
+        do {
+            _ = try await b.request("attach.get", ["id": .string(id), "path": .string("\(cluster.dir)/o")])
+            Issue.record("an unavailable attachment was written")
+        } catch let error as ControlError { #expect(error.code == .unavailable) }
+        #expect(ContinuousClock.now - started < .seconds(5), "attach.get must fail fast")
+    }
+}
