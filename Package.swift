@@ -40,6 +40,11 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
+        .executableTarget(
+            name: "drawtogether",
+            dependencies: ["HuddleControl", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "examples/DrawTogether/Sources"
+        ),
         .executableTarget(name: "huddle", dependencies: [
             "HuddleNode", "HuddleControl", "HuddleCrypto",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
