@@ -40,7 +40,17 @@ extension JSON {
 
     static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for b in s.utf8 { escape(b, into: &out) }
+        var s = s
+        s.withUTF8 { bytes in
+            // Copy runs of bytes that need no escape in one go; escape the rest one by one.
+            var start = 0
+            for i in 0..<bytes.count where bytes[i] < 0x20 || bytes[i] == 0x22 || bytes[i] == 0x5C {
+                if i > start { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i])) }
+                escape(bytes[i], into: &out)
+                start = i + 1
+            }
+            if bytes.count > start { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count])) }
+        }
         out.append(UInt8(ascii: "\""))
     }
 

@@ -273,18 +273,18 @@ public struct CausalBroadcast: Sendable {
 
     /// Drops what every current member has acknowledged.
     private mutating func collectGarbage() {
-        for (origin, messages) in store {
+        for origin in Array(store.keys) {
             var stable = delivered[origin] ?? 0
             for member in members where member != origin {
                 stable = min(stable, acks[member]?[origin] ?? 0)
             }
-            let drop = messages.keys.filter { $0 <= stable }
-            guard !drop.isEmpty else { continue }
-            for seq in drop {
+            // Take the origin's messages out so they are changed in place, not copied.
+            guard var messages = store.removeValue(forKey: origin) else { continue }
+            for seq in messages.keys where seq <= stable {
                 storedBytes -= (messages[seq]?.message.body.count ?? 0) + 128
-                store[origin]?[seq] = nil
+                messages[seq] = nil
             }
-            if store[origin]?.isEmpty ?? false { store[origin] = nil }
+            if !messages.isEmpty { store[origin] = messages }
         }
     }
 }

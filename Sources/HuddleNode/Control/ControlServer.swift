@@ -104,25 +104,30 @@ struct LineSplitter {
 
     init(limit: Int) { self.limit = limit }
 
-    mutating func add(_ bytes: some Collection<UInt8>) -> [Item] {
+    mutating func add(_ bytes: ByteBufferView) -> [Item] {
         var items: [Item] = []
-        for byte in bytes {
-            if byte == 0x0A {
-                if discarding {
-                    discarding = false
-                } else {
-                    if pending.last == 0x0D { pending.removeLast() }
-                    if !pending.isEmpty { items.append(.line(pending)) }
-                }
-                pending.removeAll(keepingCapacity: true)
-            } else if !discarding {
-                pending.append(byte)
-                if pending.count > limit {
+        var rest = bytes[...]
+        while !rest.isEmpty {
+            let newline = rest.firstIndex(of: 0x0A)
+            let piece = rest[..<(newline ?? rest.endIndex)]
+            if !discarding {
+                if pending.count + piece.count > limit {
                     discarding = true
                     pending = []
                     items.append(.tooLong)
+                } else {
+                    pending.append(contentsOf: piece)
                 }
             }
+            guard let newline else { break }
+            if discarding {
+                discarding = false
+            } else {
+                if pending.last == 0x0D { pending.removeLast() }
+                if !pending.isEmpty { items.append(.line(pending)) }
+            }
+            pending.removeAll(keepingCapacity: true)
+            rest = rest[rest.index(after: newline)...]
         }
         return items
     }
