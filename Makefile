@@ -12,6 +12,7 @@ deps:
 
 build: deps
 	$(SWIFT) build --product huddle
+	$(SWIFT) build --product drawtogether
 
 test: deps
 	$(SWIFT) build --build-tests

@@ -72,11 +72,30 @@ for line in open(sys.argv[1]):
 PY
 done
 
-say "bob leaves; the others see him as left"
+say "the session's activity: set on two nodes at once, every node converges on one value"
+"$HUDDLE" activity set '{"game":"chess","by":"alice"}' --control "$work/alice.sock" &
+setter=$!
+"$HUDDLE" activity set '{"game":"go","by":"carol"}' --control "$work/carol.sock"
+wait "$setter"
+sleep 0.5
+for n in "${names[@]}"; do printf '%-6s ' "$n:"; "$HUDDLE" activity get --control "$work/$n.sock"; done
+
+say "bob shares a 20 MB file; alice and carol fetch it (chunks come from any holder)"
+head -c 20000000 /dev/urandom > "$work/photo.bin"
+"$HUDDLE" attach add "$work/photo.bin" --meta '{"location":[120,80]}' --control "$work/bob.sock"
+id=$("$HUDDLE" attach list --json --control "$work/bob.sock" | field "['attachments'][0]['id']")
+for n in alice carol; do "$HUDDLE" attach get "$id" "$work/$n-photo.bin" --control "$work/$n.sock"; done
+cmp "$work/photo.bin" "$work/alice-photo.bin" && cmp "$work/photo.bin" "$work/carol-photo.bin" && echo "alice and carol hold byte-identical copies"
+
+say "bob leaves; the others see him as left, and his file stays available from them"
 "$HUDDLE" leave --control "$work/bob.sock"
 sleep 0.5
 "$HUDDLE" members --control "$work/alice.sock"
+"$HUDDLE" attach list --control "$work/alice.sock"
 "$HUDDLE" stats --control "$work/alice.sock"
 "$HUDDLE" leave --control "$work/alice.sock" >/dev/null
 "$HUDDLE" leave --control "$work/carol.sock" >/dev/null
-say "demo done: 3 nodes joined, messaged (broadcast + directed) and left"
+say "demo done: 3 nodes joined, messaged (broadcast + directed), agreed on an activity, shared a file, and left"
+if [ -x "$(dirname "$0")/drawtogether-demo.sh" ] && [ -x "$(dirname "$HUDDLE")/drawtogether" ]; then
+  "$(dirname "$0")/drawtogether-demo.sh" "$(dirname "$HUDDLE")"
+fi
