@@ -110,10 +110,9 @@ struct AttachmentProcessTests {
             chunkFiles(under: "\(cluster.dir)/a.data").allSatisfy { !$0.contains(first) }
                 && chunkFiles(under: "\(cluster.dir)/b.data").allSatisfy { !$0.contains(first) }
         }
-        do {
+        await expectFailure(.notFound, what: "getting a removed attachment") {
             _ = try await a.request("attach.get", ["id": .string(first), "path": .string("\(cluster.dir)/x")])
-            Issue.record("a removed attachment was written")
-        } catch let error as ControlError { #expect(error.code == .notFound) }
+        }
         for node in [a, b] {
             _ = try await node.request("leave", ["timeout_ms": 5000])
             _ = try await node.waitForExit()
@@ -128,18 +127,13 @@ struct AttachmentProcessTests {
         let big = "\(cluster.dir)/big.bin"
         _ = FileManager.default.createFile(atPath: big, contents: nil)
         truncate(big, 104_857_601)
-        do {
-            _ = try await a.request("attach.add", ["path": .string(big)])
-            Issue.record("100 MiB + 1 byte was accepted")
-        } catch let error as ControlError { #expect(error.code == .tooLarge) }
-        do {
+        await expectFailure(.tooLarge, what: "100 MiB + 1 byte") { _ = try await a.request("attach.add", ["path": .string(big)]) }
+        await expectFailure(.notFound, .ioError, what: "a missing file") {
             _ = try await a.request("attach.add", ["path": .string("\(cluster.dir)/missing.bin")])
-            Issue.record("a missing file was accepted")
-        } catch let error as ControlError { #expect(error.code == .notFound || error.code == .ioError) }
-        do {
+        }
+        await expectFailure(.notFound, what: "an unknown attachment") {
             _ = try await a.request("attach.get", ["id": "0123", "path": .string("\(cluster.dir)/o")])
-            Issue.record("an unknown attachment was written")
-        } catch let error as ControlError { #expect(error.code == .notFound) }
+        }
     }
 
     @Test func anAttachmentWhoseOnlyHolderCrashedIsUnavailableAndGetFailsFast() async throws {
@@ -160,10 +154,9 @@ struct AttachmentProcessTests {
             try await b.request("attach.list")["attachments"]?.arrayValue?.first?.objectValue?["state"] == .string("unavailable")
         }
         let started = ContinuousClock.now
-        do {
+        await expectFailure(.unavailable, what: "getting an unavailable attachment") {
             _ = try await b.request("attach.get", ["id": .string(id), "path": .string("\(cluster.dir)/o")])
-            Issue.record("an unavailable attachment was written")
-        } catch let error as ControlError { #expect(error.code == .unavailable) }
+        }
         #expect(ContinuousClock.now - started < .seconds(5), "attach.get must fail fast")
     }
 }

@@ -149,12 +149,7 @@ struct MessagingProcessTests {
         defer { cluster.shutdown() }
         let a = try await cluster.start("a")
         let body = String(repeating: "y", count: 64 * 1024 + 1)
-        do {
-            _ = try await a.request("send", ["text": .string(body)])
-            Issue.record("a body over 64 KiB was accepted")
-        } catch let error as ControlError {
-            #expect(error.code == .tooLarge)
-        }
+        await expectFailure(.tooLarge, what: "a body over 64 KiB") { _ = try await a.request("send", ["text": .string(body)]) }
         _ = try await a.request("send", ["text": .string(String(body.dropLast()))])
     }
 }

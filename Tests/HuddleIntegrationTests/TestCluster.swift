@@ -160,3 +160,15 @@ final class TestCluster: @unchecked Sendable {
     /// What every node logged, for failure messages.
     var logs: String { nodes.map { "--- \($0.name)\n\($0.log)" }.joined(separator: "\n") }
 }
+
+/// Runs a request that must fail, and checks the node answered with one of `codes`.
+func expectFailure(_ codes: ControlErrorCode..., what: String, _ body: () async throws -> Void) async {
+    do {
+        try await body()
+        Issue.record("\(what) was accepted")
+    } catch let error as ControlError {
+        #expect(codes.contains(error.code), "\(what): got \(error.code.rawValue)")
+    } catch {
+        Issue.record("\(what): \(error)")
+    }
+}

@@ -64,13 +64,18 @@ extension Node {
     func getAttachment(_ id: String, to path: String, wait: Bool, timeout: Duration) async throws(ControlError) -> JSONObject {
         guard path.hasPrefix("/") else { throw ControlError(code: .badRequest, message: "\"path\" must be absolute") }
         let deadline = ContinuousClock.now + timeout
+        // An id announced elsewhere a moment ago may still be on its way here: give it a few seconds.
+        let appearBy = ContinuousClock.now + min(timeout, .seconds(5))
+        while attachments[id] == nil && wait && ContinuousClock.now < appearBy {
+            await waitForChange(of: id, atMost: .milliseconds(200))
+        }
         while true {
             guard let a = attachments[id], !a.removed else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
             if swarm.have(id)?.isFull ?? false { break }
             guard a.state != "unavailable" else { throw ControlError(code: .unavailable, message: "attachment \(id) has chunks that no live member holds") }
             guard wait else { throw ControlError(code: .unavailable, message: "attachment \(id) is not complete here yet") }
             guard ContinuousClock.now < deadline else { throw ControlError(code: .timeout, message: "attachment \(id) did not complete in time") }
-            await withCheckedContinuation { attachmentWaiters[id, default: []].append($0) }
+            await waitForChange(of: id, atMost: min(deadline - ContinuousClock.now, .seconds(1)))
         }
         guard let a = attachments[id] else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
         let store = self.store
@@ -127,6 +132,7 @@ extension Node {
             swarm.add(id: id, chunkCount: manifest.chunkCount, uploader: manifest.uploader, haveAll: manifest.uploader == local.id, now: now)
             emitAttachment("added", id)
             if swarm.have(id)?.isFull ?? false { markComplete(id) }
+            wakeWaiters(id)
         case let .remove(id):
             guard var a = attachments[id], !a.removed else { return }
             a.removed = true
@@ -193,7 +199,16 @@ extension Node {
         wakeWaiters(id)
     }
 
-    private func wakeWaiters(_ id: String) {
+    /// Waits until attachment `id` completes, changes state or is removed — or `atMost` passes.
+    private func waitForChange(of id: String, atMost: Duration) async {
+        spawner.spawn { [self] in
+            try? await Task.sleep(for: atMost)
+            await wakeWaiters(id)
+        }
+        await withCheckedContinuation { attachmentWaiters[id, default: []].append($0) }
+    }
+
+    func wakeWaiters(_ id: String) {
         for waiter in attachmentWaiters.removeValue(forKey: id) ?? [] { waiter.resume() }
     }
 
