@@ -171,7 +171,9 @@ public struct CausalBroadcast: Sendable {
             duplicates += 1
             return []
         }
-        guard heldCount < settings.holdbackLimit else {
+        // A full hold-back still takes the message that is next in line: it leaves at once.
+        let deliverableNow = !awaitingBaseline && delivered[m.from].map { m.seq == $0 + 1 } == true && depsSatisfied(m)
+        guard heldCount < settings.holdbackLimit || deliverableNow else {
             refusedForRoom += 1
             return []
         }

@@ -1,0 +1,108 @@
+import HuddleCrypto
+import Testing
+@testable import HuddleCore
+
+private let me = MemberID(raw: 1), p2 = MemberID(raw: 2), p3 = MemberID(raw: 3), p4 = MemberID(raw: 4)
+
+private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
+    var b = Bitfield(count: count)
+    for i in set { b[i] = true }
+    return b
+}
+
+@Test func requestsGoRarestFirstAndRespectTheWindow() {
+    var swarm = Swarm(local: me, seed: 1)
+    swarm.setPeers([me, p2, p3, p4])
+    swarm.add(id: "x", chunkCount: 4, uploader: p2, haveAll: false, now: 0)
+    // chunk 3 is offered by one peer, chunks 0-2 by three.
+    for p in [p2, p3, p4] { swarm.peerAnnounced(p, id: "x", have: bits(4, [0, 1, 2, 3]), offer: bits(4, p == p4 ? [0, 1, 2, 3] : [0, 1, 2])) }
+    let requests = swarm.tick(now: 0)
+    #expect(requests.first?.index == 3 && requests.first?.peer == p4)
+    #expect(Set(requests.map(\.index)) == [0, 1, 2, 3])
+    #expect(Set(requests.map(\.peer)).count == 3, "requests spread over the holders")
+    var narrow = Swarm.Settings()
+    narrow.window = 1
+    var limited = Swarm(local: me, seed: 1, settings: narrow)
+    limited.setPeers([me, p2])
+    limited.add(id: "y", chunkCount: 5, uploader: p2, haveAll: false, now: 0)
+    limited.peerAnnounced(p2, id: "y", have: Bitfield(count: 5, full: true), offer: Bitfield(count: 5, full: true))
+    let one = limited.tick(now: 0)
+    #expect(one.count == 1)
+}
+
+@Test func theUploaderOffersDisjointSharesUntilEveryChunkWentOutOnce() {
+    var uploader = Swarm(local: me, seed: 2)
+    uploader.setPeers([me, p2, p3])
+    uploader.add(id: "x", chunkCount: 6, uploader: me, haveAll: true, now: 0)
+    guard let o2 = uploader.offer("x", to: p2, now: 0), let o3 = uploader.offer("x", to: p3, now: 0) else { Issue.record("no offer"); return }
+    #expect(o2.setCount + o3.setCount == 6)
+    #expect((0..<6).allSatisfy { !(o2[$0] && o3[$0]) })
+    for i in 0..<6 { uploader.served(id: "x", index: i, to: i % 2 == 0 ? p2 : p3, now: 0) }
+    // Everything went out once: chunks held elsewhere are not offered again; unheld ones after reofferAfter.
+    uploader.peerAnnounced(p2, id: "x", have: bits(6, [0, 2, 4]), offer: bits(6, [0, 2, 4]))
+    uploader.peerAnnounced(p3, id: "x", have: bits(6, [1, 3]), offer: bits(6, [1, 3]))
+    #expect(uploader.offer("x", to: p2, now: 1)?.setCount == 6, "all sent once: offer everything held")
+    #expect(uploader.onlyHere("x") == [5])
+    #expect(uploader.holderCounts("x") == [2, 2, 2, 2, 2, 1])
+    #expect(uploader.completeHolders("x") == [me])
+}
+
+@Test func timeoutsBadChunksAndEndgameAskOtherHolders() {
+    var swarm = Swarm(local: me, seed: 3)
+    swarm.setPeers([me, p2, p3])
+    swarm.add(id: "x", chunkCount: 1, uploader: p2, haveAll: false, now: 0)
+    for p in [p2, p3] { swarm.peerAnnounced(p, id: "x", have: bits(1, [0]), offer: bits(1, [0])) }
+    let first = swarm.tick(now: 0)
+    #expect(first.count == 1)
+    let endgame = swarm.tick(now: 0.1)
+    #expect(endgame.count == 1 && endgame[0].peer != first[0].peer, "endgame asks a second holder")
+    let none = swarm.tick(now: 0.2)
+    #expect(none.isEmpty)
+    let bad = swarm.chunkArrived(id: "x", index: 0, from: first[0].peer, valid: false)
+    #expect(!bad)
+    let afterTimeout = swarm.tick(now: 10)
+    #expect(afterTimeout.map(\.peer) == [endgame[0].peer], "never re-asked of the peer that sent a bad chunk")
+    let good = swarm.chunkArrived(id: "x", index: 0, from: endgame[0].peer, valid: true)
+    #expect(good && swarm.have("x")?.isFull == true)
+    let done = swarm.tick(now: 11)
+    #expect(done.isEmpty)
+}
+
+@Test func aPeerThatLeavesLosesItsRequestsAndSettlingWaitsForAnnouncements() {
+    var swarm = Swarm(local: me, seed: 4)
+    swarm.setPeers([me, p2, p3])
+    swarm.add(id: "x", chunkCount: 2, uploader: p2, haveAll: false, now: 0)
+    #expect(swarm.holderCounts("x") == [1, 1], "the uploader is presumed to hold its chunks")
+    #expect(!swarm.isSettled("x", now: 0.1))
+    swarm.peerAnnounced(p3, id: "x", have: bits(2, []), offer: bits(2, []))
+    swarm.peerAnnounced(p2, id: "x", have: bits(2, [0, 1]), offer: bits(2, [0, 1]))
+    #expect(swarm.isSettled("x", now: 0.1))
+    _ = swarm.tick(now: 0)
+    swarm.setPeers([me, p3])
+    #expect(swarm.holderCounts("x") == [0, 0])
+    let nothing = swarm.tick(now: 1)
+    #expect(nothing.isEmpty)
+}
+
+@Test func manifestsAreSignedAndTamperingIsCaught() throws {
+    let id = Identity.generate()
+    var m = Manifest(name: "a.png", size: 300_000, chunkSize: 262_144, chunkHashes: [[UInt8](repeating: 1, count: 32), [UInt8](repeating: 2, count: 32)],
+                     meta: Array("{\"location\":[1,2]}".utf8), uploader: me, uploaderNode: id.publicKey, signature: [])
+    m.sign(with: id)
+    #expect(m.isValid())
+    #expect(m.plainLength(of: 0) == 262_144 && m.plainLength(of: 1) == 300_000 - 262_144)
+    var renamed = m
+    renamed.name = "b.png"
+    #expect(!renamed.isValid() && renamed.id != m.id)
+    var wrongCount = m
+    wrongCount.size = 900_000
+    #expect(!wrongCount.isValid())
+    let key = SecureRandom.bytes(32)
+    let entry = JournalEntry.add(m, key: key)
+    #expect(try JournalEntry.decode(entry.encoded()) == entry)
+    let bytes = entry.encoded()
+    for cut in stride(from: 0, to: bytes.count, by: 7) { #expect(throws: WireError.self) { try JournalEntry.decode(Array(bytes[..<cut])) } }
+    let sealed = ChunkCipher.seal([1, 2, 3], index: 4, key: key)
+    #expect(try ChunkCipher.open(sealed, index: 4, key: key) == [1, 2, 3])
+    #expect(throws: CryptoError.self) { try ChunkCipher.open(sealed, index: 5, key: key) }
+}
