@@ -1,18 +1,22 @@
 import NIOCore
 
-/// Cuts a TCP byte stream into frames of `length (u16, big-endian) | payload`. A frame's payload is
-/// at most 65,535 bytes by construction, so nothing unbounded is buffered.
+/// Cuts a TCP byte stream into frames of `length (u16, big-endian) | payload` and passes on every
+/// complete frame of a read at once (so the link reader handles them as one batch). A frame's
+/// payload is at most 65,535 bytes by construction, so nothing unbounded is buffered.
 struct FrameDecoder: ByteToMessageDecoder {
-    typealias InboundOut = ByteBuffer
+    typealias InboundOut = [ByteBuffer]
 
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt16.self),
+        var frames: [ByteBuffer] = []
+        while let length = buffer.getInteger(at: buffer.readerIndex, as: UInt16.self),
               buffer.readableBytes >= 2 + Int(length),
-              let frame = buffer.getSlice(at: buffer.readerIndex + 2, length: Int(length))
-        else { return .needMoreData }
-        buffer.moveReaderIndex(forwardBy: 2 + Int(length))
-        context.fireChannelRead(wrapInboundOut(frame))
-        return .continue
+              let frame = buffer.getSlice(at: buffer.readerIndex + 2, length: Int(length)) {
+            buffer.moveReaderIndex(forwardBy: 2 + Int(length))
+            frames.append(frame)
+        }
+        guard !frames.isEmpty else { return .needMoreData }
+        context.fireChannelRead(wrapInboundOut(frames))
+        return .needMoreData
     }
 
     mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {

@@ -4,7 +4,7 @@ import NIOCore
 import NIOPosix
 
 /// A TCP connection that carries link frames: `u16 length | bytes`.
-typealias FrameChannel = NIOAsyncChannel<ByteBuffer, ByteBuffer>
+typealias FrameChannel = NIOAsyncChannel<[ByteBuffer], ByteBuffer>
 
 enum LinkSession {
     /// How long a handshake may take before the connection is dropped.
@@ -29,7 +29,7 @@ enum LinkSession {
         let remote = channel.channel.remoteAddress.map { "\($0)" } ?? "unknown"
         do {
             try await channel.executeThenClose { inbound, outbound in
-                var frames = inbound.makeAsyncIterator()
+                var frames = FrameIterator(inbound.makeAsyncIterator())
                 let timeout = channel.channel.eventLoop.scheduleTask(in: handshakeTimeout) { channel.channel.close(promise: nil) }
                 defer { timeout.cancel() }
                 var handshake = try LinkHandshake(role: role, sessionKey: node.security.sessionKey, identity: node.security.identity, appPayload: node.local.encoded())
@@ -66,7 +66,7 @@ enum LinkSession {
     /// After the handshake: a writer task drains the link's outbox; this task reads until close.
     private static func runTransport(
         _ link: LinkHandle, result: LinkHandshakeResult,
-        frames: inout NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator,
+        frames: inout FrameIterator,
         outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, node: Node
     ) async {
         await withTaskGroup(of: Void.self) { group in
@@ -111,38 +111,41 @@ enum LinkSession {
             var reassembler = LinkReassembler(limit: maximumMessage)
             do {
                 var rawChunk: (id: String, index: UInt32, length: Int, body: [UInt8])?
-                while let frame = try await frames.next() {
-                    if var chunk = rawChunk {
-                        rawChunk = nil
-                        chunk.body.append(contentsOf: frame.readableBytesView)
-                        guard chunk.body.count >= chunk.length else {
-                            rawChunk = chunk
+                while let batch = try await frames.nextBatch() {
+                    // Everything one read brought is handed to the node in one call, in order.
+                    var messages: [LinkMessage] = []
+                    for frame in batch {
+                        if var chunk = rawChunk {
+                            rawChunk = nil
+                            chunk.body.append(contentsOf: frame.readableBytesView)
+                            guard chunk.body.count >= chunk.length else {
+                                rawChunk = chunk
+                                continue
+                            }
+                            guard chunk.body.count == chunk.length else { throw NodeError("chunk body longer than its header said") }
+                            node.counters.addReceived(.chunks, chunk.length)
+                            if !messages.isEmpty { await node.linkReceived(link, messages) }
+                            messages = []
+                            await node.chunkReceived(id: chunk.id, index: Int(chunk.index), body: chunk.body, from: link)
                             continue
                         }
-                        guard chunk.body.count == chunk.length else { throw NodeError("chunk body longer than its header said") }
-                        node.counters.addReceived(.chunks, chunk.length)
-                        await node.chunkReceived(id: chunk.id, index: Int(chunk.index), body: chunk.body, from: link)
-                        continue
-                    }
-                    let record = try cipher.decrypt(ad: [], ciphertext: Array(frame.readableBytesView))
-                    guard let bytes = try reassembler.add(record) else { continue }
-                    let message = try LinkMessage.decode(bytes)
-                    switch message {
-                    case let .chunkHeader(id, index, length):
-                        guard length <= UInt32(maximumChunk) else { throw NodeError("chunk of \(length) bytes exceeds \(maximumChunk)") }
-                        rawChunk = (id, index, Int(length), [])
-                        rawChunk?.body.reserveCapacity(Int(length))
-                        if length == 0 {
-                            rawChunk = nil
-                            await node.chunkReceived(id: id, index: Int(index), body: [], from: link)
+                        let record = try cipher.decrypt(ad: [], ciphertext: Array(frame.readableBytesView))
+                        guard let bytes = try reassembler.add(record) else { continue }
+                        let message = try LinkMessage.decode(bytes)
+                        switch message {
+                        case let .chunkHeader(id, index, length):
+                            guard length > 0, length <= UInt32(maximumChunk) else { throw NodeError("chunk of \(length) bytes (must be 1...\(maximumChunk))") }
+                            rawChunk = (id, index, Int(length), [])
+                            rawChunk?.body.reserveCapacity(Int(length))
+                            continue
+                        case .message:
+                            node.counters.addReceived(.messages, frame.readableBytes + 2)
+                        default:
+                            node.counters.addReceived(.gossip, frame.readableBytes + 2)
                         }
-                        continue
-                    case .message:
-                        node.counters.addReceived(.messages, frame.readableBytes + 2)
-                    default:
-                        node.counters.addReceived(.gossip, frame.readableBytes + 2)
+                        messages.append(message)
                     }
-                    await node.linkReceived(link, message)
+                    if !messages.isEmpty { await node.linkReceived(link, messages) }
                 }
             } catch {
                 _ = node.counters.droppedFrames.wrappingAdd(1, ordering: .relaxed)
@@ -178,5 +181,29 @@ extension Node {
                 once.resume(.failure(NodeError("link to \(addr) closed before it was registered")))
             }
         }
+    }
+}
+
+/// Frames from a link, one at a time (for the handshake) or a read's worth at once (afterwards).
+struct FrameIterator {
+    private var base: NIOAsyncChannelInboundStream<[ByteBuffer]>.AsyncIterator
+    private var pending: [ByteBuffer] = []
+
+    init(_ base: NIOAsyncChannelInboundStream<[ByteBuffer]>.AsyncIterator) { self.base = base }
+
+    mutating func next() async throws -> ByteBuffer? {
+        if pending.isEmpty {
+            guard let batch = try await base.next() else { return nil }
+            pending = batch
+        }
+        return pending.isEmpty ? nil : pending.removeFirst()
+    }
+
+    mutating func nextBatch() async throws -> [ByteBuffer]? {
+        if !pending.isEmpty {
+            defer { pending = [] }
+            return pending
+        }
+        return try await base.next()
     }
 }

@@ -98,8 +98,12 @@ actor Node {
         return true
     }
 
-    func linkReceived(_ link: LinkHandle, _ message: LinkMessage) {
+    func linkReceived(_ link: LinkHandle, _ messages: [LinkMessage]) {
         guard links[link.peer.id] === link else { return }
+        for message in messages { handle(message, on: link) }
+    }
+
+    private func handle(_ message: LinkMessage, on link: LinkHandle) {
         let peer = link.peer.id
         switch message {
         case let .hello(ownSeq):
