@@ -58,7 +58,8 @@ public struct CausalBroadcast: Sendable {
     public private(set) var storedBytes = 0
     private var acks: [MemberID: [MemberID: UInt64]] = [:]
     private var members: Set<MemberID> = []
-    private var behindSince: [MemberID: Double] = [:]
+    /// Per origin: the highest seq a peer showed that this member lacks, and since when it lacks it.
+    private var behind: [MemberID: (target: UInt64, since: Double)] = [:]
     private var requested: [MemberID: (upTo: UInt64, at: Double)] = [:]
     public private(set) var duplicates = 0
     public private(set) var refusedForRoom = 0
@@ -249,15 +250,14 @@ public struct CausalBroadcast: Sendable {
         guard !awaitingBaseline else { return [] }
         var out: [Action] = []
         for (origin, theirs) in digest.delivered where origin != local {
-            guard let mine = delivered[origin] else { continue }
-            guard theirs > mine else {
-                behindSince[origin] = nil
+            guard let mine = delivered[origin], theirs > mine else { continue }
+            // Behind since when? Only catching up ends a lag: a peer that is as far behind says nothing.
+            guard let lag = behind[origin], lag.target > mine else {
+                behind[origin] = (theirs, now)
                 continue
             }
-            guard let since = behindSince[origin] else {
-                behindSince[origin] = now
-                continue
-            }
+            behind[origin] = (max(lag.target, theirs), lag.since)
+            let since = lag.since
             guard now - since >= settings.repairDelay, (digest.storedFrom[origin] ?? .max) <= mine + 1 else { continue }
             if let pending = requested[origin], pending.upTo > mine, now - pending.at < settings.requestTimeout { continue }
             let upTo = min(theirs, mine + settings.requestRange)
