@@ -59,7 +59,7 @@ let package = Package(
         .testTarget(name: "HuddleSimTests", dependencies: ["HuddleSim", "HuddleCore"]),
         .testTarget(name: "HuddleControlTests", dependencies: ["HuddleControl"]),
         .testTarget(name: "HuddleIntegrationTests", dependencies: [
-            "HuddleControl", "HuddleCrypto", "HuddleCore",
+            "HuddleControl", "HuddleCrypto", "HuddleCore", "HuddleSim",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),

@@ -1,5 +1,6 @@
 import Foundation
 import HuddleControl
+import HuddleSim
 import Testing
 
 /// One delivered message as a subscriber saw it.
@@ -15,24 +16,10 @@ struct Delivered: Equatable {
         self.deps = deps
         text = event["text"]?.stringValue ?? ""
     }
-}
 
-/// Checks one member's delivery log against CONTROL.md's guarantees; returns violations.
-func checkDeliveries(_ log: [Delivered], baseline: [String: Int64], member: String) -> [String] {
-    var problems: [String] = []
-    var last = baseline
-    var seen = Set<String>()
-    for d in log {
-        if !seen.insert(d.msg).inserted { problems.append("\(member): \(d.msg) delivered twice") }
-        guard let seq = d.seq else { continue }
-        let expected = (last[d.from] ?? 0) + 1
-        if seq != expected { problems.append("\(member): \(d.from) seq \(seq) after \(expected - 1)") }
-        for (origin, s) in d.deps where s > (last[origin] ?? 0) && !(origin == d.from && s < seq) {
-            problems.append("\(member): \(d.msg) depends on \(origin)#\(s) not yet delivered")
-        }
-        last[d.from] = seq
+    var record: DeliveryRecord {
+        DeliveryRecord(msg: msg, from: from, seq: seq.map { UInt64($0) }, deps: deps.mapValues { UInt64($0) })
     }
-    return problems
 }
 
 @Suite(.timeLimit(.minutes(5)))
@@ -95,12 +82,13 @@ struct MessagingProcessTests {
             return sets.allSatisfy { $0 == sets[0] }
         }
         var problems: [String] = []
+        var logs: [DeliveryLog] = []
         for i in survivors {
             let status = try await nodes[i].request("status")
-            var baseline: [String: Int64] = [:]
-            for (k, v) in status["baseline"]?.objectValue ?? [:] { baseline[k] = v.intValue ?? 0 }
+            var baseline: [String: UInt64] = [:]
+            for (k, v) in status["baseline"]?.objectValue ?? [:] { baseline[k] = UInt64(v.intValue ?? 0) }
             let log = await collectors[i].messages().compactMap(Delivered.init)
-            problems += checkDeliveries(log, baseline: baseline, member: nodes[i].name)
+            logs.append(DeliveryLog(member: nodes[i].name, baseline: baseline, deliveries: log.map(\.record), stayed: true))
             // Replies after originals: a reply's text names its original, which must come first here.
             var delivered = Set<String>()
             for d in log {
@@ -110,6 +98,7 @@ struct MessagingProcessTests {
                 delivered.insert(d.text)
             }
         }
+        problems += DeliveryChecker.violations(logs)
         #expect(problems.isEmpty, "\(problems.prefix(10))")
         for collector in collectors { await collector.stop() }
         await answerClient.close()
