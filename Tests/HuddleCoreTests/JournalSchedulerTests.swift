@@ -41,7 +41,8 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
     // Everything went out once: chunks held elsewhere are not offered again; unheld ones after reofferAfter.
     uploader.peerAnnounced(p2, id: "x", have: bits(6, [0, 2, 4]), offer: bits(6, [0, 2, 4]))
     uploader.peerAnnounced(p3, id: "x", have: bits(6, [1, 3]), offer: bits(6, [1, 3]))
-    #expect(uploader.offer("x", to: p2, now: 1)?.setCount == 6, "all sent once: offer everything held")
+    #expect(uploader.offer("x", to: p2, now: 1)?.setCount == 0, "all sent once and held elsewhere: nothing to offer yet")
+    #expect(uploader.offer("x", to: p2, now: 3.5).map { bit in (0..<6).filter { bit[$0] } } == [1, 3, 5], "what p2 still lacks, after reofferAfter")
     #expect(uploader.onlyHere("x") == [5])
     #expect(uploader.holderCounts("x") == [2, 2, 2, 2, 2, 1])
     #expect(uploader.completeHolders("x") == [me])

@@ -135,14 +135,17 @@ public struct Swarm: Sendable {
     /// chunks were never sent, offers each peer only its share of those.
     public func offer(_ id: String, to peer: MemberID, now: Double) -> Bitfield? {
         guard let t = transfers[id] else { return nil }
-        guard t.uploader == local, t.served.count < t.chunkCount else { return t.have }
+        guard t.uploader == local else { return t.have }
         let peers = live.sorted()
         guard let rank = peers.firstIndex(of: peer) else { return t.have }
         var offer = Bitfield(count: t.chunkCount)
         for index in 0..<t.chunkCount where t.have[index] {
             if let sent = t.served[index] {
-                let elsewhere = t.peerHave.values.contains { $0[index] }
-                if !elsewhere && (!live.contains(sent.peer) || now - sent.at >= settings.reofferAfter) { offer[index] = true }
+                // Sent once already: offered again to a peer that still lacks it once its first
+                // receiver left, or `reofferAfter` passed (the swarm may be unable to supply it —
+                // e.g. every copy it has is bad).
+                let lacks = !(t.peerHave[peer]?[index] ?? false)
+                if lacks && (!live.contains(sent.peer) || now - sent.at >= settings.reofferAfter) { offer[index] = true }
             } else if index % peers.count == rank {
                 offer[index] = true
             }
