@@ -1,0 +1,181 @@
+import Foundation
+import HuddleControl
+
+/// Nanoseconds of the wall clock (CLOCK_REALTIME): every process on this machine reads the same one.
+func wallNanos() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+}
+
+struct BenchError: Error, CustomStringConvertible { let description: String }
+
+/// Polls `condition` until it holds or `seconds` pass.
+func waitFor(_ what: String, seconds: Double = 60, _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if (try? await condition()) == true { return }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    throw BenchError(description: "timed out waiting for \(what)")
+}
+
+/// Peak RSS (MiB) and CPU seconds of a process, read from /proc before it is stopped.
+struct ProcessUsage {
+    let peakRSSMiB: Double
+    let cpuSeconds: Double
+
+    init?(pid: Int32) {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+              let kb = Double(line.split(separator: " ").dropFirst().first ?? ""),
+              let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        let ticks = (Double(fields.count > 12 ? fields[11] : "0") ?? 0) + (Double(fields.count > 12 ? fields[12] : "0") ?? 0)
+        peakRSSMiB = kb / 1024
+        cpuSeconds = ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+}
+
+/// Real `huddle run` processes on loopback, each with its own port, control socket and data directory.
+final class HuddleCluster {
+    let binary: String
+    let dir: String
+    let key: String
+    private(set) var processes: [Process] = []
+    private(set) var controls: [String] = []
+    private(set) var addrs: [String] = []
+    private(set) var members: [String] = []
+
+    init(binary: String, label: String) throws {
+        self.binary = binary
+        var template = Array("/tmp/hb-\(label)-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw BenchError(description: "mkdtemp failed") }
+        dir = String(cString: made)
+        key = "\(dir)/k.key"
+        let keygen = Process()
+        keygen.executableURL = URL(fileURLWithPath: binary)
+        keygen.arguments = ["keygen", "--out", key]
+        keygen.standardOutput = FileHandle.nullDevice
+        try keygen.run()
+        keygen.waitUntilExit()
+    }
+
+    /// Starts `count` nodes (each joining the first) and waits until every node sees all of them.
+    func start(_ count: Int) async throws {
+        for _ in 0..<count { try await add() }
+        try await waitFor("\(count) nodes to see each other") {
+            for c in controls { if try await request(c, "status")["members"]?.intValue != Int64(controls.count) { return false } }
+            return true
+        }
+    }
+
+    /// Starts one more node, joined to the first.
+    func add() async throws {
+        let i = processes.count
+        let control = "\(dir)/n\(i).sock"
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: binary)
+        p.arguments = ["run", "--key", key, "--listen", "127.0.0.1:0", "--name", "n\(i)", "--control", control, "--data-dir", "\(dir)/d\(i)"]
+            + (addrs.first.map { ["--join", $0] } ?? [])
+        p.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try p.run()
+        processes.append(p)
+        controls.append(control)
+        try await waitFor("node \(i) to start") { FileManager.default.fileExists(atPath: control) }
+        let status = try await request(control, "status")
+        addrs.append(status["addr"]?.stringValue ?? "")
+        members.append(status["member"]?.stringValue ?? "")
+    }
+
+    func request(_ control: String, _ op: String, _ fields: JSONObject = [:]) async throws -> JSONObject {
+        try await Self.ask(control, op, fields)
+    }
+
+    /// One request on a fresh connection to the node at `control`.
+    static func ask(_ control: String, _ op: String, _ fields: JSONObject = [:]) async throws -> JSONObject {
+        let client = try await ControlClient.connect(path: control)
+        let reply = try await client.request(op, fields)
+        await client.close()
+        return reply
+    }
+
+    func usage() -> [ProcessUsage] { processes.filter(\.isRunning).compactMap { ProcessUsage(pid: $0.processIdentifier) } }
+
+    func kill(_ i: Int) { Glibc.kill(processes[i].processIdentifier, SIGKILL) }
+
+    func stop() {
+        for p in processes where p.isRunning { Glibc.kill(p.processIdentifier, SIGKILL) }
+        for p in processes { p.waitUntilExit() }
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+}
+
+/// Serf agents on loopback (the Debian package), with an event handler that stamps each event.
+final class SerfCluster {
+    let dir: String
+    private(set) var processes: [Process] = []
+    private(set) var rpc: [String] = []
+
+    static var available: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/serf") }
+
+    init(label: String) throws {
+        var template = Array("/tmp/hs-\(label)-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw BenchError(description: "mkdtemp failed") }
+        dir = String(cString: made)
+        let handler = """
+            #!/bin/sh
+            now=$(date +%s%N)
+            payload=$(cat | tr '\\n' ' ')
+            echo "$now $SERF_EVENT $SERF_USER_EVENT $payload" >> "$1"
+            """
+        try handler.write(toFile: "\(dir)/handler.sh", atomically: true, encoding: .utf8)
+        chmod("\(dir)/handler.sh", 0o755)
+    }
+
+    func start(_ count: Int, basePort: Int) async throws {
+        let key = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        for i in 0..<count {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/serf")
+            p.arguments = ["agent", "-node=s\(i)", "-bind=127.0.0.1:\(basePort + 2 * i)", "-rpc-addr=127.0.0.1:\(basePort + 2 * i + 1)",
+                           "-encrypt=\(key)", "-profile=lan", "-log-level=err", "-event-handler=\(dir)/handler.sh \(dir)/events-\(i)"]
+                + (i > 0 ? ["-join=127.0.0.1:\(basePort)"] : [])
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            processes.append(p)
+            rpc.append("127.0.0.1:\(basePort + 2 * i + 1)")
+        }
+        try await waitFor("\(count) serf agents to see each other") {
+            (try self.output(["members", "-rpc-addr=\(self.rpc[0])", "-status=alive"])).split(separator: "\n").count == count
+        }
+    }
+
+    func output(_ args: [String]) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/serf")
+        p.arguments = args
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Event lines one agent's handler wrote: `nanos event userEvent payload…`.
+    func events(_ i: Int) -> [String] {
+        ((try? String(contentsOfFile: "\(dir)/events-\(i)", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    func kill(_ i: Int) { Glibc.kill(processes[i].processIdentifier, SIGKILL) }
+
+    func stop() {
+        for p in processes where p.isRunning { Glibc.kill(p.processIdentifier, SIGKILL) }
+        for p in processes { p.waitUntilExit() }
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+}

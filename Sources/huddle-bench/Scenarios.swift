@@ -1,0 +1,248 @@
+import Foundation
+import HuddleControl
+import HuddleCore
+import HuddleSim
+
+/// The benchmark scenarios. Each starts real processes, measures, and stops them.
+struct Scenarios {
+    let huddle: String
+    let quick: Bool
+
+    // MARK: latency
+
+    /// Delivery latency of 256 B reliable broadcasts at every member, through the control sockets.
+    func latency(n: Int) async throws -> [BenchRow] {
+        let cluster = try HuddleCluster(binary: huddle, label: "lat\(n)")
+        defer { cluster.stop() }
+        try await cluster.start(n)
+        let count = quick ? 200 : 1000
+        let samples = try await collectLatencies(cluster, count: count)
+        var row = BenchRow(scenario: "latency N=\(n)", measure: "256 B broadcast, median / p99 ms",
+                           huddle: "\(fmt(percentile(samples, 0.5))) / \(fmt(percentile(samples, 0.99)))", comparison: "serf: n/a", ratio: "", target: "")
+        row.target = "target ≤ 2 / ≤ 10 ms: " + (percentile(samples, 0.5) <= 2 && percentile(samples, 0.99) <= 10 ? "met" : "missed")
+        if SerfCluster.available {
+            let serf = try await serfLatency(n: n, count: quick ? 50 : 200)
+            row.comparison = "serf user events: \(fmt(percentile(serf, 0.5))) / \(fmt(percentile(serf, 0.99)))"
+            row.ratio = "serf median ÷ huddle median = \(fmt(percentile(serf, 0.5) / percentile(samples, 0.5), 0))×"
+        }
+        return [row]
+    }
+
+    private func collectLatencies(_ cluster: HuddleCluster, count: Int) async throws -> [Double] {
+        let sender = cluster.controls[0]
+        return try await withThrowingTaskGroup(of: [Double].self) { group in
+            for control in cluster.controls.dropFirst() {
+                let client = try await ControlClient.connect(path: control)
+                _ = try await client.request("subscribe", ["topics": ["messages"]])
+                group.addTask {
+                    var out: [Double] = []
+                    for try await event in await client.events() {
+                        let now = wallNanos()
+                        guard let text = event["text"]?.stringValue, let sent = Int64(text.prefix { $0 != " " }) else { continue }
+                        out.append(Double(now - sent) / 1e6)
+                        if out.count == count { break }
+                    }
+                    await client.close()
+                    return out
+                }
+            }
+            let client = try await ControlClient.connect(path: sender)
+            for _ in 0..<count {
+                let stamp = "\(wallNanos()) "
+                _ = try await client.request("send", ["text": .string(stamp + String(repeating: "x", count: 256 - stamp.count))])
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            await client.close()
+            var all: [Double] = []
+            for try await part in group { all += part }
+            return all
+        }
+    }
+
+    private func serfLatency(n: Int, count: Int) async throws -> [Double] {
+        let serf = try SerfCluster(label: "lat\(n)")
+        defer { serf.stop() }
+        try await serf.start(n, basePort: 41000 + n * 10)
+        for i in 0..<count {
+            _ = try serf.output(["event", "-rpc-addr=\(serf.rpc[0])", "-coalesce=false", "bench", "\(wallNanos()) \(i)"])
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        var samples: [Double] = []
+        try await waitFor("serf events at every agent", seconds: 30) {
+            samples = []
+            for i in 1..<n {
+                let lines = serf.events(i).filter { $0.contains(" user bench ") }
+                for line in lines {
+                    let parts = line.split(separator: " ")
+                    if parts.count >= 4, let got = Int64(parts[0]), let sent = Int64(parts[3]) { samples.append(Double(got - sent) / 1e6) }
+                }
+            }
+            return samples.count >= (n - 1) * count
+        }
+        return samples
+    }
+
+    // MARK: throughput
+
+    /// One sender, three receivers: delivered messages per second at each receiver.
+    func throughput(size: Int) async throws -> [BenchRow] {
+        let cluster = try HuddleCluster(binary: huddle, label: "tp\(size)")
+        defer { cluster.stop() }
+        try await cluster.start(4)
+        let count = size > 1024 ? (quick ? 2000 : 10000) : (quick ? 20000 : 100_000)
+        let rates = try await withThrowingTaskGroup(of: Double.self) { group in
+            for control in cluster.controls.dropFirst() {
+                let client = try await ControlClient.connect(path: control)
+                _ = try await client.request("subscribe", ["topics": ["messages"]])
+                group.addTask {
+                    var seen = 0
+                    var first: ContinuousClock.Instant?
+                    for try await event in await client.events() where event["event"]?.stringValue == "message" {
+                        if first == nil { first = .now }
+                        seen += 1
+                        if seen == count { break }
+                    }
+                    let elapsed = first.map { ContinuousClock.now - $0 } ?? .seconds(1)
+                    await client.close()
+                    return Double(seen) / max(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, 1e-6)
+                }
+            }
+            let body = String(repeating: "y", count: size)
+            let senders = 8
+            let senderControl = cluster.controls[0]
+            try await withThrowingTaskGroup(of: Void.self) { send in
+                for s in 0..<senders {
+                    send.addTask {
+                        let client = try await ControlClient.connect(path: senderControl)
+                        for _ in stride(from: s, to: count, by: senders) { _ = try await client.request("send", ["text": .string(body)]) }
+                        await client.close()
+                    }
+                }
+                try await send.waitForAll()
+            }
+            var all: [Double] = []
+            for try await r in group { all.append(r) }
+            return all
+        }
+        let raw = try RawFanout.run(receivers: 3, size: size, count: count * (size > 1024 ? 5 : 10))
+        let worst = rates.min() ?? 0
+        let usage = cluster.usage()
+        return [BenchRow(scenario: "throughput \(size) B", measure: "msgs/s at each of 3 receivers (min of 3)",
+                         huddle: "\(Int(worst)) (\(fmt(worst * Double(size) / 1e6, 1)) MB/s)",
+                         comparison: "raw TCP fan-out: \(Int(raw)) (\(fmt(raw * Double(size) / 1e6, 0)) MB/s)",
+                         ratio: "huddle ÷ raw = \(fmt(worst / raw, 3))",
+                         target: size <= 1024 ? "target ≥ 50,000: " + (worst >= 50000 ? "met" : "missed by \(fmt(50000 / max(worst, 1), 1))×")
+                             + "; peak RSS max \(fmt(usage.map(\.peakRSSMiB).max() ?? 0, 0)) MiB" : "")]
+    }
+
+    // MARK: membership
+
+    /// Crash detection: time until every other member reports a killed member failed.
+    func membership(n: Int) async throws -> [BenchRow] {
+        let started = ContinuousClock.now
+        let cluster = try HuddleCluster(binary: huddle, label: "mem\(n)")
+        defer { cluster.stop() }
+        try await cluster.start(n)
+        let join = ContinuousClock.now - started
+        let repeats = quick ? 2 : 5
+        var detections: [Double] = []
+        for r in 0..<repeats {
+            let victim = n - 1 - r
+            let watchers = Array(0..<victim)
+            let killedMember = cluster.members[victim]
+            let start = ContinuousClock.now
+            cluster.kill(victim)
+            try await waitFor("every member to report the crash", seconds: 60) {
+                for w in watchers {
+                    let list = try await cluster.request(cluster.controls[w], "members")["members"]?.arrayValue ?? []
+                    let state = list.compactMap(\.objectValue).first { $0["member"]?.stringValue == killedMember }?["state"]?.stringValue
+                    if state != "failed" { return false }
+                }
+                return true
+            }
+            let d = ContinuousClock.now - start
+            detections.append(Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
+        }
+        var row = BenchRow(scenario: "membership N=\(n)", measure: "crash seen failed by all, median / max s; join (all see all)",
+                           huddle: "\(fmt(percentile(detections, 0.5))) / \(fmt(detections.max() ?? .nan)); join \(fmt(Double(join.components.seconds) + Double(join.components.attoseconds) / 1e18, 1)) s",
+                           comparison: "serf: n/a", ratio: "", target: "")
+        if SerfCluster.available {
+            let serf = try await serfDetection(n: n, repeats: repeats)
+            row.comparison = "serf (lan): \(fmt(percentile(serf, 0.5))) / \(fmt(serf.max() ?? .nan))"
+            row.ratio = "serf ÷ huddle = \(fmt(percentile(serf, 0.5) / percentile(detections, 0.5), 1))×"
+        }
+        row.target = n == 24 ? "target ≤ 3 s median: " + (percentile(detections, 0.5) <= 3 ? "met" : "missed") : ""
+        return [row]
+    }
+
+    private func serfDetection(n: Int, repeats: Int) async throws -> [Double] {
+        let serf = try SerfCluster(label: "mem\(n)")
+        defer { serf.stop() }
+        try await serf.start(n, basePort: 42000 + n * 10)
+        var out: [Double] = []
+        for r in 0..<repeats {
+            let victim = n - 1 - r
+            let start = ContinuousClock.now
+            serf.kill(victim)
+            try await waitFor("serf agents to report s\(victim) failed", seconds: 60) {
+                (0..<victim).allSatisfy { i in serf.events(i).contains { $0.contains("member-failed") && $0.contains("s\(victim) ") } }
+            }
+            let d = ContinuousClock.now - start
+            out.append(Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
+        }
+        return out
+    }
+
+    // MARK: attachments
+
+    /// An attachment to N members: time until all complete, uploader bytes ÷ size, peak RSS.
+    func attachment(n: Int, mib: Int) async throws -> [BenchRow] {
+        let cluster = try HuddleCluster(binary: huddle, label: "att\(n)")
+        defer { cluster.stop() }
+        try await cluster.start(n)
+        let size = mib << 20
+        let source = "\(cluster.dir)/source.bin"
+        _ = FileManager.default.createFile(atPath: source, contents: nil)
+        if let out = FileHandle(forWritingAtPath: source) {
+            for _ in 0..<mib { out.write(Data((0..<(1 << 20)).map { _ in UInt8.random(in: 0...255) })) }
+            try out.close()
+        }
+        let started = ContinuousClock.now
+        let added = try await cluster.request(cluster.controls[0], "attach.add", ["path": .string(source)])
+        let id = added["attachment"]?.objectValue?["id"]?.stringValue ?? ""
+        let dir = cluster.dir
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (i, control) in cluster.controls.enumerated().dropFirst() {
+                group.addTask { _ = try await HuddleCluster.ask(control, "attach.get", ["id": .string(id), "path": .string("\(dir)/out\(i)")]) }
+            }
+            try await group.waitForAll()
+        }
+        let d = ContinuousClock.now - started
+        let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        let sent = try await cluster.request(cluster.controls[0], "stats")["bytes_sent"]?.objectValue?["chunks"]?.intValue ?? 0
+        let usage = cluster.usage()
+        let raw = try RawFanout.copy(path: source, receivers: n - 1)
+        let ratio = Double(sent) / Double(size)
+        return [BenchRow(scenario: "attachment \(mib) MiB, N=\(n)", measure: "all complete s; uploader sent ÷ size; peak RSS max MiB",
+                         huddle: "\(fmt(seconds)) s; \(fmt(ratio)) ×; \(fmt(usage.map(\.peakRSSMiB).max() ?? 0, 0)) MiB",
+                         comparison: "raw TCP copy to each: \(fmt(raw)) s; libtorrent: not run",
+                         ratio: "huddle ÷ raw = \(fmt(seconds / raw, 1))×",
+                         target: "uploader ≤ 1.2 ×: \(ratio <= 1.2 ? "met" : "missed"); RSS ≤ 64 MiB: \((usage.map(\.peakRSSMiB).max() ?? 0) <= 64 ? "met" : "missed")")]
+    }
+
+    // MARK: scale
+
+    /// The membership simulator at growing N: detection time and per-member load.
+    func scale() -> [BenchRow] {
+        (quick ? [100, 1000] : [100, 1000, 3000]).map { n in
+            var s = SimScenario(nodes: n, seed: 1, duration: n > 1000 ? 45 : 60)
+            s.prejoined = n >= 1000
+            s.loss = 0.01
+            s.crashes = SimScenario.spreadCrashes(count: 5, nodes: n, from: 15, to: s.duration - 15, seed: 1)
+            let r = Simulation.run(s)
+            return BenchRow(scenario: "scale N=\(n) (simulator)", measure: "crash detection median / max s; false positives; msgs and B per member per s",
+                            huddle: "\(fmt(r.detection.median ?? .nan)) / \(fmt(r.detection.max ?? .nan)); \(r.falsePositives) FP; \(fmt(r.messagesPerMemberSecond, 1)) msgs/s, \(Int(r.bytesPerMemberSecond)) B/s",
+                            comparison: "", ratio: "", target: "")
+        }
+    }
+}

@@ -1,1 +1,0 @@
-print("huddle-bench: being written")
