@@ -12,7 +12,6 @@ deps:
 
 build: deps
 	$(SWIFT) build --product huddle
-	$(SWIFT) build --product drawtogether
 
 test: deps
 	$(SWIFT) build --build-tests

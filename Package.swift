@@ -40,22 +40,12 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
-        .executableTarget(
-            name: "drawtogether",
-            dependencies: ["HuddleControl", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            path: "examples/DrawTogether/Sources"
-        ),
         .executableTarget(name: "huddle", dependencies: [
             "HuddleNode", "HuddleControl", "HuddleCrypto",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "HuddleCryptoTests", dependencies: ["HuddleCrypto"]),
         .testTarget(name: "HuddleCoreTests", dependencies: ["HuddleCore"]),
-        .testTarget(
-            name: "HuddleHostTests",
-            dependencies: ["HuddleControl", "HuddleCrypto", "HuddleSim"],
-            path: "Tests/hosts"
-        ),
         .testTarget(name: "HuddleSimTests", dependencies: ["HuddleSim", "HuddleCore"]),
         .testTarget(name: "HuddleControlTests", dependencies: ["HuddleControl"]),
         .testTarget(name: "HuddleIntegrationTests", dependencies: [

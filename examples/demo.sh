@@ -96,6 +96,3 @@ sleep 0.5
 "$HUDDLE" leave --control "$work/alice.sock" >/dev/null
 "$HUDDLE" leave --control "$work/carol.sock" >/dev/null
 say "demo done: 3 nodes joined, messaged (broadcast + directed), agreed on an activity, shared a file, and left"
-if [ -x "$(dirname "$0")/drawtogether-demo.sh" ] && [ -x "$(dirname "$HUDDLE")/drawtogether" ]; then
-  "$(dirname "$0")/drawtogether-demo.sh" "$(dirname "$HUDDLE")"
-fi

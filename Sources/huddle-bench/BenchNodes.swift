@@ -127,7 +127,7 @@ final class SerfCluster {
         let handler = """
             #!/bin/sh
             now=$(date +%s%N)
-            payload=$(cat | tr '\\n' ' ')
+            payload=$(cat | tr '\\n\\t' '  ')
             echo "$now $SERF_EVENT $SERF_USER_EVENT $payload" >> "$1"
             """
         try handler.write(toFile: "\(dir)/handler.sh", atomically: true, encoding: .utf8)
@@ -141,7 +141,7 @@ final class SerfCluster {
             p.executableURL = URL(fileURLWithPath: "/usr/bin/serf")
             p.arguments = ["agent", "-node=s\(i)", "-bind=127.0.0.1:\(basePort + 2 * i)", "-rpc-addr=127.0.0.1:\(basePort + 2 * i + 1)",
                            "-encrypt=\(key)", "-profile=lan", "-log-level=err", "-event-handler=\(dir)/handler.sh \(dir)/events-\(i)"]
-                + (i > 0 ? ["-join=127.0.0.1:\(basePort)"] : [])
+                + (i > 0 ? ["-retry-join=127.0.0.1:\(basePort)", "-retry-interval=1s"] : [])
             p.standardOutput = FileHandle.nullDevice
             p.standardError = FileHandle.nullDevice
             try p.run()

@@ -22,17 +22,21 @@ struct HuddleBench: AsyncParsableCommand {
         let s = Scenarios(huddle: binary, quick: quick)
         let wanted = Set(scenarios.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         var rows: [BenchRow] = []
-        func record(_ new: [BenchRow]) {
+        func record(_ name: String, _ measure: () async throws -> [BenchRow]) async {
+            let new: [BenchRow]
+            do { new = try await measure() } catch {
+                new = [BenchRow(scenario: name, measure: "", huddle: "failed: \(error)", comparison: "", ratio: "", target: "")]
+            }
             for r in new { print("\(r.scenario) | \(r.measure) | \(r.huddle) | \(r.comparison) | \(r.ratio) | \(r.target)") }
             rows += new
         }
-        if wanted.contains("latency") { for n in quick ? [4] : [4, 8] { record(try await s.latency(n: n)) } }
-        if wanted.contains("throughput") { for size in [256, 16384] { record(try await s.throughput(size: size)) } }
-        if wanted.contains("membership") { for n in quick ? [8] : [8, 24] { record(try await s.membership(n: n)) } }
+        if wanted.contains("latency") { for n in quick ? [4] : [4, 8] { await record("latency N=\(n)") { try await s.latency(n: n) } } }
+        if wanted.contains("throughput") { for size in [256, 16384] { await record("throughput \(size) B") { try await s.throughput(size: size) } } }
+        if wanted.contains("membership") { for n in quick ? [8] : [8, 24] { await record("membership N=\(n)") { try await s.membership(n: n) } } }
         if wanted.contains("attachment") {
-            for n in quick ? [4] : [4, 8] { record(try await s.attachment(n: n, mib: quick ? 16 : 100)) }
+            for n in quick ? [4] : [4, 8] { await record("attachment N=\(n)") { try await s.attachment(n: n, mib: quick ? 16 : 100) } }
         }
-        if wanted.contains("scale") { record(s.scale()) }
+        if wanted.contains("scale") { await record("scale") { s.scale() } }
         if let out { try markdown(rows).write(toFile: out, atomically: true, encoding: .utf8) }
     }
 

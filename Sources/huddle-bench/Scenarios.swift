@@ -92,34 +92,11 @@ struct Scenarios {
         let count = size > 1024 ? (quick ? 2000 : 10000) : (quick ? 20000 : 100_000)
         let rates = try await withThrowingTaskGroup(of: Double.self) { group in
             for control in cluster.controls.dropFirst() {
-                let client = try await ControlClient.connect(path: control)
-                _ = try await client.request("subscribe", ["topics": ["messages"]])
-                group.addTask {
-                    var seen = 0
-                    var first: ContinuousClock.Instant?
-                    for try await event in await client.events() where event["event"]?.stringValue == "message" {
-                        if first == nil { first = .now }
-                        seen += 1
-                        if seen == count { break }
-                    }
-                    let elapsed = first.map { ContinuousClock.now - $0 } ?? .seconds(1)
-                    await client.close()
-                    return Double(seen) / max(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, 1e-6)
-                }
+                group.addTask { try await Self.deliveryRate(control: control, count: count) }
             }
+            try await Task.sleep(for: .milliseconds(300))
             let body = String(repeating: "y", count: size)
-            let senders = 8
-            let senderControl = cluster.controls[0]
-            try await withThrowingTaskGroup(of: Void.self) { send in
-                for s in 0..<senders {
-                    send.addTask {
-                        let client = try await ControlClient.connect(path: senderControl)
-                        for _ in stride(from: s, to: count, by: senders) { _ = try await client.request("send", ["text": .string(body)]) }
-                        await client.close()
-                    }
-                }
-                try await send.waitForAll()
-            }
+            try PipelinedSender.send(to: cluster.controls[0], text: body, count: count)
             var all: [Double] = []
             for try await r in group { all.append(r) }
             return all
@@ -133,6 +110,33 @@ struct Scenarios {
                          ratio: "huddle ÷ raw = \(fmt(worst / raw, 3))",
                          target: size <= 1024 ? "target ≥ 50,000: " + (worst >= 50000 ? "met" : "missed by \(fmt(50000 / max(worst, 1), 1))×")
                              + "; peak RSS max \(fmt(usage.map(\.peakRSSMiB).max() ?? 0, 0)) MiB" : "")]
+    }
+
+    /// Counts message events at one node until `count` arrived; resubscribes after an overflow.
+    /// Returns messages per second from the first to the last.
+    static func deliveryRate(control: String, count: Int) async throws -> Double {
+        var seen = 0
+        var first: ContinuousClock.Instant?
+        var since: Int64?
+        while seen < count {
+            let client = try await ControlClient.connect(path: control)
+            var fields: JSONObject = ["topics": ["messages"]]
+            if let since { fields["since"] = .int(since) }
+            _ = try await client.request("subscribe", fields)
+            for try await event in await client.events() {
+                if event["event"]?.stringValue == "overflow" {
+                    since = event["resume"]?.intValue
+                    break
+                }
+                guard event["event"]?.stringValue == "message" else { continue }
+                if first == nil { first = .now }
+                seen += 1
+                if seen == count { break }
+            }
+            await client.close()
+        }
+        let elapsed = first.map { ContinuousClock.now - $0 } ?? .seconds(1)
+        return Double(seen) / max(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, 1e-6)
     }
 
     // MARK: membership
