@@ -53,6 +53,9 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
+        .testTarget(name: "HuddleHostTests", dependencies: [
+            "HuddleControl", "HuddleCrypto", "HuddleSim",
+        ], path: "Tests/hosts"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -40,3 +40,43 @@ enum PipelinedSender {
         done.wait()
     }
 }
+
+/// Counts `message` events on a subscription by scanning raw bytes (no JSON decoding), so the
+/// measuring side is never the bottleneck. Returns messages per second from first to last.
+enum RawEventCounter {
+    static func rate(control path: String, count: Int) throws -> Double {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
+        }
+        let ok = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        guard ok == 0 else { throw BenchError(description: "cannot connect to \(path)") }
+        let subscribe = Array(#"{"op":"subscribe","topics":["messages"]}"#.utf8) + [0x0A]
+        _ = subscribe.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let needle = Array(#""event":"message""#.utf8)
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var carry: [UInt8] = []
+        var seen = 0
+        var first: Date?
+        while seen < count {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { throw BenchError(description: "subscription closed after \(seen) messages") }
+            let chunk = carry + buffer[..<n]
+            var i = 0
+            while i + needle.count <= chunk.count {
+                if chunk[i] == needle[0] && chunk[i..<(i + needle.count)].elementsEqual(needle) {
+                    seen += 1
+                    if first == nil { first = Date() }
+                    i += needle.count
+                } else {
+                    i += 1
+                }
+            }
+            if chunk.count >= needle.count { carry = Array(chunk[(chunk.count - needle.count + 1)...]) } else { carry = chunk }
+        }
+        return Double(seen) / max(Date().timeIntervalSince(first ?? Date()), 1e-6)
+    }
+}

@@ -92,7 +92,7 @@ struct Scenarios {
         let count = size > 1024 ? (quick ? 2000 : 10000) : (quick ? 20000 : 100_000)
         let rates = try await withThrowingTaskGroup(of: Double.self) { group in
             for control in cluster.controls.dropFirst() {
-                group.addTask { try await Self.deliveryRate(control: control, count: count) }
+                group.addTask { try RawEventCounter.rate(control: control, count: count) }
             }
             try await Task.sleep(for: .milliseconds(300))
             let body = String(repeating: "y", count: size)
@@ -110,33 +110,6 @@ struct Scenarios {
                          ratio: "huddle ÷ raw = \(fmt(worst / raw, 3))",
                          target: size <= 1024 ? "target ≥ 50,000: " + (worst >= 50000 ? "met" : "missed by \(fmt(50000 / max(worst, 1), 1))×")
                              + "; peak RSS max \(fmt(usage.map(\.peakRSSMiB).max() ?? 0, 0)) MiB" : "")]
-    }
-
-    /// Counts message events at one node until `count` arrived; resubscribes after an overflow.
-    /// Returns messages per second from the first to the last.
-    static func deliveryRate(control: String, count: Int) async throws -> Double {
-        var seen = 0
-        var first: ContinuousClock.Instant?
-        var since: Int64?
-        while seen < count {
-            let client = try await ControlClient.connect(path: control)
-            var fields: JSONObject = ["topics": ["messages"]]
-            if let since { fields["since"] = .int(since) }
-            _ = try await client.request("subscribe", fields)
-            for try await event in await client.events() {
-                if event["event"]?.stringValue == "overflow" {
-                    since = event["resume"]?.intValue
-                    break
-                }
-                guard event["event"]?.stringValue == "message" else { continue }
-                if first == nil { first = .now }
-                seen += 1
-                if seen == count { break }
-            }
-            await client.close()
-        }
-        let elapsed = first.map { ContinuousClock.now - $0 } ?? .seconds(1)
-        return Double(seen) / max(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, 1e-6)
     }
 
     // MARK: membership

@@ -1,45 +1,56 @@
+import Foundation
 import HuddleCore
 import NIOCore
-import NIOPosix
 
-/// UDP on the listen port: sealed datagrams in, the node's datagram outbox out.
+/// UDP on the listen port: sealed datagrams in (opened on a receive thread), the node's datagram
+/// outbox out. A datagram the kernel refuses to send is lost like any other UDP datagram; the
+/// socket stays open (see `UDPSocket`).
 enum DatagramTransport {
-    typealias Channel = NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, AddressedEnvelope<ByteBuffer>>
-
-    static func bind(host: String, port: Int) async throws -> Channel {
-        try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .channelOption(.socketOption(.so_reuseaddr), value: 1)
-            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_536))
-            .bind(host: host, port: port) { channel in
-                channel.eventLoop.makeCompletedFuture { try Channel(wrappingChannelSynchronously: channel) }
-            }
+    static func bind(host: String, port: Int) throws -> UDPSocket {
+        try UDPSocket(host: host, port: port)
     }
 
-    /// Reads until the channel closes, writes until the outbox closes.
-    static func run(_ channel: Channel, node: Node) async {
-        try? await channel.executeThenClose { inbound, outbound in
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    while let batch = await node.datagramOutbox.takeAll() {
-                        try? await outbound.write(contentsOf: batch)
+    /// Receives until the socket closes, sends until the outbox closes; then closes the socket.
+    static func run(_ socket: UDPSocket, node: Node) async {
+        // Opened datagrams go from the receive thread to the node in order; when the node falls
+        // behind by this many, newer datagrams are dropped (UDP semantics, memory stays bounded).
+        let (inbound, feed) = AsyncStream.makeStream(of: (DatagramPayload, String).self, bufferingPolicy: .bufferingOldest(8192))
+        let receiver = Thread {
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            loop: while true {
+                let result = buffer.withUnsafeMutableBytes { socket.receive(into: $0) }
+                switch result {
+                case .closed: break loop
+                case .timeout: continue
+                case let .datagram(length, from):
+                    let bytes = Array(buffer[..<length])
+                    guard let plain = try? node.seal.open(bytes), let payload = try? DatagramPayload.decode(plain) else {
+                        _ = node.counters.droppedDatagrams.wrappingAdd(1, ordering: .relaxed)
+                        continue
                     }
-                    channel.channel.close(promise: nil)
-                }
-                do {
-                    for try await envelope in inbound {
-                        let bytes = Array(envelope.data.readableBytesView)
-                        guard let plain = try? node.seal.open(bytes), let payload = try? DatagramPayload.decode(plain) else {
-                            _ = node.counters.droppedDatagrams.wrappingAdd(1, ordering: .relaxed)
-                            continue
-                        }
-                        if case .swim = payload.content { node.counters.addReceived(.gossip, bytes.count) } else { node.counters.addReceived(.messages, bytes.count) }
-                        await node.datagramReceived(payload, from: hostPort(envelope.remoteAddress))
+                    if case .swim = payload.content { node.counters.addReceived(.gossip, length) } else { node.counters.addReceived(.messages, length) }
+                    if case .dropped = feed.yield((payload, hostPort(from))) {
+                        _ = node.counters.droppedDatagrams.wrappingAdd(1, ordering: .relaxed)
                     }
-                } catch {
-                    node.log.warning("datagram socket closed: \(error)")
                 }
-                node.datagramOutbox.close()
             }
+            feed.finish()
+        }
+        receiver.name = "huddle-udp-receive"
+        receiver.start()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                while let batch = await node.datagramOutbox.takeAll() {
+                    for envelope in batch {
+                        envelope.data.withUnsafeReadableBytes { _ = socket.send($0, to: envelope.remoteAddress) }
+                    }
+                }
+                socket.close()
+            }
+            for await (payload, source) in inbound {
+                await node.datagramReceived(payload, from: source)
+            }
+            node.datagramOutbox.close()
         }
     }
 }

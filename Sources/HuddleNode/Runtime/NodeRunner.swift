@@ -32,9 +32,9 @@ public enum NodeRunner {
             throw NodeError("cannot listen on \(config.listenHost):\(config.listenPort) (TCP): \(error)")
         }
         let port = tcp.channel.localAddress?.port ?? config.listenPort
-        let udp: DatagramTransport.Channel
+        let udp: UDPSocket
         do {
-            udp = try await DatagramTransport.bind(host: config.listenHost, port: port)
+            udp = try DatagramTransport.bind(host: config.listenHost, port: port)
         } catch {
             try? await tcp.channel.close()
             try? await control.channel.close()

@@ -1,0 +1,132 @@
+import Foundation
+import HuddleControl
+import HuddleSim
+
+/// One event with the moment it reached the test.
+struct StampedEvent: Sendable {
+    let at: ContinuousClock.Instant
+    let event: JSONObject
+}
+
+/// Every event one node streams, collected in the background. Survives `overflow` (resubscribes
+/// with `since`) and a stalled or vanished node (keeps retrying until stopped); events are never
+/// counted twice (cursors only move forward).
+actor HostEvents {
+    let node: HostNode
+    private let topics: [String]
+    private(set) var events: [StampedEvent] = []
+    private(set) var overflows = 0
+    private var cursor: Int64?
+    private var task: Task<Void, Never>?
+
+    private init(node: HostNode, topics: [String]) {
+        self.node = node
+        self.topics = topics
+    }
+
+    /// Subscribes now (the subscription is in place when this returns) and keeps collecting.
+    static func subscribe(_ node: HostNode, topics: [String]) async throws -> HostEvents {
+        let collector = HostEvents(node: node, topics: topics)
+        let client = try await collector.connect()
+        await collector.start(client)
+        return collector
+    }
+
+    private func connect() async throws -> ControlClient {
+        let client = try await node.client()
+        var fields: JSONObject = ["topics": .array(topics.map { .string($0) })]
+        if let cursor { fields["since"] = .int(cursor) }
+        do {
+            let reply = try await client.request("subscribe", fields)
+            if cursor == nil, let now = reply["cursor"]?.intValue { cursor = now }
+        } catch {
+            await client.close()
+            throw error
+        }
+        return client
+    }
+
+    private func start(_ first: ControlClient) {
+        task = Task {
+            var client: ControlClient? = first
+            while !Task.isCancelled {
+                if client == nil {
+                    client = try? await connect()
+                    if client == nil { try? await Task.sleep(for: .milliseconds(200)); continue }
+                }
+                guard let c = client else { continue }
+                do {
+                    for try await event in await c.events() {
+                        if event["event"]?.stringValue == "overflow" {
+                            overflows += 1
+                            if let resume = event["resume"]?.intValue { cursor = resume }
+                            break
+                        }
+                        add(event)
+                    }
+                } catch {}
+                await c.close()
+                client = nil
+            }
+            await client?.close()
+        }
+    }
+
+    private func add(_ event: JSONObject) {
+        if let c = event["cursor"]?.intValue {
+            if let cursor, c <= cursor { return }
+            cursor = c
+        }
+        events.append(StampedEvent(at: .now, event: event))
+    }
+
+    func stop() {
+        task?.cancel()
+        task = nil
+    }
+
+    func messages() -> [JSONObject] { events.map(\.event).filter { $0["event"]?.stringValue == "message" } }
+
+    /// Member events of kind `change` (about `member` when given), with their arrival times.
+    func memberChanges(_ change: String, about member: String? = nil) -> [StampedEvent] {
+        events.filter {
+            $0.event["event"]?.stringValue == "member" && $0.event["change"]?.stringValue == change
+                && (member == nil || $0.event["member"]?.objectValue?["member"]?.stringValue == member)
+        }
+    }
+}
+
+/// A delivered message as its `message` event reports it.
+struct Delivered: Equatable {
+    let msg: String, from: String, seq: Int64?, deps: [String: Int64], text: String
+    init?(_ event: JSONObject) {
+        guard event["event"]?.stringValue == "message", let msg = event["msg"]?.stringValue,
+              let from = event["from"]?.stringValue else { return nil }
+        self.msg = msg
+        self.from = from
+        seq = event["seq"]?.intValue
+        var deps: [String: Int64] = [:]
+        for (k, v) in event["deps"]?.objectValue ?? [:] { deps[k] = v.intValue ?? 0 }
+        self.deps = deps
+        text = event["text"]?.stringValue ?? ""
+    }
+
+    var record: DeliveryRecord {
+        DeliveryRecord(msg: msg, from: from, seq: seq.map { UInt64($0) }, deps: deps.mapValues { UInt64($0) })
+    }
+}
+
+/// Runs the shared DeliveryChecker (HuddleSim) over what each node's event stream delivered:
+/// exactly once, seq contiguous per sender after `status.baseline`, dependencies first, and no
+/// loss among the nodes given.
+func deliveryViolations(_ streams: [HostEvents]) async throws -> [String] {
+    var logs: [DeliveryLog] = []
+    for stream in streams {
+        let status = try await stream.node.request("status")
+        var baseline: [String: UInt64] = [:]
+        for (k, v) in status["baseline"]?.objectValue ?? [:] { baseline[k] = UInt64(v.intValue ?? 0) }
+        let delivered = await stream.messages().compactMap(Delivered.init).map(\.record)
+        logs.append(DeliveryLog(member: stream.node.name, baseline: baseline, deliveries: delivered, stayed: true))
+    }
+    return DeliveryChecker.violations(logs)
+}

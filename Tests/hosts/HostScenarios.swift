@@ -1,0 +1,277 @@
+import Foundation
+import HuddleControl
+import Testing
+
+// The multi-host fault suite (issue 6). Every scenario runs real `huddle run` processes, one per
+// network namespace ("host") on a private bridge, injects faults with nft / signals, and decides
+// pass or fail from the nodes' event streams and `status` / `members` / `stats`. Each prints one
+// `hosts: …` line with what it measured.
+//
+// TODO(attachments): two scenarios of issue 6 are not here yet, because they need attachments on
+// real hosts and were out of this suite's first scope. Add them as tests of this suite, built the
+// same way (HostLab + HostEvents with topic "attachments"):
+//   1. "attachment survives its uploader": `attach.add` on A; wait for the `replicated` event;
+//      `kill -9` A (HostNode.kill); start a sixth host (HostLab(…, hosts: 6), `lab.start(5, join: [1])`)
+//      and check `attach.get` on it writes a file identical to the original.
+//   2. "uploader dies before anyone holds a chunk": `attach.add` on A, `kill -9` A before any
+//      `progress` event elsewhere (e.g. partition A first so no chunk can leave); the others must
+//      report `unavailable` and `attach.get` must fail fast (`unavailable` / `timeout` within its
+//      `timeout_ms`), nothing hangs.
+
+/// Prints one line of the suite's results.
+func report(_ line: String) {
+    FileHandle.standardOutput.write(Data("hosts: \(line)\n".utf8))
+}
+
+private let runScenarios = !HostEnvironment.skipRequested && HostEnvironment.usable
+
+private func f1(_ x: Double) -> String { String(format: "%.1f", x) }
+
+@Suite("Several hosts (network namespaces)", .serialized, .timeLimit(.minutes(6)))
+struct HostScenarios {
+    /// The suite's precondition, said on one loud line: without namespaces the suite fails unless
+    /// HUDDLE_SKIP_HOSTS=1 is set explicitly (then it says it is skipped).
+    @Test func hostNamespacesCanBeCreated() {
+        if HostEnvironment.skipRequested {
+            report("SKIPPED: HUDDLE_SKIP_HOSTS=1 is set, the multi-host suite did not run")
+            return
+        }
+        if let reason = HostEnvironment.unusableReason {
+            Issue.record("hosts: FAILED: cannot create network namespace hosts: \(reason). Run the tests as root, or set HUDDLE_SKIP_HOSTS=1 to skip this suite.")
+        }
+    }
+
+    /// 5 hosts, 10 % random loss in and out of two of them (one of them a sender); 3 senders × 500
+    /// reliable broadcasts. Membership stays stable and delivery is exactly once, causal, complete.
+    @Test(.enabled(if: runScenarios)) func lossyHostsKeepMembershipAndDeliverEverythingOnceInOrder() async throws {
+        let lab = try HostLab("loss", hosts: 5)
+        defer { lab.teardown() }
+        let nodes = try await lab.startAll()
+        var streams: [HostEvents] = []
+        for node in nodes { streams.append(try await HostEvents.subscribe(node, topics: ["members", "messages"])) }
+        let lossy = [3, 4]
+        for i in lossy { try lab.loss(i, percent: 10) }
+        let senders = [0, 1, 3]
+        let perSender = 500
+        let start = ContinuousClock.now
+        let sent = try await withThrowingTaskGroup(of: [String].self) { group in
+            for s in senders {
+                let node = nodes[s]
+                group.addTask {
+                    let client = try await node.client()
+                    var ids: [String] = []
+                    for i in 0..<perSender {
+                        let reply = try await client.request("send", ["text": .string("\(node.name)-\(i)")])
+                        ids.append(reply["msg"]?.stringValue ?? "")
+                    }
+                    await client.close()
+                    return ids
+                }
+            }
+            var all: [String] = []
+            for try await ids in group { all += ids }
+            return all
+        }
+        let sendSeconds = (ContinuousClock.now - start).seconds
+        let total = senders.count * perSender
+        let sentSet = Set(sent)
+        #expect(sentSet.count == total, "send replies carried \(sentSet.count) distinct ids for \(total) sends")
+        do {
+            try await eventually("all \(total) messages at every host", within: 150, every: .milliseconds(250)) {
+                for stream in streams where await stream.messages().count < total { return false }
+                return true
+            }
+        } catch {
+            var counts: [String] = []
+            for stream in streams { counts.append("\(stream.node.name)=\(await stream.messages().count)") }
+            Issue.record("\(error); delivered: \(counts.joined(separator: " "))\n\(lab.logs)")
+            return
+        }
+        let deliverSeconds = (ContinuousClock.now - start).seconds
+        // Let any duplicate that was still on its way arrive before judging "exactly once".
+        try await Task.sleep(for: .seconds(1))
+        var problems = try await deliveryViolations(streams)
+        for stream in streams {
+            let got = await stream.messages().compactMap(Delivered.init)
+            if got.count != total { problems.append("\(stream.node.name) delivered \(got.count) messages, not \(total)") }
+            let missing = sentSet.subtracting(got.map(\.msg))
+            if !missing.isEmpty { problems.append("\(stream.node.name) never delivered \(missing.count) sent messages") }
+        }
+        var failed: [String] = []
+        var suspects = 0
+        for stream in streams {
+            for e in await stream.memberChanges("failed") + stream.memberChanges("left") {
+                failed.append("\(stream.node.name) saw \(e.event["member"]?.objectValue?["name"]?.stringValue ?? "?") \(e.event["change"]?.stringValue ?? "")")
+            }
+            suspects += await stream.memberChanges("suspect").count
+        }
+        var retransmits: Int64 = 0
+        for node in nodes {
+            retransmits += try await node.request("stats")["retransmits"]?.intValue ?? 0
+            let alive = try await node.aliveMembers().count
+            if alive != nodes.count { problems.append("\(node.name) ends with \(alive) alive members") }
+        }
+        for stream in streams { await stream.stop() }
+        report("loss 10% in+out on 2 of 5: \(total)/\(total) messages exactly once in causal order at all 5 "
+            + "(sent in \(f1(sendSeconds)) s, everywhere after \(f1(deliverSeconds)) s), "
+            + "\(failed.count) failed, \(suspects) suspect events, \(retransmits) retransmits"
+            + (problems.isEmpty ? "" : ", \(problems.count) VIOLATIONS"))
+        #expect(failed.isEmpty, "live members marked failed or left under 10 % loss: \(failed)")
+        #expect(problems.isEmpty, "\(problems.prefix(10))")
+    }
+
+    /// {A,B} | {C,D,E} for longer than the suspicion timeout, then heal: one view again without
+    /// any `join`, and messages sent on each side after the heal reach everyone.
+    @Test(.enabled(if: runScenarios)) func partitionHealsIntoOneViewWithoutJoin() async throws {
+        let lab = try HostLab("partition", hosts: 5)
+        defer { lab.teardown() }
+        let nodes = try await lab.startAll()
+        var streams: [HostEvents] = []
+        for node in nodes { streams.append(try await HostEvents.subscribe(node, topics: ["members", "messages"])) }
+        let left = [0, 1], right = [2, 3, 4]
+        let cut = ContinuousClock.now
+        try lab.partition(left, right)
+        // Each side marks the other failed (the cut outlasts the suspicion timeout).
+        do {
+            try await eventually("each side to mark the other failed", within: 30, every: .milliseconds(100)) {
+                for (mine, theirs) in [(left, right), (right, left)] {
+                    for i in mine {
+                        for j in theirs {
+                            let state = try await nodes[i].state(of: nodes[j].member)
+                            if state == "alive" || state == "suspect" { return false }
+                        }
+                    }
+                }
+                return true
+            }
+        } catch {
+            Issue.record("\(error)\n\(lab.logs)")
+            return
+        }
+        let detectSeconds = (ContinuousClock.now - cut).seconds
+        // The cut lasts at least 8 s in all (a fault duration, not a speed assumption).
+        let held = Duration.seconds(8) - (ContinuousClock.now - cut)
+        if held > .zero { try await Task.sleep(for: held) }
+        let cutSeconds = (ContinuousClock.now - cut).seconds
+        try lab.heal()
+        let healed = ContinuousClock.now
+        do {
+            try await lab.waitForOneView(nodes, within: 90)
+        } catch {
+            var views: [String] = []
+            for node in nodes { views.append("\(node.name) sees \((try? await node.aliveMembers().count) ?? -1)") }
+            Issue.record("\(error): \(views.joined(separator: ", "))\n\(lab.logs)")
+            return
+        }
+        let viewSeconds = (ContinuousClock.now - healed).seconds
+        // Messages from each side after the heal.
+        let perSide = 20
+        let sendStart = ContinuousClock.now
+        var texts: Set<String> = []
+        for s in [0, 2] {
+            let client = try await nodes[s].client()
+            for i in 0..<perSide {
+                let text = "after-heal-\(nodes[s].name)-\(i)"
+                _ = try await client.request("send", ["text": .string(text)])
+                texts.insert(text)
+            }
+            await client.close()
+        }
+        let want = texts.count
+        do {
+            try await eventually("the \(want) post-heal messages at every host", within: 60) {
+                for stream in streams {
+                    let got = Set(await stream.messages().compactMap { $0["text"]?.stringValue }).intersection(texts)
+                    if got.count < want { return false }
+                }
+                return true
+            }
+        } catch {
+            var counts: [String] = []
+            for stream in streams {
+                counts.append("\(stream.node.name)=\(Set(await stream.messages().compactMap { $0["text"]?.stringValue }).intersection(texts).count)")
+            }
+            Issue.record("\(error): \(counts.joined(separator: " "))\n\(lab.logs)")
+            return
+        }
+        let deliverSeconds = (ContinuousClock.now - sendStart).seconds
+        let problems = try await deliveryViolations(streams)
+        var failedEvents = 0
+        for stream in streams { failedEvents += await stream.memberChanges("failed").count }
+        for stream in streams { await stream.stop() }
+        report("partition {a,b}|{c,d,e}: sides split in \(f1(detectSeconds)) s (\(failedEvents) failed events), cut held \(f1(cutSeconds)) s; "
+            + "one view \(f1(viewSeconds)) s after heal with no join; \(want)/\(want) post-heal messages at all 5 within \(f1(deliverSeconds)) s"
+            + (problems.isEmpty ? "" : ", \(problems.count) VIOLATIONS"))
+        #expect(failedEvents >= left.count * right.count * 2, "each side should have marked the other failed")
+        #expect(problems.isEmpty, "\(problems.prefix(10))")
+    }
+
+    /// A host stopped (SIGSTOP) for 2 s is never marked failed; one stopped for 20 s is, and after
+    /// SIGCONT it is alive again everywhere as the same member (refuted or re-merged).
+    @Test(.enabled(if: runScenarios)) func pausedHostsShortIsKeptLongIsFailedThenReturns() async throws {
+        let lab = try HostLab("pause", hosts: 4)
+        defer { lab.teardown() }
+        let nodes = try await lab.startAll()
+        var streams: [HostEvents] = []
+        for node in nodes { streams.append(try await HostEvents.subscribe(node, topics: ["members"])) }
+
+        // Short pause: 2 s stopped, then a 6 s window in which no `failed` may appear.
+        let short = nodes[3]
+        let others = streams.filter { $0.node !== short }
+        short.pause()
+        try await Task.sleep(for: .seconds(2))
+        short.resume()
+        try await Task.sleep(for: .seconds(6))
+        var shortFailed = 0, shortSuspected = 0
+        for stream in others {
+            shortFailed += await stream.memberChanges("failed", about: short.member).count + stream.memberChanges("left", about: short.member).count
+            shortSuspected += await stream.memberChanges("suspect", about: short.member).count
+        }
+        #expect(shortFailed == 0, "a host paused for 2 s was marked failed \(shortFailed) times")
+        try await lab.waitForOneView(nodes, within: 30)
+
+        // Long pause: 20 s stopped; the others must mark it failed while it is stopped.
+        let long = nodes[2]
+        let watchers = streams.filter { $0.node !== long }
+        let stopped = ContinuousClock.now
+        long.pause()
+        var detectSeconds = -1.0
+        do {
+            try await eventually("the others to mark the paused host failed", within: 19, every: .milliseconds(100)) {
+                for stream in watchers where await stream.memberChanges("failed", about: long.member).isEmpty { return false }
+                return true
+            }
+            detectSeconds = (ContinuousClock.now - stopped).seconds
+        } catch {
+            Issue.record("a host paused for 20 s was not marked failed by every other host within 19 s")
+        }
+        let rest = Duration.seconds(20) - (ContinuousClock.now - stopped)
+        if rest > .zero { try await Task.sleep(for: rest) }
+        let resumed = ContinuousClock.now
+        long.resume()
+        var backSeconds = -1.0
+        do {
+            try await lab.waitForOneView(nodes, within: 60)
+            backSeconds = (ContinuousClock.now - resumed).seconds
+        } catch {
+            var views: [String] = []
+            for node in nodes { views.append("\(node.name) sees \((try? await node.aliveMembers().count) ?? -1)") }
+            Issue.record("the long-paused host did not come back: \(error): \(views.joined(separator: ", "))\n\(lab.logs)")
+        }
+        let sameMember = try await long.request("status")["member"]?.stringValue == long.member
+        #expect(sameMember, "the resumed host is a different member")
+        // How it came back: an `alive` (refutation) or `joined` (re-merge) event after SIGCONT.
+        var how: [String: Int] = [:]
+        for stream in watchers {
+            for change in ["alive", "joined"] {
+                how[change, default: 0] += await stream.memberChanges(change, about: long.member).filter { $0.at >= resumed }.count
+            }
+        }
+        for stream in streams { await stream.stop() }
+        let came = how.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", ")
+        report("pause: 2 s stop → \(shortFailed) failed (\(shortSuspected) suspect events); "
+            + "20 s stop → failed everywhere after \(f1(detectSeconds)) s, alive in one view \(f1(backSeconds)) s after SIGCONT"
+            + " as the same member (\(came.isEmpty ? "no alive/joined event" : came))")
+        #expect(backSeconds >= 0)
+    }
+}
