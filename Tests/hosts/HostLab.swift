@@ -225,10 +225,11 @@ final class HostLab: @unchecked Sendable {
         return node
     }
 
-    /// Starts a node on every host, each joining the first, and waits until each sees all of them.
-    func startAll() async throws -> [HostNode] {
+    /// Starts a node on every host (or the first `count`), each joining the first, and waits until
+    /// each sees all of them.
+    func startAll(count: Int? = nil) async throws -> [HostNode] {
         var started: [HostNode] = []
-        for host in hosts { started.append(try await start(host.index, join: host.index == 0 ? [] : [0])) }
+        for host in hosts.prefix(count ?? hosts.count) { started.append(try await start(host.index, join: host.index == 0 ? [] : [0])) }
         try await waitForOneView(started)
         return started
     }
@@ -275,6 +276,29 @@ final class HostLab: @unchecked Sendable {
                     """)
             }
         }
+    }
+
+    /// Drops every TCP packet longer than `bytes` that host `i` sends: small messages (a journal
+    /// entry) still leave, chunk bodies do not.
+    func dropLargeTCP(from i: Int, over bytes: Int) throws {
+        try nft(i, """
+            table inet hhbig {
+              chain out { type filter hook output priority -30; policy accept; meta l4proto tcp ip length > \(bytes) drop; }
+            }
+            """)
+    }
+
+    /// A file of `bytes` random bytes in the lab's directory (readable by every node).
+    func randomFile(_ name: String, bytes: Int) throws -> String {
+        let path = "\(dir)/\(name)"
+        var generator = SystemRandomNumberGenerator()
+        var data = Data(count: bytes)
+        data.withUnsafeMutableBytes { raw in
+            let words = raw.bindMemory(to: UInt64.self)
+            for i in words.indices { words[i] = generator.next() }
+        }
+        try data.write(to: URL(fileURLWithPath: path))
+        return path
     }
 
     /// Removes every partition rule.

@@ -117,6 +117,7 @@ extension Node {
             "links": .int(Int64(links.count)),
             "dropped_frames": .int(Int64(counters.droppedFrames.load(ordering: .relaxed))),
             "dropped_datagrams": .int(Int64(counters.droppedDatagrams.load(ordering: .relaxed))),
+            "datagram_send_errors": .int(Int64(counters.datagramSendErrors.load(ordering: .relaxed))),
         ]
     }
 

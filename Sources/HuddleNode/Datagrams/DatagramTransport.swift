@@ -42,7 +42,8 @@ enum DatagramTransport {
             group.addTask {
                 while let batch = await node.datagramOutbox.takeAll() {
                     for envelope in batch {
-                        envelope.data.withUnsafeReadableBytes { _ = socket.send($0, to: envelope.remoteAddress) }
+                        let sent = envelope.data.withUnsafeReadableBytes { socket.send($0, to: envelope.remoteAddress) }
+                        if !sent { _ = node.counters.datagramSendErrors.wrappingAdd(1, ordering: .relaxed) }
                     }
                 }
                 socket.close()

@@ -17,8 +17,6 @@ import Synchronization
 final class UDPSocket: Sendable {
     private let fd: Int32
     private let closed = Atomic<Bool>(false)
-    /// Datagrams the kernel refused to send (EPERM from a firewall, ENETUNREACH, full buffer…).
-    let sendErrors = Atomic<Int>(0)
     static let pollMilliseconds: Int32 = 200
 
     /// Binds `host:port` (port 0 picks a free one) with SO_REUSEADDR.
@@ -54,13 +52,13 @@ final class UDPSocket: Sendable {
         return Self.socketAddress(storage)?.port ?? 0
     }
 
-    /// Sends one datagram; false (and counted) when the kernel refused it. Never throws, never blocks.
+    /// Sends one datagram; false when the kernel refused it (EPERM from a firewall, ENETUNREACH, a
+    /// full send buffer). Never throws, never blocks.
     @discardableResult
     func send(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress) -> Bool {
         guard !closed.load(ordering: .relaxed) else { return false }
         let sent = Self.withSockaddr(address) { sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, $1) }
-        if sent < 0 { _ = sendErrors.wrappingAdd(1, ordering: .relaxed); return false }
-        return true
+        return sent >= 0
     }
 
     /// Waits up to `pollMilliseconds` for one datagram and writes it into `buffer`: its length and
