@@ -44,6 +44,13 @@ let package = Package(
             "HuddleNode", "HuddleControl", "HuddleCrypto",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // The showcase example (examples/DrawTogether): a shared canvas on the public control protocol.
+        .target(name: "DrawTogetherKit", dependencies: ["HuddleControl"], path: "examples/DrawTogether/Sources/DrawTogetherKit"),
+        .executableTarget(name: "drawtogether", dependencies: [
+            "DrawTogetherKit", "HuddleControl",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ], path: "examples/DrawTogether/Sources/drawtogether"),
+        .testTarget(name: "DrawTogetherTests", dependencies: ["DrawTogetherKit", "HuddleControl"]),
         .testTarget(name: "HuddleCryptoTests", dependencies: ["HuddleCrypto"]),
         .testTarget(name: "HuddleCoreTests", dependencies: ["HuddleCore"]),
         .testTarget(name: "HuddleSimTests", dependencies: ["HuddleSim", "HuddleCore"]),
