@@ -12,6 +12,7 @@ deps:
 
 build: deps
 	$(SWIFT) build --product huddle
+	$(SWIFT) build --product drawtogether
 
 test: deps
 	$(SWIFT) build --build-tests
@@ -19,6 +20,7 @@ test: deps
 
 demo: build
 	@examples/demo.sh "$(BIN)"
+	@examples/DrawTogether/demo.sh "$(dir $(BIN))"
 
 clean:
 	rm -rf .build

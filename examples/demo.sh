@@ -96,3 +96,4 @@ sleep 0.5
 "$HUDDLE" leave --control "$work/alice.sock" >/dev/null
 "$HUDDLE" leave --control "$work/carol.sock" >/dev/null
 say "demo done: 3 nodes joined, messaged (broadcast + directed), agreed on an activity, shared a file, and left"
+echo "next: DrawTogether, an app built on the control socket (examples/DrawTogether/demo.sh)"
