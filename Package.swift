@@ -35,7 +35,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "huddle-bench", dependencies: [
-            "HuddleControl", "HuddleSim", "HuddleCore",
+            "HuddleControl", "HuddleSim", "HuddleCore", "HuddleCrypto",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),

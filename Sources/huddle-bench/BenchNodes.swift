@@ -71,20 +71,24 @@ final class HuddleCluster {
         }
     }
 
-    /// Starts one more node, joined to the first.
-    func add() async throws {
+    /// Starts one more node, joined to node `joinVia`.
+    func add(joinVia: Int = 0) async throws {
         let i = processes.count
         let control = "\(dir)/n\(i).sock"
         let p = Process()
         p.executableURL = URL(fileURLWithPath: binary)
         p.arguments = ["run", "--key", key, "--listen", "127.0.0.1:0", "--name", "n\(i)", "--control", control, "--data-dir", "\(dir)/d\(i)"]
-            + (addrs.first.map { ["--join", $0] } ?? [])
+            + (addrs.indices.contains(joinVia) ? ["--join", addrs[joinVia]] : [])
         p.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try p.run()
         processes.append(p)
         controls.append(control)
-        try await waitFor("node \(i) to start") { FileManager.default.fileExists(atPath: control) }
-        let status = try await request(control, "status")
+        // The socket file appears at bind(), a moment before the node accepts on it: retry.
+        var status: JSONObject = [:]
+        try await waitFor("node \(i) to start") {
+            status = try await self.request(control, "status")
+            return true
+        }
         addrs.append(status["addr"]?.stringValue ?? "")
         members.append(status["member"]?.stringValue ?? "")
     }

@@ -10,8 +10,8 @@ struct HuddleBench: AsyncParsableCommand {
         abstract: "Benchmarks real huddle processes on this machine against Serf, raw TCP and the simulator.")
 
     @Flag(help: "Short runs (under 3 minutes): what CI may run as a smoke test.") var quick = false
-    @Option(help: "Comma-separated scenarios: latency, throughput, membership, attachment, scale.")
-    var scenarios = "latency,throughput,membership,attachment,scale"
+    @Option(help: "Comma-separated scenarios: latency, throughput, membership, stability, attachment, transfer-latency, crypto, scale.")
+    var scenarios = "latency,throughput,membership,stability,attachment,transfer-latency,crypto,scale"
     @Option(help: "Write the results as Markdown to this file (e.g. BENCHMARKS.md).") var out: String?
     @Option(help: "The huddle binary to run (default: the one next to this executable).") var huddle: String?
 
@@ -33,8 +33,15 @@ struct HuddleBench: AsyncParsableCommand {
         if wanted.contains("latency") { for n in quick ? [4] : [4, 8] { await record("latency N=\(n)") { try await s.latency(n: n) } } }
         if wanted.contains("throughput") { for size in [256, 16384] { await record("throughput \(size) B") { try await s.throughput(size: size) } } }
         if wanted.contains("membership") { for n in quick ? [8] : [8, 24] { await record("membership N=\(n)") { try await s.membership(n: n) } } }
+        if wanted.contains("stability") {
+            await record("false positives") { try await s.falsePositivesUnderLoad(n: 8, seconds: quick ? 20 : 300) }
+        }
+        if wanted.contains("crypto") { await record("crypto") { s.cryptoLimit() } }
         if wanted.contains("attachment") {
             for n in quick ? [4] : [4, 8] { await record("attachment N=\(n)") { try await s.attachment(n: n, mib: quick ? 16 : 100) } }
+        }
+        if wanted.contains("transfer-latency") {
+            await record("latency during transfer") { try await s.latencyDuringTransfer(mib: quick ? 16 : 100) }
         }
         if wanted.contains("scale") { await record("scale") { s.scale() } }
         if let out { try markdown(rows).write(toFile: out, atomically: true, encoding: .utf8) }
@@ -59,7 +66,7 @@ struct HuddleBench: AsyncParsableCommand {
             - date: \(Date().formatted(.iso8601))
             - commit: \(commit)
             - command: `swift run -c release huddle-bench\(quick ? " --quick" : "") --out BENCHMARKS.md`
-            - peers: Serf \(SerfCluster.available ? "0.8 (Debian package `serf`, LAN profile, encrypted)" : "not installed"); raw loopback TCP written in the benchmark; libtorrent not run yet
+            - peers: Serf \(SerfCluster.available ? "0.8 (Debian package `serf`, LAN profile, encrypted)" : "not installed"); raw loopback TCP written in the benchmark; libtorrent via `scripts/libtorrent_bench.py` (Debian `python3-libtorrent`, one seeder, 256 KiB pieces, loopback TCP)
 
             | scenario | measure | Huddle | comparison (same run) | ratio | target |
             |---|---|---|---|---|---|

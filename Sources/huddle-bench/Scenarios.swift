@@ -28,7 +28,9 @@ struct Scenarios {
         return [row]
     }
 
-    private func collectLatencies(_ cluster: HuddleCluster, count: Int) async throws -> [Double] {
+    /// Sends up to `count` timestamped 256 B broadcasts from node 0, 5 ms apart, while `condition`
+    /// holds, then an end marker; returns every receiver's latencies in milliseconds.
+    func collectLatencies(_ cluster: HuddleCluster, count: Int, while condition: @escaping @Sendable () -> Bool = { true }) async throws -> [Double] {
         let sender = cluster.controls[0]
         return try await withThrowingTaskGroup(of: [Double].self) { group in
             for control in cluster.controls.dropFirst() {
@@ -38,25 +40,33 @@ struct Scenarios {
                     var out: [Double] = []
                     for try await event in await client.events() {
                         let now = wallNanos()
-                        guard let text = event["text"]?.stringValue, let sent = Int64(text.prefix { $0 != " " }) else { continue }
+                        guard let text = event["text"]?.stringValue else { continue }
+                        if text == "end" { break }
+                        guard let sent = Int64(text.prefix { $0 != " " }) else { continue }
                         out.append(Double(now - sent) / 1e6)
-                        if out.count == count { break }
                     }
                     await client.close()
                     return out
                 }
             }
             let client = try await ControlClient.connect(path: sender)
-            for _ in 0..<count {
+            for _ in 0..<count where condition() {
                 let stamp = "\(wallNanos()) "
                 _ = try await client.request("send", ["text": .string(stamp + String(repeating: "x", count: 256 - stamp.count))])
                 try await Task.sleep(for: .milliseconds(5))
             }
+            _ = try await client.request("send", ["text": "end"])
             await client.close()
             var all: [Double] = []
             for try await part in group { all += part }
             return all
         }
+    }
+
+    /// Peak RSS and CPU seconds of the cluster's nodes, read from /proc now.
+    func usageNote(_ cluster: HuddleCluster) -> String {
+        let usage = cluster.usage()
+        return "peak RSS max \(fmt(usage.map(\.peakRSSMiB).max() ?? 0, 0)) MiB, CPU max \(fmt(usage.map(\.cpuSeconds).max() ?? 0, 1)) s per node"
     }
 
     private func serfLatency(n: Int, count: Int) async throws -> [Double] {
@@ -103,13 +113,12 @@ struct Scenarios {
         }
         let raw = try RawFanout.run(receivers: 3, size: size, count: count * (size > 1024 ? 5 : 10))
         let worst = rates.min() ?? 0
-        let usage = cluster.usage()
+        let note = usageNote(cluster)
         return [BenchRow(scenario: "throughput \(size) B", measure: "msgs/s at each of 3 receivers (min of 3)",
-                         huddle: "\(Int(worst)) (\(fmt(worst * Double(size) / 1e6, 1)) MB/s)",
+                         huddle: "\(Int(worst)) (\(fmt(worst * Double(size) / 1e6, 1)) MB/s); \(note)",
                          comparison: "raw TCP fan-out: \(Int(raw)) (\(fmt(raw * Double(size) / 1e6, 0)) MB/s)",
                          ratio: "huddle ÷ raw = \(fmt(worst / raw, 3))",
-                         target: size <= 1024 ? "target ≥ 50,000: " + (worst >= 50000 ? "met" : "missed by \(fmt(50000 / max(worst, 1), 1))×")
-                             + "; peak RSS max \(fmt(usage.map(\.peakRSSMiB).max() ?? 0, 0)) MiB" : "")]
+                         target: size <= 1024 ? "target ≥ 50,000: " + (worst >= 50000 ? "met" : "missed by \(fmt(50000 / max(worst, 1), 1))×") : "")]
     }
 
     // MARK: membership
@@ -138,24 +147,27 @@ struct Scenarios {
                 return true
             }
             let d = ContinuousClock.now - start
-            detections.append(Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
+            detections.append(d.seconds)
         }
         var row = BenchRow(scenario: "membership N=\(n)", measure: "crash seen failed by all, median / max s; join (all see all)",
-                           huddle: "\(fmt(percentile(detections, 0.5))) / \(fmt(detections.max() ?? .nan)); join \(fmt(Double(join.components.seconds) + Double(join.components.attoseconds) / 1e18, 1)) s",
+                           huddle: "\(fmt(percentile(detections, 0.5))) / \(fmt(detections.max() ?? .nan)); join \(fmt(join.seconds, 1)) s",
                            comparison: "serf: n/a", ratio: "", target: "")
+        row.huddle += "; \(usageNote(cluster))"
         if SerfCluster.available {
-            let serf = try await serfDetection(n: n, repeats: repeats)
-            row.comparison = "serf (lan): \(fmt(percentile(serf, 0.5))) / \(fmt(serf.max() ?? .nan))"
+            let (serf, serfJoin) = try await serfDetection(n: n, repeats: repeats)
+            row.comparison = "serf (lan): \(fmt(percentile(serf, 0.5))) / \(fmt(serf.max() ?? .nan)); join \(fmt(serfJoin, 1)) s"
             row.ratio = "serf ÷ huddle = \(fmt(percentile(serf, 0.5) / percentile(detections, 0.5), 1))×"
         }
         row.target = n == 24 ? "target ≤ 3 s median: " + (percentile(detections, 0.5) <= 3 ? "met" : "missed") : ""
         return [row]
     }
 
-    private func serfDetection(n: Int, repeats: Int) async throws -> [Double] {
+    private func serfDetection(n: Int, repeats: Int) async throws -> ([Double], Double) {
+        let started = ContinuousClock.now
         let serf = try SerfCluster(label: "mem\(n)")
         defer { serf.stop() }
         try await serf.start(n, basePort: 42000 + n * 10)
+        let join = (ContinuousClock.now - started).seconds
         var out: [Double] = []
         for r in 0..<repeats {
             let victim = n - 1 - r
@@ -165,25 +177,21 @@ struct Scenarios {
                 (0..<victim).allSatisfy { i in serf.events(i).contains { $0.contains("member-failed") && $0.contains("s\(victim) ") } }
             }
             let d = ContinuousClock.now - start
-            out.append(Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
+            out.append(d.seconds)
         }
-        return out
+        return (out, join)
     }
 
     // MARK: attachments
 
-    /// An attachment to N members: time until all complete, uploader bytes ÷ size, peak RSS.
+    /// An attachment to N members: time until all complete, uploader bytes ÷ size, peak RSS, then
+    /// a late joiner's throughput with the uploader gone; libtorrent and a raw copy on the same file.
     func attachment(n: Int, mib: Int) async throws -> [BenchRow] {
         let cluster = try HuddleCluster(binary: huddle, label: "att\(n)")
         defer { cluster.stop() }
         try await cluster.start(n)
         let size = mib << 20
-        let source = "\(cluster.dir)/source.bin"
-        _ = FileManager.default.createFile(atPath: source, contents: nil)
-        if let out = FileHandle(forWritingAtPath: source) {
-            for _ in 0..<mib { out.write(Data((0..<(1 << 20)).map { _ in UInt8.random(in: 0...255) })) }
-            try out.close()
-        }
+        let source = try writeRandomFile("\(cluster.dir)/source.bin", mib: mib)
         let started = ContinuousClock.now
         let added = try await cluster.request(cluster.controls[0], "attach.add", ["path": .string(source)])
         let id = added["attachment"]?.objectValue?["id"]?.stringValue ?? ""
@@ -194,31 +202,54 @@ struct Scenarios {
             }
             try await group.waitForAll()
         }
-        let d = ContinuousClock.now - started
-        let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        let seconds = (ContinuousClock.now - started).seconds
         let sent = try await cluster.request(cluster.controls[0], "stats")["bytes_sent"]?.objectValue?["chunks"]?.intValue ?? 0
-        let usage = cluster.usage()
+        let note = usageNote(cluster)
+        let rss = cluster.usage().map(\.peakRSSMiB).max() ?? 0
+        // The uploader leaves; a new member joins through another and fetches from the rest.
+        _ = try? await cluster.request(cluster.controls[0], "leave", ["timeout_ms": 10_000])
+        try await cluster.add(joinVia: 1)
+        let lateStart = ContinuousClock.now
+        _ = try await cluster.request(cluster.controls[n], "attach.get", ["id": .string(id), "path": .string("\(dir)/late"), "timeout_ms": 300_000])
+        let lateSeconds = (ContinuousClock.now - lateStart).seconds
         let raw = try RawFanout.copy(path: source, receivers: n - 1)
         let ratio = Double(sent) / Double(size)
-        return [BenchRow(scenario: "attachment \(mib) MiB, N=\(n)", measure: "all complete s; uploader sent ÷ size; peak RSS max MiB",
-                         huddle: "\(fmt(seconds)) s; \(fmt(ratio)) ×; \(fmt(usage.map(\.peakRSSMiB).max() ?? 0, 0)) MiB",
-                         comparison: "raw TCP copy to each: \(fmt(raw)) s; libtorrent: not run",
-                         ratio: "huddle ÷ raw = \(fmt(seconds / raw, 1))×",
-                         target: "uploader ≤ 1.2 ×: \(ratio <= 1.2 ? "met" : "missed"); RSS ≤ 64 MiB: \((usage.map(\.peakRSSMiB).max() ?? 0) <= 64 ? "met" : "missed")")]
+        var comparison = "raw TCP copy to each: \(fmt(raw)) s"
+        var versus = ""
+        do {
+            if let plain = try libtorrent(path: source, peers: n, superSeeding: false),
+               let superSeeded = try libtorrent(path: source, peers: n, superSeeding: true) {
+                comparison += "; libtorrent: \(fmt(plain.seconds)) s, seeder \(fmt(plain.ratio)) ×; super-seeding \(fmt(superSeeded.seconds)) s, \(fmt(superSeeded.ratio)) ×"
+                versus = "; libtorrent ÷ huddle = \(fmt(plain.seconds / seconds, 1))×"
+                if n == 8 {
+                    versus += " (target ≤ 2.5 s and ≥ 3× libtorrent: \(seconds <= 2.5 && plain.seconds / seconds >= 3 ? "met" : "missed"))"
+                }
+            } else {
+                comparison += "; libtorrent: scripts/libtorrent_bench.py missing"
+            }
+        } catch {
+            comparison += "; libtorrent: \(error)"
+        }
+        return [BenchRow(scenario: "attachment \(mib) MiB, N=\(n)", measure: "all complete s; uploader sent ÷ size; late joiner (uploader gone)",
+                         huddle: "\(fmt(seconds)) s; \(fmt(ratio)) ×; late joiner \(fmt(Double(mib) / lateSeconds, 0)) MiB/s; \(note)",
+                         comparison: comparison,
+                         ratio: "huddle ÷ raw = \(fmt(seconds / raw, 1))×" + versus,
+                         target: "uploader ≤ 1.2 ×: \(ratio <= 1.2 ? "met" : "missed"); RSS ≤ 64 MiB: \(rss <= 64 ? "met" : "missed (\(fmt(rss, 0)))")")]
     }
 
     // MARK: scale
 
     /// The membership simulator at growing N: detection time and per-member load.
     func scale() -> [BenchRow] {
-        (quick ? [100, 1000] : [100, 1000, 3000]).map { n in
+        (quick ? [100, 1000] : [100, 1000, 10_000]).map { n in
+            let started = ContinuousClock.now
             var s = SimScenario(nodes: n, seed: 1, duration: n > 1000 ? 45 : 60)
             s.prejoined = n >= 1000
             s.loss = 0.01
             s.crashes = SimScenario.spreadCrashes(count: 5, nodes: n, from: 15, to: s.duration - 15, seed: 1)
             let r = Simulation.run(s)
             return BenchRow(scenario: "scale N=\(n) (simulator)", measure: "crash detection median / max s; false positives; msgs and B per member per s",
-                            huddle: "\(fmt(r.detection.median ?? .nan)) / \(fmt(r.detection.max ?? .nan)); \(r.falsePositives) FP; \(fmt(r.messagesPerMemberSecond, 1)) msgs/s, \(Int(r.bytesPerMemberSecond)) B/s",
+                            huddle: "\(fmt(r.detection.median ?? .nan)) / \(fmt(r.detection.max ?? .nan)); \(r.falsePositives) FP; \(fmt(r.messagesPerMemberSecond, 1)) msgs/s, \(Int(r.bytesPerMemberSecond)) B/s; \(fmt(s.duration, 0)) virtual s in \(fmt((ContinuousClock.now - started).seconds, 0)) s",
                             comparison: "", ratio: "", target: "")
         }
     }

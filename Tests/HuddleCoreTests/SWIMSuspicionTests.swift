@@ -2,13 +2,22 @@ import Testing
 @testable import HuddleCore
 
 @Test func swimSuspicionBoundsFollowLog10OfN() {
-    let s = SWIMSettings.lan  // α 2, β 3, probe 0.5 s
+    var s = SWIMSettings.lan  // α 2, β 3, probe 0.5 s
+    s.minSuspicionTimeout = 0
     let (min24, max24) = SWIMSuspicion.bounds(members: 24, settings: s)
     #expect(abs(min24 - 2 * 1.380211 * 0.5) < 1e-4)
     #expect(abs(max24 - 3 * min24) < 1e-9)
     // Below 10 members the scale is clamped to 1 (memberlist's nodeScale).
     #expect(SWIMSuspicion.bounds(members: 5, settings: s).min == 1.0)
     #expect(SWIMSuspicion.bounds(members: 0, settings: s).min == 1.0)
+    #expect(abs(SWIMSuspicion.bounds(members: 1000, settings: s).min - 3.0) < 1e-9)
+}
+
+@Test func swimSuspicionMinimumNeverGoesBelowTheFloorThatLetsAPausedMemberRefute() {
+    let s = SWIMSettings.lan  // floor 2.5 s
+    #expect(SWIMSuspicion.bounds(members: 4, settings: s) == (2.5, 7.5))
+    #expect(SWIMSuspicion.bounds(members: 24, settings: s) == (2.5, 7.5))
+    // Where α × log10(N) × interval exceeds the floor, it rules.
     #expect(abs(SWIMSuspicion.bounds(members: 1000, settings: s).min - 3.0) < 1e-9)
 }
 
@@ -32,9 +41,16 @@ import Testing
     #expect(s.deadline == 11)
 }
 
+/// The timeout formula without the pause floor (which would hide it at small N).
+private let noFloor: SWIMSettings = {
+    var s = SWIMSettings.lan
+    s.minSuspicionTimeout = 0
+    return s
+}()
+
 @Test func swimSuspectIsDeclaredFailedAtTheMaximumTimeoutWithoutConfirmations() throws {
     // N = 10: min = 2 × 1 × 0.5 = 1 s, max = 3 s.
-    var s = swimInstance(knowing: Array(2...10))
+    var s = swimInstance(knowing: Array(2...10), settings: noFloor)
     let out = s.receive(swimGossip(from: 3, [.suspect(swimID(5), incarnation: 0, from: swimID(3))]), from: "x", now: 10)
     #expect(out.emitted(about: 5) == [.suspect])
     let timer = try #require(s.suspicions[swimID(5)])
@@ -46,7 +62,7 @@ import Testing
 }
 
 @Test func swimIndependentConfirmationsShortenTheTimeoutToTheMinimum() throws {
-    var s = swimInstance(knowing: Array(2...10))
+    var s = swimInstance(knowing: Array(2...10), settings: noFloor)
     _ = s.receive(swimGossip(from: 3, [.suspect(swimID(5), incarnation: 0, from: swimID(3))]), from: "x", now: 10)
     let before = try #require(s.suspicions[swimID(5)]).deadline
     _ = s.receive(swimGossip(from: 4, [.suspect(swimID(5), incarnation: 0, from: swimID(4))]), from: "x", now: 10.1)
@@ -63,9 +79,13 @@ import Testing
 
 @Test func swimSmallClustersUseTheMinimumTimeout() throws {
     // Three members: nobody could confirm (N − 2 < K), so k = 0 and the timeout is min = 1 s.
-    var s = swimInstance(knowing: [2, 3])
+    var s = swimInstance(knowing: [2, 3], settings: noFloor)
     _ = s.receive(swimGossip(from: 2, [.suspect(swimID(3), incarnation: 0, from: swimID(2))]), from: "x", now: 5)
     #expect(try #require(s.suspicions[swimID(3)]).deadline == 6)
+    // With the default floor, the same suspicion lasts 2.5 s: a 2 s pause is refuted in time.
+    var d = swimInstance(knowing: [2, 3])
+    _ = d.receive(swimGossip(from: 2, [.suspect(swimID(3), incarnation: 0, from: swimID(2))]), from: "x", now: 5)
+    #expect(try #require(d.suspicions[swimID(3)]).deadline == 7.5)
 }
 
 @Test func swimStaleSuspicionsAreIgnored() {

@@ -56,7 +56,12 @@ final class TestNode: @unchecked Sendable {
             guard process.isRunning else { throw TestTimeout(description: "\(name) exited: \(log)") }
             return FileManager.default.fileExists(atPath: control)
         }
-        let status = try await request("status")
+        // The socket file appears at bind(), a moment before the node accepts on it: retry.
+        var status: JSONObject = [:]
+        try await eventually("\(name) to answer status") {
+            status = try await request("status")
+            return true
+        }
         addr = status["addr"]?.stringValue ?? ""
         member = status["member"]?.stringValue ?? ""
     }

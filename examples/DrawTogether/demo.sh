@@ -24,7 +24,7 @@ node() { # node NAME INDEX — starts `huddle run` for NAME, joining the first n
   [ "$2" -gt 0 ] && args+=(--join "127.0.0.1:$base")
   "$HUDDLE" "${args[@]}" 2>"$work/$1.log" &
   pids+=($!)
-  until [ -S "$work/$1.sock" ]; do sleep 0.1; done
+  until "$HUDDLE" status --control "$work/$1.sock" >/dev/null 2>&1; do sleep 0.1; done
 }
 # shape KIND CX CY R — one `stroke` line: a circle, a wave or a star of points
 shape() {

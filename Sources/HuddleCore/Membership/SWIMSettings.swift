@@ -24,6 +24,11 @@ public struct SWIMSettings: Sendable, Equatable {
     /// `suspicionTimeout`). 2 gives 1.4 s at N = 24: enough for a refutation to come back from a
     /// member that was starved of CPU for about a second.
     public var suspicionAlpha: Double = 2
+    /// Floor of the minimum suspicion timeout, whatever N. A member stopped for a moment (SIGSTOP,
+    /// a VM pause, a long GC-like stall) refutes as soon as it runs again, so this is the pause it
+    /// survives: a 2 s stop raises suspicion at the earliest ~0.5 s in and is refuted at 2 s, well
+    /// before 0.5 + 2.5 s. It costs crash detection at small N: about 3–3.5 s instead of 1.5–2.5 s.
+    public var minSuspicionTimeout: Double = 2.5
     /// β: the suspicion timeout starts at β × minimum and shrinks towards the minimum as independent
     /// confirmations arrive (Lifeguard §IV.B). A lone suspecter (maybe the slow one) waits β times longer.
     public var suspicionBeta: Double = 3

@@ -49,10 +49,11 @@ public struct SWIMSuspicion: Sendable, Equatable {
     }
 
     /// The (min, max) timeouts for a cluster of `members` live members (memberlist
-    /// `suspicionTimeout`: α × max(1, log10(N)) × probe interval, and β times that).
+    /// `suspicionTimeout`: α × max(1, log10(N)) × probe interval, at least `minSuspicionTimeout`,
+    /// and β times that).
     public static func bounds(members: Int, settings: SWIMSettings) -> (min: Double, max: Double) {
         let scale = Swift.max(1, log10(Double(Swift.max(1, members))))
-        let min = settings.suspicionAlpha * scale * settings.probeInterval
+        let min = Swift.max(settings.minSuspicionTimeout, settings.suspicionAlpha * scale * settings.probeInterval)
         return (min, settings.suspicionBeta * min)
     }
 }

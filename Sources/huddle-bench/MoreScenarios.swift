@@ -1,0 +1,195 @@
+import Foundation
+import HuddleControl
+import HuddleCore
+import HuddleCrypto
+import Synchronization
+
+extension Scenarios {
+    // MARK: stability under CPU load
+
+    /// Huddle and Serf clusters of `n` side by side while every core is kept busy by a CPU hog for
+    /// `seconds`: every `failed` a live member is given is a false positive.
+    func falsePositivesUnderLoad(n: Int, seconds: Int) async throws -> [BenchRow] {
+        let cluster = try HuddleCluster(binary: huddle, label: "fp\(n)")
+        defer { cluster.stop() }
+        try await cluster.start(n)
+        var subscriptions: [ControlClient] = []
+        for control in cluster.controls {
+            let client = try await ControlClient.connect(path: control)
+            _ = try await client.request("subscribe", ["topics": ["members"]])
+            subscriptions.append(client)
+        }
+        let counters = MemberChangeCounter()
+        for client in subscriptions {
+            Task { for try await e in await client.events() { await counters.add(e["change"]?.stringValue ?? "") } }
+        }
+        let serf: SerfCluster? = SerfCluster.available ? try SerfCluster(label: "fp\(n)") : nil
+        defer { serf?.stop() }
+        try await serf?.start(n, basePort: 43000 + n * 10)
+        let hog = CPUHog(threads: ProcessInfo.processInfo.activeProcessorCount)
+        try await Task.sleep(for: .seconds(seconds))
+        hog.stop()
+        try await Task.sleep(for: .seconds(2))
+        let failed = await counters.count("failed") + counters.count("left")
+        let suspected = await counters.count("suspect")
+        for client in subscriptions { await client.close() }
+        var alive = 0
+        for control in cluster.controls { alive += Int(try await cluster.request(control, "status")["members"]?.intValue ?? 0) }
+        let serfFailed = serf.map { s in (0..<n).reduce(0) { $0 + s.events($1).filter { $0.contains("member-failed") }.count } }
+        return [BenchRow(scenario: "false positives N=\(n), \(seconds) s, \(hog.threads) CPU-hog threads",
+                         measure: "live members reported failed (suspect events)",
+                         huddle: "\(failed) failed (\(suspected) suspect); \(usageNote(cluster))",
+                         comparison: serfFailed.map { "serf (lan): \($0) member-failed" } ?? "serf: not installed",
+                         ratio: "",
+                         target: "target 0 false positives: " + (failed == 0 ? "met" : "missed"))]
+    }
+
+    // MARK: latency while an attachment transfers
+
+    /// Broadcast latency at N = 4, idle and then while a `mib` MiB attachment goes to every member.
+    func latencyDuringTransfer(mib: Int) async throws -> [BenchRow] {
+        let n = 4
+        let cluster = try HuddleCluster(binary: huddle, label: "latx")
+        defer { cluster.stop() }
+        try await cluster.start(n)
+        let count = quick ? 200 : 600
+        let idle = try await collectLatencies(cluster, count: count)
+        let source = try writeRandomFile("\(cluster.dir)/source.bin", mib: mib)
+        let controls = cluster.controls
+        let dir = cluster.dir
+        let done = DoneFlag()
+        let transfer = Task {
+            defer { done.set() }
+            let started = ContinuousClock.now
+            let added = try await HuddleCluster.ask(controls[1], "attach.add", ["path": .string(source)])
+            let id = added["attachment"]?.objectValue?["id"]?.stringValue ?? ""
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (i, control) in controls.enumerated() where i != 1 {
+                    group.addTask { _ = try await HuddleCluster.ask(control, "attach.get", ["id": .string(id), "path": .string("\(dir)/out\(i)")]) }
+                }
+                try await group.waitForAll()
+            }
+            return (ContinuousClock.now - started).seconds
+        }
+        // Probes only while the transfer runs: they stop when it completes.
+        try await Task.sleep(for: .milliseconds(200))
+        let loaded = try await collectLatencies(cluster, count: count, while: { !done.isSet })
+        let transferSeconds = try await transfer.value
+        let p50 = percentile(loaded, 0.5), p99 = percentile(loaded, 0.99)
+        return [BenchRow(scenario: "latency N=4 during a \(mib) MiB attachment",
+                         measure: "256 B broadcast median / p99 ms while chunks flow",
+                         huddle: "\(fmt(p50)) / \(fmt(p99)) (\(loaded.count) samples; transfer to 3 members took \(fmt(transferSeconds, 1)) s)",
+                         comparison: "same cluster idle: \(fmt(percentile(idle, 0.5))) / \(fmt(percentile(idle, 0.99)))",
+                         ratio: "loaded ÷ idle median = \(fmt(p50 / percentile(idle, 0.5), 1))×",
+                         target: "target ≤ 2 / ≤ 10 ms: " + (p50 <= 2 && p99 <= 10 ? "met" : "missed"))]
+    }
+
+    // MARK: crypto limit
+
+    /// What this machine's libsodium does on one core for attachments: XChaCha20-Poly1305 sealing
+    /// plus BLAKE2b-256 of each 256 KiB chunk (the uploader's work per byte).
+    func cryptoLimit() -> [BenchRow] {
+        let chunk = [UInt8](repeating: 7, count: 256 << 10)
+        let key = SecureRandom.bytes(32)
+        let total = quick ? 64 : 256
+        var best = 0.0
+        for _ in 0..<3 {
+            let start = ContinuousClock.now
+            var sink: UInt8 = 0
+            for i in 0..<(total * 4) {
+                let sealed = ChunkCipher.seal(chunk, index: i, key: key)
+                sink ^= ChunkCipher.hash(sealed)[0]
+            }
+            let s = (ContinuousClock.now - start).seconds
+            if sink == 1 { print("", terminator: "") }
+            best = max(best, Double(total) / s)
+        }
+        return [BenchRow(scenario: "crypto limit (one core)", measure: "seal + hash of 256 KiB chunks, MiB/s (best of 3)",
+                         huddle: "\(fmt(best, 0)) MiB/s: 100 MiB in \(fmt(100 / best, 2)) s", comparison: "", ratio: "", target: "")]
+    }
+
+    // MARK: libtorrent
+
+    /// libtorrent (python3-libtorrent) with one seeder and n − 1 leechers on loopback, 256 KiB pieces.
+    func libtorrent(path: String, peers: Int, superSeeding: Bool) throws -> (seconds: Double, ratio: Double)? {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("scripts/libtorrent_bench.py").path
+        guard FileManager.default.fileExists(atPath: script) else { return nil }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        p.arguments = [script, "--file", path, "--peers", "\(peers)"] + (superSeeding ? ["--super-seeding"] : [])
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        let line = String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+        guard case let .object(o)? = try? JSON.parse(line) else { throw BenchError(description: "libtorrent: unreadable output \(line.prefix(200))") }
+        if let error = o["error"]?.stringValue { throw BenchError(description: "libtorrent: \(error)") }
+        guard let seconds = number(o["seconds"]), let ratio = number(o["ratio"]) else { throw BenchError(description: "libtorrent: \(line.prefix(200))") }
+        return (seconds, ratio)
+    }
+
+    private func number(_ j: JSON?) -> Double? {
+        switch j {
+        case let .double(d)?: d
+        case let .int(i)?: Double(i)
+        default: nil
+        }
+    }
+}
+
+/// Counts member changes seen on subscriptions.
+actor MemberChangeCounter {
+    private var counts: [String: Int] = [:]
+    func add(_ change: String) { counts[change, default: 0] += 1 }
+    func count(_ change: String) -> Int { counts[change] ?? 0 }
+}
+
+/// A flag one task sets and others read.
+final class DoneFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .relaxed) }
+    var isSet: Bool { value.load(ordering: .relaxed) }
+}
+
+/// Busy-looping threads that keep every core saturated until stopped.
+final class CPUHog: Sendable {
+    let threads: Int
+    private let stopped = DoneFlag()
+
+    init(threads: Int) {
+        self.threads = threads
+        for _ in 0..<threads {
+            Thread.detachNewThread { [stopped] in
+                var x: UInt64 = 1
+                while !stopped.isSet { for _ in 0..<10_000 { x = x &* 6364136223846793005 &+ 1 } }
+                if x == 0 { print("") }
+            }
+        }
+    }
+
+    func stop() { stopped.set() }
+}
+
+/// Writes `mib` MiB of random bytes to `path` and returns it.
+func writeRandomFile(_ path: String, mib: Int) throws -> String {
+    _ = FileManager.default.createFile(atPath: path, contents: nil)
+    guard let out = FileHandle(forWritingAtPath: path) else { throw BenchError(description: "cannot write \(path)") }
+    var generator = SystemRandomNumberGenerator()
+    var block = Data(count: 1 << 20)
+    for _ in 0..<mib {
+        block.withUnsafeMutableBytes { raw in
+            let words = raw.bindMemory(to: UInt64.self)
+            for i in words.indices { words[i] = generator.next() }
+        }
+        out.write(block)
+    }
+    try out.close()
+    return path
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
