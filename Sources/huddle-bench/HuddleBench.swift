@@ -18,7 +18,9 @@ struct HuddleBench: AsyncParsableCommand {
     func run() async throws {
         let binary = huddle ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("huddle").path
         guard FileManager.default.isExecutableFile(atPath: binary) else { throw ValidationError("no huddle binary at \(binary) (build it, or pass --huddle)") }
+        BenchSetup.installPeersIfMissing()
         if !SerfCluster.available { print("huddle-bench: serf is not installed (apt-get install serf): Serf comparisons are skipped") }
+        if !BenchSetup.libtorrentAvailable { print("huddle-bench: python3-libtorrent is not installed (apt-get install python3-libtorrent): libtorrent comparisons are skipped") }
         let s = Scenarios(huddle: binary, quick: quick)
         let wanted = Set(scenarios.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         var rows: [BenchRow] = []

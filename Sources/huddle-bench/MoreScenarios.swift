@@ -112,9 +112,8 @@ extension Scenarios {
 
     /// libtorrent (python3-libtorrent) with one seeder and n − 1 leechers on loopback, 256 KiB pieces.
     func libtorrent(path: String, peers: Int, superSeeding: Bool) throws -> (seconds: Double, ratio: Double)? {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("scripts/libtorrent_bench.py").path
-        guard FileManager.default.fileExists(atPath: script) else { return nil }
+        let script = BenchSetup.repository.appendingPathComponent("scripts/libtorrent_bench.py").path
+        guard FileManager.default.fileExists(atPath: script), BenchSetup.libtorrentAvailable else { return nil }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         p.arguments = [script, "--file", path, "--peers", "\(peers)"] + (superSeeding ? ["--super-seeding"] : [])

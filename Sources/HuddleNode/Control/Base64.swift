@@ -1,21 +1,38 @@
 /// Standard base64 (RFC 4648, with padding) written straight into a byte buffer.
 enum Base64 {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
+    /// Appends the encoding of `bytes` to `out`: one resize, then raw pointer writes (this runs for
+    /// every delivered message at every subscriber, so it is on the hot path).
     static func encode(_ bytes: [UInt8], into out: inout [UInt8]) {
-        out.reserveCapacity(out.count + (bytes.count + 2) / 3 * 4)
-        var i = 0
-        while i + 3 <= bytes.count {
-            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            out.append(alphabet[Int(n >> 18 & 63)]); out.append(alphabet[Int(n >> 12 & 63)])
-            out.append(alphabet[Int(n >> 6 & 63)]); out.append(alphabet[Int(n & 63)])
-            i += 3
-        }
-        let rest = bytes.count - i
-        if rest > 0 {
-            let n = UInt32(bytes[i]) << 16 | (rest == 2 ? UInt32(bytes[i + 1]) << 8 : 0)
-            out.append(alphabet[Int(n >> 18 & 63)]); out.append(alphabet[Int(n >> 12 & 63)])
-            out.append(rest == 2 ? alphabet[Int(n >> 6 & 63)] : UInt8(ascii: "=")); out.append(UInt8(ascii: "="))
+        let length = (bytes.count + 2) / 3 * 4
+        guard length > 0 else { return }
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: length))
+        alphabet.withUnsafeBufferPointer { table in
+            bytes.withUnsafeBufferPointer { src in
+                out.withUnsafeMutableBufferPointer { whole in
+                    let dst = UnsafeMutableBufferPointer(rebasing: whole[start...])
+                    var i = 0, o = 0
+                    while i + 3 <= src.count {
+                        let n = UInt32(src[i]) << 16 | UInt32(src[i + 1]) << 8 | UInt32(src[i + 2])
+                        dst[o] = table[Int(n >> 18 & 63)]
+                        dst[o + 1] = table[Int(n >> 12 & 63)]
+                        dst[o + 2] = table[Int(n >> 6 & 63)]
+                        dst[o + 3] = table[Int(n & 63)]
+                        i += 3
+                        o += 4
+                    }
+                    let rest = src.count - i
+                    if rest > 0 {
+                        let n = UInt32(src[i]) << 16 | (rest == 2 ? UInt32(src[i + 1]) << 8 : 0)
+                        dst[o] = table[Int(n >> 18 & 63)]
+                        dst[o + 1] = table[Int(n >> 12 & 63)]
+                        dst[o + 2] = rest == 2 ? table[Int(n >> 6 & 63)] : UInt8(ascii: "=")
+                        dst[o + 3] = UInt8(ascii: "=")
+                    }
+                }
+            }
         }
     }
 }

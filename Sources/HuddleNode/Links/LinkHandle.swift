@@ -24,7 +24,7 @@ final class LinkHandle: Sendable {
     /// Queues a chunk: an encrypted header, then the (already encrypted) body as raw frames.
     func sendChunk(id: String, index: Int, body: [UInt8]) {
         let header = LinkMessage.chunkHeader(id: id, index: UInt32(index), length: UInt32(body.count)).encoded()
-        outbox.push(.chunk(header: header, body: body), bytes: body.count + header.count)
+        outbox.push(.chunk(header: header, body: body), bytes: body.count + header.count, bulk: true)
     }
 
     /// Stops the writer after what is queued and closes the connection.

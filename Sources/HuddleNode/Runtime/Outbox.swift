@@ -1,31 +1,68 @@
 import Synchronization
 
-/// A queue between the node (which pushes without waiting) and one writer task (which takes
-/// everything queued at once, so its writes are batched into one flush).
-/// Guarantees: items come out in push order; after `close()` pushes are refused and the waiting
-/// writer is woken with nil once the queue is drained.
+/// A queue between the node (which pushes without waiting) and one writer task (which takes what
+/// is queued at once, so its writes are batched into one flush).
+///
+/// Two lanes: ordinary items, and bulk items (attachment chunks). A batch holds every ordinary
+/// item queued and bulk items up to `bulkBatchBytes` (at least one), so a small message queued
+/// behind megabytes of chunks waits for one chunk's write, not for all of them.
+/// Guarantees: within each lane items come out in push order; after `close()` pushes are refused
+/// and the waiting writer is woken with nil once the queue is drained.
 final class Outbox<Element: Sendable>: Sendable {
     private struct State {
         var items: [Element] = []
+        var bulk: [(Element, Int)] = []
+        var bulkHead = 0
+        /// Bytes of everything queued, both lanes.
         var bytes = 0
+        var itemBytes = 0
         var waiter: CheckedContinuation<[Element]?, Never>?
         var closed = false
+
+        var isEmpty: Bool { items.isEmpty && bulkHead == bulk.count }
+
+        mutating func takeBatch(bulkLimit: Int) -> [Element] {
+            var out = items
+            items = []
+            var taken = 0
+            bytes -= itemBytes
+            itemBytes = 0
+            while bulkHead < bulk.count, taken == 0 || taken + bulk[bulkHead].1 <= bulkLimit {
+                out.append(bulk[bulkHead].0)
+                taken += bulk[bulkHead].1
+                bulkHead += 1
+            }
+            if bulkHead == bulk.count {
+                bulk = []
+                bulkHead = 0
+            } else if bulkHead >= 64 {
+                bulk.removeFirst(bulkHead)
+                bulkHead = 0
+            }
+            bytes -= taken
+            return out
+        }
     }
     private let state = Mutex(State())
+    private let bulkBatchBytes: Int
 
-    /// Bytes queued and not yet taken by the writer.
+    init(bulkBatchBytes: Int = 320 * 1024) {
+        self.bulkBatchBytes = bulkBatchBytes
+    }
+
+    /// Bytes queued (both lanes) and not yet taken by the writer.
     var queuedBytes: Int { state.withLock { $0.bytes } }
 
-    /// Queues `item`; false when the outbox is closed.
+    /// Queues `item` (in the bulk lane when `bulk`); false when the outbox is closed.
     @discardableResult
-    func push(_ item: Element, bytes: Int) -> Bool {
+    func push(_ item: Element, bytes: Int, bulk: Bool = false) -> Bool {
         let wake: (CheckedContinuation<[Element]?, Never>, [Element])? = state.withLock { s in
             guard !s.closed else { return nil }
             if let waiter = s.waiter {
                 s.waiter = nil
                 return (waiter, [item])
             }
-            s.items.append(item)
+            if bulk { s.bulk.append((item, bytes)) } else { s.items.append(item); s.itemBytes += bytes }
             s.bytes += bytes
             return nil
         }
@@ -33,7 +70,7 @@ final class Outbox<Element: Sendable>: Sendable {
         return state.withLock { !$0.closed }
     }
 
-    /// Everything queued, waiting while the queue is empty; nil once closed and drained.
+    /// The next batch, waiting while the queue is empty; nil once closed and drained.
     func takeAll() async -> [Element]? {
         await withTaskCancellationHandler {
             await waitForItems()
@@ -43,12 +80,10 @@ final class Outbox<Element: Sendable>: Sendable {
     }
 
     private func waitForItems() async -> [Element]? {
-        await withCheckedContinuation { (c: CheckedContinuation<[Element]?, Never>) in
+        let limit = bulkBatchBytes
+        return await withCheckedContinuation { (c: CheckedContinuation<[Element]?, Never>) in
             let ready: [Element]?? = state.withLock { s in
-                if !s.items.isEmpty {
-                    defer { s.items = []; s.bytes = 0 }
-                    return .some(s.items)
-                }
+                if !s.isEmpty { return .some(s.takeBatch(bulkLimit: limit)) }
                 if s.closed { return .some(nil) }
                 s.waiter = c
                 return .none
