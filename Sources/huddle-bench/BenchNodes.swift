@@ -109,6 +109,9 @@ final class HuddleCluster {
 
     func kill(_ i: Int) { Glibc.kill(processes[i].processIdentifier, SIGKILL) }
 
+    /// Stops member `i` without closing anything (SIGSTOP): what a host that vanishes looks like.
+    func freeze(_ i: Int) { Glibc.kill(processes[i].processIdentifier, SIGSTOP) }
+
     func stop() {
         for p in processes where p.isRunning { Glibc.kill(p.processIdentifier, SIGKILL) }
         for p in processes { p.waitUntilExit() }

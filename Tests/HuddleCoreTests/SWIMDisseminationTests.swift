@@ -63,3 +63,23 @@ import Testing
     while s.pendingBroadcasts > 0 && t < 30 { t += 0.1; _ = s.tick(now: t) }
     #expect(s.pendingBroadcasts == 0)
 }
+
+@Test func swimSuspicionsByDifferentSuspectersAreGossipedSideBySideUntilAnotherUpdateReplacesThem() {
+    var q = SWIMBroadcastQueue()
+    let a = SWIMGossip.suspect(swimID(5), incarnation: 0, from: swimID(2))
+    let b = SWIMGossip.suspect(swimID(5), incarnation: 0, from: swimID(3))
+    q.enqueue(a)
+    q.enqueue(b)
+    q.enqueue(a)  // the same suspecter again replaces its own
+    #expect(q.count == 2)
+    #expect(Set(q.take(budget: 1000, limit: 4).map { "\($0)" }) == Set([a, b].map { "\($0)" }))
+    #expect(q.pending(swimID(5)) == a)
+    // Any other update about the member (a refutation here) replaces every pending suspicion.
+    var refuted = swimInfo(5); refuted.incarnation = 1
+    q.enqueue(.alive(refuted))
+    #expect(q.count == 1)
+    #expect(q.take(budget: 1000, limit: 4) == [.alive(refuted)])
+    // And a suspicion replaces a pending alive, as before.
+    q.enqueue(b)
+    #expect(q.count == 1 && q.pending(swimID(5)) == b)
+}

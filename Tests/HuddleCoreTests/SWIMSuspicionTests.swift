@@ -96,3 +96,31 @@ private let noFloor: SWIMSettings = {
     #expect(out.emitted.isEmpty)
     #expect(s.members[swimID(3)]?.state == .alive)
 }
+
+@Test func swimALostLinkSuspectsTheMemberAtOnceAsAFailedProbeWould() throws {
+    var s = swimInstance(knowing: Array(2...10), settings: noFloor)
+    let out = s.linkLost(swimID(5), now: 3)
+    #expect(out.emitted(about: 5) == [.suspect])
+    let timer = try #require(s.suspicions[swimID(5)])
+    #expect(timer.suspecters == [swimID(1)] && timer.start == 3)
+    // Our suspicion is gossiped, so the others count it as a confirmation.
+    let gossip = s.tick(now: 3.1).sent.flatMap(\.message.gossip)
+    #expect(gossip.contains(.suspect(swimID(5), incarnation: 0, from: swimID(1))))
+    // Losing it again, or losing a link to ourselves, an unknown or a departed member, does nothing.
+    #expect(s.linkLost(swimID(5), now: 3.2).isEmpty)
+    #expect(s.linkLost(swimID(1), now: 3.2).isEmpty)
+    #expect(s.linkLost(swimID(99), now: 3.2).isEmpty)
+    _ = s.receive(swimGossip(from: 6, [.left(swimID(6), incarnation: 1)]), from: "x", now: 3.3)
+    #expect(s.linkLost(swimID(6), now: 3.4).isEmpty)
+    #expect(s.members[swimID(6)]?.state == .left)
+}
+
+@Test func swimALiveMemberWhoseLinkWasLostRefutesAndStaysAlive() {
+    var s = swimInstance(knowing: Array(2...10), settings: noFloor)
+    _ = s.linkLost(swimID(5), now: 3)
+    var refuted = swimInfo(5); refuted.incarnation = 1
+    let out = s.receive(swimGossip(from: 5, [.alive(refuted)]), from: "x", now: 3.2)
+    #expect(out.emitted(about: 5) == [.alive])
+    #expect(s.suspicions[swimID(5)] == nil)
+    #expect(s.tick(now: 10).emitted(about: 5).isEmpty)
+}

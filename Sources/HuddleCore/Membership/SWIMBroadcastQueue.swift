@@ -1,7 +1,10 @@
 /// Pending membership updates waiting to be piggybacked (memberlist `TransmitLimitedQueue`).
 ///
 /// Guarantees: at most one update per member is pending (a newer update about a member replaces
-/// the older one); updates sent the fewest times go first, newest first among equals; each update
+/// the older one), except that suspicions of one member by different suspecters are pending side
+/// by side (they are Lifeguard's independent confirmations: if they replaced each other, members
+/// would hear too few of them and the suspicion timeout would not shrink), until any other update
+/// about that member replaces them all; updates sent the fewest times go first, newest first among equals; each update
 /// is sent at most `limit` times, then dropped; one `take` never returns the same update twice and
 /// never exceeds its byte budget. `take` costs time proportional to what it returns plus stale
 /// entries it discards, not to the queue length.
@@ -14,8 +17,22 @@ public struct SWIMBroadcastQueue: Sendable {
 
     /// `buckets[t]` holds updates sent `t` times, oldest first.
     private var buckets: [[Entry]] = [[]]
-    /// The current generation of each member's pending update; entries of older generations are stale.
-    private var current: [MemberID: UInt64] = [:]
+    /// What an update replaces: the pending update about the same member, or for a suspicion the
+    /// pending suspicion of the same member by the same suspecter.
+    private struct Key: Hashable, Sendable {
+        let member: MemberID
+        let suspecter: MemberID?
+        init(member: MemberID, suspecter: MemberID?) { self.member = member; self.suspecter = suspecter }
+        init(_ gossip: SWIMGossip) {
+            member = gossip.member
+            if case let .suspect(_, _, from) = gossip { suspecter = from } else { suspecter = nil }
+        }
+    }
+
+    /// The current generation of each pending update; entries of older generations are stale.
+    private var current: [Key: UInt64] = [:]
+    /// The suspecters whose suspicions of a member are pending.
+    private var suspecters: [MemberID: Set<MemberID>] = [:]
     private var generation: UInt64 = 0
 
     public init() {}
@@ -24,18 +41,36 @@ public struct SWIMBroadcastQueue: Sendable {
     public var count: Int { current.count }
     public var isEmpty: Bool { current.isEmpty }
 
-    /// Queues `gossip`, replacing any pending update about the same member.
+    /// Queues `gossip`, replacing the pending update it supersedes (see the type's guarantees).
     public mutating func enqueue(_ gossip: SWIMGossip) {
         generation += 1
-        current[gossip.member] = generation
+        let key = Key(gossip)
+        current[Key(member: key.member, suspecter: nil)] = nil
+        if let suspecter = key.suspecter {
+            suspecters[key.member, default: []].insert(suspecter)
+        } else {
+            for suspecter in suspecters.removeValue(forKey: key.member) ?? [] {
+                current[Key(member: key.member, suspecter: suspecter)] = nil
+            }
+        }
+        current[key] = generation
         buckets[0].append(Entry(gossip: gossip, generation: generation, size: gossip.encodedSize))
     }
 
-    /// The pending update about `member`, if any.
+    /// The newest pending update about `member`, if any.
     public func pending(_ member: MemberID) -> SWIMGossip? {
-        guard let g = current[member] else { return nil }
+        let keys = [Key(member: member, suspecter: nil)] + (suspecters[member] ?? []).map { Key(member: member, suspecter: $0) }
+        guard let g = keys.compactMap({ current[$0] }).max() else { return nil }
         for bucket in buckets { if let e = bucket.last(where: { $0.generation == g }) { return e.gossip } }
         return nil
+    }
+
+    private mutating func forget(_ key: Key) {
+        current[key] = nil
+        if let suspecter = key.suspecter {
+            suspecters[key.member]?.remove(suspecter)
+            if suspecters[key.member]?.isEmpty == true { suspecters[key.member] = nil }
+        }
     }
 
     /// Up to `budget` bytes of updates; each counts as one more transmission, dropped at `limit`.
@@ -51,12 +86,12 @@ public struct SWIMBroadcastQueue: Sendable {
             var skipped = 0
             while i >= 0, skipped < 32, left >= SWIMGossip.minimumEncodedSize, out.count < SWIMMessage.maxGossip {
                 let e = buckets[t][i]
-                if current[e.gossip.member] != e.generation {
+                if current[Key(e.gossip)] != e.generation {
                     removed.append(i); lowestRemoved = i
                 } else if e.size <= left {
                     out.append(e.gossip); left -= e.size
                     removed.append(i); lowestRemoved = i
-                    if t + 1 < limit { moved.append((t + 1, e)) } else { current[e.gossip.member] = nil }
+                    if t + 1 < limit { moved.append((t + 1, e)) } else { forget(Key(e.gossip)) }
                 } else {
                     skipped += 1
                 }
@@ -82,6 +117,6 @@ public struct SWIMBroadcastQueue: Sendable {
 
     /// Drops everything pending.
     public mutating func removeAll() {
-        buckets = [[]]; current = [:]
+        buckets = [[]]; current = [:]; suspecters = [:]
     }
 }

@@ -174,3 +174,20 @@ extension SWIMInstance {
         probeIndex = min(probeIndex, probeOrder.count)
     }
 }
+
+extension SWIMInstance {
+    /// The shell's reliable link to `member` ended without a `left` first (its process exited and
+    /// its kernel closed the connection): evidence as strong as a failed probe, but arriving at
+    /// once instead of after a probe period. The member is suspected exactly as if our probe had
+    /// failed, so every member linked to it suspects it within milliseconds, the confirmations
+    /// bring the timeout to its minimum, and a crashed process is failed one suspicion minimum
+    /// after it died. A live member refutes as usual. A paused or partitioned member keeps its
+    /// connections open, so this never shortens the pause a member survives.
+    public mutating func linkLost(_ member: MemberID, now: Double) -> [SWIMAction] {
+        start(now)
+        guard local.state != .left, member != local.id, let m = members[member], m.state == .alive else { return [] }
+        var actions: [SWIMAction] = []
+        applySuspect(member, incarnation: m.incarnation, from: local.id, now: now, into: &actions)
+        return actions
+    }
+}

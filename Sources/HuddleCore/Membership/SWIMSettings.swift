@@ -27,7 +27,9 @@ public struct SWIMSettings: Sendable, Equatable {
     /// Floor of the minimum suspicion timeout, whatever N. A member stopped for a moment (SIGSTOP,
     /// a VM pause, a long GC-like stall) refutes as soon as it runs again, so this is the pause it
     /// survives: a 2 s stop raises suspicion at the earliest ~0.5 s in and is refuted at 2 s, well
-    /// before 0.5 + 2.5 s. It costs crash detection at small N: about 3–3.5 s instead of 1.5–2.5 s.
+    /// before 0.5 + 2.5 s. A crashed process costs only this floor: its links close, every member
+    /// suspects it at once (`SWIMInstance.linkLost`) and it is failed ~2.5 s after it died. A host
+    /// that vanishes without closing its connections is found by probes: about 3.5–4 s.
     public var minSuspicionTimeout: Double = 2.5
     /// β: the suspicion timeout starts at β × minimum and shrinks towards the minimum as independent
     /// confirmations arrive (Lifeguard §IV.B). A lone suspecter (maybe the slow one) waits β times longer.

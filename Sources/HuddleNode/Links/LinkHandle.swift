@@ -10,6 +10,10 @@ final class LinkHandle: Sendable {
     let outbox = Outbox<LinkOutbound>()
     let channel: Channel
     let remoteAddress: String
+    /// When the link was registered; a link that ends within `LinkHandle.settling` of it is a
+    /// duplicate losing a dial race, not a sign that the peer is gone.
+    let opened = ContinuousClock.now
+    static let settling = Duration.seconds(1)
 
     init(peer: MemberInfo, dialer: MemberID, channel: Channel) {
         self.peer = peer

@@ -157,6 +157,9 @@ actor Node {
         announced[peer] = nil
         planner.linkDown(peer)
         resumePushPullWaiters(peer)
+        if !stopping && ContinuousClock.now - link.opened >= LinkHandle.settling {
+            execute(swim.linkLost(peer, now: now))
+        }
     }
 
     /// Exchanges full membership state with `peer` over its link and waits (until the link closes)
