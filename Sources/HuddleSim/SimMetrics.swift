@@ -13,6 +13,7 @@ struct SimMetrics: Sendable {
     var failedAt: [Int: [Int: Double]] = [:]
     var falsePositives = 0
     var partitionFailures = 0
+    var lastPartitionFailure: Double?
     var falseSuspicions = 0
     var leftReports = 0
     var leftReportedFailed = 0
@@ -53,6 +54,7 @@ struct SimMetrics: Sendable {
                 leftReportedFailed += 1
             } else if acrossPartition {
                 partitionFailures += 1
+                lastPartitionFailure = now
             } else if targetLive {
                 falsePositives += 1
             }
@@ -105,6 +107,7 @@ extension Simulation {
             joinConvergence: .init(joins), crashes: crashed.count, crashesDetected: detected,
             detection: .init(detections), firstDetection: .init(firsts),
             falsePositives: metrics.falsePositives, partitionFailures: metrics.partitionFailures,
+            partitionSplit: metrics.lastPartitionFailure.flatMap { last in scenario.partitions.first.map { last - $0.start } },
             falseSuspicions: metrics.falseSuspicions,
             leftReports: metrics.leftReports, leftReportedFailed: metrics.leftReportedFailed,
             viewsConverged: mismatches == 0, viewMismatches: mismatches,

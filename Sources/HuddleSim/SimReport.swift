@@ -36,6 +36,9 @@ public struct SimReport: Sendable, Codable, Equatable {
     public var falsePositives: Int
     /// Times a running member was marked failed across an active partition (expected).
     public var partitionFailures: Int
+    /// From the start of the first partition until its last failure across it (each side has
+    /// declared the other failed).
+    public var partitionSplit: Double?
     /// Times a running member was marked suspect (each one refuted or led to a false positive).
     public var falseSuspicions: Int
     /// Times a member that left was reported `left` / wrongly `failed`.

@@ -89,7 +89,7 @@ struct HuddleSimCommand: ParsableCommand {
             ("crash failed at first (median / max)", "\(s(r.firstDetection.median)) / \(s(r.firstDetection.max))"),
             ("false positives (live marked failed)", "\(r.falsePositives)"),
             ("suspicions of live members", "\(r.falseSuspicions)"),
-            ("failures across the partition", "\(r.partitionFailures)"),
+            ("failures across the partition", "\(r.partitionFailures)" + (r.partitionSplit.map { " (split after \(String(format: "%.2f", $0)) s)" } ?? "")),
             ("left reported left / failed", "\(r.leftReports) / \(r.leftReportedFailed)"),
             ("final views agree", r.viewsConverged ? "yes" : "no (\(r.viewMismatches) mismatches)"),
             ("datagrams per member per s", n(r.messagesPerMemberSecond)),
