@@ -11,10 +11,12 @@ func wallNanos() -> Int64 {
 struct BenchError: Error, CustomStringConvertible { let description: String }
 
 /// Polls `condition` until it holds or `seconds` pass.
+/// Polls `condition` until it holds; a `BenchError` thrown by it ends the wait at once, other errors
+/// count as "not yet".
 func waitFor(_ what: String, seconds: Double = 60, _ condition: () async throws -> Bool) async throws {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while ContinuousClock.now < deadline {
-        if (try? await condition()) == true { return }
+        do { if try await condition() { return } } catch let error as BenchError { throw error } catch {}
         try await Task.sleep(for: .milliseconds(20))
     }
     throw BenchError(description: "timed out waiting for \(what)")
@@ -79,7 +81,8 @@ final class HuddleCluster {
         p.executableURL = URL(fileURLWithPath: binary)
         p.arguments = ["run", "--key", key, "--listen", "127.0.0.1:0", "--name", "n\(i)", "--control", control, "--data-dir", "\(dir)/d\(i)"]
             + (addrs.indices.contains(joinVia) ? ["--join", addrs[joinVia]] : [])
-        p.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        FileManager.default.createFile(atPath: "\(dir)/n\(i).log", contents: nil)
+        p.standardError = FileHandle(forWritingAtPath: "\(dir)/n\(i).log")
         try p.run()
         processes.append(p)
         controls.append(control)
@@ -115,7 +118,34 @@ final class HuddleCluster {
     func stop() {
         for p in processes where p.isRunning { Glibc.kill(p.processIdentifier, SIGKILL) }
         for p in processes { p.waitUntilExit() }
-        try? FileManager.default.removeItem(atPath: dir)
+        if ProcessInfo.processInfo.environment["HUDDLE_BENCH_KEEP"] != nil {
+            FileHandle.standardError.write(Data("huddle-bench: kept \(dir) (node logs n*.log)\n".utf8))
+        } else {
+            try? FileManager.default.removeItem(atPath: dir)
+        }
+    }
+}
+
+/// The first of `count` consecutive loopback ports, all free for TCP and UDP, in 20000–32000
+/// (below Linux's default ephemeral range, 32768–60999).
+func freePortBlock(count: Int) throws -> Int {
+    for _ in 0..<200 {
+        let base = Int.random(in: 20000...(32000 - count))
+        if (base..<base + count).allSatisfy({ portIsFree($0, SOCK_STREAM) && portIsFree($0, SOCK_DGRAM) }) { return base }
+    }
+    throw BenchError(description: "no block of \(count) free loopback ports in 20000–32000")
+}
+
+private func portIsFree(_ port: Int, _ type: __socket_type) -> Bool {
+    let fd = socket(AF_INET, Int32(type.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_port = in_port_t(UInt16(port).bigEndian)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
     }
 }
 
@@ -141,8 +171,11 @@ final class SerfCluster {
         chmod("\(dir)/handler.sh", 0o755)
     }
 
-    func start(_ count: Int, basePort: Int) async throws {
+    /// Starts `count` agents on a block of free loopback ports below the kernel's ephemeral range
+    /// (so no outgoing connection of another process can take one of them while the agents start).
+    func start(_ count: Int) async throws {
         let key = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        let basePort = try freePortBlock(count: 2 * count)
         for i in 0..<count {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: "/usr/bin/serf")
@@ -156,7 +189,10 @@ final class SerfCluster {
             rpc.append("127.0.0.1:\(basePort + 2 * i + 1)")
         }
         try await waitFor("\(count) serf agents to see each other") {
-            (try self.output(["members", "-rpc-addr=\(self.rpc[0])", "-status=alive"])).split(separator: "\n").count == count
+            if let dead = self.processes.firstIndex(where: { !$0.isRunning }) {
+                throw BenchError(description: "serf agent \(dead) exited at start (status \(self.processes[dead].terminationStatus))")
+            }
+            return (try self.output(["members", "-rpc-addr=\(self.rpc[0])", "-status=alive"])).split(separator: "\n").count == count
         }
     }
 

@@ -25,7 +25,7 @@ extension Scenarios {
         }
         let serf: SerfCluster? = SerfCluster.available ? try SerfCluster(label: "fp\(n)") : nil
         defer { serf?.stop() }
-        try await serf?.start(n, basePort: 43000 + n * 10)
+        try await serf?.start(n)
         let hog = CPUHog(threads: ProcessInfo.processInfo.activeProcessorCount)
         try await Task.sleep(for: .seconds(seconds))
         hog.stop()

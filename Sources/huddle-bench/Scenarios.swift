@@ -74,7 +74,7 @@ struct Scenarios {
     private func serfLatency(n: Int, count: Int) async throws -> [Double] {
         let serf = try SerfCluster(label: "lat\(n)")
         defer { serf.stop() }
-        try await serf.start(n, basePort: 41000 + n * 10)
+        try await serf.start(n)
         for i in 0..<count {
             _ = try serf.output(["event", "-rpc-addr=\(serf.rpc[0])", "-coalesce=false", "bench", "\(wallNanos()) \(i)"])
             try await Task.sleep(for: .milliseconds(20))
@@ -176,7 +176,7 @@ struct Scenarios {
         let started = ContinuousClock.now
         let serf = try SerfCluster(label: "mem\(n)")
         defer { serf.stop() }
-        try await serf.start(n, basePort: 42000 + n * 10)
+        try await serf.start(n)
         let join = (ContinuousClock.now - started).seconds
         var out: [Double] = []
         for r in 0..<repeats {
