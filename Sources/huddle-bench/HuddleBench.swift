@@ -7,7 +7,8 @@ import Foundation
 struct HuddleBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "huddle-bench",
-        abstract: "Benchmarks real huddle processes on this machine against Serf, raw TCP and the simulator.")
+        abstract: "Benchmarks real huddle processes on this machine against Serf, raw TCP and the simulator.",
+        discussion: "Rows print as each scenario ends. Set HUDDLE_BENCH_KEEP=1 to keep every cluster's directory (node logs n*.log) for diagnosis.")
 
     @Flag(help: "Short runs (under 3 minutes): what CI may run as a smoke test.") var quick = false
     @Option(help: "Comma-separated scenarios: latency, throughput, membership, stability, attachment, transfer-latency, crypto, scale.")
@@ -29,7 +30,11 @@ struct HuddleBench: AsyncParsableCommand {
             do { new = try await measure() } catch {
                 new = [BenchRow(scenario: name, measure: "", huddle: "failed: \(error)", comparison: "", ratio: "", target: "")]
             }
-            for r in new { print("\(r.scenario) | \(r.measure) | \(r.huddle) | \(r.comparison) | \(r.ratio) | \(r.target)") }
+            // Written at once (not through print's buffer), so rows appear as they are measured even
+            // when the output goes to a file.
+            for r in new {
+                FileHandle.standardOutput.write(Data("\(r.scenario) | \(r.measure) | \(r.huddle) | \(r.comparison) | \(r.ratio) | \(r.target)\n".utf8))
+            }
             rows += new
         }
         if wanted.contains("latency") { for n in quick ? [4] : [4, 8] { await record("latency N=\(n)") { try await s.latency(n: n) } } }

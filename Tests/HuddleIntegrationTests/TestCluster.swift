@@ -68,11 +68,24 @@ final class TestNode: @unchecked Sendable {
 
     func client() async throws -> ControlClient { try await ControlClient.connect(path: control) }
 
-    /// One request on a fresh connection.
-    func request(_ op: String, _ fields: JSONObject = [:]) async throws -> JSONObject {
+    /// One request on a fresh connection; a reply that does not come within `seconds` fails the
+    /// test with the op's name instead of hanging the suite.
+    func request(_ op: String, _ fields: JSONObject = [:], within seconds: Double = 300) async throws -> JSONObject {
         let c = try await client()
         defer { Task { await c.close() } }
-        return try await c.request(op, fields)
+        return try await withThrowingTaskGroup(of: JSONObject?.self) { group in
+            group.addTask { try await c.request(op, fields) }
+            group.addTask {
+                try await Task.sleep(for: .seconds(seconds))
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let reply = first else {
+                await c.close()  // fails the pending request, so the group can finish
+                throw TestTimeout(description: "\(name) did not answer \(op) within \(seconds) s")
+            }
+            return reply
+        }
     }
 
     func aliveMembers() async throws -> Int {

@@ -12,7 +12,7 @@
 ///   (every missing chunk already requested) each missing chunk is also asked of a second holder.
 public struct Swarm: Sendable {
     public struct Settings: Sendable {
-        public var window = 8
+        public var window = 3
         public var requestTimeout = 4.0
         public var reofferAfter = 3.0
         public init() {}
@@ -36,6 +36,8 @@ public struct Swarm: Sendable {
         /// chunk → (peer, when) of requests in flight.
         var outstanding: [Int: [(peer: MemberID, at: Double)]] = [:]
         var bad: Set<[UInt64]> = []
+
+        func isBad(_ index: Int, from peer: MemberID) -> Bool { !bad.isEmpty && bad.contains([UInt64(index), peer.raw]) }
         /// Uploader side: chunk → (member it was first sent to, when).
         var served: [Int: (peer: MemberID, at: Double)] = [:]
     }
@@ -166,7 +168,8 @@ public struct Swarm: Sendable {
             for asks in t.outstanding.values { for ask in asks { load[ask.peer, default: 0] += 1 } }
             var missing: [(index: Int, availability: Int, tie: UInt64)] = []
             for index in 0..<t.chunkCount where !t.have[index] {
-                let holders = t.peerOffer.filter { $0.value[index] && !t.bad.contains([UInt64(index), $0.key.raw]) }.count
+                var holders = 0
+                for (peer, offer) in t.peerOffer where offer[index] && !t.isBad(index, from: peer) { holders += 1 }
                 if holders > 0 { missing.append((index, holders, rng.next())) }
             }
             missing.sort { ($0.availability, $0.tie) < ($1.availability, $1.tie) }
@@ -175,11 +178,15 @@ public struct Swarm: Sendable {
             for chunk in endgame ? missing : unrequested {
                 let asked = Set(t.outstanding[chunk.index]?.map(\.peer) ?? [])
                 if endgame && asked.count >= 2 { continue }
-                let candidates = t.peerOffer.filter {
-                    $0.value[chunk.index] && !asked.contains($0.key) && (load[$0.key] ?? 0) < settings.window
-                        && !t.bad.contains([UInt64(chunk.index), $0.key.raw])
-                }.map(\.key)
-                guard let peer = candidates.min(by: { (load[$0] ?? 0, $0 == t.uploader ? 1 : 0, $0.raw) < (load[$1] ?? 0, $1 == t.uploader ? 1 : 0, $1.raw) }) else { continue }
+                // The holder with the most free window (the uploader last, then by id for determinism).
+                var best: (peer: MemberID, rank: (Int, Int, UInt64))?
+                for (peer, offer) in t.peerOffer where offer[chunk.index] && !asked.contains(peer) && !t.isBad(chunk.index, from: peer) {
+                    let busy = load[peer] ?? 0
+                    guard busy < settings.window else { continue }
+                    let rank = (busy, peer == t.uploader ? 1 : 0, peer.raw)
+                    if best.map({ rank < $0.rank }) ?? true { best = (peer, rank) }
+                }
+                guard let peer = best?.peer else { continue }
                 load[peer, default: 0] += 1
                 t.outstanding[chunk.index, default: []].append((peer, now))
                 requests.append(Request(peer: peer, id: id, index: chunk.index))

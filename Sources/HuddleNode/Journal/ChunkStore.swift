@@ -18,18 +18,46 @@ struct ChunkStore: Sendable {
     private func directory(_ id: String) -> String { "\(root)/\(id)" }
     func path(_ id: String, _ index: Int) -> String { "\(root)/\(id)/\(index)" }
 
+    /// Writes one chunk file with plain system calls: no intermediate copies, and no second
+    /// temporary file (the `.part` name and the rename already make the write atomic).
     func write(_ id: String, _ index: Int, _ bytes: [UInt8]) throws {
-        try FileManager.default.createDirectory(atPath: directory(id), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        if mkdir(directory(id), 0o700) != 0 && errno != EEXIST {
+            throw NodeError("cannot create chunk directory \(directory(id)): \(String(cString: strerror(errno)))")
+        }
         let final = path(id, index)
         let temporary = final + ".part"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(bytes), attributes: [.posixPermissions: 0o600]) else {
-            throw NodeError("cannot write chunk file \(temporary)")
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw NodeError("cannot write chunk file \(temporary): \(String(cString: strerror(errno)))") }
+        let written = bytes.withUnsafeBytes { writeAll(fd, $0) }
+        close(fd)
+        guard written else {
+            unlink(temporary)
+            throw NodeError("cannot write chunk file \(temporary): \(String(cString: strerror(errno)))")
         }
         guard Foundation.rename(temporary, final) == 0 else { throw NodeError("cannot rename chunk file \(temporary)") }
     }
 
+    /// The chunk file's bytes, read straight into one array; nil when it is missing or unreadable.
     func read(_ id: String, _ index: Int) -> [UInt8]? {
-        FileManager.default.contents(atPath: path(id, index)).map { Array($0) }
+        let fd = open(path(id, index), O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_size >= 0, info.st_size <= Int(Int32.max) else { return nil }
+        let size = Int(info.st_size)
+        var complete = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            var done = 0
+            while done < size {
+                let n = Foundation.read(fd, buffer.baseAddress! + done, size - done)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { break }
+                done += n
+            }
+            count = done
+            complete = done == size
+        }
+        return complete ? bytes : nil
     }
 
     /// Gives an imported attachment its real id (known once every chunk is hashed).
@@ -71,4 +99,16 @@ struct ChunkStore: Sendable {
         }
         return (hashes, size, key)
     }
+}
+
+/// Writes all of `bytes` to `fd`, retrying short writes and EINTR; false on any other error.
+func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    var done = 0
+    while done < bytes.count {
+        let n = Foundation.write(fd, bytes.baseAddress! + done, bytes.count - done)
+        if n < 0 && errno == EINTR { continue }
+        guard n > 0 else { return false }
+        done += n
+    }
+    return true
 }

@@ -93,24 +93,26 @@ extension Node {
         return ["attachment": attachmentJSON(id), "path": .string(path)]
     }
 
-    /// Decrypts chunk by chunk into `path.part-…`, syncs, renames over `path`.
+    /// Decrypts chunk by chunk into `path.part-…`, then renames it over `path`, so a reader sees
+    /// the old file or the whole new one. Every chunk is authenticated by its AEAD tag as it is
+    /// opened (the store holds only chunks whose hash was checked when they arrived), so a chunk
+    /// damaged on disk fails here and is named in the error. Like `cp`, it does not fsync.
     nonisolated static func writePlaintext(_ manifest: Manifest, key: [UInt8], store: ChunkStore, to path: String) throws {
         let temporary = "\(path).part-\(hexString(SecureRandom.bytes(4)))"
-        guard FileManager.default.createFile(atPath: temporary, contents: nil), let out = FileHandle(forWritingAtPath: temporary) else {
-            throw ControlError(code: .ioError, message: "cannot create \(temporary)")
-        }
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw ControlError(code: .ioError, message: "cannot create \(temporary): \(String(cString: strerror(errno)))") }
         do {
             for index in 0..<manifest.chunkCount {
-                guard let sealed = store.read(manifest.id, index), ChunkCipher.hash(sealed) == manifest.chunkHashes[index],
-                      let plain = try? ChunkCipher.open(sealed, index: index, key: key) else {
+                guard let sealed = store.read(manifest.id, index), let plain = try? ChunkCipher.open(sealed, index: index, key: key) else {
                     throw ControlError(code: .internal, message: "\(index)")
                 }
-                try out.write(contentsOf: plain)
+                guard plain.withUnsafeBytes({ writeAll(fd, $0) }) else {
+                    throw ControlError(code: .ioError, message: "cannot write \(temporary): \(String(cString: strerror(errno)))")
+                }
             }
-            try out.synchronize()
-            try out.close()
+            close(fd)
         } catch {
-            try? out.close()
+            close(fd)
             unlink(temporary)
             throw error
         }
@@ -167,14 +169,16 @@ extension Node {
         _ = counters.chunksServed.wrappingAdd(1, ordering: .relaxed)
     }
 
-    /// A chunk body arrived (requested, or pushed by a leaving member): checked, then stored.
-    func chunkReceived(id: String, index: Int, body: [UInt8], from link: LinkHandle) {
+    /// A chunk body arrived (requested, or pushed by a leaving member) with its BLAKE2b hash:
+    /// checked against the manifest, then stored.
+    func chunkReceived(id: String, index: Int, body: [UInt8], hash: [UInt8], from link: LinkHandle) {
         guard let a = attachments[id], !a.removed, index >= 0, index < a.manifest.chunkCount else { return }
-        let valid = ChunkCipher.hash(body) == a.manifest.chunkHashes[index]
+        let valid = hash == a.manifest.chunkHashes[index]
         if !valid {
             _ = counters.corruptChunks.wrappingAdd(1, ordering: .relaxed)
             log.warning("chunk \(index) of \(id) from \(link.peer.id) failed its hash; asking another holder")
         }
+        defer { requestChunks(now: now) }
         guard swarm.chunkArrived(id: id, index: index, from: link.peer.id, valid: valid) else { return }
         do {
             try store.write(id, index, body)
@@ -214,15 +218,18 @@ extension Node {
 
     /// Requests, announcements to peers, and state changes (replicated / unavailable).
     func tickSwarm(now t: Double) {
-        for request in swarm.tick(now: t) {
-            links[request.peer]?.send(LinkMessage.chunkRequest(id: request.id, index: UInt32(request.index)).encoded())
-        }
+        requestChunks(now: t)
         for id in swarm.ids {
             guard let have = swarm.have(id) else { continue }
+            let complete = Set(swarm.completeHolders(id))
             for (peer, link) in links where isLive(peer) {
                 guard let offer = swarm.offer(id, to: peer, now: t) else { continue }
-                if let last = announced[peer]?[id], last.have == have, last.offer == offer { continue }
-                announced[peer, default: [:]][id] = (have, offer)
+                // Only changes are sent, but a peer still fetching hears it again every
+                // `haveRefresh` seconds: a `have` that reached it before the attachment's journal
+                // entry (and was dropped there) must not leave it waiting forever.
+                if let last = announced[peer]?[id], last.have == have, last.offer == offer,
+                   complete.contains(peer) || t - last.at < Self.haveRefresh { continue }
+                announced[peer, default: [:]][id] = (have, offer, t)
                 link.send(LinkMessage.have(id: id, have: have, offer: offer).encoded())
             }
             let state = attachmentState(id)
@@ -231,6 +238,15 @@ extension Node {
                 if state == "replicated" || state == "unavailable" { emitAttachment(state, id) }
                 wakeWaiters(id)
             }
+        }
+    }
+
+    /// Asks holders for chunks up to each one's window: on every swarm tick, and as soon as a
+    /// chunk arrives (its window slot is free again), so transfers are paced by round trips, not
+    /// by the tick.
+    func requestChunks(now t: Double) {
+        for request in swarm.tick(now: t) {
+            links[request.peer]?.send(LinkMessage.chunkRequest(id: request.id, index: UInt32(request.index)).encoded())
         }
     }
 

@@ -126,7 +126,9 @@ enum LinkSession {
                             node.counters.addReceived(.chunks, chunk.length)
                             if !messages.isEmpty { await node.linkReceived(link, messages) }
                             messages = []
-                            await node.chunkReceived(id: chunk.id, index: Int(chunk.index), body: chunk.body, from: link)
+                            // Hashed here, off the node's actor, so messages on other links are not held up.
+                            let hash = ChunkCipher.hash(chunk.body)
+                            await node.chunkReceived(id: chunk.id, index: Int(chunk.index), body: chunk.body, hash: hash, from: link)
                             continue
                         }
                         let record = try cipher.decrypt(ad: [], ciphertext: Array(frame.readableBytesView))

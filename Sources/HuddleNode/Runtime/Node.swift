@@ -35,7 +35,9 @@ actor Node {
     var attachments: [String: Attachment] = [:]
     var swarm: Swarm
     /// What was last announced to each peer about each attachment (so only changes are sent).
-    var announced: [MemberID: [String: (have: Bitfield, offer: Bitfield)]] = [:]
+    var announced: [MemberID: [String: (have: Bitfield, offer: Bitfield, at: Double)]] = [:]
+    /// How often an unchanged `have` is repeated to a peer that is still fetching.
+    static let haveRefresh = 1.0
     var attachmentWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
     var lastSwarmTick = -1.0
     var links: [MemberID: LinkHandle] = [:]
