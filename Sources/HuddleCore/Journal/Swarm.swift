@@ -14,7 +14,7 @@ public struct Swarm: Sendable {
     public struct Settings: Sendable {
         /// Chunks in flight per peer. Requests go out as each chunk arrives, so 3 (768 KiB)
         /// keeps a loopback link busy while bounding the bulk bytes a message can queue behind
-        /// (8 measured: p99 broadcast latency during a transfer 65–92 ms; 3: 16–18 ms).
+        /// (see BENCHMARKS.md, "latency during a 100 MiB attachment").
         public var window = 3
         public var requestTimeout = 4.0
         public var reofferAfter = 3.0
