@@ -12,9 +12,10 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
 
 @Test func requestsGoRarestFirstAndRespectTheWindow() {
     var swarm = Swarm(local: me, seed: 1)
-    swarm.setPeers([me, p2, p3, p4])
-    swarm.add(id: "x", chunkCount: 4, uploader: p2, haveAll: false, now: 0)
-    // chunk 3 is offered by one peer, chunks 0-2 by three.
+    let uploader = MemberID(raw: 5)
+    swarm.setPeers([me, p2, p3, p4, uploader])
+    swarm.add(id: "x", chunkCount: 4, uploader: uploader, haveAll: false, now: 0)
+    // chunk 3 is offered by one peer, chunks 0-2 by three (the uploader offers nothing here).
     for p in [p2, p3, p4] { swarm.peerAnnounced(p, id: "x", have: bits(4, [0, 1, 2, 3]), offer: bits(4, p == p4 ? [0, 1, 2, 3] : [0, 1, 2])) }
     let requests = swarm.tick(now: 0)
     #expect(requests.first?.index == 3 && requests.first?.peer == p4)
@@ -48,10 +49,27 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
     #expect(uploader.completeHolders("x") == [me])
 }
 
+@Test func theUploaderIsAskedOnlyForChunksNoOtherMemberOffers() {
+    var narrow = Swarm.Settings()
+    narrow.window = 1
+    var swarm = Swarm(local: me, seed: 5, settings: narrow)
+    swarm.setPeers([me, p2, p3])
+    swarm.add(id: "x", chunkCount: 3, uploader: p2, haveAll: false, now: 0)
+    // The uploader offers all three chunks; p3 offers 0 and 1 (and has room for one request).
+    swarm.peerAnnounced(p2, id: "x", have: bits(3, [0, 1, 2]), offer: bits(3, [0, 1, 2]))
+    swarm.peerAnnounced(p3, id: "x", have: bits(3, [0, 1]), offer: bits(3, [0, 1]))
+    let requests = swarm.tick(now: 0)
+    #expect(requests.filter { $0.peer == p2 }.map(\.index) == [2], "only the chunk nobody else offers comes from the uploader")
+    #expect(requests.filter { $0.peer == p3 }.count == 1, "p3 gets one (its window), the other waits for p3")
+    _ = swarm.chunkArrived(id: "x", index: requests.first { $0.peer == p3 }!.index, from: p3, valid: true)
+    let next = swarm.tick(now: 0.1)
+    #expect(next.map(\.peer) == [p3], "the freed window at p3 is used, still not the uploader")
+}
+
 @Test func timeoutsBadChunksAndEndgameAskOtherHolders() {
     var swarm = Swarm(local: me, seed: 3)
-    swarm.setPeers([me, p2, p3])
-    swarm.add(id: "x", chunkCount: 1, uploader: p2, haveAll: false, now: 0)
+    swarm.setPeers([me, p2, p3, p4])
+    swarm.add(id: "x", chunkCount: 1, uploader: p4, haveAll: false, now: 0)
     for p in [p2, p3] { swarm.peerAnnounced(p, id: "x", have: bits(1, [0]), offer: bits(1, [0])) }
     let first = swarm.tick(now: 0)
     #expect(first.count == 1)

@@ -6,7 +6,8 @@
 ///   most `window` chunks in flight per peer, spread over the holders with the most free window;
 /// - the uploader offers each peer only its share of the chunks it has not sent to anyone yet, so
 ///   it sends each chunk once before any twice (super-seeding); a chunk it sent whose receiver
-///   then left, or that nobody else holds after `reofferAfter`, is offered again;
+///   then left, or that a peer still lacks after `reofferAfter`, is offered again; requesters ask
+///   the uploader only for chunks no other member offers;
 /// - a request unanswered after `requestTimeout`, or answered with a chunk that fails its hash,
 ///   is asked of another holder (never again of the peer that sent a bad chunk); near the end
 ///   (every missing chunk already requested) each missing chunk is also asked of a second holder.
@@ -181,15 +182,24 @@ public struct Swarm: Sendable {
             for chunk in endgame ? missing : unrequested {
                 let asked = Set(t.outstanding[chunk.index]?.map(\.peer) ?? [])
                 if endgame && asked.count >= 2 { continue }
-                // The holder with the most free window (the uploader last, then by id for determinism).
-                var best: (peer: MemberID, rank: (Int, Int, UInt64))?
-                for (peer, offer) in t.peerOffer where offer[chunk.index] && !asked.contains(peer) && !t.isBad(chunk.index, from: peer) {
+                // The holder with the most free window (then by id, for determinism). The uploader
+                // is asked only when no other member offers the chunk, even a busy one: it then
+                // sends each chunk about once, and the others spread it.
+                var best: (peer: MemberID, rank: (Int, UInt64))?
+                var othersOffer = false
+                var uploaderFree = false
+                for (peer, offer) in t.peerOffer where offer[chunk.index] && !t.isBad(chunk.index, from: peer) {
+                    if peer != t.uploader { othersOffer = true }
                     let busy = load[peer] ?? 0
-                    guard busy < settings.window else { continue }
-                    let rank = (busy, peer == t.uploader ? 1 : 0, peer.raw)
+                    guard !asked.contains(peer), busy < settings.window else { continue }
+                    if peer == t.uploader {
+                        uploaderFree = true
+                        continue
+                    }
+                    let rank = (busy, peer.raw)
                     if best.map({ rank < $0.rank }) ?? true { best = (peer, rank) }
                 }
-                guard let peer = best?.peer else { continue }
+                guard let peer = best?.peer ?? (uploaderFree && !othersOffer ? t.uploader : nil) else { continue }
                 load[peer, default: 0] += 1
                 t.outstanding[chunk.index, default: []].append((peer, now))
                 requests.append(Request(peer: peer, id: id, index: chunk.index))
