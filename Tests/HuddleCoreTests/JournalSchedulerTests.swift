@@ -87,6 +87,19 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
     #expect(done.isEmpty)
 }
 
+@Test func aCopyThatFailedItsHashDoesNotCountAsAHolder() {
+    var swarm = Swarm(local: me, seed: 5)
+    swarm.setPeers([me, p2, p3])
+    swarm.add(id: "x", chunkCount: 2, uploader: p3, haveAll: false, now: 0)
+    swarm.peerAnnounced(p2, id: "x", have: bits(2, [0, 1]), offer: bits(2, [0, 1]))
+    #expect(swarm.holderCounts("x") == [2, 2], "the uploader and p2")
+    _ = swarm.chunkArrived(id: "x", index: 1, from: p2, valid: false)
+    #expect(swarm.holderCounts("x") == [2, 1])
+    _ = swarm.chunkArrived(id: "x", index: 1, from: p3, valid: false)
+    #expect(swarm.holderCounts("x") == [2, 0], "no copy of chunk 1 anyone can fetch: the attachment is unavailable")
+    #expect(swarm.tick(now: 1).map(\.index) == [0], "and chunk 1 is not asked for again")
+}
+
 @Test func aPeerThatLeavesLosesItsRequestsAndSettlingWaitsForAnnouncements() {
     var swarm = Swarm(local: me, seed: 4)
     swarm.setPeers([me, p2, p3])

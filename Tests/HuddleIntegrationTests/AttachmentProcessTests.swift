@@ -31,7 +31,7 @@ func filesEqual(_ a: String, _ b: String) -> Bool {
 
 func chunkFiles(under dir: String) -> [String] {
     guard let walker = FileManager.default.enumerator(atPath: dir) else { return [] }
-    return walker.compactMap { $0 as? String }.filter { $0.hasPrefix("chunks/") && !$0.hasSuffix("/") && $0.split(separator: "/").count == 3 }
+    return walker.compactMap { $0 as? String }.filter { $0.hasPrefix("chunks/") && !$0.hasSuffix("/") && $0.split(separator: "/").count == 2 }
 }
 
 @Suite(.timeLimit(.minutes(8)))
@@ -79,11 +79,14 @@ struct AttachmentProcessTests {
         try writeRandomFile(source, count: 3 << 20, seed: 9)
         let id = try await a.request("attach.add", ["path": .string(source)])["attachment"]?.objectValue?["id"]?.stringValue ?? ""
         _ = try await b.request("attach.get", ["id": .string(id), "path": .string("\(cluster.dir)/b.out")])
-        // Damage every chunk file at b, then a new member fetches: it must still end with the right bytes.
-        for file in chunkFiles(under: "\(cluster.dir)/b.data") {
+        // Damage every chunk at b (a byte in every 64 KiB of its chunk file), then a new member
+        // fetches: it must still end with the right bytes.
+        let damaged = chunkFiles(under: "\(cluster.dir)/b.data")
+        #expect(damaged.count == 1, "one chunk file per attachment")
+        for file in damaged {
             let path = "\(cluster.dir)/b.data/\(file)"
             guard var bytes = FileManager.default.contents(atPath: path) else { continue }
-            bytes[bytes.count / 2] ^= 0xFF
+            for offset in stride(from: 1000, to: bytes.count, by: 65_536) { bytes[offset] ^= 0xFF }
             try bytes.write(to: URL(fileURLWithPath: path))
         }
         let c = try await cluster.start("c")

@@ -211,10 +211,15 @@ public struct Swarm: Sendable {
 
     // MARK: state
 
-    /// Live members holding each chunk, this one included.
+    /// Live members holding each chunk, this one included, not counting a peer whose copy of that
+    /// chunk failed its hash here (so a chunk whose only copies are damaged is unavailable).
     public func holderCounts(_ id: String) -> [Int]? {
         guard let t = transfers[id] else { return nil }
-        return (0..<t.chunkCount).map { index in (t.have[index] ? 1 : 0) + t.peerHave.values.filter { $0[index] }.count }
+        var counts = (0..<t.chunkCount).map { t.have[$0] ? 1 : 0 }
+        for (peer, have) in t.peerHave {
+            for index in 0..<t.chunkCount where have[index] && !t.isBad(index, from: peer) { counts[index] += 1 }
+        }
+        return counts
     }
 
     /// Live members that hold every chunk, this one included.
