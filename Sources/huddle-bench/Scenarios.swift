@@ -203,7 +203,10 @@ struct Scenarios {
         let size = mib << 20
         let source = try writeRandomFile("\(cluster.dir)/source.bin", mib: mib)
         // Every receiver's `complete` event (all chunks stored and verified: what libtorrent calls
-        // finished) is watched from before the add.
+        // finished) is watched from before the add. The exports (`attach.get`: decrypt, write the
+        // plaintext file) start once all are complete and are timed on their own: libtorrent's
+        // figure has no such second pass, and on this VM writing 700 MiB more of fresh page cache
+        // while the transfer runs would be timed as transfer.
         var watchers: [ControlClient] = []
         for control in cluster.controls.dropFirst() {
             let client = try await ControlClient.connect(path: control)
@@ -226,14 +229,15 @@ struct Scenarios {
         let added = try await cluster.request(cluster.controls[0], "attach.add", ["path": .string(source)])
         let id = added["attachment"]?.objectValue?["id"]?.stringValue ?? ""
         let dir = cluster.dir
+        let seconds = try await completions.value
+        let exportStart = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (i, control) in cluster.controls.enumerated().dropFirst() {
                 group.addTask { _ = try await HuddleCluster.ask(control, "attach.get", ["id": .string(id), "path": .string("\(dir)/out\(i)")]) }
             }
             try await group.waitForAll()
         }
-        let exported = (ContinuousClock.now - started).seconds
-        let seconds = try await completions.value
+        let exported = (ContinuousClock.now - exportStart).seconds
         let sent = try await cluster.request(cluster.controls[0], "stats")["bytes_sent"]?.objectValue?["chunks"]?.intValue ?? 0
         let note = usageNote(cluster)
         let rss = cluster.usage().map(\.peakRSSMiB).max() ?? 0
@@ -261,8 +265,8 @@ struct Scenarios {
         } catch {
             comparison += "; libtorrent: \(error)"
         }
-        return [BenchRow(scenario: "attachment \(mib) MiB, N=\(n)", measure: "all complete s (from attach.add; then every member's attach.get file written); uploader sent ÷ size; late joiner (uploader gone)",
-                         huddle: "\(fmt(seconds)) s (files written \(fmt(exported)) s); \(fmt(ratio)) ×; late joiner \(fmt(Double(mib) / lateSeconds, 0)) MiB/s; \(note)",
+        return [BenchRow(scenario: "attachment \(mib) MiB, N=\(n)", measure: "all complete s (from attach.add; then every member's attach.get, started together, all files written in s more); uploader sent ÷ size; late joiner (uploader gone)",
+                         huddle: "\(fmt(seconds)) s (then files written in \(fmt(exported)) s); \(fmt(ratio)) ×; late joiner \(fmt(Double(mib) / lateSeconds, 0)) MiB/s; \(note)",
                          comparison: comparison,
                          ratio: "huddle ÷ raw = \(fmt(seconds / raw, 1))×" + versus,
                          target: "uploader ≤ 1.2 ×: \(ratio <= 1.2 ? "met" : "missed"); RSS ≤ 64 MiB: \(rss <= 64 ? "met" : "missed (\(fmt(rss, 0)))")")]
