@@ -27,6 +27,10 @@ struct FrameDecoder: ByteToMessageDecoder {
 extension ByteBuffer {
     /// Appends one frame: its 16-bit length, then its bytes (callers keep frames ≤ 65,535 bytes).
     mutating func writeFrame(_ payload: [UInt8]) {
+        payload.withUnsafeBytes { writeFrame($0) }
+    }
+
+    mutating func writeFrame(_ payload: UnsafeRawBufferPointer) {
         writeInteger(UInt16(truncatingIfNeeded: payload.count))
         writeBytes(payload)
     }

@@ -63,6 +63,18 @@ enum LinkSession {
         }
     }
 
+    /// Bytes a batch takes on the wire, framed (encrypted records add a 1-byte record header and a
+    /// 16-byte tag; every frame a 2-byte length).
+    static func framedSize(of batch: [LinkOutbound]) -> Int {
+        func framed(_ count: Int, overhead: Int) -> Int { count + max(1, (count + 65_534) / 65_535) * overhead }
+        return batch.reduce(0) { total, item in
+            switch item {
+            case let .message(message): total + framed(message.count, overhead: 19)
+            case let .chunk(header, body): total + framed(header.count, overhead: 19) + framed(body.count, overhead: 2)
+            }
+        }
+    }
+
     /// After the handshake: a writer task drains the link's outbox; this task reads until close.
     private static func runTransport(
         _ link: LinkHandle, result: LinkHandshakeResult,
@@ -75,7 +87,9 @@ enum LinkSession {
                 var cipher = sendCipher
                 do {
                     while let batch = await link.outbox.takeAll() {
-                        var buffer = link.channel.allocator.buffer(capacity: 1024)
+                        // Sized for the whole batch up front: a buffer grown by doubling would copy
+                        // each 256 KiB chunk body several times over.
+                        var buffer = link.channel.allocator.buffer(capacity: Self.framedSize(of: batch))
                         // Small messages first, bulk chunks after them (order within each kind is kept).
                         for item in batch {
                             guard case let .message(message) = item else { continue }
@@ -91,11 +105,13 @@ enum LinkSession {
                             for record in LinkRecords.split(header) {
                                 buffer.writeFrame(try cipher.encrypt(ad: [], plaintext: record))
                             }
-                            var offset = 0
-                            while offset < body.count {
-                                let end = min(offset + 65_535, body.count)
-                                buffer.writeFrame(Array(body[offset..<end]))
-                                offset = end
+                            body.withUnsafeBytes { bytes in
+                                var offset = 0
+                                while offset < bytes.count {
+                                    let end = min(offset + 65_535, bytes.count)
+                                    buffer.writeFrame(UnsafeRawBufferPointer(rebasing: bytes[offset..<end]))
+                                    offset = end
+                                }
                             }
                             node.counters.addSent(.chunks, buffer.readableBytes - before)
                         }
