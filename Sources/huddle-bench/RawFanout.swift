@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The ceiling: plain loopback TCP with no encryption, no ordering and batched writes, measured in
 /// the same run as Huddle. Threads and blocking sockets keep it as simple as a C program.
@@ -82,11 +83,9 @@ enum RawFanout {
     }
 }
 
-/// Receiver times, collected from several threads.
-final class Times: @unchecked Sendable {
-    // @unchecked: every access to `stored` holds `lock`.
-    private let lock = NSLock()
-    private var stored: [Double] = []
-    func add(_ t: Double) { lock.lock(); stored.append(t); lock.unlock() }
-    var values: [Double] { lock.lock(); defer { lock.unlock() }; return stored }
+/// Receiver times, collected from several threads (a Mutex guards them, so it is Sendable as is).
+final class Times: Sendable {
+    private let stored = Mutex<[Double]>([])
+    func add(_ t: Double) { stored.withLock { $0.append(t) } }
+    var values: [Double] { stored.withLock { $0 } }
 }

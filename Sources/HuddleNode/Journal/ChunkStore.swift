@@ -62,11 +62,12 @@ struct ChunkStore: Sendable {
         try write(manifest.id, at: Self.place(of: index, in: manifest).offset, sealed)
     }
 
+    /// Where sealed chunk `index` of `manifest`'s attachment lies in its file.
     static func place(of index: Int, in manifest: Manifest) -> (offset: Int, length: Int) {
         place(of: index, chunkSize: Int(manifest.chunkSize), plainLength: manifest.plainLength(of: index))
     }
 
-    /// Where sealed chunk `index` lies in its attachment's file.
+    /// The same, before a manifest exists (while a file is imported).
     static func place(of index: Int, chunkSize: Int, plainLength: Int) -> (offset: Int, length: Int) {
         (index * (chunkSize + AEAD.tagLength), plainLength + AEAD.tagLength)
     }
