@@ -37,4 +37,15 @@ public enum BLAKE2b {
         _ = crypto_generichash(&out, n, data, UInt64(data.count), key.isEmpty ? nil : key, key.count)
         return out
     }
+
+    /// Keyed BLAKE2b of `data` written to `out` (16...64 bytes; the key 16...64 bytes), with no
+    /// allocation: for hashing many small inputs on a hot path.
+    public static func hash(_ data: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+        Sodium.initialize()
+        precondition((16...64).contains(out.count) && (16...64).contains(key.count), "BLAKE2b.hash: caller passed a bad output or key length")
+        _ = crypto_generichash(
+            out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,
+            data.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(data.count),
+            key.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count)
+    }
 }

@@ -139,6 +139,43 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     #expect(!MessageBatch.verify(wrongIndex, originKey: alice.publicKey, cache: &fresh))
 }
 
+/// A batch crosses a link as one message: the receiver gets what is for it plus the leaf hashes of
+/// the rest, checks one signature, and can relay any message alone with a proof taken from the tree.
+@Test func aBatchOnTheWireVerifiesOnceAndItsMessagesRelayAlone() throws {
+    let alice = identities[a] ?? .generate()
+    var cb = CausalBroadcast(local: a, awaitingBaseline: false)
+    var messages = (0..<6).map { _ in cb.makeBroadcast(body: Array("hello".utf8)) }
+    messages.insert(cb.makeDirected(body: [7], to: [c]), at: 2)
+    messages.append(cb.makeDirected(body: [8], to: [b]))
+    let flush = MessageBatch.sign(messages, identity: alice)
+    let forBob = try #require(SignedBatch(of: flush, for: b))
+    guard case let .batch(received) = try LinkMessage.decode(LinkMessage.batch(forBob).encoded()) else {
+        Issue.record("a batch did not decode as a batch"); return
+    }
+    #expect(received == forBob)
+    #expect(received.messages.map(\.message.id) == messages.filter { $0.to?.contains(b) ?? true }.map(\.id))
+    var cache = VerifiedRoots()
+    #expect(MessageBatch.verify(received, originKey: alice.publicKey, cache: &cache))
+    // Relayed alone, with the path derived from the receiver's rebuilt tree.
+    var fresh = VerifiedRoots()
+    for signed in received.messages {
+        guard case let .message(relayed) = try LinkMessage.decode(LinkMessage.message(signed).encoded()) else {
+            Issue.record("a relayed message did not decode as one"); return
+        }
+        #expect(MessageBatch.verify(relayed, originKey: alice.publicKey, cache: &fresh))
+    }
+    // A message changed in flight, or a batch signed by someone else, fails as a whole.
+    var bytes = LinkMessage.batch(forBob).encoded()
+    let hello = try #require(bytes.firstRange(of: Array("hello".utf8)))
+    bytes[hello.lowerBound] ^= 1
+    guard case let .batch(tampered) = try LinkMessage.decode(bytes) else { Issue.record("the changed batch did not decode"); return }
+    #expect(!MessageBatch.verify(tampered, originKey: alice.publicKey, cache: &fresh))
+    let forged = try #require(SignedBatch(of: MessageBatch.sign(messages, identity: .generate()), for: b))
+    #expect(!MessageBatch.verify(forged, originKey: alice.publicKey, cache: &fresh))
+    // Nothing for a member that is neither a target nor a broadcast recipient: no batch at all.
+    #expect(SignedBatch(of: MessageBatch.sign([messages[2]], identity: alice), for: b) == nil)
+}
+
 @Test func activityConvergesWhateverTheOrder() {
     let id = identities[a] ?? .generate()
     let records = [ActivityRecord.make(lamport: 1, setBy: a, value: [1], identity: id),

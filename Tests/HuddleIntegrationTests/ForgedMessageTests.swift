@@ -78,9 +78,12 @@ struct ForgedMessageTests {
         // Signed by mallory, claiming to be b's next broadcast and a directed message from b.
         let lie = WireMessage(from: victim, counter: 999, seq: 1, to: nil, body: Array("transfer all funds".utf8))
         let directed = WireMessage(from: victim, counter: 1000, seq: 0, to: [MemberID(a.member) ?? victim], body: Array("psst".utf8))
-        for signed in MessageBatch.sign([lie, directed], identity: mallory) { try link.write(.message(signed)) }
-        try await eventually("a to count the forged messages") {
-            (try await a.request("stats")["messages_forged"]?.intValue ?? 0) >= 2
+        let flush = MessageBatch.sign([lie, directed], identity: mallory)
+        for signed in flush { try link.write(.message(signed)) }
+        // And the same lies as a whole batch, the way an origin sends its flushes.
+        if let batch = SignedBatch(of: flush, for: MemberID(a.member) ?? victim) { try link.write(.batch(batch)) }
+        try await eventually("a to count the forged messages, alone and batched") {
+            (try await a.request("stats")["messages_forged"]?.intValue ?? 0) >= 4
         }
         // b's real message still arrives, and nothing forged was delivered.
         _ = try await b.request("send", ["text": "the real one"])

@@ -54,7 +54,7 @@ public struct CausalBroadcast: Sendable {
     private var held: [MemberID: [UInt64: SignedMessage]] = [:]
     private var heldDirected: [SignedMessage] = []
     public private(set) var heldCount = 0
-    private var store: [MemberID: [UInt64: SignedMessage]] = [:]
+    private var store: [MemberID: MessageRun] = [:]
     public private(set) var storedBytes = 0
     private var acks: [MemberID: [MemberID: UInt64]] = [:]
     private var members: Set<MemberID> = []
@@ -74,6 +74,8 @@ public struct CausalBroadcast: Sendable {
     /// Whether stored messages have reached the bound at which new sends must wait.
     public var isCongested: Bool { storedBytes >= settings.storeLimitBytes || heldCount >= settings.holdbackLimit }
     public var storedCount: Int { store.values.reduce(0) { $0 + $1.count } }
+    /// What a stored message counts against `storeLimitBytes`.
+    private static func storedSize(_ signed: SignedMessage) -> Int { signed.message.body.count + 128 }
 
     // MARK: sending
 
@@ -227,8 +229,8 @@ public struct CausalBroadcast: Sendable {
 
     private mutating func keep(_ signed: SignedMessage) {
         guard !members.isEmpty else { return }
-        store[signed.message.from, default: [:]][signed.message.seq] = signed
-        storedBytes += signed.message.body.count + 128
+        storedBytes += Self.storedSize(signed)
+        storedBytes -= store[signed.message.from, default: MessageRun()].append(signed, bytes: Self.storedSize)
     }
 
     // MARK: anti-entropy
@@ -236,7 +238,7 @@ public struct CausalBroadcast: Sendable {
     public func digest() -> Digest {
         var storedFrom: [MemberID: UInt64] = [:]
         for (origin, seq) in delivered {
-            storedFrom[origin] = store[origin]?.keys.min() ?? seq + 1
+            storedFrom[origin] = store[origin].flatMap { $0.isEmpty ? nil : $0.firstSeq } ?? seq + 1
         }
         return Digest(delivered: delivered, storedFrom: storedFrom)
     }
@@ -280,13 +282,8 @@ public struct CausalBroadcast: Sendable {
             for member in members where member != origin {
                 stable = min(stable, acks[member]?[origin] ?? 0)
             }
-            // Take the origin's messages out so they are changed in place, not copied.
-            guard var messages = store.removeValue(forKey: origin) else { continue }
-            for seq in messages.keys where seq <= stable {
-                storedBytes -= (messages[seq]?.message.body.count ?? 0) + 128
-                messages[seq] = nil
-            }
-            if !messages.isEmpty { store[origin] = messages }
+            storedBytes -= store[origin, default: MessageRun()].drop(through: stable, bytes: Self.storedSize)
+            if store[origin]?.isEmpty ?? false { store[origin] = nil }
         }
     }
 }

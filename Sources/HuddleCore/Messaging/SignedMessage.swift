@@ -20,16 +20,33 @@ public struct SignedMessage: Sendable, Equatable {
 }
 
 /// Where a message sits in its signed batch: the origin's signature over the batch root, the
-/// message's index among `count` messages, and the sibling hashes up to the root.
+/// message's index among `count` messages, and the sibling hashes up to the root — taken from the
+/// batch's tree when this member holds it (it received the whole batch), else as relayed.
 public struct BatchProof: Sendable, Equatable {
     public var signature: [UInt8]
     public var index: UInt16
     public var count: UInt16
-    public var path: [[UInt8]]
+    private var relayedPath: [[UInt8]]
+    private(set) var tree: BatchTree?
 
     public static let maximumBatch = 256
 
+    public init(signature: [UInt8], index: UInt16, count: UInt16, path: [[UInt8]]) {
+        self.signature = signature; self.index = index; self.count = count; relayedPath = path; tree = nil
+    }
+
+    init(signature: [UInt8], index: UInt16, tree: BatchTree) {
+        self.signature = signature; self.index = index; count = UInt16(tree.count); relayedPath = []; self.tree = tree
+    }
+
+    public var path: [[UInt8]] { tree?.path(Int(index)) ?? relayedPath }
+
+    public static func == (a: BatchProof, b: BatchProof) -> Bool {
+        a.signature == b.signature && a.index == b.index && a.count == b.count && a.path == b.path
+    }
+
     func encode(into w: inout WireWriter) {
+        let path = self.path
         w.raw(signature); w.u16(index); w.u16(count)
         w.u8(UInt8(truncatingIfNeeded: path.count))
         for hash in path { w.raw(hash) }
@@ -47,19 +64,18 @@ public struct BatchProof: Sendable, Equatable {
     }
 }
 
-/// Signs and verifies batches of messages (one Ed25519 signature per batch, a Merkle path per message).
+/// Signs and verifies batches of messages (one Ed25519 signature per batch over the root of a
+/// Merkle tree of its messages; a message relayed alone carries its path to that root).
 public enum MessageBatch {
-    static let leafDomain = Array("huddle msg v1".utf8)
-    static let signDomain = Array("huddle-batch v1".utf8)
+    static let signDomain = Array("huddle-batch v2".utf8)
 
     static func leafHash(_ m: WireMessage) -> [UInt8] {
         var w = WireWriter(capacity: 64 + m.body.count)
-        w.raw(leafDomain)
         m.encode(into: &w)
-        return BLAKE2b.hash(w.bytes, length: 32)
+        var out = [UInt8](repeating: 0, count: BatchTree.hashLength)
+        w.bytes.withUnsafeBytes { encoded in out.withUnsafeMutableBytes { BatchTree.leafHash(ofEncoded: encoded, into: $0) } }
+        return out
     }
-
-    static func parent(_ left: [UInt8], _ right: [UInt8]) -> [UInt8] { BLAKE2b.hash([1] + left + right, length: 32) }
 
     static func signedBytes(origin: MemberID, root: [UInt8]) -> [UInt8] {
         var w = WireWriter(capacity: 64)
@@ -70,50 +86,41 @@ public enum MessageBatch {
     /// Signs up to `BatchProof.maximumBatch` messages of one origin with one signature.
     public static func sign(_ messages: [WireMessage], identity: Identity) -> [SignedMessage] {
         guard let origin = messages.first?.from else { return [] }
-        var levels: [[[UInt8]]] = [messages.map(leafHash)]
-        while let top = levels.last, top.count > 1 {
-            levels.append(stride(from: 0, to: top.count, by: 2).map { i in i + 1 < top.count ? parent(top[i], top[i + 1]) : top[i] })
+        var leaves = [UInt8](repeating: 0, count: messages.count * BatchTree.hashLength)
+        var scratch = WireWriter(capacity: 512)
+        leaves.withUnsafeMutableBytes { out in
+            for (i, m) in messages.enumerated() {
+                scratch.reset()
+                m.encode(into: &scratch)
+                scratch.bytes.withUnsafeBytes { BatchTree.leafHash(ofEncoded: $0, into: UnsafeMutableRawBufferPointer(rebasing: out[i * BatchTree.hashLength..<(i + 1) * BatchTree.hashLength])) }
+            }
         }
-        let root = levels.last?.first ?? []
-        let signature = identity.sign(signedBytes(origin: origin, root: root))
+        let tree = BatchTree(leaves: leaves)
+        let signature = identity.sign(signedBytes(origin: origin, root: tree.root))
         return messages.indices.map { i in
-            var path: [[UInt8]] = []
-            var position = i
-            for level in levels.dropLast() {
-                let sibling = position ^ 1
-                if sibling < level.count { path.append(level[sibling]) }
-                position /= 2
-            }
-            return SignedMessage(message: messages[i], proof: BatchProof(signature: signature, index: UInt16(i), count: UInt16(messages.count), path: path))
+            SignedMessage(message: messages[i], proof: BatchProof(signature: signature, index: UInt16(i), tree: tree))
         }
     }
 
-    /// The root `signed`'s path leads to, or nil when the path does not fit its index and count.
-    static func root(of signed: SignedMessage) -> [UInt8]? {
-        var hash = leafHash(signed.message)
-        var position = Int(signed.proof.index), width = Int(signed.proof.count)
-        var path = signed.proof.path[...]
-        while width > 1 {
-            let sibling = position ^ 1
-            if sibling < width {
-                guard let next = path.popFirst() else { return nil }
-                hash = position % 2 == 0 ? parent(hash, next) : parent(next, hash)
-            }
-            position /= 2
-            width = (width + 1) / 2
-        }
-        return path.isEmpty ? hash : nil
-    }
-
-    /// Whether `signed` was made by the holder of `originKey`. Verified roots are remembered in
-    /// `cache`, so the rest of a batch costs one hash path each.
+    /// Whether `signed` (typically relayed alone) was made by the holder of `originKey`. Verified
+    /// roots are remembered in `cache`, so the rest of a batch costs one hash path each.
     public static func verify(_ signed: SignedMessage, originKey: [UInt8], cache: inout VerifiedRoots) -> Bool {
-        guard let root = root(of: signed) else { return false }
-        let key = signedBytes(origin: signed.message.from, root: root) + signed.proof.signature
-        if cache.contains(key) { return true }
-        guard Identity.verify(signature: signed.proof.signature, message: signedBytes(origin: signed.message.from, root: root), publicKey: originKey) else {
+        guard let root = BatchTree.root(leaf: leafHash(signed.message), index: Int(signed.proof.index), count: Int(signed.proof.count), path: signed.proof.path) else {
             return false
         }
+        return verify(origin: signed.message.from, root: root, signature: signed.proof.signature, originKey: originKey, cache: &cache)
+    }
+
+    /// Whether a whole batch, as received from a link, was signed by the holder of `originKey`.
+    public static func verify(_ batch: SignedBatch, originKey: [UInt8], cache: inout VerifiedRoots) -> Bool {
+        verify(origin: batch.origin, root: batch.tree.root, signature: batch.signature, originKey: originKey, cache: &cache)
+    }
+
+    private static func verify(origin: MemberID, root: [UInt8], signature: [UInt8], originKey: [UInt8], cache: inout VerifiedRoots) -> Bool {
+        let signed = signedBytes(origin: origin, root: root)
+        let key = signed + signature
+        if cache.contains(key) { return true }
+        guard Identity.verify(signature: signature, message: signed, publicKey: originKey) else { return false }
         cache.insert(key)
         return true
     }

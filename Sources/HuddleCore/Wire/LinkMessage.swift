@@ -10,8 +10,11 @@ public enum LinkMessage: Sendable, Equatable {
     case pushPullReply(SWIMPushPull)
     /// A SWIM message sent over the link as well as by datagram (used for `leave`, so it is not lost).
     case swim(SWIMMessage)
-    /// A message signed by its origin (from the origin itself or relayed for repair).
+    /// A message signed by its origin, relayed alone (for repair) with its proof path.
     case message(SignedMessage)
+    /// A flush of an origin's messages, sent by the origin: what of it is for the receiver, and the
+    /// leaf hashes of the rest.
+    case batch(SignedBatch)
     /// What the sender delivered and stores (anti-entropy; also its acknowledgements), and the
     /// stamp of its activity value.
     case digest(CausalBroadcast.Digest, activity: ActivityStamp?)
@@ -35,11 +38,11 @@ public enum LinkMessage: Sendable, Equatable {
 
     private enum Kind: UInt8 {
         case hello = 1, pushPull = 2, message = 3, pushPullReply = 4, swim = 5, digest = 6, request = 7, baseline = 8, activity = 9
-        case journal = 10, have = 11, chunkRequest = 12, chunkHeader = 13
+        case journal = 10, have = 11, chunkRequest = 12, chunkHeader = 13, batch = 14
     }
 
     public func encoded() -> [UInt8] {
-        var w = WireWriter(capacity: 64)
+        var w = WireWriter(capacity: estimatedSize)
         w.u8(Self.version)
         switch self {
         case let .hello(ownSeq):
@@ -52,6 +55,8 @@ public enum LinkMessage: Sendable, Equatable {
             w.u8(Kind.swim.rawValue); w.raw(message.encode())
         case let .message(m):
             w.u8(Kind.message.rawValue); m.encode(into: &w)
+        case let .batch(batch):
+            w.u8(Kind.batch.rawValue); batch.encode(into: &w)
         case let .digest(digest, activity):
             w.u8(Kind.digest.rawValue)
             Self.encode(digest.delivered, into: &w)
@@ -76,9 +81,18 @@ public enum LinkMessage: Sendable, Equatable {
         return w.bytes
     }
 
+    /// Roughly the encoded size, so that encoding a large message does not grow its buffer by doubling.
+    private var estimatedSize: Int {
+        switch self {
+        case let .batch(batch): 128 + batch.tree.count * 33 + batch.messages.reduce(0) { $0 + $1.message.body.count + 64 }
+        case let .message(signed): 512 + signed.message.body.count
+        default: 64
+        }
+    }
+
     /// Whether an encoded link message carries an application message (for byte counters by kind).
     public static func carriesApplicationMessage(_ encoded: [UInt8]) -> Bool {
-        encoded.count > 1 && encoded[1] == Kind.message.rawValue
+        encoded.count > 1 && (encoded[1] == Kind.message.rawValue || encoded[1] == Kind.batch.rawValue)
     }
 
     public static func decode(_ bytes: [UInt8]) throws(WireError) -> LinkMessage {
@@ -92,6 +106,7 @@ public enum LinkMessage: Sendable, Equatable {
         case .pushPullReply: result = .pushPullReply(try SWIMPushPull.decode(try r.raw(r.remaining)))
         case .swim: result = .swim(try SWIMMessage.decode(try r.raw(r.remaining)))
         case .message: result = .message(try SignedMessage.decode(from: &r))
+        case .batch: result = .batch(try SignedBatch.decode(from: &r))
         case .digest:
             let digest = CausalBroadcast.Digest(delivered: try decodeClock(&r), storedFrom: try decodeClock(&r))
             var stamp: ActivityStamp?

@@ -46,6 +46,11 @@ public struct WireReader: Sendable {
         guard n * max(minItemSize, 1) <= remaining else { throw .truncated(what) }
         return n
     }
+    /// Runs `body` on the bytes from `start` to the current offset (to hash what was just decoded).
+    public func withBytes<R>(from start: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        bytes.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[start..<offset])) }
+    }
+
     public func expectEnd(_ what: String) throws(WireError) {
         guard isAtEnd else { throw WireError("\(remaining) trailing bytes after \(what)") }
     }

@@ -7,6 +7,9 @@ public struct WireWriter: Sendable {
         bytes.reserveCapacity(capacity)
     }
 
+    /// Empties the buffer, keeping its capacity (for a writer reused across many small encodings).
+    public mutating func reset() { bytes.removeAll(keepingCapacity: true) }
+
     public mutating func u8(_ v: UInt8) { bytes.append(v) }
     public mutating func u16(_ v: UInt16) { bytes.append(UInt8(v >> 8)); bytes.append(UInt8(truncatingIfNeeded: v)) }
     public mutating func u32(_ v: UInt32) {

@@ -52,9 +52,15 @@ extension Node {
         return message
     }
 
+    /// Most body bytes one signed batch carries: a batch crosses a link as one link message, which
+    /// must stay within `LinkSession.maximumMessage` (one message alone may be larger, up to the body limit).
+    static let batchBytes = 256 * 1024
+
     /// Adds a message to the batch the next flush signs; schedules that flush.
     func queueForSigning(_ message: WireMessage) {
+        if !pendingBatch.isEmpty && pendingBatchBytes + message.body.count > Self.batchBytes { flushBatch() }
         pendingBatch.append(message)
+        pendingBatchBytes += message.body.count
         if pendingBatch.count == 1 {
             spawner.spawn { [self] in await flushBatch() }
         } else if pendingBatch.count >= BatchProof.maximumBatch {
@@ -62,20 +68,35 @@ extension Node {
         }
     }
 
-    /// Signs the pending messages with one signature and writes each to its recipients' links.
+    /// Signs the pending messages with one signature and writes each link the part of the batch
+    /// that is for its peer (all of it, unless the batch holds directed messages).
     func flushBatch() {
         guard !pendingBatch.isEmpty else { return }
         let batch = pendingBatch
         pendingBatch = []
-        for signed in MessageBatch.sign(batch, identity: security.identity) {
-            broadcast.stored(own: signed)
-            let encoded = LinkMessage.message(signed).encoded()
-            if let to = signed.message.to {
-                for target in to where target != local.id { links[target]?.send(encoded) }
-            } else {
-                for link in links.values { link.send(encoded) }
+        pendingBatchBytes = 0
+        let flush = MessageBatch.sign(batch, identity: security.identity)
+        for signed in flush { broadcast.stored(own: signed) }
+        if flush.allSatisfy({ $0.message.to == nil }) {
+            guard !links.isEmpty, let whole = SignedBatch(of: flush, for: local.id) else { return }
+            let encoded = LinkMessage.batch(whole).encoded()
+            for link in links.values { link.send(encoded) }
+        } else {
+            for (peer, link) in links {
+                if let part = SignedBatch(of: flush, for: peer) { link.send(LinkMessage.batch(part).encoded()) }
             }
         }
+    }
+
+    /// A batch from its origin: its signature checked once, then each message to the core.
+    func receiveBatch(_ batch: SignedBatch) {
+        guard let key = swim.members[batch.origin]?.node else { return }
+        guard MessageBatch.verify(batch, originKey: key, cache: &verifiedRoots) else {
+            _ = counters.forged.wrappingAdd(batch.messages.count, ordering: .relaxed)
+            log.warning("dropped a batch of \(batch.messages.count) messages that claims origin \(batch.origin) but is not signed by it")
+            return
+        }
+        for signed in batch.messages { execute(broadcast.receive(signed)) }
     }
 
     /// A message from its origin or a relay: verified against the origin's key, then to the core.

@@ -30,6 +30,8 @@ actor Node {
     var verifiedRoots = VerifiedRoots()
     /// Messages sent since the last flush: signed together, then written to their links.
     var pendingBatch: [WireMessage] = []
+    /// Body bytes in `pendingBatch` (a batch is flushed before it would pass `batchBytes`).
+    var pendingBatchBytes = 0
     var lastDigestAt = -1.0
     nonisolated let store: ChunkStore
     var attachments: [String: Attachment] = [:]
@@ -128,6 +130,8 @@ actor Node {
             execute(swim.receive(message, from: link.peer.addr, now: now))
         case let .message(signed):
             receiveSigned(signed)
+        case let .batch(batch):
+            receiveBatch(batch)
         case let .digest(digest, stamp):
             execute(broadcast.receiveDigest(digest, from: peer, now: now))
             if let mine = activity.current, stamp.map({ $0 < mine.stamp }) ?? true {
