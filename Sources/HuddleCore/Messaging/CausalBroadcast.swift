@@ -176,6 +176,15 @@ public struct CausalBroadcast: Sendable {
         }
         // A full hold-back still takes the message that is next in line: it leaves at once.
         let deliverableNow = !awaitingBaseline && delivered[m.from].map { m.seq == $0 + 1 } == true && depsSatisfied(m)
+        if deliverableNow && held[m.from] == nil {
+            // The common case (in order, nothing held from this origin): delivered without passing
+            // through the hold-back; what waited on it is released after it.
+            delivered[m.from] = m.seq
+            keep(signed)
+            var out: [Action] = [.deliver(signed)]
+            if heldCount > 0 { out += release() }
+            return out
+        }
         guard heldCount < settings.holdbackLimit || deliverableNow else {
             refusedForRoom += 1
             return []

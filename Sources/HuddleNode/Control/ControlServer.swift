@@ -67,20 +67,9 @@ enum ControlServer {
                     }
                     var splitter = LineSplitter(limit: maximumLine)
                     for try await chunk in inbound {
-                        for item in splitter.add(chunk.readableBytesView) {
-                            let reply: JSONObject?
-                            switch item {
-                            case let .line(line): reply = await node.handleControl(line[...], on: connection)
-                            case .tooLong:
-                                reply = ControlReply.error(id: .null, ControlError(code: .badRequest, message: "request line exceeds \(maximumLine) bytes"))
-                            }
-                            if let reply {
-                                var bytes: [UInt8] = []
-                                JSON.object(reply).write(into: &bytes)
-                                bytes.append(0x0A)
-                                connection.outbox.push(bytes, bytes: bytes.count)
-                            }
-                        }
+                        // Every request one read brought is answered in one visit to the node (in order).
+                        let items = splitter.add(chunk.readableBytesView)
+                        if !items.isEmpty { await node.handleControl(items, on: connection) }
                     }
                     await node.unsubscribe(connection)
                     connection.outbox.close()

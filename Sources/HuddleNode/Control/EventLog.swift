@@ -13,6 +13,7 @@ struct EventLog {
         let connection: ControlConnection
         var topics: Set<Topic>
         var lastCursor: Int64
+        var dropped = false
     }
 
     static let retainCount = 10_000
@@ -23,7 +24,23 @@ struct EventLog {
     private var entries: [Entry] = []
     private var head = 0
     private var retainedBytes = 0
-    private var subscribers: [ObjectIdentifier: Subscriber] = [:]
+    /// Few (one per subscribed connection): an array updated in place, not a dictionary, which
+    /// would copy itself whole when written while it is iterated.
+    private var subscribers: [Subscriber] = []
+
+    /// While set, subscribers' writers are not woken per event: `endDeferring()` wakes each once.
+    private var deferring = false
+    private var deferredWakes: [ControlConnection] = []
+
+    /// Starts a burst of events (a read's worth of messages) whose lines go out in one write.
+    mutating func beginDeferring() { deferring = true }
+
+    /// Ends the burst: every subscriber that got events in it is woken once.
+    mutating func endDeferring() {
+        deferring = false
+        for connection in deferredWakes { connection.outbox.wake() }
+        deferredWakes.removeAll(keepingCapacity: true)
+    }
 
     /// Appends an event (`fields` without `event`/`cursor`) and fans it out.
     mutating func append(_ name: String, topic: Topic, _ fields: JSONObject) {
@@ -60,19 +77,23 @@ struct EventLog {
             entries.removeFirst(head)
             head = 0
         }
-        for (key, var sub) in subscribers where sub.topics.contains(topic) {
-            if sub.connection.outbox.queuedBytes > Self.subscriberLimit {
+        var overflowed = false
+        for i in subscribers.indices where subscribers[i].topics.contains(topic) {
+            let connection = subscribers[i].connection
+            if connection.outbox.queuedBytes > Self.subscriberLimit {
                 var overflow: [UInt8] = []
-                JSON.object(["event": "overflow", "cursor": .int(latest), "resume": .int(sub.lastCursor)]).write(into: &overflow)
+                JSON.object(["event": "overflow", "cursor": .int(latest), "resume": .int(subscribers[i].lastCursor)]).write(into: &overflow)
                 overflow.append(0x0A)
-                sub.connection.outbox.push(overflow, bytes: overflow.count)
-                subscribers[key] = nil
+                connection.outbox.push(overflow, bytes: overflow.count)
+                subscribers[i].dropped = true
+                overflowed = true
                 continue
             }
-            sub.connection.outbox.push(line, bytes: line.count)
-            sub.lastCursor = latest
-            subscribers[key] = sub
+            connection.outbox.push(line, bytes: line.count, wake: !deferring)
+            if deferring && !deferredWakes.contains(where: { $0 === connection }) { deferredWakes.append(connection) }
+            subscribers[i].lastCursor = latest
         }
+        if overflowed { subscribers.removeAll { $0.dropped } }
     }
 
     /// Registers `connection` for `topics`, first queueing every retained event after `since`.
@@ -82,10 +103,11 @@ struct EventLog {
                 connection.outbox.push(entry.line, bytes: entry.line.count)
             }
         }
-        subscribers[ObjectIdentifier(connection)] = Subscriber(connection: connection, topics: topics, lastCursor: latest)
+        subscribers.removeAll { $0.connection === connection }
+        subscribers.append(Subscriber(connection: connection, topics: topics, lastCursor: latest))
     }
 
     mutating func unsubscribe(_ connection: ControlConnection) {
-        subscribers[ObjectIdentifier(connection)] = nil
+        subscribers.removeAll { $0.connection === connection }
     }
 }

@@ -4,6 +4,28 @@ import HuddleCore
 import HuddleCrypto
 
 extension Node {
+    /// Answers request lines in order, queueing each reply on the connection; the connection's
+    /// writer is woken once for the lot (and before any request that may wait, so earlier replies
+    /// are not held back by it).
+    func handleControl(_ items: [LineSplitter.Item], on connection: ControlConnection) async {
+        defer { connection.outbox.wake() }
+        for item in items {
+            let reply: JSONObject?
+            switch item {
+            case let .line(line): reply = await handleControl(line[...], on: connection)
+            case .tooLong:
+                reply = ControlReply.error(id: .null, ControlError(code: .badRequest, message: "request line exceeds \(ControlServer.maximumLine) bytes"))
+            }
+            if let reply {
+                var bytes: [UInt8] = []
+                bytes.reserveCapacity(96)
+                JSON.object(reply).write(into: &bytes)
+                bytes.append(0x0A)
+                connection.outbox.push(bytes, bytes: bytes.count, wake: false)
+            }
+        }
+    }
+
     /// Answers one request line. Returns the reply to queue, or nil when the handler queued it
     /// itself (subscribe queues its reply before the events that follow it).
     func handleControl(_ line: ArraySlice<UInt8>, on connection: ControlConnection) async -> JSONObject? {
@@ -21,6 +43,7 @@ extension Node {
         if case .object = id { return ControlReply.error(id: .null, ControlError(code: .badRequest, message: "\"id\" must be a JSON scalar")) }
         do {
             guard let op = request["op"]?.stringValue else { throw ControlError(code: .badRequest, message: "request has no \"op\" string") }
+            if op != "send" || broadcast.isCongested { connection.outbox.wake() }
             switch op {
             case "status": return ControlReply.ok(id: id, status())
             case "members": return ControlReply.ok(id: id, ["members": .array(swim.members.values.sorted { $0.id < $1.id }.map(memberJSON))])

@@ -104,7 +104,9 @@ actor Node {
 
     func linkReceived(_ link: LinkHandle, _ messages: [LinkMessage]) {
         guard links[link.peer.id] === link else { return }
+        events.beginDeferring()
         for message in messages { handle(message, on: link) }
+        events.endDeferring()
     }
 
     private func handle(_ message: LinkMessage, on link: LinkHandle) {

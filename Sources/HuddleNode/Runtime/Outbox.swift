@@ -53,21 +53,33 @@ final class Outbox<Element: Sendable>: Sendable {
     /// Bytes queued (both lanes) and not yet taken by the writer.
     var queuedBytes: Int { state.withLock { $0.bytes } }
 
-    /// Queues `item` (in the bulk lane when `bulk`); false when the outbox is closed.
+    /// Queues `item` (in the bulk lane when `bulk`); false when the outbox is closed. With `wake`
+    /// false a waiting writer is not woken: the caller queues more and calls `wake()` once, so a
+    /// burst costs the writer one wake-up and one write instead of one per item.
     @discardableResult
-    func push(_ item: Element, bytes: Int, bulk: Bool = false) -> Bool {
-        let wake: (CheckedContinuation<[Element]?, Never>, [Element])? = state.withLock { s in
+    func push(_ item: Element, bytes: Int, bulk: Bool = false, wake: Bool = true) -> Bool {
+        let limit = bulkBatchBytes
+        let woken: (CheckedContinuation<[Element]?, Never>, [Element])? = state.withLock { s in
             guard !s.closed else { return nil }
-            if let waiter = s.waiter {
-                s.waiter = nil
-                return (waiter, [item])
-            }
             if bulk { s.bulk.append((item, bytes)) } else { s.items.append(item); s.itemBytes += bytes }
             s.bytes += bytes
-            return nil
+            guard wake, let waiter = s.waiter else { return nil }
+            s.waiter = nil
+            return (waiter, s.takeBatch(bulkLimit: limit))
         }
-        if let (waiter, items) = wake { waiter.resume(returning: items); return true }
+        if let (waiter, items) = woken { waiter.resume(returning: items); return true }
         return state.withLock { !$0.closed }
+    }
+
+    /// Hands a waiting writer everything queued (after pushes made with `wake: false`).
+    func wake() {
+        let limit = bulkBatchBytes
+        let woken: (CheckedContinuation<[Element]?, Never>, [Element])? = state.withLock { s in
+            guard !s.isEmpty, let waiter = s.waiter else { return nil }
+            s.waiter = nil
+            return (waiter, s.takeBatch(bulkLimit: limit))
+        }
+        if let (waiter, items) = woken { waiter.resume(returning: items) }
     }
 
     /// The next batch, waiting while the queue is empty; nil once closed and drained.
@@ -92,12 +104,15 @@ final class Outbox<Element: Sendable>: Sendable {
         }
     }
 
+    /// Refuses further pushes; a waiting writer gets what is still queued, then nil.
     func close() {
-        let waiter = state.withLock { s -> CheckedContinuation<[Element]?, Never>? in
+        let limit = bulkBatchBytes
+        let woken: (CheckedContinuation<[Element]?, Never>, [Element]?)? = state.withLock { s in
             s.closed = true
-            defer { s.waiter = nil }
-            return s.waiter
+            guard let waiter = s.waiter else { return nil }
+            s.waiter = nil
+            return (waiter, s.isEmpty ? nil : s.takeBatch(bulkLimit: limit))
         }
-        waiter?.resume(returning: nil)
+        if let (waiter, items) = woken { waiter.resume(returning: items) }
     }
 }
