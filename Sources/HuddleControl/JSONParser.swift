@@ -9,7 +9,12 @@ extension JSON {
     /// Parses strict RFC 8259 JSON. Checks every index before use, rejects trailing bytes, invalid
     /// UTF-8, bad escapes, lone surrogates and nesting deeper than 64. Never traps on any input.
     public static func parse(_ bytes: some Collection<UInt8>) throws(JSONParseError) -> JSON {
-        var parser = JSONParser(bytes: Array(bytes))
+        try parse(Array(bytes))
+    }
+
+    /// Parses `bytes` in place (no copy).
+    public static func parse(_ bytes: [UInt8]) throws(JSONParseError) -> JSON {
+        var parser = JSONParser(bytes: bytes)
         parser.skipSpace()
         let value = try parser.value(depth: 0)
         parser.skipSpace()
@@ -30,7 +35,12 @@ private struct JSONParser {
     func error(_ message: String) -> JSONParseError { JSONParseError(message: message, offset: index) }
 
     mutating func skipSpace() {
-        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
     }
 
     mutating func value(depth: Int) throws(JSONParseError) -> JSON {
@@ -113,6 +123,23 @@ private struct JSONParser {
 
     mutating func string() throws(JSONParseError) -> String {
         index += 1
+        // Most strings have no escape: find the closing quote and validate the bytes in place.
+        let plainEnd: Int? = bytes.withUnsafeBufferPointer { buffer in
+            var i = index
+            while i < buffer.count {
+                let b = buffer[i]
+                if b == UInt8(ascii: "\"") { return i }
+                if b == UInt8(ascii: "\\") || b < 0x20 { return nil }
+                i += 1
+            }
+            return nil
+        }
+        if let end = plainEnd {
+            let s = bytes.withUnsafeBufferPointer { String(validating: UnsafeBufferPointer(rebasing: $0[index..<end]), as: UTF8.self) }
+            guard let s else { throw error("string is not valid UTF-8") }
+            index = end + 1
+            return s
+        }
         var out: [UInt8] = []
         var start = index
         while true {

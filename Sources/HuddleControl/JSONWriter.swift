@@ -39,19 +39,41 @@ extension JSON {
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
     static func writeString(_ s: String, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
         var s = s
-        s.withUTF8 { bytes in
-            // Copy runs of bytes that need no escape in one go; escape the rest one by one.
-            var start = 0
-            for i in 0..<bytes.count where bytes[i] < 0x20 || bytes[i] == 0x22 || bytes[i] == 0x5C {
-                if i > start { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i])) }
-                escape(bytes[i], into: &out)
-                start = i + 1
-            }
-            if bytes.count > start { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count])) }
-        }
+        s.withUTF8 { writeString(utf8: $0, into: &out) }
+    }
+
+    /// Writes `bytes` (valid UTF-8, which the caller has checked) as a JSON string: quoted, with
+    /// runs that need no escape copied in one go.
+    public static func writeString(utf8 bytes: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        var start = 0
+        for i in 0..<bytes.count where bytes[i] < 0x20 || bytes[i] == 0x22 || bytes[i] == 0x5C {
+            if i > start { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i])) }
+            escape(bytes[i], into: &out)
+            start = i + 1
+        }
+        if bytes.count > start { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count])) }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// Writes `value` in decimal, without making a String.
+    public static func writeDecimal(_ value: UInt64, into out: inout [UInt8]) {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for 20 digits
+        var n = value, count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[23 - count] = UInt8(ascii: "0") + UInt8(n % 10)
+                n /= 10
+                count += 1
+            } while n > 0
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(24 - count)...]))
+        }
+    }
+
+    /// Writes `value` as 16 lowercase hex digits (the text form of a member id), without making a String.
+    public static func writeHex16(_ value: UInt64, into out: inout [UInt8]) {
+        for shift in stride(from: 60, through: 0, by: -4) { out.append(hexDigits[Int(value >> UInt64(shift) & 0xF)]) }
     }
 
     @inline(__always)

@@ -62,15 +62,26 @@ public struct NoiseCipherState: Sendable {
         return out
     }
 
+    /// Decrypts a transport message (empty associated data) straight from `ciphertext`'s memory,
+    /// e.g. a network buffer, without copying it into an array first.
+    public mutating func decrypt(ciphertext: UnsafeRawBufferPointer) throws -> [UInt8] {
+        try decrypt(ad: UnsafeRawBufferPointer(start: nil, count: 0), ciphertext: ciphertext)
+    }
+
     public mutating func decrypt(ad: [UInt8], ciphertext: [UInt8]) throws -> [UInt8] {
-        guard let key else { return ciphertext }
+        try ad.withUnsafeBytes { ad in try ciphertext.withUnsafeBytes { try decrypt(ad: ad, ciphertext: $0) } }
+    }
+
+    private mutating func decrypt(ad: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer) throws -> [UInt8] {
+        guard let key else { return Array(ciphertext) }
         guard nonce < UInt64.max else { throw CryptoError("Noise nonce exhausted; the link must be rekeyed") }
-        guard ciphertext.count >= 16 else { throw CryptoError("Noise ciphertext shorter than its tag") }
+        guard ciphertext.count >= 16, let input = ciphertext.baseAddress else { throw CryptoError("Noise ciphertext shorter than its tag") }
         var out = [UInt8](repeating: 0, count: ciphertext.count - 16)
         var outLength: UInt64 = 0
-        guard crypto_aead_chacha20poly1305_ietf_decrypt(&out, &outLength, nil, ciphertext, UInt64(ciphertext.count), ad, UInt64(ad.count), nonceBytes(), key) == 0 else {
-            throw CryptoError("Noise decryption failed (wrong key or tampered data)")
-        }
+        let status = crypto_aead_chacha20poly1305_ietf_decrypt(
+            &out, &outLength, nil, input.assumingMemoryBound(to: UInt8.self), UInt64(ciphertext.count),
+            ad.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(ad.count), nonceBytes(), key)
+        guard status == 0 else { throw CryptoError("Noise decryption failed (wrong key or tampered data)") }
         nonce += 1
         return out
     }

@@ -54,6 +54,10 @@ enum RawEventCounter {
         }
         let ok = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
         guard ok == 0 else { throw BenchError(description: "cannot connect to \(path)") }
+        // A stalled subscription (or one the node dropped with an `overflow` event) fails the
+        // scenario after 30 s without events instead of hanging the benchmark.
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let subscribe = Array(#"{"op":"subscribe","topics":["messages"]}"#.utf8) + [0x0A]
         _ = subscribe.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         // The subscription carries only message events, one JSON line each (after the one reply
@@ -63,7 +67,10 @@ enum RawEventCounter {
         var first: Date?
         while lines - 1 < count {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            guard n > 0 else { throw BenchError(description: "subscription closed after \(max(lines - 1, 0)) messages") }
+            guard n > 0 else {
+                throw BenchError(description: "subscription \(n == 0 ? "closed" : "silent for 30 s (stalled, or dropped by an overflow)") after \(max(lines - 1, 0)) of \(count) messages")
+            }
+
             lines += buffer.withUnsafeBufferPointer { raw in
                 var c = 0
                 for i in 0..<n where raw[i] == 0x0A { c += 1 }

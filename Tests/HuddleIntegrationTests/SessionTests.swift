@@ -73,6 +73,34 @@ struct SessionTests {
         for collector in collectors { await collector.stop() }
     }
 
+    /// Message events are written straight to bytes, and on a node nobody subscribed to only when
+    /// a `since` replay asks: bodies must come out exact either way (escapes, non-ASCII, binary).
+    @Test func messageEventsCarryExactBodiesLiveAndReplayed() async throws {
+        let cluster = try TestCluster("evbody")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let b = try await cluster.start("b")
+        try await cluster.waitForFullMesh(2)
+        let live = try await EventCollector.subscribe(b, topics: ["messages"])
+        let texts = ["quote \" backslash \\ newline \n tab \t", "ünïcödé ✓ 🎉", "\u{01}control"]
+        for text in texts { _ = try await a.request("send", ["text": .string(text)]) }
+        let binary = "//4AgA=="  // ff fe 00 80: not UTF-8
+        _ = try await a.request("send", ["data": .string(binary)])
+        try await eventually("b to deliver all four") { await live.messages().count == 4 }
+        // a had no subscriber while it sent: its own events were kept unwritten until this replay.
+        let replay = try await EventCollector.subscribe(a, topics: ["messages"], since: 0)
+        try await eventually("a's replay of its four messages") { await replay.messages().count == 4 }
+        for events in [await live.messages(), await replay.messages()] {
+            #expect(events.prefix(3).map { $0["text"]?.stringValue } == texts)
+            #expect(events[3]["text"] == nil && events[3]["data"]?.stringValue == binary)
+            #expect(events.map { $0["seq"] } == [.int(1), .int(2), .int(3), .int(4)])
+            #expect(events.allSatisfy { $0["from"]?.stringValue == a.member && $0["deps"] == .object([:]) && $0["to"] == .null && $0["reliable"] == .bool(true) })
+        }
+        #expect(await live.messages().map { $0["msg"] } == (await replay.messages()).map { $0["msg"] })
+        await live.stop()
+        await replay.stop()
+    }
+
     @Test func unreliableSendArrivesAsOneDatagram() async throws {
         let cluster = try TestCluster("unrel")
         defer { cluster.shutdown() }

@@ -108,10 +108,12 @@ actor EventCollector {
     private var task: Task<Void, Never>?
     private var client: ControlClient?
 
-    static func subscribe(_ node: TestNode, topics: [String]) async throws -> EventCollector {
+    static func subscribe(_ node: TestNode, topics: [String], since: Int64? = nil) async throws -> EventCollector {
         let collector = EventCollector()
         let client = try await node.client()
-        _ = try await client.request("subscribe", ["topics": .array(topics.map { .string($0) })])
+        var request: JSONObject = ["topics": .array(topics.map { .string($0) })]
+        if let since { request["since"] = .int(since) }
+        _ = try await client.request("subscribe", request)
         await collector.start(client)
         return collector
     }

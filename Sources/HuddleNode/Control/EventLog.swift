@@ -1,4 +1,5 @@
 import HuddleControl
+import HuddleCore
 
 /// The node's numbered event stream: every event gets the next cursor, is kept for replay
 /// (the last 10,000 events, or fewer when they pass 64 MiB), and goes to each live subscriber.
@@ -7,7 +8,23 @@ import HuddleControl
 struct EventLog {
     enum Topic: String, CaseIterable, Sendable { case members, messages, attachments, activity }
 
-    struct Entry { let cursor: Int64; let topic: Topic; let line: [UInt8] }
+    /// A retained event: its line, or a message whose line is written only if someone asks for it
+    /// (a node whose messages nobody subscribes to never renders them).
+    struct Entry {
+        enum Body { case line([UInt8]), message(WireMessage, reliable: Bool) }
+        let cursor: Int64
+        let topic: Topic
+        let body: Body
+        /// What the entry counts against `retainBytes`.
+        let bytes: Int
+
+        var line: [UInt8] {
+            switch body {
+            case let .line(line): line
+            case let .message(m, reliable): MessageEvent.line(m, reliable: reliable, cursor: cursor)
+            }
+        }
+    }
 
     struct Subscriber {
         let connection: ControlConnection
@@ -19,6 +36,8 @@ struct EventLog {
     static let retainCount = 10_000
     static let retainBytes = 64 << 20
     static let subscriberLimit = 16 << 20
+    /// Most bytes a subscriber's writer is left unwoken for during a burst.
+    static let deferLimit = 256 << 10
 
     private(set) var latest: Int64 = 0
     private var entries: [Entry] = []
@@ -54,8 +73,7 @@ struct EventLog {
         }
     }
 
-    /// Appends an event whose fields `writeFields` writes as JSON members, each preceded by a comma
-    /// (the hot path for message events: no intermediate objects).
+    /// Appends an event whose fields `writeFields` writes as JSON members, each preceded by a comma.
     mutating func append(_ name: String, topic: Topic, writeFields: (inout [UInt8]) -> Void) {
         latest += 1
         var line: [UInt8] = []
@@ -63,20 +81,41 @@ struct EventLog {
         line.append(contentsOf: #"{"event":"#.utf8)
         JSON.string(name).write(into: &line)
         line.append(contentsOf: #","cursor":"#.utf8)
-        line.append(contentsOf: String(latest).utf8)
+        JSON.writeDecimal(UInt64(latest), into: &line)
         writeFields(&line)
         line.append(UInt8(ascii: "}"))
         line.append(0x0A)
-        entries.append(Entry(cursor: latest, topic: topic, line: line))
-        retainedBytes += line.count
+        retain(Entry(cursor: latest, topic: topic, body: .line(line), bytes: line.count))
+        fanOut(line, topic: topic)
+    }
+
+    /// Appends a `message` event (the hot path): written once if any subscriber takes messages,
+    /// else kept unwritten for a later `since` replay.
+    mutating func appendMessage(_ m: WireMessage, reliable: Bool) {
+        latest += 1
+        if subscribers.contains(where: { $0.topics.contains(.messages) }) {
+            let line = MessageEvent.line(m, reliable: reliable, cursor: latest)
+            retain(Entry(cursor: latest, topic: .messages, body: .line(line), bytes: line.count))
+            fanOut(line, topic: .messages)
+        } else {
+            retain(Entry(cursor: latest, topic: .messages, body: .message(m, reliable: reliable), bytes: 200 + m.body.count * 7 / 3))
+        }
+    }
+
+    private mutating func retain(_ entry: Entry) {
+        entries.append(entry)
+        retainedBytes += entry.bytes
         while entries.count - head > Self.retainCount || (retainedBytes > Self.retainBytes && entries.count - head > 1) {
-            retainedBytes -= entries[head].line.count
+            retainedBytes -= entries[head].bytes
             head += 1
         }
         if head > 4096 && head * 2 > entries.count {
             entries.removeFirst(head)
             head = 0
         }
+    }
+
+    private mutating func fanOut(_ line: [UInt8], topic: Topic) {
         var overflowed = false
         for i in subscribers.indices where subscribers[i].topics.contains(topic) {
             let connection = subscribers[i].connection
@@ -89,8 +128,11 @@ struct EventLog {
                 overflowed = true
                 continue
             }
-            connection.outbox.push(line, bytes: line.count, wake: !deferring)
-            if deferring && !deferredWakes.contains(where: { $0 === connection }) { deferredWakes.append(connection) }
+            // A burst is bounded: past `deferLimit` queued bytes the writer is woken at once, so a
+            // burst of large events can never pile up to the overflow limit unwritten.
+            let holdBack = deferring && connection.outbox.queuedBytes < Self.deferLimit
+            connection.outbox.push(line, bytes: line.count, wake: !holdBack)
+            if holdBack && !deferredWakes.contains(where: { $0 === connection }) { deferredWakes.append(connection) }
             subscribers[i].lastCursor = latest
         }
         if overflowed { subscribers.removeAll { $0.dropped } }
@@ -100,7 +142,8 @@ struct EventLog {
     mutating func subscribe(_ connection: ControlConnection, topics: Set<Topic>, since: Int64?) {
         if let since {
             for entry in entries[head...] where entry.cursor > since && topics.contains(entry.topic) {
-                connection.outbox.push(entry.line, bytes: entry.line.count)
+                let line = entry.line
+                connection.outbox.push(line, bytes: line.count)
             }
         }
         subscribers.removeAll { $0.connection === connection }

@@ -12,7 +12,7 @@ extension Node {
         for item in items {
             let reply: JSONObject?
             switch item {
-            case let .line(line): reply = await handleControl(line[...], on: connection)
+            case let .line(line): reply = await handleControl(line, on: connection)
             case .tooLong:
                 reply = ControlReply.error(id: .null, ControlError(code: .badRequest, message: "request line exceeds \(ControlServer.maximumLine) bytes"))
             }
@@ -28,7 +28,7 @@ extension Node {
 
     /// Answers one request line. Returns the reply to queue, or nil when the handler queued it
     /// itself (subscribe queues its reply before the events that follow it).
-    func handleControl(_ line: ArraySlice<UInt8>, on connection: ControlConnection) async -> JSONObject? {
+    func handleControl(_ line: [UInt8], on connection: ControlConnection) async -> JSONObject? {
         let request: JSONObject
         do {
             guard case let .object(object) = try JSON.parse(line) else {

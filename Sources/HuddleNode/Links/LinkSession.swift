@@ -127,6 +127,7 @@ enum LinkSession {
             var reassembler = LinkReassembler(limit: maximumMessage)
             do {
                 var rawChunk: (id: String, index: UInt32, length: Int, body: [UInt8])?
+                var messageBytes = 0
                 while let batch = try await frames.nextBatch() {
                     // Everything one read brought is handed to the node in one call, in order.
                     var messages: [LinkMessage] = []
@@ -147,19 +148,23 @@ enum LinkSession {
                             await node.chunkReceived(id: chunk.id, index: Int(chunk.index), body: chunk.body, hash: hash, from: link)
                             continue
                         }
-                        let record = try cipher.decrypt(ad: [], ciphertext: Array(frame.readableBytesView))
+                        let record = try frame.withUnsafeReadableBytes { try cipher.decrypt(ciphertext: $0) }
+                        // Every frame of a message counts, not only the one that completes it.
+                        messageBytes += frame.readableBytes + 2
                         guard let bytes = try reassembler.add(record) else { continue }
                         let message = try LinkMessage.decode(bytes)
+                        defer { messageBytes = 0 }
                         switch message {
                         case let .chunkHeader(id, index, length):
                             guard length > 0, length <= UInt32(maximumChunk) else { throw NodeError("chunk of \(length) bytes (must be 1...\(maximumChunk))") }
+                            node.counters.addReceived(.chunks, messageBytes)
                             rawChunk = (id, index, Int(length), [])
                             rawChunk?.body.reserveCapacity(Int(length))
                             continue
-                        case .message:
-                            node.counters.addReceived(.messages, frame.readableBytes + 2)
+                        case .message, .batch:
+                            node.counters.addReceived(.messages, messageBytes)
                         default:
-                            node.counters.addReceived(.gossip, frame.readableBytes + 2)
+                            node.counters.addReceived(.gossip, messageBytes)
                         }
                         messages.append(message)
                     }

@@ -127,30 +127,7 @@ extension Node {
 
     func deliver(_ m: WireMessage, reliable: Bool) {
         _ = counters.messagesDelivered.wrappingAdd(1, ordering: .relaxed)
-        let text = String(validating: m.body, as: UTF8.self)
-        events.append("message", topic: .messages) { out in
-            func key(_ k: StaticString) {
-                out.append(UInt8(ascii: ","))
-                out.append(UInt8(ascii: "\""))
-                out.append(contentsOf: UnsafeBufferPointer(start: k.utf8Start, count: k.utf8CodeUnitCount))
-                out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
-            }
-            key("msg"); JSON.string(m.id).write(into: &out)
-            key("from"); JSON.string(m.from.description).write(into: &out)
-            key("seq"); (m.seq == 0 ? JSON.null : .int(Int64(m.seq))).write(into: &out)
-            key("deps"); out.append(UInt8(ascii: "{"))
-            for (i, dep) in m.deps.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSON.string(dep.member.description).write(into: &out)
-                out.append(UInt8(ascii: ":"))
-                out.append(contentsOf: String(dep.seq).utf8)
-            }
-            out.append(UInt8(ascii: "}"))
-            key("to"); (m.to.map { .array($0.map { .string($0.description) }) } ?? JSON.null).write(into: &out)
-            key("reliable"); JSON.bool(reliable).write(into: &out)
-            key("data"); out.append(UInt8(ascii: "\"")); Base64.encode(m.body, into: &out); out.append(UInt8(ascii: "\""))
-            if let text { key("text"); JSON.string(text).write(into: &out) }
-        }
+        events.appendMessage(m, reliable: reliable)
     }
 
     // MARK: activity
