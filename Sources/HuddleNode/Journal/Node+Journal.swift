@@ -37,7 +37,7 @@ extension Node {
         let store = self.store
         let imported: (hashes: [[UInt8]], size: UInt64, key: [UInt8])
         do {
-            imported = try await Task.detached { try store.importFile(path: path, chunkSize: Manifest.defaultChunkSize, storeAs: staging) }.value
+            imported = try await BulkWork.run { try store.importFile(path: path, chunkSize: Manifest.defaultChunkSize, storeAs: staging) }
         } catch {
             store.remove(staging)
             throw ControlError(code: .ioError, message: "cannot read \(path): \(error)")
@@ -80,7 +80,7 @@ extension Node {
         guard let a = attachments[id] else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
         let store = self.store
         do {
-            try await Task.detached { try Self.writePlaintext(a.manifest, key: a.key, store: store, to: path) }.value
+            try await BulkWork.run { try Self.writePlaintext(a.manifest, key: a.key, store: store, to: path) }
         } catch let error as ControlError {
             if error.code == .internal, case let index? = Int(error.message) {
                 swarm.lost(id: id, index: index)
