@@ -29,6 +29,7 @@ private let samples: [LinkMessage] = [
     .digest(CausalBroadcast.Digest(delivered: [MemberID(raw: 1): 4], storedFrom: [MemberID(raw: 1): 2]), activity: ActivityStamp(lamport: 3, member: MemberID(raw: 1))),
     .digest(CausalBroadcast.Digest(delivered: [:], storedFrom: [:]), activity: nil),
     .request(origin: MemberID(raw: 4), from: 1, to: 9),
+    .chunkCorrupt(id: "3f2a", index: 7),
     .baseline([MemberID(raw: 2): 8]),
     .activity(ActivityRecord(lamport: 1, setBy: MemberID(raw: 9), value: Array("{}".utf8), signature: [UInt8](repeating: 3, count: 64))),
 ]

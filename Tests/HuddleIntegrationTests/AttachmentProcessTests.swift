@@ -93,6 +93,13 @@ struct AttachmentProcessTests {
         let out = "\(cluster.dir)/c.out"
         _ = try await c.request("attach.get", ["id": .string(id), "path": .string(out), "timeout_ms": 120_000])
         #expect(filesEqual(source, out))
+        // c did get damaged chunks from b (and rejected them), and told b, which checked its own
+        // copies, found them damaged and fetched them again: b's store ends byte-identical to a's.
+        #expect((try await c.request("stats")["chunks_corrupt"]?.intValue ?? 0) >= 1)
+        try await eventually("b to repair its damaged store from a") {
+            damaged.allSatisfy { filesEqual("\(cluster.dir)/a.data/\($0)", "\(cluster.dir)/b.data/\($0)") }
+        }
+        #expect((try await b.request("stats")["chunks_corrupt"]?.intValue ?? 0) >= 1)
     }
 
     @Test func removeDeletesChunksEverywhereAndLeavingRemovesTheRest() async throws {

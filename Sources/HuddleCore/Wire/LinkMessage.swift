@@ -29,6 +29,8 @@ public enum LinkMessage: Sendable, Equatable {
     /// Which chunks of an attachment the sender holds, and which it offers this receiver.
     case have(id: String, have: Bitfield, offer: Bitfield)
     case chunkRequest(id: String, index: UInt32)
+    /// The copy of a chunk the receiver of this message sent failed its hash: it should check its own.
+    case chunkCorrupt(id: String, index: UInt32)
     /// Announces `length` bytes of chunk `index` that follow as raw frames: the body is already
     /// encrypted by its uploader and checked against the manifest, so the link does not encrypt
     /// it again; this header is encrypted and authenticated like every link message.
@@ -38,7 +40,7 @@ public enum LinkMessage: Sendable, Equatable {
 
     private enum Kind: UInt8 {
         case hello = 1, pushPull = 2, message = 3, pushPullReply = 4, swim = 5, digest = 6, request = 7, baseline = 8, activity = 9
-        case journal = 10, have = 11, chunkRequest = 12, chunkHeader = 13, batch = 14
+        case journal = 10, have = 11, chunkRequest = 12, chunkHeader = 13, batch = 14, chunkCorrupt = 15
     }
 
     public func encoded() -> [UInt8] {
@@ -75,6 +77,8 @@ public enum LinkMessage: Sendable, Equatable {
             w.u8(Kind.have.rawValue); w.string16(id); w.u32(UInt32(have.count)); w.raw(have.bytes); w.raw(offer.bytes)
         case let .chunkRequest(id, index):
             w.u8(Kind.chunkRequest.rawValue); w.string16(id); w.u32(index)
+        case let .chunkCorrupt(id, index):
+            w.u8(Kind.chunkCorrupt.rawValue); w.string16(id); w.u32(index)
         case let .chunkHeader(id, index, length):
             w.u8(Kind.chunkHeader.rawValue); w.string16(id); w.u32(index); w.u32(length)
         }
@@ -134,6 +138,7 @@ public enum LinkMessage: Sendable, Equatable {
                   let offer = Bitfield(bytes: try r.raw(width, "bitfield"), count: count) else { throw WireError("malformed bitfield") }
             result = .have(id: id, have: have, offer: offer)
         case .chunkRequest: result = .chunkRequest(id: try r.string16("attachment id"), index: try r.u32("chunk index"))
+        case .chunkCorrupt: result = .chunkCorrupt(id: try r.string16("attachment id"), index: try r.u32("chunk index"))
         case .chunkHeader:
             result = .chunkHeader(id: try r.string16("attachment id"), index: try r.u32("chunk index"), length: try r.u32("chunk length"))
         case nil: throw WireError("unknown link message kind")

@@ -171,6 +171,21 @@ extension Node {
         _ = counters.chunksServed.wrappingAdd(1, ordering: .relaxed)
     }
 
+    /// A peer says the copy of a chunk this member sent it failed its hash. Serving does not re-hash
+    /// (receivers verify), so the stored copy is checked now: a damaged one is dropped and fetched
+    /// again; a good one stays (a peer cannot make this member drop it).
+    func recheckChunk(id: String, index: Int, reportedBy peer: MemberID) {
+        guard let a = attachments[id], !a.removed, index >= 0, index < a.manifest.chunkCount, swarm.have(id)?[index] ?? false else { return }
+        if let sealed = store.read(a.manifest, index), ChunkCipher.hash(sealed) == a.manifest.chunkHashes[index] {
+            log.info("\(peer) reported chunk \(index) of \(id) damaged, but the stored copy matches its hash")
+            return
+        }
+        _ = counters.corruptChunks.wrappingAdd(1, ordering: .relaxed)
+        log.warning("chunk \(index) of \(id) is damaged on disk (reported by \(peer)); fetching it again")
+        swarm.lost(id: id, index: index)
+        requestChunks(now: now)
+    }
+
     /// A chunk body arrived (requested, or pushed by a leaving member) with its BLAKE2b hash:
     /// checked against the manifest, then stored.
     func chunkReceived(id: String, index: Int, body: [UInt8], hash: [UInt8], from link: LinkHandle) {
@@ -179,6 +194,7 @@ extension Node {
         if !valid {
             _ = counters.corruptChunks.wrappingAdd(1, ordering: .relaxed)
             log.warning("chunk \(index) of \(id) from \(link.peer.id) failed its hash; asking another holder")
+            link.send(LinkMessage.chunkCorrupt(id: id, index: UInt32(index)).encoded())
         }
         defer { requestChunks(now: now) }
         guard swarm.chunkArrived(id: id, index: index, from: link.peer.id, valid: valid) else { return }

@@ -153,6 +153,8 @@ actor Node {
             swarm.peerAnnounced(peer, id: id, have: have, offer: offer)
         case let .chunkRequest(id, index):
             serveChunk(id: id, index: Int(index), to: link)
+        case let .chunkCorrupt(id, index):
+            recheckChunk(id: id, index: Int(index), reportedBy: peer)
         case .chunkHeader:
             break  // consumed by the link reader, which hands whole chunks to `chunkReceived`
         }
