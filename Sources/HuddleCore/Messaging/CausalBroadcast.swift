@@ -179,9 +179,7 @@ public struct CausalBroadcast: Sendable {
         if deliverableNow && held[m.from] == nil {
             // The common case (in order, nothing held from this origin): delivered without passing
             // through the hold-back; what waited on it is released after it.
-            delivered[m.from] = m.seq
-            keep(signed)
-            var out: [Action] = [.deliver(signed)]
+            var out = [accept(signed)]
             if heldCount > 0 { out += release() }
             return out
         }
@@ -202,6 +200,14 @@ public struct CausalBroadcast: Sendable {
         }
     }
 
+    /// Delivers `signed`, the next broadcast of its origin: advances the origin's clock and keeps
+    /// the message for repair.
+    private mutating func accept(_ signed: SignedMessage) -> Action {
+        delivered[signed.message.from] = signed.message.seq
+        keep(signed)
+        return .deliver(signed)
+    }
+
     /// Delivers everything whose predecessors and dependencies are delivered, until nothing moves.
     private mutating func release() -> [Action] {
         guard !awaitingBaseline else { return [] }
@@ -215,9 +221,7 @@ public struct CausalBroadcast: Sendable {
                     held[origin]?[next + 1] = nil
                     heldCount -= 1
                     next += 1
-                    delivered[origin] = next
-                    keep(signed)
-                    out.append(.deliver(signed))
+                    out.append(accept(signed))
                     progress = true
                 }
                 if held[origin]?.isEmpty ?? false { held[origin] = nil }

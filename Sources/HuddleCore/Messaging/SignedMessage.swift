@@ -70,11 +70,17 @@ public enum MessageBatch {
     static let signDomain = Array("huddle-batch v2".utf8)
 
     static func leafHash(_ m: WireMessage) -> [UInt8] {
-        var w = WireWriter(capacity: 64 + m.body.count)
-        m.encode(into: &w)
+        var scratch = WireWriter(capacity: 64 + m.body.count)
         var out = [UInt8](repeating: 0, count: BatchTree.hashLength)
-        w.bytes.withUnsafeBytes { encoded in out.withUnsafeMutableBytes { BatchTree.leafHash(ofEncoded: encoded, into: $0) } }
+        out.withUnsafeMutableBytes { leafHash(m, scratch: &scratch, into: $0) }
         return out
+    }
+
+    /// Encodes `m` into `scratch` (reused across a batch) and writes its leaf hash to `out`.
+    private static func leafHash(_ m: WireMessage, scratch: inout WireWriter, into out: UnsafeMutableRawBufferPointer) {
+        scratch.reset()
+        m.encode(into: &scratch)
+        scratch.bytes.withUnsafeBytes { BatchTree.leafHash(ofEncoded: $0, into: out) }
     }
 
     static func signedBytes(origin: MemberID, root: [UInt8]) -> [UInt8] {
@@ -90,9 +96,7 @@ public enum MessageBatch {
         var scratch = WireWriter(capacity: 512)
         leaves.withUnsafeMutableBytes { out in
             for (i, m) in messages.enumerated() {
-                scratch.reset()
-                m.encode(into: &scratch)
-                scratch.bytes.withUnsafeBytes { BatchTree.leafHash(ofEncoded: $0, into: UnsafeMutableRawBufferPointer(rebasing: out[i * BatchTree.hashLength..<(i + 1) * BatchTree.hashLength])) }
+                leafHash(m, scratch: &scratch, into: UnsafeMutableRawBufferPointer(rebasing: out[i * BatchTree.hashLength..<(i + 1) * BatchTree.hashLength]))
             }
         }
         let tree = BatchTree(leaves: leaves)

@@ -98,7 +98,7 @@ struct EventLog {
             retain(Entry(cursor: latest, topic: .messages, body: .line(line), bytes: line.count))
             fanOut(line, topic: .messages)
         } else {
-            retain(Entry(cursor: latest, topic: .messages, body: .message(m, reliable: reliable), bytes: 200 + m.body.count * 7 / 3))
+            retain(Entry(cursor: latest, topic: .messages, body: .message(m, reliable: reliable), bytes: MessageEvent.estimatedSize(m)))
         }
     }
 

@@ -7,7 +7,7 @@ enum MessageEvent {
     /// The whole line: `{"event":"message","cursor":N,...}` and a newline.
     static func line(_ m: WireMessage, reliable: Bool, cursor: Int64) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(200 + m.body.count * 7 / 3 + m.deps.count * 40)
+        out.reserveCapacity(estimatedSize(m))
         out.append(contentsOf: #"{"event":"message","cursor":"#.utf8)
         JSON.writeDecimal(UInt64(cursor), into: &out)
         out.append(contentsOf: #","msg":""#.utf8)
@@ -49,6 +49,9 @@ enum MessageEvent {
         out.append(contentsOf: "}\n".utf8)
         return out
     }
+
+    /// About the bytes of `m`'s line (base64 plus text of the body, ids, deps).
+    static func estimatedSize(_ m: WireMessage) -> Int { 200 + m.body.count * 7 / 3 + m.deps.count * 40 }
 
     /// Whether `bytes` are valid UTF-8 (checked byte by byte only when not plain ASCII).
     private static func isUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {

@@ -6,9 +6,9 @@ import NIOPosix
 /// (Hashing received chunks stays on the link's task: moving it here measured ~10 % slower
 /// transfers at N = 8 for no clear gain in message latency.)
 ///
-/// Guarantees: bulk work never holds a cooperative thread (one per core), and on a busy machine the
-/// threads that carry messages get the CPU before it, so a transfer delays messages as little as
-/// the machine allows. Each job lowers its own thread's priority (threads are created lazily).
+/// Guarantees: bulk file work never holds a cooperative thread (one per core), and on a busy
+/// machine it yields the CPU to the node's other threads. Each job lowers its own thread's priority
+/// (the pool creates threads lazily).
 enum BulkWork {
     private static let pool: NIOThreadPool = {
         let pool = NIOThreadPool(numberOfThreads: max(1, ProcessInfo.processInfo.activeProcessorCount))

@@ -21,6 +21,13 @@ final class Outbox<Element: Sendable>: Sendable {
 
         var isEmpty: Bool { items.isEmpty && bulkHead == bulk.count }
 
+        /// The waiting writer and what it should get now, when there is a writer and something queued.
+        mutating func handOff(bulkLimit: Int) -> (CheckedContinuation<[Element]?, Never>, [Element])? {
+            guard !isEmpty, let waiter else { return nil }
+            self.waiter = nil
+            return (waiter, takeBatch(bulkLimit: bulkLimit))
+        }
+
         mutating func takeBatch(bulkLimit: Int) -> [Element] {
             var out = items
             items = []
@@ -63,9 +70,7 @@ final class Outbox<Element: Sendable>: Sendable {
             guard !s.closed else { return nil }
             if bulk { s.bulk.append((item, bytes)) } else { s.items.append(item); s.itemBytes += bytes }
             s.bytes += bytes
-            guard wake, let waiter = s.waiter else { return nil }
-            s.waiter = nil
-            return (waiter, s.takeBatch(bulkLimit: limit))
+            return wake ? s.handOff(bulkLimit: limit) : nil
         }
         if let (waiter, items) = woken { waiter.resume(returning: items); return true }
         return state.withLock { !$0.closed }
@@ -74,11 +79,7 @@ final class Outbox<Element: Sendable>: Sendable {
     /// Hands a waiting writer everything queued (after pushes made with `wake: false`).
     func wake() {
         let limit = bulkBatchBytes
-        let woken: (CheckedContinuation<[Element]?, Never>, [Element])? = state.withLock { s in
-            guard !s.isEmpty, let waiter = s.waiter else { return nil }
-            s.waiter = nil
-            return (waiter, s.takeBatch(bulkLimit: limit))
-        }
+        let woken = state.withLock { $0.handOff(bulkLimit: limit) }
         if let (waiter, items) = woken { waiter.resume(returning: items) }
     }
 
