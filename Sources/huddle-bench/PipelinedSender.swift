@@ -65,11 +65,15 @@ enum RawEventCounter {
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var lines = 0
         var first: Date?
+        var tail: [UInt8] = []
         while lines - 1 < count {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             guard n > 0 else {
-                throw BenchError(description: "subscription \(n == 0 ? "closed" : "silent for 30 s (stalled, or dropped by an overflow)") after \(max(lines - 1, 0)) of \(count) messages")
+                let last = String(decoding: tail, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+                let why = n == 0 ? "closed" : last.contains(#""event":"overflow""#) ? "dropped by the node: \(last)" : "silent for 30 s"
+                throw BenchError(description: "subscription \(why) after \(max(lines - 1, 0)) of \(count) messages")
             }
+            tail = Array(buffer[max(0, n - 256)..<n])
 
             lines += buffer.withUnsafeBufferPointer { raw in
                 var c = 0

@@ -65,10 +65,22 @@ struct Scenarios {
         }
     }
 
+    /// Repair traffic the run caused, per node (sender first): messages it retransmitted, and
+    /// duplicates it received.
+    func repairNote(_ cluster: HuddleCluster) async throws -> String {
+        var retransmits: [String] = [], duplicates: [String] = []
+        for control in cluster.controls {
+            let stats = try await cluster.request(control, "stats")
+            retransmits.append("\(stats["retransmits"]?.intValue ?? 0)")
+            duplicates.append("\(stats["duplicates"]?.intValue ?? 0)")
+        }
+        return ", retransmitted \(retransmits.joined(separator: "/")), duplicates \(duplicates.joined(separator: "/"))"
+    }
+
     /// Peak RSS and CPU seconds of the cluster's nodes, read from /proc now.
     func usageNote(_ cluster: HuddleCluster) -> String {
         let usage = cluster.usage()
-        return "peak RSS max \(fmt(usage.map(\.peakRSSMiB).max() ?? 0, 0)) MiB, CPU max \(fmt(usage.map(\.cpuSeconds).max() ?? 0, 1)) s per node"
+        return "peak RSS max \(fmt(usage.map(\.peakRSSMiB).max() ?? 0, 0)) MiB [\(usage.map { fmt($0.peakRSSMiB, 0) }.joined(separator: "/"))], CPU max \(fmt(usage.map(\.cpuSeconds).max() ?? 0, 1)) s per node"
     }
 
     private func serfLatency(n: Int, count: Int) async throws -> [Double] {
@@ -119,7 +131,7 @@ struct Scenarios {
         }
         let raw = try RawFanout.run(receivers: 3, size: size, count: count * (size > 1024 ? 5 : 10))
         let worst = rates.min() ?? 0
-        let note = usageNote(cluster)
+        let note = usageNote(cluster) + (try await repairNote(cluster))
         return [BenchRow(scenario: "throughput \(size) B", measure: "msgs/s at each of 3 receivers (min of 3)",
                          huddle: "\(Int(worst)) (\(fmt(worst * Double(size) / 1e6, 1)) MB/s); \(note)",
                          comparison: "raw TCP fan-out: \(Int(raw)) (\(fmt(raw * Double(size) / 1e6, 0)) MB/s)",

@@ -78,6 +78,44 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     #expect(caughtUp.isEmpty)
 }
 
+@Test func aMemberThatKeepsDeliveringNeverAsksAndAStalledOneAsksOnlyForWhatItLacks() {
+    var alice = member(a, knowing: [b, c]), bob = member(b, knowing: [a, c]), carol = member(c, knowing: [a, b])
+    let stream = (0..<40).map { _ -> SignedMessage in
+        let m = signed(alice.makeBroadcast(body: [1]))
+        alice.stored(own: m)
+        return m
+    }
+    // Bob is always ten messages ahead of carol (a stream in flight): carol's deliveries keep moving,
+    // so however long she lags, she asks for nothing.
+    var asked: [CausalBroadcast.Action] = []
+    for step in 0..<30 {
+        for m in stream[0...(step + 10)] { _ = bob.receive(m) }
+        _ = carol.receive(stream[step])
+        asked += carol.receiveDigest(bob.digest(), from: b, now: Double(step) * 0.1)
+    }
+    #expect(asked.isEmpty, "a member whose deliveries move on must not ask for messages in flight: \(asked)")
+    // Then carol stalls at 30: 31 and 33...35 are lost, 32 and 36 arrived and are held. Once the
+    // stall lasts the repair delay she asks for the two runs she lacks, not for what she holds.
+    _ = carol.receive(stream[31])
+    _ = carol.receive(stream[35])
+    for m in stream { _ = bob.receive(m) }
+    let first = carol.receiveDigest(bob.digest(), from: b, now: 3.0)
+    let second = carol.receiveDigest(bob.digest(), from: b, now: 3.2)
+    #expect(first.isEmpty && second.isEmpty, "the stall has not lasted the repair delay yet")
+    let due = carol.receiveDigest(bob.digest(), from: b, now: 3.4)
+    #expect(due == [.request(peer: b, origin: a, from: 31, to: 31), .request(peer: b, origin: a, from: 33, to: 35)])
+    var out: [CausalBroadcast.Action] = []
+    for action in due {
+        guard case let .request(_, origin, from, to) = action else { continue }
+        for m in bob.stored(origin: origin, from: from, to: to) { out += carol.receive(m) }
+    }
+    #expect(carol.delivered[a] == 36)
+    // What the repair released counts as its answer, not as a stream moving on: the tail (37...40)
+    // is asked for at once, without a second repair delay.
+    let tail = carol.receiveDigest(bob.digest(), from: b, now: 3.5)
+    #expect(tail == [.request(peer: b, origin: a, from: 37, to: 40)])
+}
+
 @Test func storedMessagesAreDroppedOnceEveryMemberAcknowledgedOrLeft() {
     var alice = member(a, knowing: [b, c]), bob = member(b, knowing: [a, c])
     let m1 = signed(alice.makeBroadcast(body: [1]))

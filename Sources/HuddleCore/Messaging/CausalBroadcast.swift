@@ -7,14 +7,15 @@
 ///   had delivered before sending it) — so a reply never arrives before what it answers;
 /// - a gap is repaired from any member that still stores the message (not only its origin, which
 ///   may have crashed): members exchange digests of what they delivered and what they store, and
-///   a member that stays behind a peer for `repairDelay` asks that peer for the missing range;
+///   a member whose deliveries from an origin stall for `repairDelay` while a peer shows more asks
+///   that peer for the seqs it lacks;
 /// - a member stores what it delivered until every current member has acknowledged it in a digest;
 ///   members that fail or leave stop holding messages back; held-back and stored messages are
 ///   bounded, and what is refused for lack of room is repaired later, never lost.
 public struct CausalBroadcast: Sendable {
     public struct Settings: Sendable {
-        /// How long a member may lag a peer's digest before it asks for the gap (messages in flight
-        /// arrive by themselves within this time on a LAN).
+        /// How long deliveries from an origin may stall, while a peer shows more, before a member
+        /// asks for the gap (messages in flight arrive by themselves within this time on a LAN).
         public var repairDelay: Double = 0.3
         /// How long a repair request may stay unanswered before it is sent again (to any peer ahead).
         public var requestTimeout: Double = 1.0
@@ -58,9 +59,13 @@ public struct CausalBroadcast: Sendable {
     public private(set) var storedBytes = 0
     private var acks: [MemberID: [MemberID: UInt64]] = [:]
     private var members: Set<MemberID> = []
-    /// Per origin: the highest seq a peer showed that this member lacks, and since when it lacks it.
-    private var behind: [MemberID: (target: UInt64, since: Double)] = [:]
-    private var requested: [MemberID: (upTo: UInt64, at: Double)] = [:]
+    /// Per origin, while a peer shows more than this member delivered: since when deliveries have
+    /// not moved on by themselves, where they stood at the last digest, and the most a peer showed.
+    private struct Lag { var since: Double; var mark: UInt64; var target: UInt64 }
+    private var behind: [MemberID: Lag] = [:]
+    /// Per origin, the last repair request: its highest seq, how far its answer should carry
+    /// deliveries (held messages it releases), and when it was sent.
+    private var requested: [MemberID: (upTo: UInt64, reach: UInt64, at: Double)] = [:]
     public private(set) var duplicates = 0
     public private(set) var refusedForRoom = 0
 
@@ -257,6 +262,11 @@ public struct CausalBroadcast: Sendable {
     }
 
     /// A peer's digest: it acknowledges what it delivered, and shows what it could give us.
+    ///
+    /// Being behind a peer is normal while messages stream: they are in flight, or queued for this
+    /// member to process. A member asks for a gap only once its deliveries from that origin have
+    /// stalled for `repairDelay` while a peer shows more, and then asks only for the seqs it does
+    /// not hold (held-back messages are not fetched again).
     public mutating func receiveDigest(_ digest: Digest, from peer: MemberID, now: Double) -> [Action] {
         if members.contains(peer) {
             acks[peer] = digest.delivered
@@ -266,20 +276,42 @@ public struct CausalBroadcast: Sendable {
         var out: [Action] = []
         for (origin, theirs) in digest.delivered where origin != local {
             guard let mine = delivered[origin], theirs > mine else { continue }
-            // Behind since when? Only catching up ends a lag: a peer that is as far behind says nothing.
-            guard let lag = behind[origin], lag.target > mine else {
-                behind[origin] = (theirs, now)
+            // Progress that a repair did not bring (past what was asked for) means messages flow:
+            // the stall timer starts again. So does catching up with what peers showed before.
+            let repairReach = requested[origin]?.reach ?? 0
+            guard let lag = behind[origin], lag.target > mine, mine <= max(lag.mark, repairReach) else {
+                behind[origin] = Lag(since: now, mark: mine, target: theirs)
                 continue
             }
-            behind[origin] = (max(lag.target, theirs), lag.since)
-            let since = lag.since
-            guard now - since >= settings.repairDelay, (digest.storedFrom[origin] ?? .max) <= mine + 1 else { continue }
+            behind[origin] = Lag(since: lag.since, mark: mine, target: max(lag.target, theirs))
+            guard now - lag.since >= settings.repairDelay, (digest.storedFrom[origin] ?? .max) <= mine + 1 else { continue }
             if let pending = requested[origin], pending.upTo > mine, now - pending.at < settings.requestTimeout { continue }
-            let upTo = min(theirs, mine + settings.requestRange)
-            requested[origin] = (upTo, now)
-            out.append(.request(peer: peer, origin: origin, from: mine + 1, to: upTo))
+            let gaps = missing(origin, after: mine, through: theirs)
+            guard let last = gaps.last else { continue }
+            requested[origin] = (upTo: last.upperBound, reach: max(last.upperBound, held[origin]?.keys.max() ?? 0), at: now)
+            for gap in gaps { out.append(.request(peer: peer, origin: origin, from: gap.lowerBound, to: gap.upperBound)) }
         }
         return out
+    }
+
+    /// The runs of `origin`'s seqs in `mine+1...theirs` that are neither delivered nor held, at most
+    /// `requestRange` seqs in all. Above the highest held seq nothing is asked for unless nothing
+    /// is held: those messages may still be on their way.
+    private func missing(_ origin: MemberID, after mine: UInt64, through theirs: UInt64) -> [ClosedRange<UInt64>] {
+        let queue = held[origin] ?? [:]
+        let end = queue.isEmpty ? theirs : min(theirs, queue.keys.max() ?? theirs)
+        var gaps: [ClosedRange<UInt64>] = []
+        var budget = settings.requestRange
+        var seq = mine + 1
+        while seq <= end && budget > 0 {
+            guard queue[seq] == nil else { seq += 1; continue }
+            let start = seq
+            while seq < end && budget > 1 && queue[seq + 1] == nil { seq += 1; budget -= 1 }
+            budget -= 1
+            gaps.append(start...seq)
+            seq += 1
+        }
+        return gaps
     }
 
     /// What this member stores of `origin` in `from...to`, to answer a repair request.

@@ -26,6 +26,10 @@ enum ControlServer {
         }
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
+            // A subscriber reading large events takes up to this much (Linux doubles it, capped by
+            // net.core.wmem_max) per wake-up of the node's event loop, instead of the default
+            // ~200 KiB: on a busy machine that is what lets a fast stream reach a client at all.
+            .childChannelOption(.socketOption(.so_sndbuf), value: 2 << 20)
             .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: false) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
@@ -53,28 +57,22 @@ enum ControlServer {
 
     /// Serves one client until it disconnects or the node stops.
     static func serve(_ channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>, node: Node) async {
-        let connection = ControlConnection()
+        let connection = ControlConnection(channel: channel.channel)
+        let written = channel.channel.eventLoop.makePromise(of: Void.self)
+        connection.writeQueued(done: written)
         do {
             try await channel.executeThenClose { inbound, outbound in
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        while let lines = await connection.outbox.takeAll() {
-                            var buffer = channel.channel.allocator.buffer(capacity: lines.reduce(0) { $0 + $1.count })
-                            for line in lines { buffer.writeBytes(line) }
-                            try await outbound.write(buffer)
-                        }
-                        outbound.finish()
-                    }
-                    var splitter = LineSplitter(limit: maximumLine)
-                    for try await chunk in inbound {
-                        // Every request one read brought is answered in one visit to the node (in order).
-                        let items = splitter.add(chunk.readableBytesView)
-                        if !items.isEmpty { await node.handleControl(items, on: connection) }
-                    }
-                    await node.unsubscribe(connection)
-                    connection.outbox.close()
-                    try await group.waitForAll()
+                var splitter = LineSplitter(limit: maximumLine)
+                for try await chunk in inbound {
+                    // Every request one read brought is answered in one visit to the node (in order).
+                    let items = splitter.add(chunk.readableBytesView)
+                    if !items.isEmpty { await node.handleControl(items, on: connection) }
                 }
+                await node.unsubscribe(connection)
+                connection.outbox.close()
+                // Every reply is out before the node half-closes its side.
+                try await written.futureResult.get()
+                outbound.finish()
             }
         } catch {
             await node.unsubscribe(connection)

@@ -35,7 +35,11 @@ struct EventLog {
 
     static let retainCount = 10_000
     static let retainBytes = 64 << 20
-    static let subscriberLimit = 16 << 20
+    /// As much as the log retains: lines queued for a subscriber are the retained lines themselves
+    /// (shared, not copied), so a backlog up to this size costs little memory of its own, and it
+    /// absorbs the burst of deliveries that follows a stall (a sender may have 64 MiB of messages
+    /// unacknowledged). A subscriber further behind could not be caught up from retention anyway.
+    static let subscriberLimit = retainBytes
     /// Most bytes a subscriber's writer is left unwoken for during a burst.
     static let deferLimit = 256 << 10
 

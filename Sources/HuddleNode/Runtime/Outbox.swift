@@ -1,7 +1,8 @@
 import Synchronization
 
-/// A queue between the node (which pushes without waiting) and one writer task (which takes what
-/// is queued at once, so its writes are batched into one flush).
+/// A queue between the node (which pushes without waiting) and one writer (a task awaiting
+/// `takeAll`, or a callback given to `whenReady`) that takes what is queued at once, so its writes
+/// are batched into one flush.
 ///
 /// Two lanes: ordinary items, and bulk items (attachment chunks). A batch holds every ordinary
 /// item queued and bulk items up to `bulkBatchBytes` (at least one), so a small message queued
@@ -16,13 +17,13 @@ final class Outbox<Element: Sendable>: Sendable {
         /// Bytes of everything queued, both lanes.
         var bytes = 0
         var itemBytes = 0
-        var waiter: CheckedContinuation<[Element]?, Never>?
+        var waiter: Waiter?
         var closed = false
 
         var isEmpty: Bool { items.isEmpty && bulkHead == bulk.count }
 
         /// The waiting writer and what it should get now, when there is a writer and something queued.
-        mutating func handOff(bulkLimit: Int) -> (CheckedContinuation<[Element]?, Never>, [Element])? {
+        mutating func handOff(bulkLimit: Int) -> (Waiter, [Element])? {
             guard !isEmpty, let waiter else { return nil }
             self.waiter = nil
             return (waiter, takeBatch(bulkLimit: bulkLimit))
@@ -50,6 +51,8 @@ final class Outbox<Element: Sendable>: Sendable {
             return out
         }
     }
+    /// Takes the next batch, or nil once the outbox is closed and drained.
+    typealias Waiter = @Sendable ([Element]?) -> Void
     private let state = Mutex(State())
     private let bulkBatchBytes: Int
 
@@ -66,13 +69,13 @@ final class Outbox<Element: Sendable>: Sendable {
     @discardableResult
     func push(_ item: Element, bytes: Int, bulk: Bool = false, wake: Bool = true) -> Bool {
         let limit = bulkBatchBytes
-        let woken: (CheckedContinuation<[Element]?, Never>, [Element])? = state.withLock { s in
+        let woken: (Waiter, [Element])? = state.withLock { s in
             guard !s.closed else { return nil }
             if bulk { s.bulk.append((item, bytes)) } else { s.items.append(item); s.itemBytes += bytes }
             s.bytes += bytes
             return wake ? s.handOff(bulkLimit: limit) : nil
         }
-        if let (waiter, items) = woken { waiter.resume(returning: items); return true }
+        if let (waiter, items) = woken { waiter(items); return true }
         return state.withLock { !$0.closed }
     }
 
@@ -80,7 +83,7 @@ final class Outbox<Element: Sendable>: Sendable {
     func wake() {
         let limit = bulkBatchBytes
         let woken = state.withLock { $0.handOff(bulkLimit: limit) }
-        if let (waiter, items) = woken { waiter.resume(returning: items) }
+        if let (waiter, items) = woken { waiter(items) }
     }
 
     /// The next batch, waiting while the queue is empty; nil once closed and drained.
@@ -93,27 +96,33 @@ final class Outbox<Element: Sendable>: Sendable {
     }
 
     private func waitForItems() async -> [Element]? {
-        let limit = bulkBatchBytes
-        return await withCheckedContinuation { (c: CheckedContinuation<[Element]?, Never>) in
-            let ready: [Element]?? = state.withLock { s in
-                if !s.isEmpty { return .some(s.takeBatch(bulkLimit: limit)) }
-                if s.closed { return .some(nil) }
-                s.waiter = c
-                return .none
-            }
-            if let ready { c.resume(returning: ready) }
+        await withCheckedContinuation { (c: CheckedContinuation<[Element]?, Never>) in
+            whenReady { c.resume(returning: $0) }
         }
+    }
+
+    /// Calls `take` with the next batch: at once when something is queued (nil when closed and
+    /// drained), otherwise from the push or wake that queues the next item, on the caller's thread.
+    func whenReady(_ take: @escaping Waiter) {
+        let limit = bulkBatchBytes
+        let ready: [Element]?? = state.withLock { s in
+            if !s.isEmpty { return .some(s.takeBatch(bulkLimit: limit)) }
+            if s.closed { return .some(nil) }
+            s.waiter = take
+            return .none
+        }
+        if let ready { take(ready) }
     }
 
     /// Refuses further pushes; a waiting writer gets what is still queued, then nil.
     func close() {
         let limit = bulkBatchBytes
-        let woken: (CheckedContinuation<[Element]?, Never>, [Element]?)? = state.withLock { s in
+        let woken: (Waiter, [Element]?)? = state.withLock { s in
             s.closed = true
             guard let waiter = s.waiter else { return nil }
             s.waiter = nil
             return (waiter, s.isEmpty ? nil : s.takeBatch(bulkLimit: limit))
         }
-        if let (waiter, items) = woken { waiter.resume(returning: items) }
+        if let (waiter, items) = woken { waiter(items) }
     }
 }
