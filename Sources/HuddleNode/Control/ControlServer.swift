@@ -57,11 +57,11 @@ enum ControlServer {
 
     /// Serves one client until it disconnects or the node stops.
     static func serve(_ channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>, node: Node) async {
-        let connection = ControlConnection(channel: channel.channel)
+        let connection = ControlConnection()
         let written = channel.channel.eventLoop.makePromise(of: Void.self)
-        connection.writeQueued(done: written)
+        connection.startWriting(to: channel.channel, done: written)
         do {
-            try await channel.executeThenClose { inbound, outbound in
+            try await channel.executeThenClose { inbound, _ in
                 var splitter = LineSplitter(limit: maximumLine)
                 for try await chunk in inbound {
                     // Every request one read brought is answered in one visit to the node (in order).
@@ -70,9 +70,8 @@ enum ControlServer {
                 }
                 await node.unsubscribe(connection)
                 connection.outbox.close()
-                // Every reply is out before the node half-closes its side.
+                // Every reply is out (and the node's side half-closed) before the channel closes.
                 try await written.futureResult.get()
-                outbound.finish()
             }
         } catch {
             await node.unsubscribe(connection)

@@ -55,7 +55,7 @@ enum LinkSession {
                     return
                 }
                 registered?.resume(.success(peer.id))
-                await runTransport(link, result: result, frames: &frames, outbound: outbound, node: node)
+                await runTransport(link, result: result, frames: &frames, node: node)
             }
         } catch {
             registered?.resume(.failure(NodeError("handshake with \(remote) failed: \(error)")))
@@ -75,109 +75,117 @@ enum LinkSession {
         }
     }
 
-    /// After the handshake: a writer task drains the link's outbox; this task reads until close.
+    /// After the handshake: the link's outbox is written by `ChannelPump` (encrypted on the event
+    /// loop); this task reads until close.
     private static func runTransport(
         _ link: LinkHandle, result: LinkHandshakeResult,
-        frames: inout FrameIterator,
-        outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, node: Node
+        frames: inout FrameIterator, node: Node
     ) async {
-        await withTaskGroup(of: Void.self) { group in
-            let sendCipher = result.send
-            group.addTask {
-                var cipher = sendCipher
-                do {
-                    while let batch = await link.outbox.takeAll() {
-                        // Sized for the whole batch up front: a buffer grown by doubling would copy
-                        // each 256 KiB chunk body several times over.
-                        var buffer = link.channel.allocator.buffer(capacity: Self.framedSize(of: batch))
-                        // Small messages first, bulk chunks after them (order within each kind is kept).
-                        for item in batch {
-                            guard case let .message(message) = item else { continue }
-                            let before = buffer.readableBytes
-                            for record in LinkRecords.split(message) {
-                                buffer.writeFrame(try cipher.encrypt(ad: [], plaintext: record))
-                            }
-                            node.counters.addSent(LinkMessage.carriesApplicationMessage(message) ? .messages : .gossip, buffer.readableBytes - before)
-                        }
-                        for item in batch {
-                            guard case let .chunk(header, body) = item else { continue }
-                            let before = buffer.readableBytes
-                            for record in LinkRecords.split(header) {
-                                buffer.writeFrame(try cipher.encrypt(ad: [], plaintext: record))
-                            }
-                            body.withUnsafeBytes { bytes in
-                                var offset = 0
-                                while offset < bytes.count {
-                                    let end = min(offset + 65_535, bytes.count)
-                                    buffer.writeFrame(UnsafeRawBufferPointer(rebasing: bytes[offset..<end]))
-                                    offset = end
-                                }
-                            }
-                            node.counters.addSent(.chunks, buffer.readableBytes - before)
-                        }
-                        try await outbound.write(buffer)
-                    }
-                    outbound.finish()
-                } catch {
-                    node.log.info("link to \(link.peer.id) failed while writing: \(error)")
-                    link.channel.close(promise: nil)
-                }
-            }
-            var cipher = result.receive
-            var reassembler = LinkReassembler(limit: maximumMessage)
-            do {
-                var rawChunk: (id: String, index: UInt32, length: Int, body: [UInt8])?
-                var messageBytes = 0
-                while let batch = try await frames.nextBatch() {
-                    // Everything one read brought is handed to the node in one call, in order.
-                    var messages: [LinkMessage] = []
-                    for frame in batch {
-                        if var chunk = rawChunk {
-                            rawChunk = nil
-                            chunk.body.append(contentsOf: frame.readableBytesView)
-                            guard chunk.body.count >= chunk.length else {
-                                rawChunk = chunk
-                                continue
-                            }
-                            guard chunk.body.count == chunk.length else { throw NodeError("chunk body longer than its header said") }
-                            node.counters.addReceived(.chunks, chunk.length)
-                            if !messages.isEmpty { await node.linkReceived(link, messages) }
-                            messages = []
-                            // Hashed here, off the node's actor, so messages on other links are not held up.
-                            let hash = ChunkCipher.hash(chunk.body)
-                            await node.chunkReceived(id: chunk.id, index: Int(chunk.index), body: chunk.body, hash: hash, from: link)
-                            continue
-                        }
-                        let record = try frame.withUnsafeReadableBytes { try cipher.decrypt(ciphertext: $0) }
-                        // Every frame of a message counts, not only the one that completes it.
-                        messageBytes += frame.readableBytes + 2
-                        guard let bytes = try reassembler.add(record) else { continue }
-                        let message = try LinkMessage.decode(bytes)
-                        defer { messageBytes = 0 }
-                        switch message {
-                        case let .chunkHeader(id, index, length):
-                            guard length > 0, length <= UInt32(maximumChunk) else { throw NodeError("chunk of \(length) bytes (must be 1...\(maximumChunk))") }
-                            node.counters.addReceived(.chunks, messageBytes)
-                            rawChunk = (id, index, Int(length), [])
-                            rawChunk?.body.reserveCapacity(Int(length))
-                            continue
-                        case .message, .batch:
-                            node.counters.addReceived(.messages, messageBytes)
-                        default:
-                            node.counters.addReceived(.gossip, messageBytes)
-                        }
-                        messages.append(message)
-                    }
-                    if !messages.isEmpty { await node.linkReceived(link, messages) }
-                }
-            } catch {
-                _ = node.counters.droppedFrames.wrappingAdd(1, ordering: .relaxed)
-                node.log.warning("closing the link to \(link.peer.id): bad frame (\(error))")
-                link.channel.close(promise: nil)
-            }
-            link.close()
-            await node.linkClosed(link)
+        let written = link.channel.eventLoop.makePromise(of: Void.self)
+        // Used only on the link's event loop, where the pump encodes.
+        let sendCipher = NIOLoopBoundBox.makeBoxSendingValue(result.send, eventLoop: link.channel.eventLoop)
+        ChannelPump.run(link.outbox, to: link.channel, done: written) { batch, allocator in
+            try encode(batch, cipher: &sendCipher.value, allocator: allocator, counters: node.counters)
         }
+        await readTransport(link, receive: result.receive, frames: &frames, node: node)
+        // What was queued before the close still goes out, then the output is closed.
+        do {
+            try await written.futureResult.get()
+        } catch {
+            node.log.info("link to \(link.peer.id) failed while writing: \(error)")
+        }
+    }
+
+    /// One buffer holding a batch of the link's outbox: small messages first, encrypted; bulk chunks
+    /// after them (order within each kind is kept), their already encrypted bodies as raw frames.
+    private static func encode(_ batch: [LinkOutbound], cipher: inout NoiseCipherState, allocator: ByteBufferAllocator, counters: NodeCounters) throws -> ByteBuffer {
+        // Sized for the whole batch up front: a buffer grown by doubling would copy each 256 KiB
+        // chunk body several times over.
+        var buffer = allocator.buffer(capacity: framedSize(of: batch))
+        for item in batch {
+            guard case let .message(message) = item else { continue }
+            let before = buffer.readableBytes
+            for record in LinkRecords.split(message) {
+                buffer.writeFrame(try cipher.encrypt(ad: [], plaintext: record))
+            }
+            counters.addSent(LinkMessage.carriesApplicationMessage(message) ? .messages : .gossip, buffer.readableBytes - before)
+        }
+        for item in batch {
+            guard case let .chunk(header, body) = item else { continue }
+            let before = buffer.readableBytes
+            for record in LinkRecords.split(header) {
+                buffer.writeFrame(try cipher.encrypt(ad: [], plaintext: record))
+            }
+            body.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let end = min(offset + 65_535, bytes.count)
+                    buffer.writeFrame(UnsafeRawBufferPointer(rebasing: bytes[offset..<end]))
+                    offset = end
+                }
+            }
+            counters.addSent(.chunks, buffer.readableBytes - before)
+        }
+        return buffer
+    }
+
+    /// Reads the link's frames until it closes: decrypts, reassembles and hands the node what each
+    /// read brought; then closes the link.
+    private static func readTransport(_ link: LinkHandle, receive: NoiseCipherState, frames: inout FrameIterator, node: Node) async {
+        var cipher = receive
+        var reassembler = LinkReassembler(limit: maximumMessage)
+        do {
+            var rawChunk: (id: String, index: UInt32, length: Int, body: [UInt8])?
+            var messageBytes = 0
+            while let batch = try await frames.nextBatch() {
+                // Everything one read brought is handed to the node in one call, in order.
+                var messages: [LinkMessage] = []
+                for frame in batch {
+                    if var chunk = rawChunk {
+                        rawChunk = nil
+                        chunk.body.append(contentsOf: frame.readableBytesView)
+                        guard chunk.body.count >= chunk.length else {
+                            rawChunk = chunk
+                            continue
+                        }
+                        guard chunk.body.count == chunk.length else { throw NodeError("chunk body longer than its header said") }
+                        node.counters.addReceived(.chunks, chunk.length)
+                        if !messages.isEmpty { await node.linkReceived(link, messages) }
+                        messages = []
+                        // Hashed here, off the node's actor, so messages on other links are not held up.
+                        let hash = ChunkCipher.hash(chunk.body)
+                        await node.chunkReceived(id: chunk.id, index: Int(chunk.index), body: chunk.body, hash: hash, from: link)
+                        continue
+                    }
+                    let record = try frame.withUnsafeReadableBytes { try cipher.decrypt(ciphertext: $0) }
+                    // Every frame of a message counts, not only the one that completes it.
+                    messageBytes += frame.readableBytes + 2
+                    guard let bytes = try reassembler.add(record) else { continue }
+                    let message = try LinkMessage.decode(bytes)
+                    defer { messageBytes = 0 }
+                    switch message {
+                    case let .chunkHeader(id, index, length):
+                        guard length > 0, length <= UInt32(maximumChunk) else { throw NodeError("chunk of \(length) bytes (must be 1...\(maximumChunk))") }
+                        node.counters.addReceived(.chunks, messageBytes)
+                        rawChunk = (id, index, Int(length), [])
+                        rawChunk?.body.reserveCapacity(Int(length))
+                        continue
+                    case .message, .batch:
+                        node.counters.addReceived(.messages, messageBytes)
+                    default:
+                        node.counters.addReceived(.gossip, messageBytes)
+                    }
+                    messages.append(message)
+                }
+                if !messages.isEmpty { await node.linkReceived(link, messages) }
+            }
+        } catch {
+            _ = node.counters.droppedFrames.wrappingAdd(1, ordering: .relaxed)
+            node.log.warning("closing the link to \(link.peer.id): bad frame (\(error))")
+            link.channel.close(promise: nil)
+        }
+        link.close()
+        await node.linkClosed(link)
     }
 }
 
