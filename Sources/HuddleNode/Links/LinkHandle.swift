@@ -2,7 +2,7 @@ import HuddleCore
 import NIOCore
 
 /// The node's handle on one authenticated link: who is at the other end, who dialed, and the
-/// outbox its writer task drains. Sendable: every stored property is immutable or itself Sendable.
+/// outbox `ChannelPump` writes. Sendable: every stored property is immutable or itself Sendable.
 final class LinkHandle: Sendable {
     let peer: MemberInfo
     /// The member that opened the TCP connection (decides which of two duplicate links stays).
@@ -22,7 +22,7 @@ final class LinkHandle: Sendable {
         remoteAddress = channel.remoteAddress.map { "\($0)" } ?? "unknown"
     }
 
-    /// Queues an encoded link message for the writer task.
+    /// Queues an encoded link message for the link's writer.
     func send(_ encoded: [UInt8]) { outbox.push(.message(encoded), bytes: encoded.count) }
 
     /// Queues a chunk: an encrypted header, then the (already encrypted) body as raw frames.
@@ -37,7 +37,7 @@ final class LinkHandle: Sendable {
     }
 }
 
-/// What a link's writer task writes: a link message (encrypted), or a chunk (encrypted header,
+/// What a link's writer writes: a link message (encrypted), or a chunk (encrypted header,
 /// raw body).
 enum LinkOutbound: Sendable {
     case message([UInt8])
