@@ -289,20 +289,20 @@ public struct CausalBroadcast: Sendable {
             behind[origin] = Lag(since: lag.since, mark: mine, target: max(lag.target, theirs))
             guard now - lag.since >= settings.repairDelay, (digest.storedFrom[origin] ?? .max) <= mine + 1 else { continue }
             if let pending = requested[origin], pending.upTo > mine, now - pending.at < settings.requestTimeout { continue }
-            let gaps = missing(origin, after: mine, through: theirs)
+            let highestHeld = held[origin]?.keys.max()
+            let gaps = missing(origin, after: mine, through: min(theirs, highestHeld ?? theirs))
             guard let last = gaps.last else { continue }
-            requested[origin] = (upTo: last.upperBound, reach: max(last.upperBound, held[origin]?.keys.max() ?? 0), at: now)
+            requested[origin] = (upTo: last.upperBound, reach: max(last.upperBound, highestHeld ?? 0), at: now)
             for gap in gaps { out.append(.request(peer: peer, origin: origin, from: gap.lowerBound, to: gap.upperBound)) }
         }
         return out
     }
 
-    /// The runs of `origin`'s seqs in `mine+1...theirs` that are neither delivered nor held, at most
-    /// `requestRange` seqs in all. Above the highest held seq nothing is asked for unless nothing
-    /// is held: those messages may still be on their way.
-    private func missing(_ origin: MemberID, after mine: UInt64, through theirs: UInt64) -> [ClosedRange<UInt64>] {
+    /// The runs of `origin`'s seqs in `mine+1...end` that are neither delivered nor held, at most
+    /// `requestRange` seqs in all. Callers end at the highest held seq when something is held:
+    /// messages above it may still be on their way.
+    private func missing(_ origin: MemberID, after mine: UInt64, through end: UInt64) -> [ClosedRange<UInt64>] {
         let queue = held[origin] ?? [:]
-        let end = queue.isEmpty ? theirs : min(theirs, queue.keys.max() ?? theirs)
         var gaps: [ClosedRange<UInt64>] = []
         var budget = settings.requestRange
         var seq = mine + 1

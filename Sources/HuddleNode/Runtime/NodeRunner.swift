@@ -18,37 +18,13 @@ public enum NodeRunner {
         var cleanup: [() -> Void] = [{ unlink(config.controlPath) }]
         defer { for step in cleanup.reversed() { step() } }
 
-        // With port 0 the kernel picks a TCP port, and UDP must then get the same number; another
-        // process may hold it for UDP, so a busy UDP port means trying another TCP port.
-        var attempts = config.listenPort == 0 ? 32 : 1
-        var bound: (tcp: NIOAsyncChannel<FrameChannel, Never>, udp: UDPSocket, port: Int)?
-        while bound == nil {
-            attempts -= 1
-            let tcp: NIOAsyncChannel<FrameChannel, Never>
-            do {
-                tcp = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                    .childChannelOption(.allowRemoteHalfClosure, value: true)
-                    .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-                    .bind(host: config.listenHost, port: config.listenPort) { channel in
-                        channel.eventLoop.makeCompletedFuture { try LinkSession.wrap(channel) }
-                    }
-            } catch {
-                try? await control.channel.close()
-                throw NodeError("cannot listen on \(config.listenHost):\(config.listenPort) (TCP): \(error)")
-            }
-            let port = tcp.channel.localAddress?.port ?? config.listenPort
-            do {
-                bound = (tcp, try DatagramTransport.bind(host: config.listenHost, port: port), port)
-            } catch {
-                try? await tcp.channel.close()
-                guard attempts > 0 else {
-                    try? await control.channel.close()
-                    throw NodeError("cannot listen on \(config.listenHost):\(port) (UDP): \(error)")
-                }
-            }
+        let tcp: NIOAsyncChannel<FrameChannel, Never>, udp: UDPSocket, port: Int
+        do {
+            (tcp, udp, port) = try await bindLinkPorts(config)
+        } catch {
+            try? await control.channel.close()
+            throw error
         }
-        guard let (tcp, udp, port) = bound else { throw NodeError("cannot listen on \(config.listenHost):\(config.listenPort)") }
 
         let dataDir = try prepareDataDirectory(config.dataDir)
         if dataDir.created { cleanup.append { try? FileManager.default.removeItem(atPath: dataDir.path) } }
@@ -159,6 +135,35 @@ public enum NodeRunner {
             }
             source.resume()
             return source
+        }
+    }
+
+    /// The TCP listener for links and the UDP socket on the same port. With port 0 the kernel picks
+    /// a TCP port, and UDP must then get the same number; another process may hold it for UDP, so
+    /// a busy UDP port means trying another TCP port (32 tries).
+    private static func bindLinkPorts(_ config: NodeConfiguration) async throws -> (NIOAsyncChannel<FrameChannel, Never>, UDPSocket, Int) {
+        var attempts = config.listenPort == 0 ? 32 : 1
+        while true {
+            attempts -= 1
+            let tcp: NIOAsyncChannel<FrameChannel, Never>
+            do {
+                tcp = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                    .childChannelOption(.allowRemoteHalfClosure, value: true)
+                    .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                    .bind(host: config.listenHost, port: config.listenPort) { channel in
+                        channel.eventLoop.makeCompletedFuture { try LinkSession.wrap(channel) }
+                    }
+            } catch {
+                throw NodeError("cannot listen on \(config.listenHost):\(config.listenPort) (TCP): \(error)")
+            }
+            let port = tcp.channel.localAddress?.port ?? config.listenPort
+            do {
+                return (tcp, try DatagramTransport.bind(host: config.listenHost, port: port), port)
+            } catch {
+                try? await tcp.channel.close()
+                guard attempts > 0 else { throw NodeError("cannot listen on \(config.listenHost):\(port) (UDP): \(error)") }
+            }
         }
     }
 }
