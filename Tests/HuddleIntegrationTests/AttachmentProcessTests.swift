@@ -69,6 +69,19 @@ struct AttachmentProcessTests {
         #expect(meta == ["location": [1, 2]])
     }
 
+    /// Flips a byte in every 64 KiB of every chunk file under `dataDir` (every chunk is damaged);
+    /// returns the files, relative to `dataDir`.
+    func damageEveryChunk(under dataDir: String) throws -> [String] {
+        let files = chunkFiles(under: dataDir)
+        for file in files {
+            let path = "\(dataDir)/\(file)"
+            guard var bytes = FileManager.default.contents(atPath: path) else { continue }
+            for offset in stride(from: 1000, to: bytes.count, by: 65_536) { bytes[offset] ^= 0xFF }
+            try bytes.write(to: URL(fileURLWithPath: path))
+        }
+        return files
+    }
+
     @Test func aCorruptedStoredChunkIsDetectedAndFetchedElsewhere() async throws {
         let cluster = try TestCluster("corrupt")
         defer { cluster.shutdown() }
@@ -79,27 +92,55 @@ struct AttachmentProcessTests {
         try writeRandomFile(source, count: 3 << 20, seed: 9)
         let id = try await a.request("attach.add", ["path": .string(source)])["attachment"]?.objectValue?["id"]?.stringValue ?? ""
         _ = try await b.request("attach.get", ["id": .string(id), "path": .string("\(cluster.dir)/b.out")])
-        // Damage every chunk at b (a byte in every 64 KiB of its chunk file), then a new member
-        // fetches: it must still end with the right bytes.
-        let damaged = chunkFiles(under: "\(cluster.dir)/b.data")
+        let damaged = try damageEveryChunk(under: "\(cluster.dir)/b.data")
         #expect(damaged.count == 1, "one chunk file per attachment")
-        for file in damaged {
-            let path = "\(cluster.dir)/b.data/\(file)"
-            guard var bytes = FileManager.default.contents(atPath: path) else { continue }
-            for offset in stride(from: 1000, to: bytes.count, by: 65_536) { bytes[offset] ^= 0xFF }
-            try bytes.write(to: URL(fileURLWithPath: path))
+        // A newcomer whose only reachable holder is b (a is paused): every chunk it gets fails its
+        // hash, is rejected and reported to b. Without pausing a, which holder a newcomer asks
+        // first depends on whose `have` reaches it first (the race that made this test flaky).
+        kill(a.process.processIdentifier, SIGSTOP)
+        var resumed = false
+        defer { if !resumed { kill(a.process.processIdentifier, SIGCONT) } }
+        let c = try await cluster.start("c", join: [b.addr])
+        try await eventually("c to reject a damaged chunk from b") {
+            (try await c.request("stats")["chunks_corrupt"]?.intValue ?? 0) >= 1
         }
-        let c = try await cluster.start("c")
+        #expect((try await c.request("stats")["chunks_fetched"]?.intValue ?? -1) == 0, "c stored a chunk that failed its hash")
+        kill(a.process.processIdentifier, SIGCONT)
+        resumed = true
+        // c then gets every chunk from a; b, told of the damage, checks its whole copy, drops
+        // every damaged chunk and fetches it again: its store ends byte-identical to a's.
+        try await cluster.waitForFullMesh(3)
         let out = "\(cluster.dir)/c.out"
         _ = try await c.request("attach.get", ["id": .string(id), "path": .string(out), "timeout_ms": 120_000])
         #expect(filesEqual(source, out))
-        // c did get damaged chunks from b (and rejected them), and told b, which checked its own
-        // copies, found them damaged and fetched them again: b's store ends byte-identical to a's.
-        #expect((try await c.request("stats")["chunks_corrupt"]?.intValue ?? 0) >= 1)
-        try await eventually("b to repair its damaged store from a") {
+        try await eventually("b to repair its damaged store from a", within: 60) {
             damaged.allSatisfy { filesEqual("\(cluster.dir)/a.data/\($0)", "\(cluster.dir)/b.data/\($0)") }
         }
-        #expect((try await b.request("stats")["chunks_corrupt"]?.intValue ?? 0) >= 1)
+        #expect((try await b.request("stats")["chunks_corrupt"]?.intValue ?? 0) == 12, "b drops all 12 damaged chunks")
+    }
+
+    @Test func aHolderThatReadsADamagedChunkChecksAndRepairsItsWholeCopy() async throws {
+        let cluster = try TestCluster("selfheal")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let b = try await cluster.start("b")
+        try await cluster.waitForFullMesh(2)
+        let source = "\(cluster.dir)/source.bin"
+        try writeRandomFile(source, count: 3 << 20, seed: 11)
+        let id = try await a.request("attach.add", ["path": .string(source)])["attachment"]?.objectValue?["id"]?.stringValue ?? ""
+        _ = try await b.request("attach.get", ["id": .string(id), "path": .string("\(cluster.dir)/b.out")])
+        let damaged = try damageEveryChunk(under: "\(cluster.dir)/b.data")
+        // b's own export finds the first damaged chunk; b then checks every chunk it holds.
+        await expectFailure(.ioError, what: "exporting from a damaged store") {
+            _ = try await b.request("attach.get", ["id": .string(id), "path": .string("\(cluster.dir)/b2.out")])
+        }
+        try await eventually("b to repair its damaged store from a", within: 60) {
+            damaged.allSatisfy { filesEqual("\(cluster.dir)/a.data/\($0)", "\(cluster.dir)/b.data/\($0)") }
+        }
+        #expect((try await b.request("stats")["chunks_corrupt"]?.intValue ?? 0) == 12, "b drops all 12 damaged chunks")
+        let out = "\(cluster.dir)/b3.out"
+        _ = try await b.request("attach.get", ["id": .string(id), "path": .string(out), "timeout_ms": 120_000])
+        #expect(filesEqual(source, out))
     }
 
     @Test func removeDeletesChunksEverywhereAndLeavingRemovesTheRest() async throws {

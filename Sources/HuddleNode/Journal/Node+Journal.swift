@@ -84,6 +84,8 @@ extension Node {
         } catch let error as ControlError {
             if error.code == .internal, case let index? = Int(error.message) {
                 swarm.lost(id: id, index: index)
+                _ = counters.corruptChunks.wrappingAdd(1, ordering: .relaxed)
+                verifyStoredCopy(id)
                 throw ControlError(code: .ioError, message: "chunk \(index) of \(id) was damaged on disk; it is being fetched again")
             }
             throw error
@@ -172,17 +174,54 @@ extension Node {
     }
 
     /// A peer says the copy of a chunk this member sent it failed its hash. Serving does not re-hash
-    /// (receivers verify), so the stored copy is checked now: a damaged one is dropped and fetched
-    /// again; a good one stays (a peer cannot make this member drop it).
+    /// (receivers verify), so the stored copy is checked now, off the actor: a good one stays (a
+    /// peer cannot make this member drop it, and a false report costs one chunk's hash); a damaged
+    /// one means the whole stored copy of the attachment is checked (`verifyStoredCopy`).
     func recheckChunk(id: String, index: Int, reportedBy peer: MemberID) {
         guard let a = attachments[id], !a.removed, index >= 0, index < a.manifest.chunkCount, swarm.have(id)?[index] ?? false else { return }
-        if let sealed = store.read(a.manifest, index), ChunkCipher.hash(sealed) == a.manifest.chunkHashes[index] {
-            log.info("\(peer) reported chunk \(index) of \(id) damaged, but the stored copy matches its hash")
+        log.info("\(peer) reported chunk \(index) of \(id) damaged; checking the stored copy")
+        verifyStoredCopy(id, first: index)
+    }
+
+    /// Checks the chunks this member holds of attachment `id` against the manifest's hashes on
+    /// `BulkWork` (chunk `first` alone first, when given: if it is intact nothing more is read),
+    /// then drops every damaged chunk so it is fetched again. Damage found in one chunk — by a
+    /// peer's report or by this member's own read — checks them all: disk damage is rarely confined
+    /// to one chunk, and a peer that received a bad chunk never asks this member for that chunk
+    /// again, so the other damaged chunks would otherwise stay until someone happened to ask.
+    /// One check per attachment at a time.
+    func verifyStoredCopy(_ id: String, first: Int? = nil) {
+        guard let a = attachments[id], !a.removed, let have = swarm.have(id), verifying.insert(id).inserted else { return }
+        let manifest = a.manifest
+        let held = (0..<manifest.chunkCount).filter { have[$0] }
+        let store = self.store
+        spawner.spawn { [self] in
+            let damaged = (try? await BulkWork.run { () -> [Int] in
+                let isDamaged = { (index: Int) -> Bool in
+                    guard let sealed = store.read(manifest, index) else { return true }
+                    return ChunkCipher.hash(sealed) != manifest.chunkHashes[index]
+                }
+                if let first, !isDamaged(first) { return [] }
+                return held.filter(isDamaged)
+            }) ?? []
+            await storedCopyVerified(id, damaged: damaged)
+        }
+    }
+
+    private func storedCopyVerified(_ id: String, damaged: [Int]) {
+        verifying.remove(id)
+        guard let a = attachments[id], !a.removed else { return }
+        var dropped = 0
+        for index in damaged where swarm.have(id)?[index] ?? false {
+            swarm.lost(id: id, index: index)
+            dropped += 1
+        }
+        guard dropped > 0 else {
+            log.info("the stored copy of \(id) matches its hashes")
             return
         }
-        _ = counters.corruptChunks.wrappingAdd(1, ordering: .relaxed)
-        log.warning("chunk \(index) of \(id) is damaged on disk (reported by \(peer)); fetching it again")
-        swarm.lost(id: id, index: index)
+        _ = counters.corruptChunks.wrappingAdd(dropped, ordering: .relaxed)
+        log.warning("\(dropped) of \(a.manifest.chunkCount) stored chunks of \(id) are damaged on disk; fetching them again")
         requestChunks(now: now)
     }
 

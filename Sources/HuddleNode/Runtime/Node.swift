@@ -41,6 +41,8 @@ actor Node {
     /// How often an unchanged `have` is repeated to a peer that is still fetching.
     static let haveRefresh = 1.0
     var attachmentWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
+    /// Attachments whose stored copy is being checked against their hashes (`verifyStoredCopy`).
+    var verifying: Set<String> = []
     var lastSwarmTick = -1.0
     var links: [MemberID: LinkHandle] = [:]
     var events = EventLog()
