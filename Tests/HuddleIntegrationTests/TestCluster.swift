@@ -15,14 +15,24 @@ struct TestTimeout: Error, CustomStringConvertible {
 }
 
 /// Polls `condition` until it holds or `seconds` pass (generous: the machine is small and shared).
+/// An error thrown by the condition counts as "not yet"; the last one is named in the timeout.
 func eventually(_ what: String, within seconds: Double = 30, _ condition: () async throws -> Bool) async throws {
     let deadline = ContinuousClock.now + .seconds(seconds)
+    var lastError: (any Error)?
     while ContinuousClock.now < deadline {
-        if (try? await condition()) == true { return }
+        do {
+            if try await condition() { return }
+        } catch {
+            lastError = error
+        }
         try await Task.sleep(for: .milliseconds(50))
     }
-    if try await condition() { return }
-    throw TestTimeout(description: "timed out after \(seconds) s waiting for: \(what)")
+    do {
+        if try await condition() { return }
+    } catch {
+        lastError = error
+    }
+    throw TestTimeout(description: "timed out after \(seconds) s waiting for: \(what)" + (lastError.map { "; the condition last threw: \($0)" } ?? ""))
 }
 
 /// A `huddle run` process with its own port, control socket and data directory.
@@ -103,13 +113,25 @@ final class TestNode: @unchecked Sendable {
 }
 
 /// Every event one subscriber receives, collected in the background.
+///
+/// The stream must last until `stop()`: when it ends before that (the node closed the connection
+/// or died), errors, or overflows (the node dropped this subscriber), every later read of what was
+/// collected (`events`, `messages()`, `memberChanges`, `check()`) fails the test once — a test
+/// that waits for an event, or checks that one never came, must not pass on a dead stream.
 actor EventCollector {
-    private(set) var events: [JSONObject] = []
+    private var collected: [JSONObject] = []
     private var task: Task<Void, Never>?
     private var client: ControlClient?
+    private let node: String
+    private var stopped = false
+    /// Why the stream ended before `stop()`, when it did.
+    private(set) var ended: String?
+    private var reported = false
+
+    private init(node: String) { self.node = node }
 
     static func subscribe(_ node: TestNode, topics: [String], since: Int64? = nil) async throws -> EventCollector {
-        let collector = EventCollector()
+        let collector = EventCollector(node: node.name)
         let client = try await node.client()
         var request: JSONObject = ["topics": .array(topics.map { .string($0) })]
         if let since { request["since"] = .int(since) }
@@ -122,22 +144,58 @@ actor EventCollector {
         self.client = client
         task = Task {
             do {
-                for try await event in await client.events() { self.add(event) }
-            } catch {}
+                for try await event in await client.events() {
+                    if event["event"]?.stringValue == "overflow" {
+                        self.finish("it overflowed (\(event.serializedForLog)): events were dropped")
+                        return
+                    }
+                    self.add(event)
+                }
+                self.finish("the node closed it")
+            } catch {
+                self.finish("it failed: \(error)")
+            }
         }
     }
 
-    private func add(_ e: JSONObject) { events.append(e) }
+    private func add(_ e: JSONObject) { collected.append(e) }
 
-    func messages() -> [JSONObject] { events.filter { $0["event"]?.stringValue == "message" } }
-    func memberChanges(_ change: String) -> [JSONObject] {
-        events.filter { $0["event"]?.stringValue == "member" && $0["change"]?.stringValue == change }
+    private func finish(_ why: String) {
+        guard !stopped, ended == nil else { return }
+        ended = why
+    }
+
+    /// Fails the current test (once) when the stream ended before `stop()`.
+    func check(sourceLocation: SourceLocation = #_sourceLocation) {
+        guard let ended, !reported else { return }
+        reported = true
+        Issue.record("\(node)'s event stream ended before the test stopped it: \(ended)", sourceLocation: sourceLocation)
+    }
+
+    var events: [JSONObject] {
+        check()
+        return collected
+    }
+
+    func messages(sourceLocation: SourceLocation = #_sourceLocation) -> [JSONObject] {
+        check(sourceLocation: sourceLocation)
+        return collected.filter { $0["event"]?.stringValue == "message" }
+    }
+    func memberChanges(_ change: String, sourceLocation: SourceLocation = #_sourceLocation) -> [JSONObject] {
+        check(sourceLocation: sourceLocation)
+        return collected.filter { $0["event"]?.stringValue == "member" && $0["change"]?.stringValue == change }
     }
 
     func stop() async {
+        stopped = true
         task?.cancel()
         await client?.close()
     }
+}
+
+extension JSONObject {
+    /// The object as one JSON line, for failure messages.
+    var serializedForLog: String { JSON.object(self).serialized }
 }
 
 /// A temporary directory, a session key, and the nodes of one test; `shutdown` kills what is left.
@@ -171,8 +229,13 @@ final class TestCluster: @unchecked Sendable {
         }
     }
 
+    /// SIGTERM to every node still running (they leave gracefully); one that has not exited 30 s
+    /// later is killed, so a node stuck in a request cannot hang the suite at teardown.
     func shutdown() {
         for node in nodes { node.kill() }
+        let deadline = Date().addingTimeInterval(30)
+        while nodes.contains(where: { $0.process.isRunning }) && Date() < deadline { usleep(20_000) }
+        for node in nodes where node.process.isRunning { Glibc.kill(node.process.processIdentifier, SIGKILL) }
         for node in nodes { node.process.waitUntilExit() }
         try? FileManager.default.removeItem(atPath: dir)
     }

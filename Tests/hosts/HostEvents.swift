@@ -1,6 +1,7 @@
 import Foundation
 import HuddleControl
 import HuddleSim
+import Testing
 
 /// One event with the moment it reached the test.
 struct StampedEvent: Sendable {
@@ -93,6 +94,16 @@ actor HostEvents {
             $0.event["event"]?.stringValue == "member" && $0.event["change"]?.stringValue == change
                 && (member == nil || $0.event["member"]?.objectValue?["member"]?.stringValue == member)
         }
+    }
+}
+
+/// Fails the test for each stream that overflowed: the reader survives an overflow (it
+/// resubscribes from the cursor it had), but an overflow means the node dropped the subscriber
+/// and the scenario's verdicts would rest on a replay it did not plan for; none should happen.
+func expectNoOverflows(_ streams: [HostEvents], sourceLocation: SourceLocation = #_sourceLocation) async {
+    for stream in streams {
+        let overflows = await stream.overflows
+        #expect(overflows == 0, "\(stream.node.name)'s event stream overflowed \(overflows) time(s)", sourceLocation: sourceLocation)
     }
 }
 

@@ -106,6 +106,7 @@ struct HostScenarios {
             if alive != nodes.count { problems.append("\(node.name) ends with \(alive) alive members") }
         }
         for stream in streams { await stream.stop() }
+        await expectNoOverflows(streams)
         report("loss 10% in+out on 2 of 5: \(total)/\(total) messages exactly once in causal order at all 5 "
             + "(sent in \(f1(sendSeconds)) s, everywhere after \(f1(deliverSeconds)) s), "
             + "over \(f1((ContinuousClock.now - start).seconds)) s of loss \(failed.count) failed, \(suspects) suspect events, \(retransmits) retransmits, \(refusedSends) datagrams refused by the firewall"
@@ -193,6 +194,7 @@ struct HostScenarios {
         var failedEvents = 0
         for stream in streams { failedEvents += await stream.memberChanges("failed").count }
         for stream in streams { await stream.stop() }
+        await expectNoOverflows(streams)
         report("partition {a,b}|{c,d,e}: sides split in \(f1(detectSeconds)) s (\(failedEvents) failed events), cut held \(f1(cutSeconds)) s; "
             + "one view \(f1(viewSeconds)) s after heal with no join; \(want)/\(want) post-heal messages at all 5 within \(f1(deliverSeconds)) s"
             + (problems.isEmpty ? "" : ", \(problems.count) VIOLATIONS"))
@@ -262,6 +264,7 @@ struct HostScenarios {
             }
         }
         for stream in streams { await stream.stop() }
+        await expectNoOverflows(streams)
         let came = how.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", ")
         report("pause: 2 s stop → \(shortFailed) failed (\(shortSuspected) suspect events); "
             + "20 s stop → failed everywhere after \(f1(detectSeconds)) s, alive in one view \(f1(backSeconds)) s after SIGCONT"
@@ -294,6 +297,7 @@ struct HostScenarios {
             return
         }
         await events.stop()
+        await expectNoOverflows([events])
         let replicatedSeconds = (ContinuousClock.now - added).seconds
         uploader.kill()
         uploader.waitUntilGone()
@@ -372,6 +376,7 @@ struct HostScenarios {
             slowest = max(slowest, (ContinuousClock.now - asked).seconds)
         }
         for stream in streams { await stream.stop() }
+        await expectNoOverflows(streams)
         report("uploader killed before any chunk left: unavailable at all 3 others \(f1(unavailableSeconds)) s after the kill; "
             + "attach.get failed with unavailable in ≤ \(String(format: "%.3f", slowest)) s (timeout_ms was 60000)")
         #expect(slowest < 10, "attach.get took \(slowest) s to fail")

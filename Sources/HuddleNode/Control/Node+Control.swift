@@ -124,9 +124,16 @@ extension Node {
             let g = pick(.gossip), m = pick(.messages), c = pick(.chunks)
             return .object(["total": .int(Int64(g + m + c)), "gossip": .int(Int64(g)), "messages": .int(Int64(m)), "chunks": .int(Int64(c))])
         }
+        // Datagram counts (not bytes): unreliable sends are one datagram per recipient ("messages").
+        func datagrams(_ pick: (NodeCounters.Kind) -> Int) -> JSON {
+            let g = pick(.gossip), m = pick(.messages)
+            return .object(["total": .int(Int64(g + m)), "gossip": .int(Int64(g)), "messages": .int(Int64(m))])
+        }
         return [
             "bytes_sent": bytes(counters.sent),
             "bytes_received": bytes(counters.received),
+            "datagrams_sent": datagrams(counters.datagramsSent),
+            "datagrams_received": datagrams(counters.datagramsReceived),
             "chunks_served": .int(Int64(counters.chunksServed.load(ordering: .relaxed))),
             "chunks_fetched": .int(Int64(counters.chunksFetched.load(ordering: .relaxed))),
             "chunks_corrupt": .int(Int64(counters.corruptChunks.load(ordering: .relaxed))),

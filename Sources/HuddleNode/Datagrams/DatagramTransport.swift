@@ -28,7 +28,7 @@ enum DatagramTransport {
                         _ = node.counters.droppedDatagrams.wrappingAdd(1, ordering: .relaxed)
                         continue
                     }
-                    if case .swim = payload.content { node.counters.addReceived(.gossip, length) } else { node.counters.addReceived(.messages, length) }
+                    if case .swim = payload.content { node.counters.addDatagramReceived(.gossip, bytes: length) } else { node.counters.addDatagramReceived(.messages, bytes: length) }
                     if case .dropped = feed.yield((payload, hostPort(from))) {
                         _ = node.counters.droppedDatagrams.wrappingAdd(1, ordering: .relaxed)
                     }

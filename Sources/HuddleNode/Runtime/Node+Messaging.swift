@@ -161,7 +161,7 @@ extension Node {
         guard let address = datagramAddress(addr) else { return }
         datagramCounter += 1
         let sealed = seal.seal(DatagramPayload(sender: local.id, counter: datagramCounter, content: content).encoded())
-        if case .swim = content { counters.addSent(.gossip, sealed.count) } else { counters.addSent(.messages, sealed.count) }
+        if case .swim = content { counters.addDatagramSent(.gossip, bytes: sealed.count) } else { counters.addDatagramSent(.messages, bytes: sealed.count) }
         datagramOutbox.push(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: sealed)), bytes: sealed.count)
     }
 

@@ -6,6 +6,10 @@ final class NodeCounters: Sendable {
 
     private let sentGossip = Atomic<Int>(0), sentMessages = Atomic<Int>(0), sentChunks = Atomic<Int>(0)
     private let receivedGossip = Atomic<Int>(0), receivedMessages = Atomic<Int>(0), receivedChunks = Atomic<Int>(0)
+    /// UDP datagrams (not bytes): SWIM gossip, and unreliable messages (one datagram per recipient).
+    /// Received counts every datagram that opened under the session key.
+    private let datagramsSentGossip = Atomic<Int>(0), datagramsSentMessages = Atomic<Int>(0)
+    private let datagramsReceivedGossip = Atomic<Int>(0), datagramsReceivedMessages = Atomic<Int>(0)
     let messagesSent = Atomic<Int>(0)
     let messagesDelivered = Atomic<Int>(0)
     /// Stored messages sent again to a member that asked for a gap.
@@ -34,6 +38,31 @@ final class NodeCounters: Sendable {
         case .gossip: _ = receivedGossip.wrappingAdd(n, ordering: .relaxed)
         case .messages: _ = receivedMessages.wrappingAdd(n, ordering: .relaxed)
         case .chunks: _ = receivedChunks.wrappingAdd(n, ordering: .relaxed)
+        }
+    }
+    /// One sealed datagram of `bytes` handed to the UDP socket: counts the datagram and its bytes.
+    func addDatagramSent(_ kind: Kind, bytes: Int) {
+        addSent(kind, bytes)
+        if case .gossip = kind { _ = datagramsSentGossip.wrappingAdd(1, ordering: .relaxed) } else { _ = datagramsSentMessages.wrappingAdd(1, ordering: .relaxed) }
+    }
+    /// One datagram of `bytes` that opened under the session key: counts the datagram and its bytes.
+    func addDatagramReceived(_ kind: Kind, bytes: Int) {
+        addReceived(kind, bytes)
+        if case .gossip = kind { _ = datagramsReceivedGossip.wrappingAdd(1, ordering: .relaxed) } else { _ = datagramsReceivedMessages.wrappingAdd(1, ordering: .relaxed) }
+    }
+    /// Datagrams of `kind` sent or received (`.chunks` never travel as datagrams: 0).
+    func datagramsSent(_ kind: Kind) -> Int {
+        switch kind {
+        case .gossip: datagramsSentGossip.load(ordering: .relaxed)
+        case .messages: datagramsSentMessages.load(ordering: .relaxed)
+        case .chunks: 0
+        }
+    }
+    func datagramsReceived(_ kind: Kind) -> Int {
+        switch kind {
+        case .gossip: datagramsReceivedGossip.load(ordering: .relaxed)
+        case .messages: datagramsReceivedMessages.load(ordering: .relaxed)
+        case .chunks: 0
         }
     }
     func sent(_ kind: Kind) -> Int {

@@ -1,0 +1,354 @@
+import Foundation
+import HuddleControl
+import Testing
+
+// Claims of README / DESIGN / CONTROL.md checked against real `huddle run` processes (issue 18).
+
+private func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+
+private func attachmentID(_ reply: JSONObject) -> String { reply["attachment"]?.objectValue?["id"]?.stringValue ?? "" }
+
+private func attachment(_ id: String, at node: TestNode) async throws -> JSONObject? {
+    try await node.request("attach.list")["attachments"]?.arrayValue?.compactMap(\.objectValue).first { $0["id"]?.stringValue == id }
+}
+
+private func field(_ stats: JSONObject, _ path: String...) -> Int64 {
+    var value: JSON? = .object(stats)
+    for key in path { value = value?.objectValue?[key] }
+    return value?.intValue ?? -1
+}
+
+/// Member ids are 16 hex digits ordered as numbers (`MemberID.<` compares the raw UInt64).
+private func memberOrder(_ a: TestNode, _ b: TestNode) -> (low: TestNode, high: TestNode) {
+    let x = UInt64(a.member, radix: 16) ?? 0, y = UInt64(b.member, radix: 16) ?? 0
+    return x < y ? (a, b) : (b, a)
+}
+
+private func activity(at node: TestNode) async throws -> (value: JSON, setBy: JSON) {
+    let reply = try await node.request("activity.get")
+    return (reply["activity"] ?? .null, reply["set_by"] ?? .null)
+}
+
+/// One request on `client` that must be answered within `seconds`: a hang closes the client (which
+/// fails the pending request) and fails the test instead of holding it until the suite's limit.
+private func request(_ client: ControlClient, _ op: String, _ fields: JSONObject, within seconds: Double) async throws -> JSONObject {
+    try await withThrowingTaskGroup(of: JSONObject?.self) { group in
+        group.addTask { try await client.request(op, fields) }
+        group.addTask {
+            try await Task.sleep(for: .seconds(seconds))
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let reply = first else {
+            await client.close()
+            throw TestTimeout(description: "\(op) was not answered within \(seconds) s")
+        }
+        return reply
+    }
+}
+
+@Suite(.timeLimit(.minutes(10)))
+struct ClaimsProcessTests {
+    /// README: "a leaving member hands off what only it holds". Every node sits behind a relay; with
+    /// the relays stalled no link carries anything (UDP does, so everyone stays alive), so after
+    /// the uploader adds a second attachment nobody else can have fetched a chunk of it. The
+    /// uploader leaves: it must push exactly that attachment's 12 chunks (not those of the first
+    /// attachment, which everyone holds), report `handed_off` = 12 once the others announce them,
+    /// and a member that joins after it is gone must still get the file byte for byte.
+    @Test func leavingHandsOffExactlyTheChunksOnlyTheLeaverHolds() async throws {
+        let cluster = try TestCluster("handoff")
+        var relays: [StallableRelay] = []
+        defer {
+            for relay in relays { relay.close() }
+            cluster.shutdown()
+        }
+        let (a, ra) = try await cluster.startBehindRelay("a")
+        relays.append(ra)
+        let (b, rb) = try await cluster.startBehindRelay("b")
+        relays.append(rb)
+        let (c, rc) = try await cluster.startBehindRelay("c")
+        relays.append(rc)
+        try await cluster.waitForFullMesh(3)
+        for node in [a, b, c] {
+            try await eventually("\(node.name) to hold a link to each other member") { try await node.request("stats")["links"] == .int(2) }
+        }
+
+        // An attachment every member holds: none of its chunks is a's alone.
+        let shared = "\(cluster.dir)/shared.bin"
+        try writeRandomFile(shared, count: 2 << 20, seed: 21)
+        let sharedID = attachmentID(try await a.request("attach.add", ["path": .string(shared)]))
+        for node in [b, c] {
+            _ = try await node.request("attach.get", ["id": .string(sharedID), "path": .string("\(cluster.dir)/\(node.name).shared")])
+        }
+        try await eventually("a to know that b and c hold every chunk of the shared attachment") {
+            (try await attachment(sharedID, at: a)?["holders"]?.arrayValue?.count ?? 0) == 3
+        }
+
+        for relay in relays { try await relay.stall() }
+        let chunkBytesBefore = field(try await a.request("stats"), "bytes_sent", "chunks")
+        let source = "\(cluster.dir)/only-a.bin"
+        try writeRandomFile(source, count: 3 << 20, seed: 22)
+        let added = try await a.request("attach.add", ["path": .string(source)])
+        let id = attachmentID(added)
+        let chunks = added["attachment"]?.objectValue?["chunks"]?.intValue ?? -1
+        #expect(chunks == 12)
+        let leave = Task { try await a.request("leave", ["timeout_ms": 120_000]) }
+        // Nobody can have asked a for a chunk (every link is stalled), so chunk bytes leaving a now
+        // are the hand-off, which picks its chunks before it pushes the first one. (A leave that
+        // pushes nothing ends with a gone: then the checks below say what is missing.)
+        do {
+            try await eventually("a to start pushing chunks for the hand-off, or to be gone", within: 60) {
+                guard a.process.isRunning else { return true }
+                return field(try await a.request("stats"), "bytes_sent", "chunks") > chunkBytesBefore
+            }
+        } catch {
+            for relay in relays { relay.resume() }
+            throw error
+        }
+        for relay in relays { relay.resume() }
+        let reply = try await leave.value
+        #expect(reply["handed_off"] == .int(chunks), "handed_off: \(reply["handed_off"] ?? .null); \(cluster.logs)")
+        #expect(try await a.waitForExit() == 0)
+
+        let late = try await cluster.start("late", join: [b.addr])
+        let out = "\(cluster.dir)/late.out"
+        _ = try await late.request("attach.get", ["id": .string(id), "path": .string(out), "timeout_ms": 120_000])
+        #expect(filesEqual(source, out), "the late joiner wrote different bytes")
+        let sharedOut = "\(cluster.dir)/late.shared"
+        _ = try await late.request("attach.get", ["id": .string(sharedID), "path": .string(sharedOut), "timeout_ms": 120_000])
+        #expect(filesEqual(shared, sharedOut))
+    }
+
+    /// README: "backpressure (`busy`) instead of unbounded memory". A sender whose messages nobody
+    /// acknowledges (its only peer is alive — UDP flows — but their link is stalled) keeps each
+    /// message for repair; past the store limit a send answers `busy` within the backpressure wait
+    /// (no hang), further sends stay refused without storing more, and once the link flows again
+    /// everything accepted is delivered and sends succeed again.
+    @Test func aSenderNobodyAcknowledgesGetsBusyAndSendsAgainOnceItDrains() async throws {
+        let cluster = try TestCluster("busy")
+        var relays: [StallableRelay] = []
+        defer {
+            for relay in relays { relay.close() }
+            cluster.shutdown()
+        }
+        let (a, ra) = try await cluster.startBehindRelay("a")
+        relays.append(ra)
+        let (b, rb) = try await cluster.startBehindRelay("b")
+        relays.append(rb)
+        try await cluster.waitForFullMesh(2)
+        for node in [a, b] {
+            try await eventually("\(node.name) to hold its link") { try await node.request("stats")["links"] == .int(1) }
+        }
+        for relay in relays { try await relay.stall() }
+        let body = String(repeating: "b", count: 64 * 1024)
+        let client = try await a.client()
+        var accepted = 0
+        var refusal: ControlError?
+        var refusalSeconds = 0.0
+        // 64 KiB each: the store limit is reached after about 1,000; 4,096 (256 MiB) would mean no bound.
+        while accepted < 4096 {
+            let sent = ContinuousClock.now
+            do {
+                _ = try await request(client, "send", ["text": .string(body)], within: 60)
+                accepted += 1
+            } catch let error as ControlError {
+                refusal = error
+                refusalSeconds = seconds(ContinuousClock.now - sent)
+                break
+            }
+        }
+        #expect(refusal?.code == .busy, "after \(accepted) sends of 64 KiB: \(refusal.map { "\($0)" } ?? "no refusal")")
+        let stored = field(try await a.request("stats"), "messages_stored")
+        #expect(stored == Int64(accepted), "a stores every message b has not acknowledged: \(stored) of \(accepted)")
+        await expectFailure(.busy, what: "a second send while still congested") {
+            _ = try await request(client, "send", ["text": .string(body)], within: 60)
+        }
+        #expect(field(try await a.request("stats"), "messages_stored") == stored, "a refused send stores nothing")
+        for node in [a, b] {
+            #expect(try await node.aliveMembers() == 2, "\(node.name): both stayed members (only the links were stalled)")
+        }
+
+        for relay in relays { relay.resume() }
+        try await eventually("b to deliver every accepted message", within: 120) {
+            field(try await b.request("stats"), "messages_delivered") == Int64(accepted)
+        }
+        try await eventually("a's store to drain once b acknowledges", within: 60) {
+            field(try await a.request("stats"), "messages_stored") == 0
+        }
+        let reply = try await request(client, "send", ["text": "after the drain"], within: 60)
+        #expect(reply["seq"] == .int(Int64(accepted + 1)))
+        try await eventually("b to deliver the send made after the drain") {
+            field(try await b.request("stats"), "messages_delivered") == Int64(accepted + 1)
+        }
+        await client.close()
+        print("backpressure: \(accepted) sends of 64 KiB accepted, then busy after \(String(format: "%.1f", refusalSeconds)) s")
+    }
+
+    /// CONTROL.md: "attachment 100 MiB = 104,857,600 bytes (`too_large`)". Exactly the limit is
+    /// accepted and reaches every member byte for byte; one byte more is refused.
+    @Test func anAttachmentOfExactlyTheLimitReachesEveryMemberAndOneByteMoreIsRefused() async throws {
+        let cluster = try TestCluster("100mib")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let b = try await cluster.start("b")
+        let c = try await cluster.start("c")
+        try await cluster.waitForFullMesh(3)
+        let limit = 104_857_600
+        let over = "\(cluster.dir)/over.bin"
+        _ = FileManager.default.createFile(atPath: over, contents: nil)
+        truncate(over, off_t(limit + 1))
+        await expectFailure(.tooLarge, what: "an attachment of 104,857,601 bytes") {
+            _ = try await a.request("attach.add", ["path": .string(over)])
+        }
+        let source = "\(cluster.dir)/limit.bin"
+        try writeRandomFile(source, count: limit, seed: 100)
+        let added = try await a.request("attach.add", ["path": .string(source)])["attachment"]?.objectValue
+        #expect(added?["size"] == .int(Int64(limit)))
+        #expect(added?["chunks"] == .int(400))
+        let id = added?["id"]?.stringValue ?? ""
+        for node in [b, c] {
+            let out = "\(cluster.dir)/\(node.name).out"
+            _ = try await node.request("attach.get", ["id": .string(id), "path": .string(out), "timeout_ms": 480_000])
+            #expect(filesEqual(source, out), "\(node.name) wrote different bytes")
+            try? FileManager.default.removeItem(atPath: out)
+        }
+        #expect(try await a.request("attach.list")["attachments"]?.arrayValue?.count == 1, "the refused file was not added")
+    }
+
+    /// DESIGN: the activity is a "last-writer-wins register ordered by (Lamport time, member id)".
+    /// Two nodes that are not yet one session each set a value at Lamport time 1; when the higher
+    /// member joins the lower one, both must end on the higher member's value (a tie goes to the
+    /// higher id — not to the sponsor, not to whoever heard last). Then the lower member sets a
+    /// value after seeing that one (Lamport 2): it wins everywhere despite its lower id, a late
+    /// joiner included.
+    @Test func activityWinnerIsHighestLamportTimeThenHighestMemberID() async throws {
+        let cluster = try TestCluster("actlww")
+        defer { cluster.shutdown() }
+        let x = try await cluster.start("x", join: [])
+        let y = try await cluster.start("y", join: [])
+        let (low, high) = memberOrder(x, y)
+        let lowValue: JSON = ["set": "by the lower member", "n": 1]
+        let highValue: JSON = ["set": "by the higher member", "n": 1]
+        _ = try await low.request("activity.set", ["value": lowValue])
+        _ = try await high.request("activity.set", ["value": highValue])
+        #expect(try await activity(at: low).value == lowValue, "each alone holds its own value")
+        _ = try await high.request("join", ["addr": .string(low.addr)])
+        try await cluster.waitForFullMesh(2)
+        for node in [low, high] {
+            try await eventually("\(node.name) to hold the higher member's value (equal Lamport times)") {
+                let (value, setBy) = try await activity(at: node)
+                return value == highValue && setBy == .string(high.member)
+            }
+        }
+
+        let later: JSON = ["set": "by the lower member after seeing the other", "n": 2]
+        _ = try await low.request("activity.set", ["value": later])
+        let late = try await cluster.start("late", join: [high.addr])
+        try await cluster.waitForFullMesh(3)
+        for node in [low, high, late] {
+            try await eventually("\(node.name) to hold the later value (higher Lamport time, lower member id)") {
+                let (value, setBy) = try await activity(at: node)
+                return value == later && setBy == .string(low.member)
+            }
+        }
+        // Settled: several digest rounds later nobody has moved.
+        try await Task.sleep(for: .milliseconds(500))
+        for node in [low, high, late] {
+            let (value, setBy) = try await activity(at: node)
+            #expect(value == later && setBy == .string(low.member), "\(node.name) moved to \(value) by \(setBy)")
+        }
+    }
+
+    /// Concurrent `activity.set` on two members of one session: which one wins depends on whether
+    /// each had seen the other's set before making its own, and each node's activity events say
+    /// that (a value a node applied is an event, in the order applied). The lower member wins only
+    /// if it applied the higher member's value before setting its own (then its Lamport time is
+    /// higher); otherwise the higher member's Lamport time is at least as high and the tie goes
+    /// to the higher id. Every member must end on that winner.
+    @Test func concurrentActivitySetsEndOnTheWinnerTheOrderingRuleNames() async throws {
+        let cluster = try TestCluster("actconc")
+        defer { cluster.shutdown() }
+        let x = try await cluster.start("x")
+        let y = try await cluster.start("y")
+        try await cluster.waitForFullMesh(2)
+        let (low, high) = memberOrder(x, y)
+        var tallies: [String: Int] = [:]
+        for round in 0..<5 {
+            let lowEvents = try await EventCollector.subscribe(low, topics: ["activity"])
+            let highEvents = try await EventCollector.subscribe(high, topics: ["activity"])
+            let lowValue: JSON = ["round": .int(Int64(round)), "by": "low"]
+            let highValue: JSON = ["round": .int(Int64(round)), "by": "high"]
+            let lowClient = try await low.client(), highClient = try await high.client()
+            async let setLow = lowClient.request("activity.set", ["value": lowValue])
+            async let setHigh = highClient.request("activity.set", ["value": highValue])
+            _ = try await (setLow, setHigh)
+            await lowClient.close()
+            await highClient.close()
+            // A set is ordered after every set its member had seen, so it always becomes the value
+            // there at once: its event is the marker up to which low's events are complete.
+            try await eventually("low's own set of round \(round) to become its value (an event there)") {
+                await lowEvents.events.contains { $0["activity"] == lowValue }
+            }
+            // The lower member's own set is always an event there; the higher member's value is an
+            // event there iff it was applied: before low's own set (low saw it first), or after it
+            // (it wins by Lamport time or by id).
+            let order = await lowEvents.events.compactMap { $0["activity"] }.filter { $0 == lowValue || $0 == highValue }
+            let lowSawHighFirst = order.first == highValue
+            let winner = lowSawHighFirst ? (lowValue, low.member) : (highValue, high.member)
+            for node in [low, high] {
+                try await eventually("\(node.name) to end round \(round) on the rule's winner") {
+                    let (value, setBy) = try await activity(at: node)
+                    return value == winner.0 && setBy == .string(winner.1)
+                }
+            }
+            // For the record only: whether this round was a tie (neither saw the other's first).
+            let highOrder = await highEvents.events.compactMap { $0["activity"] }.filter { $0 == lowValue || $0 == highValue }
+            let kind = lowSawHighFirst ? "low saw high's first" : highOrder.first == lowValue ? "high saw low's first" : "equal Lamport times"
+            tallies[kind, default: 0] += 1
+            await lowEvents.stop()
+            await highEvents.stop()
+        }
+        print("concurrent activity sets, 5 rounds: \(tallies)")
+    }
+
+    /// README: "`send --unreliable`: one encrypted UDP datagram". One send to a 3-member session is
+    /// one datagram to each other member (stats count datagrams, not bytes), it is not stored for
+    /// repair, and it arrives without being sent again; a directed one is one datagram to its target.
+    @Test func anUnreliableSendIsExactlyOneDatagramPerRecipient() async throws {
+        let cluster = try TestCluster("dgram1")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let b = try await cluster.start("b")
+        let c = try await cluster.start("c")
+        try await cluster.waitForFullMesh(3)
+        let collectors = [try await EventCollector.subscribe(b, topics: ["messages"]), try await EventCollector.subscribe(c, topics: ["messages"])]
+        func counts() async throws -> [Int64] {
+            [field(try await a.request("stats"), "datagrams_sent", "messages"),
+             field(try await b.request("stats"), "datagrams_received", "messages"),
+             field(try await c.request("stats"), "datagrams_received", "messages")]
+        }
+        let before = try await counts()
+        #expect(before.allSatisfy { $0 >= 0 }, "stats has datagrams_sent / datagrams_received")
+        let reply = try await a.request("send", ["text": "once, by datagram", "reliable": false])
+        #expect(reply["seq"] == .null)
+        for (node, collector) in zip([b, c], collectors) {
+            try await eventually("\(node.name) to deliver the unreliable message sent once") {
+                await collector.messages().contains { $0["text"]?.stringValue == "once, by datagram" }
+            }
+            let event = await collector.messages().filter { $0["text"]?.stringValue == "once, by datagram" }
+            #expect(event.count == 1)
+            #expect(event.first?["reliable"] == .bool(false) && event.first?["seq"] == .null && event.first?["from"]?.stringValue == a.member)
+        }
+        let after = try await counts()
+        #expect(zip(after, before).map { $0 - $1 } == [2, 1, 1], "datagrams sent by a / received by b, c: before \(before), after \(after)")
+        #expect(field(try await a.request("stats"), "messages_stored") == 0, "an unreliable send is not kept for repair")
+
+        _ = try await a.request("send", ["text": "to b alone", "to": .array([.string(b.member)]), "reliable": false])
+        try await eventually("b to deliver the directed unreliable message") {
+            await collectors[0].messages().contains { $0["text"]?.stringValue == "to b alone" }
+        }
+        let directed = try await counts()
+        #expect(zip(directed, after).map { $0 - $1 } == [1, 1, 0], "a directed unreliable send: before \(after), after \(directed)")
+        for collector in collectors { await collector.stop() }
+    }
+}
