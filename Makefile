@@ -4,17 +4,23 @@ SWIFT ?= swift
 BIN := $(CURDIR)/.build/debug/huddle
 export HUDDLE_NOISE_VECTORS ?= $(abspath $(CURDIR)/../shared/vectors/noise-25519-chachapoly.json)
 export HUDDLE_BIN ?= $(BIN)
+# The independent Noise implementation NoiseInteropTests runs (scripts/noise-venv.sh makes it).
+NOISE_VENV := $(CURDIR)/.build/noise-venv
+export HUDDLE_NOISE_PYTHON ?= $(NOISE_VENV)/bin/python
 
-.PHONY: deps build test demo clean
+.PHONY: deps noise-venv build test demo clean
 
 deps:
 	@scripts/deps.sh
+
+noise-venv:
+	@scripts/noise-venv.sh "$(NOISE_VENV)"
 
 build: deps
 	$(SWIFT) build --product huddle
 	$(SWIFT) build --product drawtogether
 
-test: deps
+test: deps noise-venv
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
