@@ -69,38 +69,56 @@ struct AttachmentProcessTests {
         #expect(meta == ["location": [1, 2]])
     }
 
-    /// Flips a byte in every 64 KiB of every chunk file under `dataDir` (every chunk is damaged);
-    /// returns the files, relative to `dataDir`.
-    func damageEveryChunk(under dataDir: String) throws -> [String] {
-        let files = chunkFiles(under: dataDir)
-        for file in files {
-            let path = "\(dataDir)/\(file)"
-            guard var bytes = FileManager.default.contents(atPath: path) else { continue }
-            for offset in stride(from: 1000, to: bytes.count, by: 65_536) { bytes[offset] ^= 0xFF }
-            try bytes.write(to: URL(fileURLWithPath: path))
+    /// Two members, a 3 MiB (12-chunk) attachment added by `a` and fetched by `b`, then a byte
+    /// flipped in every 64 KiB of b's chunk file: every chunk b holds is damaged.
+    struct DamagedHolder {
+        let a: TestNode
+        let b: TestNode
+        let id: String
+        let source: String
+        /// b's chunk files, relative to its data directory.
+        let damaged: [String]
+
+        init(_ cluster: TestCluster, seed: UInt64) async throws {
+            a = try await cluster.start("a")
+            b = try await cluster.start("b")
+            try await cluster.waitForFullMesh(2)
+            source = "\(cluster.dir)/source.bin"
+            try writeRandomFile(source, count: 3 << 20, seed: seed)
+            id = try await a.request("attach.add", ["path": .string(source)])["attachment"]?.objectValue?["id"]?.stringValue ?? ""
+            _ = try await b.request("attach.get", ["id": .string(id), "path": .string("\(cluster.dir)/b.out")])
+            let dataDir = "\(cluster.dir)/b.data"
+            damaged = chunkFiles(under: dataDir)
+            #expect(damaged.count == 1, "one chunk file per attachment")
+            for file in damaged {
+                let path = "\(dataDir)/\(file)"
+                guard var bytes = FileManager.default.contents(atPath: path) else { continue }
+                for offset in stride(from: 1000, to: bytes.count, by: 65_536) { bytes[offset] ^= 0xFF }
+                try bytes.write(to: URL(fileURLWithPath: path))
+            }
         }
-        return files
+
+        /// Waits until b's store is byte-identical to a's again, and checks b dropped all 12 chunks.
+        func expectRepaired(_ cluster: TestCluster) async throws {
+            try await eventually("b to repair its damaged store from a", within: 60) {
+                damaged.allSatisfy { filesEqual("\(cluster.dir)/a.data/\($0)", "\(cluster.dir)/b.data/\($0)") }
+            }
+            #expect((try await b.request("stats")["chunks_corrupt"]?.intValue ?? 0) == 12, "b drops all 12 damaged chunks")
+        }
     }
 
     @Test func aCorruptedStoredChunkIsDetectedAndFetchedElsewhere() async throws {
         let cluster = try TestCluster("corrupt")
         defer { cluster.shutdown() }
-        let a = try await cluster.start("a")
-        let b = try await cluster.start("b")
-        try await cluster.waitForFullMesh(2)
-        let source = "\(cluster.dir)/source.bin"
-        try writeRandomFile(source, count: 3 << 20, seed: 9)
-        let id = try await a.request("attach.add", ["path": .string(source)])["attachment"]?.objectValue?["id"]?.stringValue ?? ""
-        _ = try await b.request("attach.get", ["id": .string(id), "path": .string("\(cluster.dir)/b.out")])
-        let damaged = try damageEveryChunk(under: "\(cluster.dir)/b.data")
-        #expect(damaged.count == 1, "one chunk file per attachment")
+        let held = try await DamagedHolder(cluster, seed: 9)
+        let a = held.a
         // A newcomer whose only reachable holder is b (a is paused): every chunk it gets fails its
         // hash, is rejected and reported to b. Without pausing a, which holder a newcomer asks
         // first depends on whose `have` reaches it first (the race that made this test flaky).
         kill(a.process.processIdentifier, SIGSTOP)
         var resumed = false
         defer { if !resumed { kill(a.process.processIdentifier, SIGCONT) } }
-        let c = try await cluster.start("c", join: [b.addr])
+        let c = try await cluster.start("c", join: [held.b.addr])
         try await eventually("c to reject a damaged chunk from b") {
             (try await c.request("stats")["chunks_corrupt"]?.intValue ?? 0) >= 1
         }
@@ -108,39 +126,26 @@ struct AttachmentProcessTests {
         kill(a.process.processIdentifier, SIGCONT)
         resumed = true
         // c then gets every chunk from a; b, told of the damage, checks its whole copy, drops
-        // every damaged chunk and fetches it again: its store ends byte-identical to a's.
+        // every damaged chunk and fetches it again.
         try await cluster.waitForFullMesh(3)
         let out = "\(cluster.dir)/c.out"
-        _ = try await c.request("attach.get", ["id": .string(id), "path": .string(out), "timeout_ms": 120_000])
-        #expect(filesEqual(source, out))
-        try await eventually("b to repair its damaged store from a", within: 60) {
-            damaged.allSatisfy { filesEqual("\(cluster.dir)/a.data/\($0)", "\(cluster.dir)/b.data/\($0)") }
-        }
-        #expect((try await b.request("stats")["chunks_corrupt"]?.intValue ?? 0) == 12, "b drops all 12 damaged chunks")
+        _ = try await c.request("attach.get", ["id": .string(held.id), "path": .string(out), "timeout_ms": 120_000])
+        #expect(filesEqual(held.source, out))
+        try await held.expectRepaired(cluster)
     }
 
     @Test func aHolderThatReadsADamagedChunkChecksAndRepairsItsWholeCopy() async throws {
         let cluster = try TestCluster("selfheal")
         defer { cluster.shutdown() }
-        let a = try await cluster.start("a")
-        let b = try await cluster.start("b")
-        try await cluster.waitForFullMesh(2)
-        let source = "\(cluster.dir)/source.bin"
-        try writeRandomFile(source, count: 3 << 20, seed: 11)
-        let id = try await a.request("attach.add", ["path": .string(source)])["attachment"]?.objectValue?["id"]?.stringValue ?? ""
-        _ = try await b.request("attach.get", ["id": .string(id), "path": .string("\(cluster.dir)/b.out")])
-        let damaged = try damageEveryChunk(under: "\(cluster.dir)/b.data")
+        let held = try await DamagedHolder(cluster, seed: 11)
         // b's own export finds the first damaged chunk; b then checks every chunk it holds.
         await expectFailure(.ioError, what: "exporting from a damaged store") {
-            _ = try await b.request("attach.get", ["id": .string(id), "path": .string("\(cluster.dir)/b2.out")])
+            _ = try await held.b.request("attach.get", ["id": .string(held.id), "path": .string("\(cluster.dir)/b2.out")])
         }
-        try await eventually("b to repair its damaged store from a", within: 60) {
-            damaged.allSatisfy { filesEqual("\(cluster.dir)/a.data/\($0)", "\(cluster.dir)/b.data/\($0)") }
-        }
-        #expect((try await b.request("stats")["chunks_corrupt"]?.intValue ?? 0) == 12, "b drops all 12 damaged chunks")
+        try await held.expectRepaired(cluster)
         let out = "\(cluster.dir)/b3.out"
-        _ = try await b.request("attach.get", ["id": .string(id), "path": .string(out), "timeout_ms": 120_000])
-        #expect(filesEqual(source, out))
+        _ = try await held.b.request("attach.get", ["id": .string(held.id), "path": .string(out), "timeout_ms": 120_000])
+        #expect(filesEqual(held.source, out))
     }
 
     @Test func removeDeletesChunksEverywhereAndLeavingRemovesTheRest() async throws {

@@ -78,7 +78,8 @@ public struct Swarm: Sendable {
 
     public mutating func remove(id: String) { transfers[id] = nil }
 
-    public var ids: [String] { Array(transfers.keys) }
+    /// The attachments being tracked, in id order.
+    public var ids: [String] { transfers.keys.sorted() }
 
     public func have(_ id: String) -> Bitfield? { transfers[id]?.have }
 

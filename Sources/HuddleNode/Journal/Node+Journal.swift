@@ -323,6 +323,9 @@ extension Node {
     func handOff(timeout: Duration) async -> Int {
         let peers = links.keys.filter { isLive($0) }.sorted()
         guard !peers.isEmpty else { return 0 }
+        // An announcement still waiting in the batch must reach the peers before its chunks do:
+        // a chunk of an attachment a peer does not know yet is dropped there.
+        flushBatch()
         var pushed: [(id: String, index: Int)] = []
         for id in swarm.ids {
             for (n, index) in swarm.onlyHere(id).enumerated() {
