@@ -24,6 +24,8 @@ public struct BroadcastScenario: Sendable {
     /// Members that join late (they count in `members`): index and time.
     public var lateJoins: [(member: Int, at: Double)] = []
     public var digestInterval = 0.1
+    /// Keep a `SimTrace` of every delivery, repair request, membership change and fault.
+    public var trace = false
     public init() {}
 }
 
@@ -35,6 +37,9 @@ public struct BroadcastReport: Sendable {
     /// Per member that stayed: messages still held back, still stored for repair.
     public var held: [Int] = []
     public var stored: [Int] = []
+    /// With `BroadcastScenario.trace`: the `SimTrace` digest of the run and its number of records.
+    public var traceDigest: String?
+    public var traceRecords: Int?
     public var violations: [String] { DeliveryChecker.violations(logs) }
 }
 
@@ -66,6 +71,7 @@ public struct BroadcastSimulation {
     private var logs: [DeliveryLog]
     private var report: BroadcastReport
     private var now = 0.0
+    private var trace: SimTrace?
 
     public static func run(_ scenario: BroadcastScenario) -> BroadcastReport {
         var sim = BroadcastSimulation(scenario)
@@ -74,6 +80,7 @@ public struct BroadcastSimulation {
 
     private init(_ s: BroadcastScenario) {
         scenario = s
+        trace = s.trace ? SimTrace() : nil
         rng = SWIMRandom(seed: s.seed)
         ids = (0..<s.members).map { MemberID(raw: UInt64($0 + 1)) }
         identities = (0..<s.members).map { _ in Identity.generate() }
@@ -110,6 +117,8 @@ public struct BroadcastSimulation {
             report.stored.append(cores[i].storedCount)
         }
         report.logs = logs
+        report.traceDigest = trace?.digest
+        report.traceRecords = trace?.records
         return report
     }
 
@@ -134,6 +143,7 @@ public struct BroadcastSimulation {
     }
 
     private mutating func record(_ i: Int, _ m: WireMessage) {
+        trace?.record(.delivery, at: now, UInt64(i), m.from.raw, m.seq, m.counter)
         logs[i].deliveries.append(DeliveryRecord(msg: m.id, from: m.from.description, seq: m.seq == 0 ? nil : m.seq,
                                                  deps: Dictionary(uniqueKeysWithValues: m.deps.map { ($0.member.description, $0.seq) })))
     }
@@ -150,6 +160,7 @@ public struct BroadcastSimulation {
                 record(i, signed.message)
                 if now < scenario.sendFor, rng.unit() < scenario.replyProbability { replies += 1 }
             case let .request(peer, origin, from, to):
+                trace?.record(.repairRequest, at: now, UInt64(i), peer.raw, origin.raw, from, to)
                 guard let j = ids.firstIndex(of: peer) else { continue }
                 transmit(.request(origin: origin, from: from, to: to), from: i, to: j)
             }
@@ -181,16 +192,19 @@ public struct BroadcastSimulation {
                 for signed in cores[to].stored(origin: origin, from: lo, to: hi) { transmit(.message(signed), from: to, to: from) }
             }
         case let .crash(i):
+            trace?.record(.crash, at: now, UInt64(i))
             live[i] = false
             crashed[i] = true
             queue.schedule(.noticeCrash(i), at: now + scenario.detection)
         case .noticeCrash:
             let members = Set((0..<scenario.members).filter { live[$0] && joined[$0] }.map { ids[$0] })
+            trace?.record(.membersSet, at: now, UInt64(members.count))
             for j in 0..<scenario.members where live[j] && joined[j] { apply(j, cores[j].setMembers(members)) }
         case let .join(i):
             let sponsors = (0..<scenario.members).filter { live[$0] && joined[$0] }
             guard !sponsors.isEmpty else { return }
             let sponsor = sponsors[rng.index(sponsors.count)]
+            trace?.record(.join, at: now, UInt64(i), UInt64(sponsor))
             joined[i] = true
             live[i] = true
             let members = Set((0..<scenario.members).filter { live[$0] && joined[$0] }.map { ids[$0] })

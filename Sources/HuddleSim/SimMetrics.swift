@@ -114,6 +114,7 @@ extension Simulation {
             messagesPerMemberSecond: Double(metrics.datagrams) / members / window,
             bytesPerMemberSecond: Double(metrics.datagramBytes) / members / window,
             pushPullBytesPerMemberSecond: Double(metrics.pushPullBytes) / members / window,
-            largestDatagram: metrics.largestDatagram, events: metrics.events, wallSeconds: wallSeconds)
+            largestDatagram: metrics.largestDatagram, events: metrics.events, wallSeconds: wallSeconds,
+            traceDigest: trace?.digest, traceRecords: trace?.records)
     }
 }

@@ -56,4 +56,7 @@ public struct SimReport: Sendable, Codable, Equatable {
     public var largestDatagram: Int
     public var events: Int
     public var wallSeconds: Double
+    /// With `SimScenario.trace`: the `SimTrace` digest of the run and its number of records.
+    public var traceDigest: String?
+    public var traceRecords: Int?
 }

@@ -42,6 +42,8 @@ public struct SimScenario: Sendable {
     public var pauses: [Pause] = []
     public var partitions: [Partition] = []
     public var leaves: [Leave] = []
+    /// Keep a `SimTrace` of every delivery, membership change and fault (costs a hash per byte).
+    public var trace = false
 
     public init(nodes: Int, seed: UInt64, duration: Double) {
         self.nodes = nodes; self.seed = seed; self.duration = duration

@@ -4,7 +4,8 @@ import HuddleCore
 ///
 /// Guarantees: virtual time only (no sleeping), one seeded generator for the network and the
 /// scenario, instances seeded from it, and events at equal times handled in scheduling order — so
-/// the same `SimScenario` always produces the same report (apart from `wallSeconds`). Every
+/// the same `SimScenario` always produces the same report (apart from `wallSeconds`) — in any
+/// process: nothing depends on `Set`/`Dictionary` order or the hash seed (`SimTrace` checks it). Every
 /// datagram is encoded to bytes and decoded on delivery, so the codec is exercised. Per event the
 /// cost is that of the instance call plus O(log events); nothing scans all nodes per tick.
 public struct Simulation: Sendable {
@@ -19,11 +20,14 @@ public struct Simulation: Sendable {
     var rng: SWIMRandom
     var now = 0.0
     var metrics: SimMetrics
+    /// Every delivery, membership change and fault, when the scenario asks for a trace.
+    var trace: SimTrace?
 
     public init(_ scenario: SimScenario) {
         self.scenario = scenario
         rng = SWIMRandom(seed: scenario.seed)
         metrics = SimMetrics(nodes: scenario.nodes)
+        trace = scenario.trace ? SimTrace() : nil
         var seen: Set<UInt64> = []
         for i in 0..<scenario.nodes {
             var raw = rng.next()
@@ -94,6 +98,7 @@ public struct Simulation: Sendable {
         switch event {
         case let .start(i):
             guard nodes[i].status == .pending else { return }
+            trace?.record(.start, at: now, UInt64(i))
             nodes[i].status = .running
             nodes[i].joinedAt = now
             metrics.joinTimes[i] = now
@@ -117,16 +122,19 @@ public struct Simulation: Sendable {
             }
         case let .crash(i):
             guard nodes[i].isLive else { return }
+            trace?.record(.crash, at: now, UInt64(i))
             nodes[i].status = .crashed
             nodes[i].crashedAt = now
             nodes[i].backlog = []
             metrics.crashTimes[i] = now
         case let .pause(i, until):
             guard nodes[i].status == .running else { return }
+            trace?.record(.pause, at: now, UInt64(i))
             nodes[i].status = .paused
             queue.schedule(.resume(i), at: until)
         case let .resume(i):
             guard nodes[i].status == .paused else { return }
+            trace?.record(.resume, at: now, UInt64(i))
             nodes[i].status = .running
             let backlog = nodes[i].backlog
             nodes[i].backlog = []
@@ -134,6 +142,7 @@ public struct Simulation: Sendable {
             perform(i, nodes[i].instance.tick(now: now))
         case let .leave(i):
             guard nodes[i].status == .running else { return }
+            trace?.record(.leave, at: now, UInt64(i))
             metrics.leaveTimes[i] = now
             perform(i, nodes[i].instance.leave(now: now))
             nodes[i].status = .left
@@ -145,9 +154,11 @@ public struct Simulation: Sendable {
     mutating func input(_ i: Int, _ event: SimEvent) {
         switch event {
         case let .deliver(_, from, bytes):
+            trace?.record(.datagram, at: now, UInt64(i), UInt64(from), bytes: bytes)
             guard let message = try? SWIMMessage.decode(bytes) else { metrics.decodeFailures += 1; return }
             perform(i, nodes[i].instance.receive(interned(message), from: addrs[from], now: now))
         case let .pushPullRequest(_, from, bytes):
+            trace?.record(.pushPullRequest, at: now, UInt64(i), UInt64(from), bytes: bytes)
             guard let state = try? SWIMPushPull.decode(bytes) else { metrics.decodeFailures += 1; return }
             perform(i, nodes[i].instance.receivePushPull(interned(state.members), join: state.join, from: addrs[from], now: now))
             // The answer is our state after merging theirs.
@@ -155,6 +166,7 @@ public struct Simulation: Sendable {
             metrics.countPushPull(bytes: reply.count, at: now, from: scenario.measureFrom)
             queue.schedule(.pushPullReply(to: from, from: i, bytes: reply), at: now + linkDelay())
         case let .pushPullReply(_, from, bytes):
+            trace?.record(.pushPullReply, at: now, UInt64(i), UInt64(from), bytes: bytes)
             guard let state = try? SWIMPushPull.decode(bytes) else { metrics.decodeFailures += 1; return }
             perform(i, nodes[i].instance.receivePushPull(interned(state.members), join: state.join, from: addrs[from], now: now))
         default:
@@ -178,6 +190,7 @@ public struct Simulation: Sendable {
                 metrics.countPushPull(bytes: bytes.count, at: now, from: scenario.measureFrom)
                 queue.schedule(.pushPullRequest(to: to, from: i, bytes: bytes), at: now + linkDelay())
             case let .emit(change, info):
+                trace?.record(.memberChange, at: now, UInt64(i), info.id.raw, info.incarnation, bytes: Array(change.rawValue.utf8))
                 guard let target = indexByID[info.id] else { continue }
                 metrics.record(change, observer: i, target: target, at: now,
                                targetLive: nodes[target].isLive, acrossPartition: partitioned(i, target, slack: true))

@@ -3,12 +3,33 @@ import Foundation
 import HuddleCore
 import HuddleSim
 
-/// `huddle-sim`: runs the real SWIM + Lifeguard instance for N simulated members and prints the
-/// membership figures (join convergence, crash detection, false positives, load).
+/// `huddle-sim`: deterministic simulations of Huddle's protocol cores. The same seed gives the same
+/// run in every process; `--trace-digest` prints a digest of the whole run to check it.
 struct HuddleSimCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "huddle-sim",
-        abstract: "Deterministic simulation of Huddle's SWIM + Lifeguard membership.")
+        abstract: "Deterministic simulations of Huddle's protocol cores (membership by default).",
+        subcommands: [MembershipCommand.self, BroadcastCommand.self],
+        defaultSubcommand: MembershipCommand.self)
+}
+
+/// Rows of a report as two aligned columns.
+func aligned(_ rows: [(String, String)]) -> String {
+    let width = rows.map(\.0.count).max() ?? 0
+    return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }.joined(separator: "\n")
+}
+
+/// Prints the `--trace-digest` line: the digest, then the number of records.
+func printTraceDigest(_ digest: String?, _ records: Int?) {
+    print("\(digest ?? "-") \(records ?? 0) records")
+}
+
+/// `huddle-sim membership`: runs the real SWIM + Lifeguard instance for N simulated members and
+/// prints the membership figures (join convergence, crash detection, false positives, load).
+struct MembershipCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "membership",
+        abstract: "Simulate SWIM + Lifeguard membership: joins, crashes, pauses, partitions, leaves.")
 
     @Option(help: "Number of members.") var nodes = 24
     @Option(help: "Random seed (same seed, same run).") var seed: UInt64 = 1
@@ -30,6 +51,8 @@ struct HuddleSimCommand: ParsableCommand {
     @Option(help: "Override suspicion alpha.") var alpha: Double?
     @Option(help: "Override suspicion beta.") var beta: Double?
     @Flag(help: "Print the report as JSON.") var json = false
+    @Flag(help: "Print only a digest of the whole trace (every datagram delivered, membership change and fault, with its virtual time) and its record count: equal seeds give equal digests in any process.")
+    var traceDigest = false
 
     func run() throws {
         var settings = SWIMSettings.lan
@@ -67,8 +90,11 @@ struct HuddleSimCommand: ParsableCommand {
             scenario.partitions = [SimScenario.halves(nodes: nodes, start: parts[0], end: parts[1], seed: seed)]
         }
 
+        scenario.trace = traceDigest
         let report = Simulation.run(scenario)
-        if json {
+        if traceDigest {
+            printTraceDigest(report.traceDigest, report.traceRecords)
+        } else if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             print(String(decoding: try encoder.encode(report), as: UTF8.self))
@@ -97,8 +123,7 @@ struct HuddleSimCommand: ParsableCommand {
             ("largest datagram", "\(r.largestDatagram) B"),
             ("events / wall time", "\(r.events) / \(String(format: "%.2f", r.wallSeconds)) s"),
         ]
-        let width = rows.map(\.0.count).max() ?? 0
-        return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }.joined(separator: "\n")
+        return aligned(rows)
     }
 }
 

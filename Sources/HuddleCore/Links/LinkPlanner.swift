@@ -42,7 +42,8 @@ public struct LinkPlanner: Sendable {
     /// Dials that are due: wanted members without a link.
     public mutating func tick(now: Double) -> [Dial] {
         var dials: [Dial] = []
-        for (member, w) in wanted where !linked.contains(member) {
+        for member in wanted.keys.sorted() where !linked.contains(member) {
+            guard let w = wanted[member] else { continue }
             let waited = now - w.since >= (local < member ? 0 : dialGrace)
             if waited && now - w.lastDial >= redialInterval {
                 wanted[member]?.lastDial = now

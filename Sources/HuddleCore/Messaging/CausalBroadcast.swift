@@ -223,7 +223,8 @@ public struct CausalBroadcast: Sendable {
         var progress = true
         while progress {
             progress = false
-            for origin in Array(held.keys) {
+            // In member order: concurrent messages are delivered in the same order in every process.
+            for origin in held.keys.sorted() {
                 guard var next = delivered[origin] else { continue }
                 while let signed = held[origin]?[next + 1], depsSatisfied(signed.message) {
                     held[origin]?[next + 1] = nil
@@ -277,7 +278,8 @@ public struct CausalBroadcast: Sendable {
         }
         guard !awaitingBaseline else { return [] }
         var out: [Action] = []
-        for (origin, theirs) in digest.delivered where origin != local {
+        for origin in digest.delivered.keys.sorted() where origin != local {
+            guard let theirs = digest.delivered[origin] else { continue }
             guard let mine = delivered[origin], theirs > mine else { continue }
             // Progress that a repair did not bring (past what was asked for) means messages flow:
             // the stall timer starts again. So does catching up with what peers showed before.
