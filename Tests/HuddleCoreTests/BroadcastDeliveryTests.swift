@@ -229,3 +229,35 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     tampered.value = [8]
     #expect(!tampered.verify(nodeKey: id.publicKey))
 }
+
+/// A member that broadcasts before its link to another member is up (a joiner drawing at once)
+/// must still reach it: the hello on the late link names the seq from which it knew that member,
+/// not its seq now, so the receiver repairs what went only to the others. (With the current seq
+/// the receiver started after those broadcasts and never delivered them: a DrawTogether canvas
+/// lost a late joiner's first points at one member.)
+@Test func broadcastsMadeBeforeALinkWasUpAreRepairedOverIt() {
+    var alice = member(a, knowing: [b, c]), bob = member(b, knowing: [a])
+    var carol = CausalBroadcast(local: c, awaitingBaseline: true)
+    _ = carol.linkHello(origin: a, seq: alice.helloSeq(for: c))
+    _ = carol.adoptBaseline(alice.delivered)
+    _ = carol.setMembers([a, b, c])
+    // carol broadcasts twice while only its link to alice is up.
+    let early = (0..<2).map { _ in signed(carol.makeBroadcast(body: [5])) }
+    for m in early { carol.stored(own: m); _ = alice.receive(m) }
+    // Then the link to bob comes up, and bob learns of carol.
+    _ = bob.setMembers([a, b, c])
+    #expect(carol.helloSeq(for: b) == 0)
+    _ = bob.linkHello(origin: c, seq: carol.helloSeq(for: b))
+    let late = signed(carol.makeBroadcast(body: [6]))
+    carol.stored(own: late)
+    #expect(delivered(bob.receive(late)).isEmpty, "carol's third broadcast waits for the two before it")
+    // Digests show bob carol's broadcasts; after the repair delay he asks carol, who still stores them.
+    _ = bob.receiveDigest(carol.digest(), from: c, now: 0)
+    let asks = bob.receiveDigest(carol.digest(), from: c, now: 5)
+    var out: [CausalBroadcast.Action] = []
+    for case let .request(_, origin, from, to) in asks {
+        for m in carol.stored(origin: origin, from: from, to: to) { out += bob.receive(m) }
+    }
+    #expect(delivered(out) == (early + [late]).map(\.message.id))
+    #expect(bob.delivered[c] == 3 && bob.baseline[c] == 0)
+}

@@ -18,7 +18,7 @@ private func member(_ n: UInt64, state: MemberState = .alive) -> MemberInfo {
 }
 
 private let samples: [LinkMessage] = [
-    .hello(ownSeq: 42),
+    .hello(since: 42),
     .pushPull(SWIMPushPull(join: true, members: [member(1), member(2, state: .failed)])),
     .pushPullReply(SWIMPushPull(join: false, members: [])),
     .swim(SWIMMessage(sender: MemberID(raw: 3), kind: .ping(seq: 7, target: MemberID(raw: 4)), gossip: [.left(MemberID(raw: 5), incarnation: 2)])),
@@ -87,7 +87,7 @@ private let samples: [LinkMessage] = [
 }
 
 @Test func unknownVersionIsRefused() {
-    var bytes = LinkMessage.hello(ownSeq: 1).encoded()
+    var bytes = LinkMessage.hello(since: 1).encoded()
     bytes[0] = 99
     #expect(throws: WireError.self) { try LinkMessage.decode(bytes) }
 }

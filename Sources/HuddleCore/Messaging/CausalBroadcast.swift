@@ -62,6 +62,9 @@ public struct CausalBroadcast: Sendable {
     public private(set) var storedBytes = 0
     private var acks: [MemberID: [MemberID: UInt64]] = [:]
     private var members: Set<MemberID> = []
+    /// Per member: this member's own seq when it learned of it. Broadcasts after that are kept for
+    /// it until it acknowledges them, so they are its to deliver (`helloSeq(for:)`).
+    private var ownSeqWhenKnown: [MemberID: UInt64] = [:]
     /// Per origin, while a peer shows more than this member delivered: since when deliveries have
     /// not moved on by themselves, where they stood at the last digest, and the most a peer showed.
     private struct Lag { var since: Double; var mark: UInt64; var target: UInt64 }
@@ -123,8 +126,15 @@ public struct CausalBroadcast: Sendable {
 
     // MARK: baselines and membership
 
-    /// `origin` said on its new link that it had sent `seq` broadcasts: what it sends next comes on
-    /// that link, so deliveries from it can start after `seq` if nothing earlier set a baseline.
+    /// What this member says in its hello on a new link to `peer`: the seq after which `peer` is to
+    /// deliver its broadcasts — its own seq when it learned of `peer`, not its seq now. Broadcasts
+    /// made after it knew `peer` but before the link was up reached only the others, are stored
+    /// here until `peer` acknowledges them, and `peer` repairs them; with the current seq it would
+    /// never deliver them. A peer it does not know yet starts at the current seq.
+    public func helloSeq(for peer: MemberID) -> UInt64 { ownSeqWhenKnown[peer] ?? ownSeq }
+
+    /// `origin` said on its new link that `peer`'s deliveries from it start after `seq` (its
+    /// `helloSeq(for:)`), which holds if nothing earlier set a baseline.
     public mutating func linkHello(origin: MemberID, seq: UInt64) -> [Action] {
         guard origin != local, delivered[origin] == nil else { return [] }
         delivered[origin] = seq
@@ -153,6 +163,9 @@ public struct CausalBroadcast: Sendable {
     /// The members that count for stability (alive or suspect), self excluded or not.
     public mutating func setMembers(_ live: Set<MemberID>) -> [Action] {
         members = live.subtracting([local])
+        for member in members where ownSeqWhenKnown[member] == nil { ownSeqWhenKnown[member] = ownSeq }
+        // A member that left the set and comes back was not kept for in between: it starts afresh.
+        ownSeqWhenKnown = ownSeqWhenKnown.filter { members.contains($0.key) }
         acks = acks.filter { members.contains($0.key) }
         collectGarbage()
         return release()

@@ -1,9 +1,9 @@
 /// Everything a member says to another over an established link. Encoded as
 /// `version (1) | kind (1) | fields`; an unknown version or kind is a decode error, which closes the link.
 public enum LinkMessage: Sendable, Equatable {
-    /// First message on every link: the sender's own broadcast seq at the moment the link was
-    /// registered (the receiver's baseline for it).
-    case hello(ownSeq: UInt64)
+    /// First message on every link: the seq after which the receiver is to deliver the sender's
+    /// broadcasts (`CausalBroadcast.helloSeq(for:)`; the receiver's baseline for it).
+    case hello(since: UInt64)
     /// A SWIM push-pull: the sender's full membership state; the receiver merges it and answers
     /// with `pushPullReply` carrying its own.
     case pushPull(SWIMPushPull)
@@ -47,8 +47,8 @@ public enum LinkMessage: Sendable, Equatable {
         var w = WireWriter(capacity: estimatedSize)
         w.u8(Self.version)
         switch self {
-        case let .hello(ownSeq):
-            w.u8(Kind.hello.rawValue); w.u64(ownSeq)
+        case let .hello(since):
+            w.u8(Kind.hello.rawValue); w.u64(since)
         case let .pushPull(state):
             w.u8(Kind.pushPull.rawValue); w.raw(state.encode())
         case let .pushPullReply(state):
@@ -105,7 +105,7 @@ public enum LinkMessage: Sendable, Equatable {
         guard version == Self.version else { throw WireError("unsupported link message version \(version)") }
         let result: LinkMessage
         switch Kind(rawValue: try r.u8("kind")) {
-        case .hello: result = .hello(ownSeq: try r.u64("seq"))
+        case .hello: result = .hello(since: try r.u64("seq"))
         case .pushPull: result = .pushPull(try SWIMPushPull.decode(try r.raw(r.remaining)))
         case .pushPullReply: result = .pushPullReply(try SWIMPushPull.decode(try r.raw(r.remaining)))
         case .swim: result = .swim(try SWIMMessage.decode(try r.raw(r.remaining)))

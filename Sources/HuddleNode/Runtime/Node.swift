@@ -100,7 +100,7 @@ actor Node {
         flushBatch()
         links[peer] = link
         planner.linkUp(peer)
-        link.send(LinkMessage.hello(ownSeq: broadcast.ownSeq).encoded())
+        link.send(LinkMessage.hello(since: broadcast.helloSeq(for: peer)).encoded())
         return true
     }
 
@@ -114,8 +114,8 @@ actor Node {
     private func handle(_ message: LinkMessage, on link: LinkHandle) {
         let peer = link.peer.id
         switch message {
-        case let .hello(ownSeq):
-            execute(broadcast.linkHello(origin: peer, seq: ownSeq))
+        case let .hello(since):
+            execute(broadcast.linkHello(origin: peer, seq: since))
         case let .pushPull(state):
             if state.join {
                 link.send(LinkMessage.baseline(broadcast.delivered).encoded())
