@@ -3,17 +3,23 @@ import HuddleControl
 import HuddleCore
 import HuddleCrypto
 
-/// One attachment as this node knows it.
-struct Attachment: Sendable {
-    let manifest: Manifest
-    let key: [UInt8]
-    var removed = false
-    var state = "announced"
-    var completeAnnounced = false
-    var lastProgressAt = -1.0
-}
-
 extension Node {
+    /// The attachments this member knows, removed ones included (the journal's table).
+    var attachments: [String: Journal.Record] { journal.records }
+
+    /// Carries out what the journal decided.
+    func execute(_ effects: [Journal.Effect]) {
+        for effect in effects {
+            switch effect {
+            case let .emit(change, id): emitAttachment(change.rawValue, id)
+            case let .sendHave(peer, id, have, offer): links[peer]?.send(LinkMessage.have(id: id, have: have, offer: offer).encoded())
+            case let .requestChunk(peer, id, index): links[peer]?.send(LinkMessage.chunkRequest(id: id, index: UInt32(index)).encoded())
+            case let .deleteStored(id): store.remove(id)
+            case let .changed(id): wakeWaiters(id)
+            }
+        }
+    }
+
     // MARK: control operations
 
     /// Chunks, stores and announces a file; returns the attachment once every member can fetch it.
@@ -48,7 +54,7 @@ extension Node {
         do { try store.rename(staging, to: manifest.id) } catch { throw ControlError(code: .ioError, message: "\(error)") }
         let entry = JournalEntry.add(manifest, key: imported.key)
         queueForSigning(broadcast.makeBroadcast(body: entry.encoded(), kind: .journal))
-        applyJournal(entry, from: local.id)
+        execute(journal.apply(entry, now: now))
         return ["attachment": attachmentJSON(manifest.id)]
     }
 
@@ -56,7 +62,7 @@ extension Node {
         guard let a = attachments[id], !a.removed else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
         let entry = JournalEntry.remove(id: id)
         queueForSigning(broadcast.makeBroadcast(body: entry.encoded(), kind: .journal))
-        applyJournal(entry, from: local.id)
+        execute(journal.apply(entry, now: now))
     }
 
     /// Writes the attachment's plaintext to `path` (temporary file + rename), waiting for its
@@ -71,8 +77,8 @@ extension Node {
         }
         while true {
             guard let a = attachments[id], !a.removed else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
-            if swarm.have(id)?.isFull ?? false { break }
-            guard a.state != "unavailable" else { throw ControlError(code: .unavailable, message: "attachment \(id) has chunks that no live member holds") }
+            if journal.swarm.have(id)?.isFull ?? false { break }
+            guard a.state != .unavailable else { throw ControlError(code: .unavailable, message: "attachment \(id) has chunks that no live member holds") }
             guard wait else { throw ControlError(code: .unavailable, message: "attachment \(id) is not complete here yet") }
             guard ContinuousClock.now < deadline else { throw ControlError(code: .timeout, message: "attachment \(id) did not complete in time") }
             await waitForChange(of: id, atMost: min(deadline - ContinuousClock.now, .seconds(1)))
@@ -83,7 +89,7 @@ extension Node {
             try await BulkWork.run { try Self.writePlaintext(a.manifest, key: a.key, store: store, to: path) }
         } catch let error as ControlError {
             if error.code == .internal, case let index? = Int(error.message) {
-                swarm.lost(id: id, index: index)
+                journal.lost(id, index)
                 _ = counters.corruptChunks.wrappingAdd(1, ordering: .relaxed)
                 verifyStoredCopy(id)
                 throw ControlError(code: .ioError, message: "chunk \(index) of \(id) was damaged on disk; it is being fetched again")
@@ -126,50 +132,27 @@ extension Node {
 
     // MARK: journal
 
-    /// Applies an add or remove, from a delivered broadcast, a sponsor's journal, or this member.
-    func applyJournal(_ entry: JournalEntry, from origin: MemberID) {
-        switch entry {
-        case let .add(manifest, key):
-            let id = manifest.id
-            guard attachments[id] == nil, key.count == 32, manifest.isValid() else { return }
-            attachments[id] = Attachment(manifest: manifest, key: key)
-            swarm.add(id: id, chunkCount: manifest.chunkCount, uploader: manifest.uploader, haveAll: manifest.uploader == local.id, now: now)
-            emitAttachment("added", id)
-            if swarm.have(id)?.isFull ?? false { markComplete(id) }
-            wakeWaiters(id)
-        case let .remove(id):
-            guard var a = attachments[id], !a.removed else { return }
-            a.removed = true
-            a.state = "removed"
-            attachments[id] = a
-            swarm.remove(id: id)
-            store.remove(id)
-            emitAttachment("removed", id)
-            wakeWaiters(id)
-        }
-    }
-
     func deliverJournal(_ m: WireMessage) {
         guard let entry = try? JournalEntry.decode(m.body) else {
             log.warning("dropped an unreadable journal entry from \(m.from)")
             return
         }
-        applyJournal(entry, from: m.from)
+        execute(journal.apply(entry, now: now))
     }
 
     // MARK: chunks
 
     func serveChunk(id: String, index: Int, to link: LinkHandle) {
-        guard let a = attachments[id], !a.removed, index < a.manifest.chunkCount, swarm.have(id)?[index] ?? false else { return }
+        guard journal.holds(id, index), let a = attachments[id] else { return }
         // Not hashed again here: the receiver checks every chunk against the manifest (DESIGN.md),
         // and never asks this member for that chunk again if it fails.
         guard let sealed = store.read(a.manifest, index) else {
             log.warning("chunk \(index) of \(id) is missing on disk; fetching it again")
-            swarm.lost(id: id, index: index)
+            journal.lost(id, index)
             return
         }
         link.sendChunk(id: id, index: index, body: sealed)
-        swarm.served(id: id, index: index, to: link.peer.id, now: now)
+        journal.served(id, index, to: link.peer.id, now: now)
         _ = counters.chunksServed.wrappingAdd(1, ordering: .relaxed)
     }
 
@@ -178,7 +161,7 @@ extension Node {
     /// peer cannot make this member drop it, and a false report costs one chunk's hash); a damaged
     /// one means the whole stored copy of the attachment is checked (`verifyStoredCopy`).
     func recheckChunk(id: String, index: Int, reportedBy peer: MemberID) {
-        guard let a = attachments[id], !a.removed, index >= 0, index < a.manifest.chunkCount, swarm.have(id)?[index] ?? false else { return }
+        guard journal.holds(id, index) else { return }
         log.info("\(peer) reported chunk \(index) of \(id) damaged; checking the stored copy")
         verifyStoredCopy(id, first: index)
     }
@@ -191,7 +174,7 @@ extension Node {
     /// again, so the other damaged chunks would otherwise stay until someone happened to ask.
     /// One check per attachment at a time.
     func verifyStoredCopy(_ id: String, first: Int? = nil) {
-        guard let a = attachments[id], !a.removed, let have = swarm.have(id), verifying.insert(id).inserted else { return }
+        guard let a = attachments[id], !a.removed, let have = journal.swarm.have(id), verifying.insert(id).inserted else { return }
         let manifest = a.manifest
         let held = (0..<manifest.chunkCount).filter { have[$0] }
         let store = self.store
@@ -212,8 +195,8 @@ extension Node {
         verifying.remove(id)
         guard let a = attachments[id], !a.removed else { return }
         var dropped = 0
-        for index in damaged where swarm.have(id)?[index] ?? false {
-            swarm.lost(id: id, index: index)
+        for index in damaged where journal.holds(id, index) {
+            journal.lost(id, index)
             dropped += 1
         }
         guard dropped > 0 else {
@@ -236,28 +219,16 @@ extension Node {
             link.send(LinkMessage.chunkCorrupt(id: id, index: UInt32(index)).encoded())
         }
         defer { requestChunks(now: now) }
-        guard swarm.chunkArrived(id: id, index: index, from: link.peer.id, valid: valid) else { return }
+        guard journal.chunkArrived(id, index, from: link.peer.id, valid: valid) else { return }
         do {
             try store.write(a.manifest, index, body)
         } catch {
-            swarm.lost(id: id, index: index)
+            journal.lost(id, index)
             log.warning("\(error)")
             return
         }
         _ = counters.chunksFetched.wrappingAdd(1, ordering: .relaxed)
-        if swarm.have(id)?.isFull ?? false {
-            markComplete(id)
-        } else if now - (attachments[id]?.lastProgressAt ?? 0) >= 0.25 {
-            attachments[id]?.lastProgressAt = now
-            emitAttachment("progress", id)
-        }
-    }
-
-    private func markComplete(_ id: String) {
-        guard attachments[id]?.completeAnnounced == false else { return }
-        attachments[id]?.completeAnnounced = true
-        emitAttachment("complete", id)
-        wakeWaiters(id)
+        execute(journal.stored(id, now: now))
     }
 
     /// Waits until attachment `id` completes, changes state or is removed — or `atMost` passes.
@@ -273,47 +244,16 @@ extension Node {
         for waiter in attachmentWaiters.removeValue(forKey: id) ?? [] { waiter.resume() }
     }
 
-    /// Requests, announcements to peers, and state changes (replicated / unavailable).
+    /// Requests, `have`s to the linked live peers, and state changes (replicated / unavailable).
     func tickSwarm(now t: Double) {
-        requestChunks(now: t)
-        for id in swarm.ids {
-            guard let have = swarm.have(id) else { continue }
-            let complete = Set(swarm.completeHolders(id))
-            for (peer, link) in links where isLive(peer) {
-                guard let offer = swarm.offer(id, to: peer, now: t) else { continue }
-                // Only changes are sent, but a peer still fetching hears it again every
-                // `haveRefresh` seconds: a `have` that reached it before the attachment's journal
-                // entry (and was dropped there) must not leave it waiting forever.
-                if let last = announced[peer]?[id], last.have == have, last.offer == offer,
-                   complete.contains(peer) || t - last.at < Self.haveRefresh { continue }
-                announced[peer, default: [:]][id] = (have, offer, t)
-                link.send(LinkMessage.have(id: id, have: have, offer: offer).encoded())
-            }
-            let state = attachmentState(id)
-            if let a = attachments[id], a.state != state {
-                attachments[id]?.state = state
-                if state == "replicated" || state == "unavailable" { emitAttachment(state, id) }
-                wakeWaiters(id)
-            }
-        }
+        execute(journal.tick(now: t, linked: links.keys.filter { isLive($0) }.sorted()))
     }
 
     /// Asks holders for chunks up to each one's window: on every swarm tick, and as soon as a
     /// chunk arrives (its window slot is free again), so transfers are paced by round trips, not
     /// by the tick.
     func requestChunks(now t: Double) {
-        for request in swarm.tick(now: t) {
-            links[request.peer]?.send(LinkMessage.chunkRequest(id: request.id, index: UInt32(request.index)).encoded())
-        }
-    }
-
-    func attachmentState(_ id: String) -> String {
-        guard let a = attachments[id] else { return "removed" }
-        if a.removed { return "removed" }
-        let counts = swarm.holderCounts(id) ?? []
-        if counts.contains(0) { return swarm.isSettled(id, now: now) ? "unavailable" : "announced" }
-        if counts.allSatisfy({ $0 >= 2 }) { return "replicated" }
-        return "announced"
+        execute(journal.requests(now: t))
     }
 
     // MARK: leaving
@@ -327,28 +267,23 @@ extension Node {
         // a chunk of an attachment a peer does not know yet is dropped there.
         flushBatch()
         var pushed: [(id: String, index: Int)] = []
-        for id in swarm.ids {
-            for (n, index) in swarm.onlyHere(id).enumerated() {
-                guard let link = links[peers[n % peers.count]], let manifest = attachments[id]?.manifest,
-                      let sealed = store.read(manifest, index) else { continue }
-                link.sendChunk(id: id, index: index, body: sealed)
-                pushed.append((id, index))
-            }
+        for (peer, id, index) in journal.handOffPlan(to: peers) {
+            guard let link = links[peer], let manifest = attachments[id]?.manifest, let sealed = store.read(manifest, index) else { continue }
+            link.sendChunk(id: id, index: index, body: sealed)
+            pushed.append((id, index))
         }
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            let waiting = pushed.filter { (swarm.holderCounts($0.id)?[$0.index] ?? 0) < 2 }
-            if waiting.isEmpty { break }
+        while ContinuousClock.now < deadline && journal.handedOff(pushed) < pushed.count {
             try? await Task.sleep(for: .milliseconds(20))
         }
-        return pushed.filter { (swarm.holderCounts($0.id)?[$0.index] ?? 0) >= 2 }.count
+        return journal.handedOff(pushed)
     }
 
     // MARK: JSON
 
     func attachmentJSON(_ id: String) -> JSON {
         guard let a = attachments[id] else { return .null }
-        let have = swarm.have(id)?.setCount ?? (a.removed ? 0 : 0)
+        let have = journal.swarm.have(id)?.setCount ?? 0
         let meta = (try? JSON.parse(a.manifest.meta)) ?? .null
         return .object([
             "id": .string(id),
@@ -359,9 +294,9 @@ extension Node {
             "chunk_size": .int(Int64(a.manifest.chunkSize)),
             "chunks": .int(Int64(a.manifest.chunkCount)),
             "have": .int(Int64(have)),
-            "complete": .bool(!a.removed && (swarm.have(id)?.isFull ?? false)),
-            "holders": .array(swarm.completeHolders(id).map { .string($0.description) }),
-            "state": .string(a.removed ? "removed" : attachmentState(id)),
+            "complete": .bool(!a.removed && (journal.swarm.have(id)?.isFull ?? false)),
+            "holders": .array(journal.swarm.completeHolders(id).map { .string($0.description) }),
+            "state": .string(journal.state(of: id, now: now).rawValue),
         ])
     }
 

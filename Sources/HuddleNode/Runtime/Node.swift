@@ -34,12 +34,7 @@ actor Node {
     var pendingBatchBytes = 0
     var lastDigestAt = -1.0
     nonisolated let store: ChunkStore
-    var attachments: [String: Attachment] = [:]
-    var swarm: Swarm
-    /// What was last announced to each peer about each attachment (so only changes are sent).
-    var announced: [MemberID: [String: (have: Bitfield, offer: Bitfield, at: Double)]] = [:]
-    /// How often an unchanged `have` is repeated to a peer that is still fetching.
-    static let haveRefresh = 1.0
+    var journal: Journal
     var attachmentWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
     /// Attachments whose stored copy is being checked against their hashes (`verifyStoredCopy`).
     var verifying: Set<String> = []
@@ -58,7 +53,7 @@ actor Node {
     init(local: MemberInfo, security: LinkSecurity, config: NodeConfiguration, store: ChunkStore) {
         self.local = local
         self.store = store
-        swarm = Swarm(local: local.id, seed: SecureRandom.uint64())
+        journal = Journal(local: local.id, seed: SecureRandom.uint64())
         self.security = security
         self.config = config
         log = NodeLog(name: local.name)
@@ -119,8 +114,8 @@ actor Node {
         case let .pushPull(state):
             if state.join {
                 link.send(LinkMessage.baseline(broadcast.delivered).encoded())
-                let journal = attachments.values.filter { !$0.removed }.map { JournalEntry.add($0.manifest, key: $0.key) }
-                if !journal.isEmpty { link.send(LinkMessage.journal(journal).encoded()) }
+                let entries = journal.entries
+                if !entries.isEmpty { link.send(LinkMessage.journal(entries).encoded()) }
                 if let record = activity.current { link.send(LinkMessage.activity(record).encoded()) }
             }
             let actions = swim.receivePushPull(state.members, join: state.join, from: link.peer.addr, now: now)
@@ -150,9 +145,9 @@ actor Node {
         case let .activity(record):
             receiveActivity(record)
         case let .journal(entries):
-            for entry in entries { applyJournal(entry, from: peer) }
+            for entry in entries { execute(journal.apply(entry, now: now)) }
         case let .have(id, have, offer):
-            swarm.peerAnnounced(peer, id: id, have: have, offer: offer)
+            journal.peerAnnounced(peer, id: id, have: have, offer: offer)
         case let .chunkRequest(id, index):
             serveChunk(id: id, index: Int(index), to: link)
         case let .chunkCorrupt(id, index):
@@ -166,7 +161,7 @@ actor Node {
         let peer = link.peer.id
         guard links[peer] === link else { return }
         links[peer] = nil
-        announced[peer] = nil
+        journal.linkDown(peer)
         planner.linkDown(peer)
         resumePushPullWaiters(peer)
         if !stopping && ContinuousClock.now - link.opened >= LinkHandle.settling {
@@ -206,8 +201,7 @@ actor Node {
                 emitMember(change, info)
                 let live = Set(swim.members.values.filter { $0.state == .alive || $0.state == .suspect }.map(\.id))
                 execute(broadcast.setMembers(live))
-                swarm.setPeers(live)
-                if change == .failed || change == .left { announced[info.id] = nil }
+                journal.setPeers(live)
                 switch change {
                 case .joined, .alive, .updated, .suspect:
                     if let dial = planner.want(info.id, addr: info.addr, now: now) { dialInBackground(dial.addr) }

@@ -1,0 +1,215 @@
+/// The state of one attachment, as `attach.list` and attachment events name it.
+public enum AttachmentState: String, Sendable, Equatable {
+    /// In the journal; some chunk may have a single live holder (or none yet known).
+    case announced
+    /// Every chunk is held by at least two live members.
+    case replicated
+    /// Some chunk has no live holder, and every live peer has said what it holds (or the settle
+    /// time passed): nobody can fetch it.
+    case unavailable
+    /// Removed from the journal.
+    case removed
+}
+
+/// What an `attachment` event says happened (CONTROL.md's `change`).
+public enum AttachmentChange: String, Sendable, Equatable {
+    case added, removed, progress, complete, replicated, unavailable
+}
+
+/// A member's journal (pure): the attachment set every member agrees on, this member's part in
+/// fetching and serving it (the `Swarm`), what it told each peer, and the attachment states.
+///
+/// Guarantees:
+/// - an attachment is added once, from a valid manifest with a 32-byte key, and removed once;
+///   a removed attachment never comes back (its id stays in the table as `.removed`);
+/// - each peer hears this member's `have`/`offer` for an attachment when they change, and again
+///   every `haveRefresh` seconds while that peer is still fetching (a `have` that reached it before
+///   the journal entry was dropped there), never more often;
+/// - the state follows one rule (`state(of:now:)`), and `replicated`/`unavailable` are emitted
+///   once per change into them; `complete` is emitted once; `progress` at most every 0.25 s;
+/// - the hand-off plan names each chunk only this member holds exactly once, spread round-robin
+///   over the remaining peers in member order.
+public struct Journal: Sendable {
+    /// One attachment as this member knows it.
+    public struct Record: Sendable {
+        public let manifest: Manifest
+        public let key: [UInt8]
+        public internal(set) var state: AttachmentState = .announced
+        var completeEmitted = false
+        var lastProgressAt = -1.0
+        public var removed: Bool { state == .removed }
+    }
+
+    /// What the journal asks of the shell.
+    public enum Effect: Sendable, Equatable {
+        case emit(AttachmentChange, id: String)
+        case sendHave(to: MemberID, id: String, have: Bitfield, offer: Bitfield)
+        case requestChunk(from: MemberID, id: String, index: Int)
+        /// The attachment was removed: delete what the store holds of it.
+        case deleteStored(id: String)
+        /// Something about the attachment changed: whoever waits on it should look again.
+        case changed(id: String)
+    }
+
+    /// How often an unchanged `have` is repeated to a peer that is still fetching.
+    public static let haveRefresh = 1.0
+    /// Least time between two `progress` events of one attachment.
+    public static let progressInterval = 0.25
+
+    public let local: MemberID
+    public private(set) var records: [String: Record] = [:]
+    public private(set) var swarm: Swarm
+    private struct SentHave: Sendable { var have: Bitfield; var offer: Bitfield; var at: Double }
+    /// Per peer and attachment: what was last sent, and when.
+    private var sentHave: [MemberID: [String: SentHave]] = [:]
+
+    public init(local: MemberID, seed: UInt64, settings: Swarm.Settings = Swarm.Settings()) {
+        self.local = local
+        swarm = Swarm(local: local, seed: seed, settings: settings)
+    }
+
+    // MARK: the attachment set
+
+    /// The live attachments as journal entries, in id order (what a joiner is sent).
+    public var entries: [JournalEntry] {
+        records.keys.sorted().compactMap { id in
+            guard let r = records[id], !r.removed else { return nil }
+            return .add(r.manifest, key: r.key)
+        }
+    }
+
+    /// Applies an add or remove, from a delivered broadcast, a sponsor's journal, or this member.
+    public mutating func apply(_ entry: JournalEntry, now: Double) -> [Effect] {
+        switch entry {
+        case let .add(manifest, key):
+            let id = manifest.id
+            guard records[id] == nil, key.count == 32, manifest.isValid() else { return [] }
+            records[id] = Record(manifest: manifest, key: key)
+            swarm.add(id: id, chunkCount: manifest.chunkCount, uploader: manifest.uploader, haveAll: manifest.uploader == local, now: now)
+            var out: [Effect] = [.emit(.added, id: id)]
+            if swarm.have(id)?.isFull ?? false { out += markComplete(id) }
+            return out + [.changed(id: id)]
+        case let .remove(id):
+            guard var r = records[id], !r.removed else { return [] }
+            r.state = .removed
+            records[id] = r
+            swarm.remove(id: id)
+            for peer in sentHave.keys { sentHave[peer]?[id] = nil }
+            return [.deleteStored(id: id), .emit(.removed, id: id), .changed(id: id)]
+        }
+    }
+
+    // MARK: peers
+
+    /// The live members (this one may be among them): the swarm's holders and hand-off targets.
+    public mutating func setPeers(_ live: Set<MemberID>) {
+        swarm.setPeers(live)
+        sentHave = sentHave.filter { live.contains($0.key) }
+    }
+
+    /// The link to `peer` closed: what it was told is forgotten, so it hears everything again.
+    public mutating func linkDown(_ peer: MemberID) { sentHave[peer] = nil }
+
+    /// A peer's `have`/`offer` for an attachment.
+    public mutating func peerAnnounced(_ peer: MemberID, id: String, have: Bitfield, offer: Bitfield) {
+        swarm.peerAnnounced(peer, id: id, have: have, offer: offer)
+    }
+
+    // MARK: time
+
+    /// Chunk requests due now (as each chunk arrives, and on every tick).
+    public mutating func requests(now: Double) -> [Effect] {
+        swarm.tick(now: now).map { .requestChunk(from: $0.peer, id: $0.id, index: $0.index) }
+    }
+
+    /// Requests, `have`s to the linked live peers (in member order), and state changes.
+    public mutating func tick(now: Double, linked: [MemberID]) -> [Effect] {
+        var out = requests(now: now)
+        for id in swarm.ids {
+            guard let have = swarm.have(id) else { continue }
+            let complete = Set(swarm.completeHolders(id))
+            for peer in linked {
+                guard let offer = swarm.offer(id, to: peer, now: now) else { continue }
+                if let last = sentHave[peer]?[id], last.have == have, last.offer == offer,
+                   complete.contains(peer) || now - last.at < Self.haveRefresh { continue }
+                sentHave[peer, default: [:]][id] = SentHave(have: have, offer: offer, at: now)
+                out.append(.sendHave(to: peer, id: id, have: have, offer: offer))
+            }
+            let state = state(of: id, now: now)
+            if let r = records[id], r.state != state {
+                records[id]?.state = state
+                if state == .replicated || state == .unavailable { out.append(.emit(state == .replicated ? .replicated : .unavailable, id: id)) }
+                out.append(.changed(id: id))
+            }
+        }
+        return out
+    }
+
+    /// The rule: removed; else unavailable once some chunk has no live holder and the swarm has
+    /// settled (every live peer told what it holds, or a few seconds passed); replicated when every
+    /// chunk has two live holders; announced otherwise.
+    public func state(of id: String, now: Double) -> AttachmentState {
+        guard let r = records[id], !r.removed else { return .removed }
+        let counts = swarm.holderCounts(id) ?? []
+        if counts.contains(0) { return swarm.isSettled(id, now: now) ? .unavailable : .announced }
+        if counts.allSatisfy({ $0 >= 2 }) { return .replicated }
+        return .announced
+    }
+
+    // MARK: chunks
+
+    /// Whether this member holds chunk `index` of a live attachment (and may serve it).
+    public func holds(_ id: String, _ index: Int) -> Bool {
+        guard let r = records[id], !r.removed, index >= 0, index < r.manifest.chunkCount else { return false }
+        return swarm.have(id)?[index] ?? false
+    }
+
+    /// This member sent chunk `index` to `peer`.
+    public mutating func served(_ id: String, _ index: Int, to peer: MemberID, now: Double) {
+        swarm.served(id: id, index: index, to: peer, now: now)
+    }
+
+    /// A chunk arrived from `peer`, `valid` when its hash matched the manifest. True when it is
+    /// new here and must be stored (then `stored` or `lost` follows).
+    public mutating func chunkArrived(_ id: String, _ index: Int, from peer: MemberID, valid: Bool) -> Bool {
+        guard let r = records[id], !r.removed, index >= 0, index < r.manifest.chunkCount else { return false }
+        return swarm.chunkArrived(id: id, index: index, from: peer, valid: valid)
+    }
+
+    /// A chunk was stored: `complete` once all are, else `progress` at most every `progressInterval`.
+    public mutating func stored(_ id: String, now: Double) -> [Effect] {
+        guard let r = records[id], !r.removed else { return [] }
+        if swarm.have(id)?.isFull ?? false { return markComplete(id) }
+        guard now - r.lastProgressAt >= Self.progressInterval else { return [] }
+        records[id]?.lastProgressAt = now
+        return [.emit(.progress, id: id)]
+    }
+
+    /// A chunk this member held is gone or damaged: it is fetched again.
+    public mutating func lost(_ id: String, _ index: Int) { swarm.lost(id: id, index: index) }
+
+    private mutating func markComplete(_ id: String) -> [Effect] {
+        guard records[id]?.completeEmitted == false else { return [] }
+        records[id]?.completeEmitted = true
+        return [.emit(.complete, id: id), .changed(id: id)]
+    }
+
+    // MARK: hand-off
+
+    /// What a graceful leave pushes: each chunk only this member holds, to `peers` (sorted here)
+    /// in turn.
+    public func handOffPlan(to peers: [MemberID]) -> [(peer: MemberID, id: String, index: Int)] {
+        let targets = peers.sorted()
+        guard !targets.isEmpty else { return [] }
+        var plan: [(peer: MemberID, id: String, index: Int)] = []
+        for id in swarm.ids where !(records[id]?.removed ?? true) {
+            for (n, index) in swarm.onlyHere(id).enumerated() { plan.append((targets[n % targets.count], id, index)) }
+        }
+        return plan
+    }
+
+    /// How many of the pushed chunks another live member now holds.
+    public func handedOff(_ pushed: [(id: String, index: Int)]) -> Int {
+        pushed.filter { (swarm.holderCounts($0.id)?[$0.index] ?? 0) >= 2 }.count
+    }
+}
