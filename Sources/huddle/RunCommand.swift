@@ -45,8 +45,8 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-unreliable-bytes"), help: "Largest unreliable (one datagram) message body.")
     var maxUnreliableBytes: Int = 1024
 
-    @Option(name: .customLong("max-attachment-bytes"), help: "Largest attachment accepted by attach.add.")
-    var maxAttachmentBytes: Int = 104_857_600
+    @Option(name: .customLong("max-attachment-bytes"), help: "Largest attachment accepted by attach.add (at most 104857600, what every member accepts).")
+    var maxAttachmentBytes: Int = NodeConfiguration.defaultMaxAttachmentBytes
 
     @Option(name: .customLong("store-limit"), help: "Most bytes of chunks this node stores.")
     var storeLimit: Int = 2 << 30
@@ -54,6 +54,10 @@ struct RunCommand: AsyncParsableCommand {
     func validate() throws {
         guard maxMessageBytes > 0, maxMessageBytes <= 1 << 20 else { throw ValidationError("--max-message-bytes must be between 1 and 1048576") }
         guard maxUnreliableBytes > 0, maxUnreliableBytes <= 60_000 else { throw ValidationError("--max-unreliable-bytes must be between 1 and 60000") }
+        let attachmentLimit = NodeConfiguration.defaultMaxAttachmentBytes
+        guard maxAttachmentBytes > 0, maxAttachmentBytes <= attachmentLimit else {
+            throw ValidationError("--max-attachment-bytes must be between 1 and \(attachmentLimit): other members refuse larger attachments")
+        }
     }
 
     func run() async throws {

@@ -1,3 +1,5 @@
+import HuddleCore
+
 /// Everything `huddle run` was told: where to listen, whom to join, where the key and control socket are.
 public struct NodeConfiguration: Sendable {
     public var keyPath: String
@@ -14,7 +16,9 @@ public struct NodeConfiguration: Sendable {
     public var maxMessageBytes: Int = 64 * 1024
     /// Largest unreliable message body, so it fits one datagram.
     public var maxUnreliableBytes: Int = 1024
-    public var maxAttachmentBytes: Int = 104_857_600
+    /// Largest attachment `attach.add` accepts; never above what a manifest may describe.
+    public var maxAttachmentBytes: Int = Self.defaultMaxAttachmentBytes
+    public static let defaultMaxAttachmentBytes = Manifest.maximumSize
     public var storeLimitBytes: Int = 2 << 30
 
     public init(keyPath: String, controlPath: String) {
