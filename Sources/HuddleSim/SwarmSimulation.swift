@@ -1,4 +1,5 @@
 import HuddleCore
+import HuddleCrypto
 
 /// What a swarm simulation does: one uploader, members fetching one attachment, faults.
 public struct SwarmScenario: Sendable {
@@ -35,7 +36,8 @@ public struct SwarmReport: Sendable {
     var chunksTotal = 0
 }
 
-/// Runs real `Swarm` schedulers for one attachment over a simulated network.
+/// Runs real journal cores (`Journal`, and the `Swarm` inside it) for one attachment over a
+/// simulated network: requests, `have`s and state changes are the ones the node would send.
 public struct SwarmSimulation {
     private enum Event {
         case tick
@@ -45,12 +47,13 @@ public struct SwarmSimulation {
     }
 
     private let s: SwarmScenario
-    private var swarms: [Swarm]
+    private var journals: [Journal]
     private var ids: [MemberID]
+    private let entry: JournalEntry
+    private let id: String
     private var live: [Bool]
     private var queue = SimEventQueue<Event>()
     private var uploadQueue: [[(to: Int, index: Int)]]
-    private var announced: [[String]]
     private var now = 0.0
     private var report = SwarmReport()
     private var badFrom: Set<[Int]> = []
@@ -64,18 +67,27 @@ public struct SwarmSimulation {
         self.s = s
         let n = s.members + (s.lateJoiner ? 1 : 0)
         ids = (0..<n).map { MemberID(raw: UInt64($0 + 1)) }
-        swarms = (0..<n).map { Swarm(local: MemberID(raw: UInt64($0 + 1)), seed: s.seed &+ UInt64($0)) }
+        journals = (0..<n).map { Journal(local: MemberID(raw: UInt64($0 + 1)), seed: s.seed &+ UInt64($0)) }
         live = (0..<n).map { $0 < s.members }
         uploadQueue = Array(repeating: [], count: n)
-        announced = Array(repeating: Array(repeating: "", count: n), count: n)
         report.chunksTotal = s.chunks
         report.fetchers = n - 1
+        // The uploader's manifest: chunk hashes stand in for content (bodies are simulated by index).
+        let uploader = Identity.generate()
+        var manifest = Manifest(name: "sim", size: UInt64(s.chunks) * UInt64(Manifest.defaultChunkSize), chunkSize: UInt32(Manifest.defaultChunkSize),
+                                chunkHashes: (0..<s.chunks).map { index in (0..<32).map { UInt8(truncatingIfNeeded: index >> ($0 % 4 * 8)) } },
+                                meta: [], uploader: ids[0], uploaderNode: uploader.publicKey, signature: [])
+        manifest.sign(with: uploader)
+        entry = .add(manifest, key: [UInt8](repeating: 1, count: 32))
+        id = manifest.id
         let members = Set((0..<s.members).map { ids[$0] })
         for i in 0..<s.members {
-            swarms[i].setPeers(members)
-            swarms[i].add(id: "a", chunkCount: s.chunks, uploader: ids[0], haveAll: i == 0, now: 0)
+            journals[i].setPeers(members)
+            _ = journals[i].apply(entry, now: 0)
         }
     }
+
+    private func holdsAll(_ i: Int) -> Bool { journals[i].swarm.have(id)?.isFull == true }
 
     private mutating func execute() -> SwarmReport {
         queue.schedule(.tick, at: 0)
@@ -83,18 +95,18 @@ public struct SwarmSimulation {
             now = time
             handle(event)
             let fetchers = (1..<ids.count).filter { live[$0] }
-            if fetchers.allSatisfy({ swarms[$0].have("a")?.isFull == true }) && (!s.lateJoiner || live[ids.count - 1]) {
+            if fetchers.allSatisfy(holdsAll) && (!s.lateJoiner || live[ids.count - 1]) {
                 report.completeAt = now
                 break
             }
         }
-        report.completed = (1..<ids.count).filter { live[$0] && swarms[$0].have("a")?.isFull == true }.count
+        report.completed = (1..<ids.count).filter { live[$0] && holdsAll($0) }.count
         return report
     }
 
     private mutating func setLive() {
         let members = Set((0..<ids.count).filter { live[$0] }.map { ids[$0] })
-        for i in 0..<ids.count where live[i] { swarms[i].setPeers(members) }
+        for i in 0..<ids.count where live[i] { journals[i].setPeers(members) }
     }
 
     private mutating func handle(_ event: Event) {
@@ -105,22 +117,22 @@ public struct SwarmSimulation {
         case let .request(from, to, index):
             guard live[to] else { return }
             if s.corruptServer == to && badFrom.contains([index, to, from]) { report.repeatedBadAsks += 1 }
-            guard swarms[to].have("a")?[index] == true else { return }
+            guard journals[to].holds(id, index) else { return }
             uploadQueue[to].append((from, index))
         case let .chunk(from, to, index):
             guard live[to] else { return }
             let valid = s.corruptServer != from
             if !valid { badFrom.insert([index, from, to]) }
-            _ = swarms[to].chunkArrived(id: "a", index: index, from: ids[from], valid: valid)
+            if journals[to].chunkArrived(id, index, from: ids[from], valid: valid) { _ = journals[to].stored(id, now: now) }
         case let .announce(from, to, have, offer):
             guard live[to], live[from] else { return }
-            swarms[to].peerAnnounced(ids[from], id: "a", have: have, offer: offer)
+            journals[to].peerAnnounced(ids[from], id: id, have: have, offer: offer)
         }
     }
 
     private mutating func tick() {
-        if s.crashUploaderWhenReplicated, live[0], let counts = swarms[1].holderCounts("a"),
-           counts.allSatisfy({ $0 >= 2 }), swarms[0].holderCounts("a")?.allSatisfy({ $0 >= 2 }) == true {
+        if s.crashUploaderWhenReplicated, live[0], journals[1].state(of: id, now: now) == .replicated,
+           journals[0].state(of: id, now: now) == .replicated {
             live[0] = false
             report.uploaderCrashedAt = now
             setLive()
@@ -128,28 +140,28 @@ public struct SwarmSimulation {
                 let j = ids.count - 1
                 live[j] = true
                 setLive()
-                swarms[j].add(id: "a", chunkCount: s.chunks, uploader: ids[0], haveAll: false, now: now)
+                _ = journals[j].apply(entry, now: now)
             }
         }
         for i in 0..<ids.count where live[i] {
-            for request in swarms[i].tick(now: now) {
-                guard let j = ids.firstIndex(of: request.peer) else { continue }
-                queue.schedule(.request(from: i, to: j, index: request.index), at: now + s.latency)
+            let linked = (0..<ids.count).filter { $0 != i && live[$0] }.map { ids[$0] }
+            for effect in journals[i].tick(now: now, linked: linked) {
+                switch effect {
+                case let .requestChunk(peer, _, index):
+                    guard let j = ids.firstIndex(of: peer) else { continue }
+                    queue.schedule(.request(from: i, to: j, index: index), at: now + s.latency)
+                case let .sendHave(peer, _, have, offer):
+                    guard let j = ids.firstIndex(of: peer) else { continue }
+                    queue.schedule(.announce(from: i, to: j, have: have, offer: offer), at: now + s.latency)
+                case .emit, .deleteStored, .changed:
+                    break
+                }
             }
             for _ in 0..<min(s.uploadPerTick, uploadQueue[i].count) {
                 let (to, index) = uploadQueue[i].removeFirst()
-                swarms[i].served(id: "a", index: index, to: ids[to], now: now)
+                journals[i].served(id, index, to: ids[to], now: now)
                 if i == 0 { report.uploaderSent += 1 }
                 queue.schedule(.chunk(from: i, to: to, index: index), at: now + s.latency)
-            }
-            guard let have = swarms[i].have("a") else { continue }
-            for j in 0..<ids.count where j != i && live[j] {
-                guard let offer = swarms[i].offer("a", to: ids[j], now: now) else { continue }
-                let key = "\(have.bytes)|\(offer.bytes)"
-                if announced[i][j] != key {
-                    announced[i][j] = key
-                    queue.schedule(.announce(from: i, to: j, have: have, offer: offer), at: now + s.latency)
-                }
             }
         }
     }
