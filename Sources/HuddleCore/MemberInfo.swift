@@ -37,7 +37,7 @@ public struct MemberInfo: Sendable, Equatable {
         let name = try r.string16("name")
         let addr = try r.string16("address")
         guard let state = MemberState(rawValue: try r.u8("state")) else { throw WireError("unknown member state") }
-        return MemberInfo(id: id, node: node, name: name, addr: addr, state: state, incarnation: try r.u64("incarnation"))
+        return MemberInfo(id: id, node: node, name: name, addr: addr, state: state, incarnation: try r.count("incarnation"))
     }
 
     /// Smallest encoding: id, two empty strings' lengths, 32-byte key with length, state, incarnation.

@@ -33,7 +33,7 @@ public struct DatagramPayload: Sendable, Equatable {
         let version = try r.u8("version")
         guard version == Self.version else { throw WireError("unsupported datagram version \(version)") }
         let sender = try r.member("sender")
-        let counter = try r.u64("counter")
+        let counter = try r.count("counter")
         let content: Content
         switch try r.u8("kind") {
         case 1: content = .message(try WireMessage.decode(from: &r))

@@ -105,7 +105,7 @@ public enum LinkMessage: Sendable, Equatable {
         guard version == Self.version else { throw WireError("unsupported link message version \(version)") }
         let result: LinkMessage
         switch Kind(rawValue: try r.u8("kind")) {
-        case .hello: result = .hello(since: try r.u64("seq"))
+        case .hello: result = .hello(since: try r.count("seq"))
         case .pushPull: result = .pushPull(try SWIMPushPull.decode(try r.raw(r.remaining)))
         case .pushPullReply: result = .pushPullReply(try SWIMPushPull.decode(try r.raw(r.remaining)))
         case .swim: result = .swim(try SWIMMessage.decode(try r.raw(r.remaining)))
@@ -116,11 +116,11 @@ public enum LinkMessage: Sendable, Equatable {
             var stamp: ActivityStamp?
             switch try r.u8("activity flag") {
             case 0: stamp = nil
-            case 1: stamp = ActivityStamp(lamport: try r.u64("lamport"), member: try r.member())
+            case 1: stamp = ActivityStamp(lamport: try r.count("lamport"), member: try r.member())
             default: throw WireError("bad activity flag")
             }
             result = .digest(digest, activity: stamp)
-        case .request: result = .request(origin: try r.member(), from: try r.u64("from"), to: try r.u64("to"))
+        case .request: result = .request(origin: try r.member(), from: try r.count("from"), to: try r.count("to"))
         case .baseline: result = .baseline(try decodeClock(&r))
         case .activity: result = .activity(try ActivityRecord.decode(from: &r))
         case .journal:
@@ -155,7 +155,7 @@ public enum LinkMessage: Sendable, Equatable {
     private static func decodeClock(_ r: inout WireReader) throws(WireError) -> [MemberID: UInt64] {
         let n = try r.count16(minItemSize: 16, "clock")
         var clock: [MemberID: UInt64] = [:]
-        for _ in 0..<n { clock[try r.member()] = try r.u64("clock seq") }
+        for _ in 0..<n { clock[try r.member()] = try r.count("clock seq") }
         return clock
     }
 }

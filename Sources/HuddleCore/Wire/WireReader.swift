@@ -24,6 +24,19 @@ public struct WireReader: Sendable {
     public mutating func u64(_ what: String = "u64") throws(WireError) -> UInt64 {
         try take(8, what).reduce(0) { $0 << 8 | UInt64($1) }
     }
+    /// The largest count a peer may send — a seq, message counter, incarnation or Lamport time:
+    /// 2^53 − 1. No honest member gets near it (it counts one by one), it is exact in JSON and in a
+    /// Double, and it leaves the cores room for their arithmetic on it (the next seq, a refutation's
+    /// incarnation, a repair range) without overflow.
+    public static let maximumCount: UInt64 = (1 << 53) - 1
+
+    /// A count (see `maximumCount`), refused when it is larger.
+    public mutating func count(_ what: String) throws(WireError) -> UInt64 {
+        let n = try u64(what)
+        guard n <= Self.maximumCount else { throw WireError("\(what) \(n) is out of range (at most 2^53 - 1)") }
+        return n
+    }
+
     public mutating func raw(_ n: Int, _ what: String = "bytes") throws(WireError) -> [UInt8] { Array(try take(n, what)) }
     public mutating func bytes16(_ what: String = "bytes") throws(WireError) -> [UInt8] {
         let n = Int(try u16(what)); return try raw(n, what)

@@ -11,7 +11,7 @@ extension Node {
             "name": .string(info.name),
             "addr": .string(info.addr),
             "state": .string(info.state.description),
-            "incarnation": .int(Int64(info.incarnation)),
+            "incarnation": .int(Int64(clamping: info.incarnation)),
             "self": .bool(info.id == local.id),
         ])
     }
@@ -24,7 +24,7 @@ extension Node {
     }
 
     func clockJSON(_ clock: [MemberID: UInt64]) -> JSON {
-        .object(JSONObject(pairs: clock.sorted { $0.key < $1.key }.map { ($0.key.description, JSON.int(Int64($0.value))) }))
+        .object(JSONObject(pairs: clock.sorted { $0.key < $1.key }.map { ($0.key.description, JSON.int(Int64(clamping: $0.value))) }))
     }
 }
 

@@ -1,0 +1,76 @@
+import Foundation
+import HuddleControl
+import HuddleCore
+import HuddleCrypto
+import Testing
+
+/// Sends `payloads`, each sealed with the session's datagram key, to `addr` over UDP.
+private func sendSealed(_ payloads: [DatagramPayload], to addr: String, key: SessionKey) throws {
+    let parts = addr.split(separator: ":")
+    guard parts.count == 2, let port = UInt16(parts[1]) else { throw TestTimeout(description: "bad address \(addr)") }
+    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    guard fd >= 0 else { throw TestTimeout(description: "no UDP socket") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    inet_pton(AF_INET, String(parts[0]), &address.sin_addr)
+    let seal = DatagramSeal(key: key.subkey(.datagram))
+    for payload in payloads {
+        let datagram = seal.seal(payload.encoded())
+        let sent = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, datagram, datagram.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard sent == datagram.count else { throw TestTimeout(description: "sendto failed: \(String(cString: strerror(errno)))") }
+    }
+}
+
+/// Issue 20, item 1: a member holding the session key sends sealed datagrams whose counts are
+/// extreme. `suspect(<the receiver>, incarnation: UInt64.max)` used to trap the receiver (its
+/// refutation computed `incarnation + 1`), and the same value in an `alive` trapped it when it
+/// wrote the member event. Now every count above 2^53 − 1 is refused by the decoder (a dropped
+/// datagram, counted), and a suspicion at the bound is refuted: the node stays up and in the session.
+@Suite struct ExtremeCountProcessTests {
+    @Test func sealedDatagramsWithExtremeCountsNeitherCrashNorMisleadANode() async throws {
+        let cluster = try TestCluster("extreme")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let b = try await cluster.start("b")
+        try await cluster.waitForFullMesh(2)
+        guard let aID = MemberID(a.member), let bID = MemberID(b.member) else { Issue.record("bad member ids"); return }
+        let key = try SessionKey.load(from: cluster.key)
+        let mallory = MemberID(raw: 0xBAD)
+        let before = try await a.request("stats")["dropped_datagrams"]?.intValue ?? 0
+        let top = WireReader.maximumCount
+        func gossip(_ counter: UInt64, _ update: SWIMGossip) -> DatagramPayload {
+            DatagramPayload(sender: mallory, counter: counter, content: .swim(SWIMMessage(sender: mallory, kind: .gossip, gossip: [update])))
+        }
+        let fakeB = MemberInfo(id: bID, node: [UInt8](repeating: 7, count: 32), name: "b", addr: "127.0.0.1:9", incarnation: .max)
+        let refused = [
+            gossip(1, .suspect(aID, incarnation: .max, from: mallory)),
+            gossip(2, .alive(fakeB)),
+            gossip(3, .failed(bID, incarnation: .max, from: mallory)),
+            gossip(4, .left(bID, incarnation: top + 1)),
+            gossip(.max, .suspect(bID, incarnation: 1, from: mallory)),
+            DatagramPayload(sender: mallory, counter: 6, content: .message(WireMessage(from: mallory, counter: .max, seq: 0, to: nil, body: [1]))),
+        ]
+        try sendSealed(refused, to: a.addr, key: key)
+        try await eventually("a to count the refused datagrams") {
+            (try await a.request("stats")["dropped_datagrams"]?.intValue ?? 0) >= before + Int64(refused.count)
+        }
+        // At the bound a suspicion of a is decoded, and a refutes it (incarnation 2^53).
+        try sendSealed([gossip(7, .suspect(aID, incarnation: top, from: mallory))], to: a.addr, key: key)
+        try await eventually("a to refute the suspicion at the bound") {
+            let me = try await a.request("members")["members"]?.arrayValue?.compactMap(\.objectValue).first { $0["self"]?.boolValue == true }
+            return me?["incarnation"]?.intValue == Int64(top + 1)
+        }
+        // Both nodes are up, see each other alive, and b's record was not replaced.
+        for (node, other) in [(a, b), (b, a)] {
+            let members = try await node.request("members")["members"]?.arrayValue?.compactMap(\.objectValue) ?? []
+            let record = members.first { $0["member"]?.stringValue == other.member }
+            #expect(record?["state"]?.stringValue == "alive", "\(node.name) sees \(other.name) as \(String(describing: record))")
+            #expect(record?["node"]?.stringValue != hexString(fakeB.node))
+        }
+        #expect(a.process.isRunning && b.process.isRunning, "a node exited: \(cluster.logs)")
+    }
+}
