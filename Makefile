@@ -8,7 +8,7 @@ export HUDDLE_BIN ?= $(BIN)
 NOISE_VENV := $(CURDIR)/.build/noise-venv
 export HUDDLE_NOISE_PYTHON ?= $(NOISE_VENV)/bin/python
 
-.PHONY: deps noise-venv build test demo clean
+.PHONY: deps noise-venv build test fuzz demo clean
 
 deps:
 	@scripts/deps.sh
@@ -23,6 +23,12 @@ build: deps
 test: deps noise-venv
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# A million inputs a peer could send, through every decoder and core (PeerInputFuzzTests).
+FUZZ_COUNT ?= 1000000
+fuzz: deps
+	$(SWIFT) build --build-tests
+	HUDDLE_FUZZ_COUNT=$(FUZZ_COUNT) $(SWIFT) test --skip-build --filter noInputAPeerCanSendTrapsTheDecodersOrTheCores
 
 demo: build
 	@examples/demo.sh "$(BIN)"

@@ -11,6 +11,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         .systemLibrary(
@@ -52,7 +53,9 @@ let package = Package(
         ], path: "examples/DrawTogether/Sources/drawtogether"),
         .testTarget(name: "DrawTogetherTests", dependencies: ["DrawTogetherKit", "HuddleControl"]),
         .testTarget(name: "HuddleCryptoTests", dependencies: ["HuddleCrypto"]),
-        .testTarget(name: "HuddleCoreTests", dependencies: ["HuddleCore"]),
+        .testTarget(name: "HuddleCoreTests", dependencies: [
+            "HuddleCore", .product(name: "PropertyBased", package: "swift-property-based"),
+        ]),
         .testTarget(name: "HuddleSimTests", dependencies: ["HuddleSim", "HuddleCore"]),
         .testTarget(name: "HuddleControlTests", dependencies: ["HuddleControl"]),
         .testTarget(name: "HuddleIntegrationTests", dependencies: [

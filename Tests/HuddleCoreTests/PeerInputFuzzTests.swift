@@ -1,0 +1,186 @@
+import Foundation
+import HuddleCrypto
+import PropertyBased
+import Testing
+@testable import HuddleCore
+
+/// Issue 20, item 1: a property-based fuzzer over everything a peer can send. Each input builds a
+/// message of one kind from extreme and random numbers (0, 1, 2^32 − 1, 2^53 − 1, 2^53,
+/// `UInt64.max`, …) and random bytes, encodes it, damages the encoding (bit flips, truncation,
+/// random tails, or bytes alone), then runs every decoder on it and hands whatever decodes to the
+/// cores a node runs (membership, causal broadcast, journal, activity, replay window), then ticks
+/// them. A trap anywhere kills the test process, so passing means no input of the run trapped.
+/// `make test` runs `HUDDLE_FUZZ_COUNT` (default 20,000) inputs; `make fuzz` runs 1,000,000.
+private let fuzzCount = Int(ProcessInfo.processInfo.environment["HUDDLE_FUZZ_COUNT"] ?? "") ?? 20_000
+
+private let extremes: [UInt64] = [0, 1, 2, 255, 256, 65_535, 65_536, UInt64(UInt32.max), UInt64(UInt32.max) + 1,
+                                  WireReader.maximumCount - 1, WireReader.maximumCount, WireReader.maximumCount + 1,
+                                  UInt64(Int64.max), UInt64(Int64.max) + 1, .max - 1, .max]
+
+/// How the encoding is damaged before decoding.
+private enum Damage: Int, CaseIterable { case none, flip, truncate, tail, bytesOnly }
+
+private let local = MemberID(raw: 1)
+private let signer = Identity.generate()
+
+/// One fuzz input: a message kind, numbers for its fields, free bytes, and a damage.
+private struct FuzzInput: Sendable {
+    var kind: Int
+    var numbers: [UInt64]
+    var bytes: [UInt8]
+    var damage: Damage
+    var position: Int
+
+    func number(_ i: Int) -> UInt64 { numbers.isEmpty ? 0 : numbers[i % numbers.count] }
+    func member(_ i: Int) -> MemberID { MemberID(raw: number(i) % 4 == 0 ? local.raw : number(i)) }
+    func count(_ i: Int, max: Int) -> Int { Int(number(i) % UInt64(max + 1)) }
+
+    var info: MemberInfo {
+        MemberInfo(id: member(0), node: Array(bytes.prefix(32)) + [UInt8](repeating: 0, count: max(0, 32 - bytes.count)),
+                   name: "n", addr: "h:\(number(1) % 70_000)", state: MemberState(rawValue: UInt8(number(2) % 6)) ?? .alive,
+                   incarnation: number(3))
+    }
+
+    var gossip: SWIMGossip {
+        switch number(4) % 4 {
+        case 0: .alive(info)
+        case 1: .suspect(member(5), incarnation: number(6), from: member(7))
+        case 2: .failed(member(5), incarnation: number(6), from: member(7))
+        default: .left(member(5), incarnation: number(6))
+        }
+    }
+
+    var wire: WireMessage {
+        WireMessage(from: member(0), counter: number(1), seq: number(2), kind: number(3) % 2 == 0 ? .application : .journal,
+                    deps: (0..<count(4, max: 3)).map { .init(member: member(5 + $0), seq: number(6 + $0)) },
+                    to: number(7) % 2 == 0 ? nil : [member(8)], body: bytes)
+    }
+
+    /// A clock of two entries (one when the two members coincide).
+    func clock(_ i: Int) -> [MemberID: UInt64] {
+        Dictionary([(member(i), number(i + 1)), (member(i + 2), number(i + 3))], uniquingKeysWith: { a, _ in a })
+    }
+
+    var bitfield: Bitfield { Bitfield(bytes: bytes, count: count(1, max: bytes.count * 8)) ?? Bitfield(count: 0) }
+
+    /// The message, encoded as the kind says.
+    var encoding: [UInt8] {
+        switch kind % 16 {
+        case 0: LinkMessage.hello(since: number(0)).encoded()
+        case 1: LinkMessage.pushPull(SWIMPushPull(join: number(9) % 2 == 0, members: [info])).encoded()
+        case 2: LinkMessage.swim(SWIMMessage(sender: member(8), kind: .gossip, gossip: [gossip])).encoded()
+        case 3: LinkMessage.message(MessageBatch.sign([wire], identity: signer)[0]).encoded()
+        case 4: LinkMessage.digest(.init(delivered: clock(0), storedFrom: [member(0): number(4)]),
+                                   activity: number(5) % 2 == 0 ? nil : ActivityStamp(lamport: number(6), member: member(7))).encoded()
+        case 5: LinkMessage.request(origin: member(0), from: number(1), to: number(2)).encoded()
+        case 6: LinkMessage.baseline(clock(0)).encoded()
+        case 7: LinkMessage.activity(ActivityRecord.make(lamport: number(0), setBy: member(1), value: bytes, identity: signer)).encoded()
+        case 8: LinkMessage.journal([.remove(id: String(decoding: bytes.prefix(40), as: UTF8.self))]).encoded()
+        case 9: LinkMessage.have(id: "x", have: bitfield, offer: bitfield).encoded()
+        case 10: LinkMessage.chunkRequest(id: "x", index: UInt32(truncatingIfNeeded: number(0))).encoded()
+        case 11: LinkMessage.chunkHeader(id: "x", index: UInt32(truncatingIfNeeded: number(0)), length: UInt32(truncatingIfNeeded: number(1))).encoded()
+        case 12: DatagramPayload(sender: member(8), counter: number(9), content: .swim(SWIMMessage(sender: member(8), kind: .ping(seq: UInt32(truncatingIfNeeded: number(10)), target: member(11)), gossip: [gossip]))).encoded()
+        case 13: DatagramPayload(sender: member(0), counter: number(9), content: .message(wire)).encoded()
+        case 14: JournalEntry.add(Manifest(name: "m", size: number(0), chunkSize: UInt32(truncatingIfNeeded: number(1)),
+                                           chunkHashes: (0..<count(2, max: 4)).map { _ in [UInt8](repeating: 1, count: 32) }, meta: bytes,
+                                           uploader: member(3), uploaderNode: signer.publicKey, signature: []), key: Array(bytes.prefix(32))).encoded()
+        default: batchEncoding
+        }
+    }
+
+    /// A signed flush of two messages as a batch (or the first alone when none is for us).
+    var batchEncoding: [UInt8] {
+        let flush = MessageBatch.sign([wire, wire], identity: signer)
+        return (SignedBatch(of: flush, for: local).map(LinkMessage.batch) ?? .message(flush[0])).encoded()
+    }
+
+    /// The bytes the decoders see.
+    var damaged: [UInt8] {
+        var b = encoding
+        switch damage {
+        case .none: break
+        case .flip: if !b.isEmpty { b[position % b.count] ^= UInt8(truncatingIfNeeded: 1 << (number(0) % 8)) }
+        case .truncate: b = Array(b.prefix(position % (b.count + 1)))
+        case .tail: b += bytes
+        case .bytesOnly: b = bytes
+        }
+        return b
+    }
+}
+
+/// Inputs: half the numbers from `extremes`, half uniformly random; no shrinking (a trap ends the
+/// process, so there is nothing to shrink, and the stack trace names the site).
+private let inputGen = Generator<FuzzInput, Shrink.None<FuzzInput>> { rng in
+    func number() -> UInt64 { Bool.random(using: &rng) ? extremes.randomElement(using: &rng) ?? 0 : UInt64.random(in: 0 ... .max, using: &rng) }
+    return FuzzInput(kind: Int.random(in: 0...15, using: &rng),
+                     numbers: (0..<Int.random(in: 1...12, using: &rng)).map { _ in number() },
+                     bytes: (0..<Int.random(in: 0...80, using: &rng)).map { _ in UInt8.random(in: 0 ... .max, using: &rng) },
+                     damage: Damage.allCases.randomElement(using: &rng) ?? .none,
+                     position: Int.random(in: 0...4096, using: &rng))
+}
+
+/// The cores a node runs, fed with whatever decodes.
+private struct Cores {
+    var swim = SWIMInstance(local: MemberInfo(id: local, node: [UInt8](repeating: 3, count: 32), name: "me", addr: "h:1"), seed: 1)
+    var broadcast = CausalBroadcast(local: local, awaitingBaseline: true)
+    var journal = Journal(local: local, seed: 1)
+    var activity = ActivityRegister()
+    var replay = ReplayWindow()
+
+    mutating func feed(_ bytes: [UInt8], now: Double) {
+        if let message = try? LinkMessage.decode(bytes) { feed(message, from: MemberID(raw: 2), now: now) }
+        if let payload = try? DatagramPayload.decode(bytes) {
+            _ = replay.accept(payload.counter)
+            if case let .swim(m) = payload.content { _ = swim.receive(m, from: "h:2", now: now) }
+        }
+        if let m = try? SWIMMessage.decode(bytes) { _ = swim.receive(m, from: "h:2", now: now) }
+        if let state = try? SWIMPushPull.decode(bytes) { _ = swim.receivePushPull(state.members, join: state.join, from: "h:2", now: now) }
+        if let entry = try? JournalEntry.decode(bytes) { _ = journal.apply(entry, now: now) }
+        var reassembler = LinkReassembler(limit: 1 << 16)
+        _ = try? reassembler.add(bytes)
+    }
+
+    mutating func feed(_ message: LinkMessage, from peer: MemberID, now: Double) {
+        switch message {
+        case let .hello(since): _ = broadcast.linkHello(origin: peer, seq: since)
+        case let .pushPull(s), let .pushPullReply(s): _ = swim.receivePushPull(s.members, join: s.join, from: "h:2", now: now)
+        case let .swim(m): _ = swim.receive(m, from: "h:2", now: now)
+        case let .message(signed): _ = broadcast.receive(signed)
+        case let .batch(batch): for m in batch.messages { _ = broadcast.receive(m) }
+        case let .digest(d, stamp):
+            _ = broadcast.receiveDigest(d, from: peer, now: now)
+            if let stamp, let mine = activity.stamp { _ = stamp < mine }
+        case let .request(origin, from, to): _ = broadcast.stored(origin: origin, from: from, to: to)
+        case let .baseline(clock): _ = broadcast.adoptBaseline(clock)
+        case let .activity(record): _ = activity.apply(record); _ = activity.nextLamport()
+        case let .journal(entries): for e in entries { _ = journal.apply(e, now: now) }
+        case let .have(id, have, offer): journal.peerAnnounced(peer, id: id, have: have, offer: offer)
+        case let .chunkRequest(id, index), let .chunkCorrupt(id, index): _ = journal.holds(id, Int(index))
+        case .chunkHeader: break
+        }
+    }
+
+    mutating func tick(now: Double) {
+        _ = swim.tick(now: now)
+        _ = broadcast.digest()
+        _ = broadcast.setMembers(Set(swim.members.keys).union([local, MemberID(raw: 2)]))
+        journal.setPeers(Set(swim.members.keys))
+        _ = journal.tick(now: now, linked: swim.members.keys.sorted())
+        _ = broadcast.makeBroadcast(body: [1])
+    }
+}
+
+@Test func noInputAPeerCanSendTrapsTheDecodersOrTheCores() async {
+    var cores = Cores()
+    var now = 0.0, fed = 0
+    await propertyCheck(count: fuzzCount, input: inputGen) { input in
+        // Fresh cores every 500 inputs: state accumulates (members, stored messages) within a run,
+        // and stays small enough that a million inputs take minutes, not hours.
+        if fed % 500 == 0 { cores = Cores() }
+        fed += 1
+        now += 0.01
+        cores.feed(input.damaged, now: now)
+        cores.tick(now: now)
+    }
+    #expect(fed == fuzzCount)
+}
