@@ -37,7 +37,10 @@ public struct MemberInfo: Sendable, Equatable {
         let name = try r.string16("name")
         let addr = try r.string16("address")
         guard let state = MemberState(rawValue: try r.u8("state")) else { throw WireError("unknown member state") }
-        return MemberInfo(id: id, node: node, name: name, addr: addr, state: state, incarnation: try r.count("incarnation"))
+        // A record that suspects or fails its member must leave it an incarnation to refute with.
+        let claim = state == .suspect || state == .failed
+        let incarnation = claim ? try r.outbiddableCount("incarnation") : try r.count("incarnation")
+        return MemberInfo(id: id, node: node, name: name, addr: addr, state: state, incarnation: incarnation)
     }
 
     /// Smallest encoding: id, two empty strings' lengths, 32-byte key with length, state, incarnation.

@@ -8,10 +8,11 @@ import Testing
 private let top = WireReader.maximumCount
 private let a = MemberID(raw: 1), b = MemberID(raw: 2)
 
-/// Decodes `make(value)` for a value at the bound and one past it: the first must decode, the second must not.
-private func boundHolds<T>(_ what: String, _ make: (UInt64) -> [UInt8], _ decode: ([UInt8]) throws -> T) {
-    #expect((try? decode(make(top))) != nil, "\(what) at 2^53 - 1 must decode")
-    #expect((try? decode(make(top + 1))) == nil, "\(what) at 2^53 must be refused")
+/// Decodes `make(value)` for a value at the bound (`limit`) and one past it: the first must
+/// decode, the second must not.
+private func boundHolds<T>(_ what: String, limit: UInt64 = top, _ make: (UInt64) -> [UInt8], _ decode: ([UInt8]) throws -> T) {
+    #expect((try? decode(make(limit))) != nil, "\(what) at \(limit) must decode")
+    #expect((try? decode(make(limit + 1))) == nil, "\(what) at \(limit + 1) must be refused")
     #expect((try? decode(make(.max))) == nil, "\(what) at UInt64.max must be refused")
 }
 
@@ -25,17 +26,21 @@ private func message(seq: UInt64 = 1, counter: UInt64 = 1, dep: UInt64 = 1) -> W
     boundHolds("repair request to", { LinkMessage.request(origin: a, from: 1, to: $0).encoded() }, LinkMessage.decode)
     boundHolds("baseline clock", { LinkMessage.baseline([a: $0]).encoded() }, LinkMessage.decode)
     boundHolds("digest clock", { LinkMessage.digest(.init(delivered: [a: $0], storedFrom: [:]), activity: nil).encoded() }, LinkMessage.decode)
-    boundHolds("digest activity stamp", { LinkMessage.digest(.init(delivered: [:], storedFrom: [:]), activity: ActivityStamp(lamport: $0, member: a)).encoded() }, LinkMessage.decode)
+    boundHolds("digest activity stamp", limit: top - 1, { LinkMessage.digest(.init(delivered: [:], storedFrom: [:]), activity: ActivityStamp(lamport: $0, member: a)).encoded() }, LinkMessage.decode)
     let identity = Identity.generate()
-    boundHolds("activity lamport", { LinkMessage.activity(ActivityRecord.make(lamport: $0, setBy: a, value: [1], identity: identity)).encoded() }, LinkMessage.decode)
-    let gossip: [(String, (UInt64) -> SWIMGossip)] = [
-        ("suspect", { .suspect(a, incarnation: $0, from: b) }), ("failed", { .failed(a, incarnation: $0, from: b) }),
-        ("left", { .left(a, incarnation: $0) }),
-        ("alive", { .alive(MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: "h:1", incarnation: $0)) }),
+    boundHolds("activity lamport", limit: top - 1, { LinkMessage.activity(ActivityRecord.make(lamport: $0, setBy: a, value: [1], identity: identity)).encoded() }, LinkMessage.decode)
+    // A suspicion must leave its subject one incarnation to refute it with.
+    let gossip: [(String, UInt64, (UInt64) -> SWIMGossip)] = [
+        ("suspect", top - 1, { .suspect(a, incarnation: $0, from: b) }), ("failed", top - 1, { .failed(a, incarnation: $0, from: b) }),
+        ("left", top, { .left(a, incarnation: $0) }),
+        ("alive", top, { .alive(MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: "h:1", incarnation: $0)) }),
     ]
-    for (name, make) in gossip {
-        boundHolds("\(name) incarnation", { SWIMMessage(sender: b, kind: .gossip, gossip: [make($0)]).encode() }, SWIMMessage.decode)
+    for (name, limit, make) in gossip {
+        boundHolds("\(name) incarnation", limit: limit, { SWIMMessage(sender: b, kind: .gossip, gossip: [make($0)]).encode() }, SWIMMessage.decode)
     }
+    boundHolds("push-pull suspect record incarnation", limit: top - 1, { incarnation in
+        SWIMPushPull(join: false, members: [MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: "h:1", state: .suspect, incarnation: incarnation)]).encode()
+    }, SWIMPushPull.decode)
     boundHolds("push-pull incarnation", { incarnation in
         SWIMPushPull(join: false, members: [MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: "h:1", incarnation: incarnation)]).encode()
     }, SWIMPushPull.decode)
@@ -46,11 +51,13 @@ private func message(seq: UInt64 = 1, counter: UInt64 = 1, dep: UInt64 = 1) -> W
 }
 
 @Test func theCoresComputeAtTheBoundWithoutTrapping() {
-    // Membership: a suspicion of ourselves at the highest incarnation is refuted (incarnation + 1).
+    // Membership: a suspicion of ourselves at the highest incarnation a suspicion may carry is
+    // refuted with the next one, which every member still decodes.
     let me = MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: "h:1")
     var swim = SWIMInstance(local: me, settings: .lan, seed: 1)
-    _ = swim.receive(SWIMMessage(sender: b, kind: .gossip, gossip: [.suspect(a, incarnation: top, from: b)]), from: "h:2", now: 1)
-    #expect(swim.local.incarnation == top + 1)
+    let refutation = swim.receive(SWIMMessage(sender: b, kind: .gossip, gossip: [.suspect(a, incarnation: top - 1, from: b)]), from: "h:2", now: 1)
+    #expect(swim.local.incarnation == top)
+    for case let .send(message, _) in refutation { #expect((try? SWIMMessage.decode(message.encode())) != nil, "the refutation must decode") }
 
     // Broadcast: a hello, digest and repair request at the bound.
     var broadcast = CausalBroadcast(local: a, awaitingBaseline: false)
@@ -62,8 +69,8 @@ private func message(seq: UInt64 = 1, counter: UInt64 = 1, dep: UInt64 = 1) -> W
     #expect(broadcast.stored(origin: b, from: top - 1, to: top).isEmpty)
     #expect(broadcast.stored(origin: a, from: top, to: top).isEmpty)
 
-    // Activity: a record at the bound, then a set made here.
+    // Activity: a record at the bound, then a set made here, which others still decode.
     var activity = ActivityRegister()
-    _ = activity.apply(ActivityRecord.make(lamport: top, setBy: b, value: [1], identity: .generate()))
-    #expect(activity.nextLamport() == top + 1)
+    _ = activity.apply(ActivityRecord.make(lamport: top - 1, setBy: b, value: [1], identity: .generate()))
+    #expect(activity.nextLamport() == top)
 }

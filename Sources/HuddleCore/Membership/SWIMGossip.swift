@@ -61,8 +61,8 @@ public enum SWIMGossip: Sendable, Equatable {
             guard info.state == .alive else { throw WireError("alive gossip with state \(info.state)") }
             info.state = .alive
             return .alive(info)
-        case 2: return .suspect(try r.member(), incarnation: try r.count("incarnation"), from: try r.member("suspecter"))
-        case 3: return .failed(try r.member(), incarnation: try r.count("incarnation"), from: try r.member("declarer"))
+        case 2: return .suspect(try r.member(), incarnation: try r.outbiddableCount("incarnation"), from: try r.member("suspecter"))
+        case 3: return .failed(try r.member(), incarnation: try r.outbiddableCount("incarnation"), from: try r.member("declarer"))
         case 4: return .left(try r.member(), incarnation: try r.count("incarnation"))
         case let kind: throw WireError("unknown gossip kind \(kind)")
         }

@@ -34,7 +34,7 @@ public struct ActivityRecord: Sendable, Equatable {
     }
 
     static func decode(from r: inout WireReader) throws(WireError) -> ActivityRecord {
-        ActivityRecord(lamport: try r.count("lamport"), setBy: try r.member("setter"), value: try r.bytes32(limit: 64 * 1024, "activity"),
+        ActivityRecord(lamport: try r.outbiddableCount("lamport"), setBy: try r.member("setter"), value: try r.bytes32(limit: 64 * 1024, "activity"),
                        signature: try r.raw(64, "activity signature"))
     }
 }

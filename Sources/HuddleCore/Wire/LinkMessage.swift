@@ -116,7 +116,7 @@ public enum LinkMessage: Sendable, Equatable {
             var stamp: ActivityStamp?
             switch try r.u8("activity flag") {
             case 0: stamp = nil
-            case 1: stamp = ActivityStamp(lamport: try r.count("lamport"), member: try r.member())
+            case 1: stamp = ActivityStamp(lamport: try r.outbiddableCount("lamport"), member: try r.member())
             default: throw WireError("bad activity flag")
             }
             result = .digest(digest, activity: stamp)

@@ -32,8 +32,19 @@ public struct WireReader: Sendable {
 
     /// A count (see `maximumCount`), refused when it is larger.
     public mutating func count(_ what: String) throws(WireError) -> UInt64 {
+        try count(what, atMost: Self.maximumCount)
+    }
+
+    /// A count that another member must be able to outbid by one — an incarnation in a suspicion,
+    /// which its subject refutes with the next one; a Lamport time, which the next set exceeds —
+    /// refused at `maximumCount` itself, so the answer stays within what every member accepts.
+    public mutating func outbiddableCount(_ what: String) throws(WireError) -> UInt64 {
+        try count(what, atMost: Self.maximumCount - 1)
+    }
+
+    private mutating func count(_ what: String, atMost limit: UInt64) throws(WireError) -> UInt64 {
         let n = try u64(what)
-        guard n <= Self.maximumCount else { throw WireError("\(what) \(n) is out of range (at most 2^53 - 1)") }
+        guard n <= limit else { throw WireError("\(what) \(n) is out of range (at most \(limit))") }
         return n
     }
 

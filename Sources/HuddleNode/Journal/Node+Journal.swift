@@ -53,16 +53,16 @@ extension Node {
         manifest.sign(with: security.identity)
         do { try store.rename(staging, to: manifest.id) } catch { throw ControlError(code: .ioError, message: "\(error)") }
         let entry = JournalEntry.add(manifest, key: imported.key)
-        queueForSigning(broadcast.makeBroadcast(body: entry.encoded(), kind: .journal))
-        execute(journal.apply(entry, now: now))
+        queueForSigning(core.broadcast.makeBroadcast(body: entry.encoded(), kind: .journal))
+        execute(core.journal.apply(entry, now: now))
         return ["attachment": attachmentJSON(manifest.id)]
     }
 
     func removeAttachment(_ id: String) throws(ControlError) {
         guard let a = attachments[id], !a.removed else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
         let entry = JournalEntry.remove(id: id)
-        queueForSigning(broadcast.makeBroadcast(body: entry.encoded(), kind: .journal))
-        execute(journal.apply(entry, now: now))
+        queueForSigning(core.broadcast.makeBroadcast(body: entry.encoded(), kind: .journal))
+        execute(core.journal.apply(entry, now: now))
     }
 
     /// Writes the attachment's plaintext to `path` (temporary file + rename), waiting for its
@@ -89,7 +89,7 @@ extension Node {
             try await BulkWork.run { try Self.writePlaintext(a.manifest, key: a.key, store: store, to: path) }
         } catch let error as ControlError {
             if error.code == .internal, case let index? = Int(error.message) {
-                journal.lost(id, index)
+                core.journal.lost(id, index)
                 _ = counters.corruptChunks.wrappingAdd(1, ordering: .relaxed)
                 verifyStoredCopy(id)
                 throw ControlError(code: .ioError, message: "chunk \(index) of \(id) was damaged on disk; it is being fetched again")
@@ -137,7 +137,7 @@ extension Node {
             log.warning("dropped an unreadable journal entry from \(m.from)")
             return
         }
-        execute(journal.apply(entry, now: now))
+        execute(core.journal.apply(entry, now: now))
     }
 
     // MARK: chunks
@@ -148,11 +148,11 @@ extension Node {
         // and never asks this member for that chunk again if it fails.
         guard let sealed = store.read(a.manifest, index) else {
             log.warning("chunk \(index) of \(id) is missing on disk; fetching it again")
-            journal.lost(id, index)
+            core.journal.lost(id, index)
             return
         }
         link.sendChunk(id: id, index: index, body: sealed)
-        journal.served(id, index, to: link.peer.id, now: now)
+        core.journal.served(id, index, to: link.peer.id, now: now)
         _ = counters.chunksServed.wrappingAdd(1, ordering: .relaxed)
     }
 
@@ -196,7 +196,7 @@ extension Node {
         guard let a = attachments[id], !a.removed else { return }
         var dropped = 0
         for index in damaged where journal.holds(id, index) {
-            journal.lost(id, index)
+            core.journal.lost(id, index)
             dropped += 1
         }
         guard dropped > 0 else {
@@ -219,16 +219,16 @@ extension Node {
             link.send(LinkMessage.chunkCorrupt(id: id, index: UInt32(index)).encoded())
         }
         defer { requestChunks(now: now) }
-        guard journal.chunkArrived(id, index, from: link.peer.id, valid: valid) else { return }
+        guard core.journal.chunkArrived(id, index, from: link.peer.id, valid: valid) else { return }
         do {
             try store.write(a.manifest, index, body)
         } catch {
-            journal.lost(id, index)
+            core.journal.lost(id, index)
             log.warning("\(error)")
             return
         }
         _ = counters.chunksFetched.wrappingAdd(1, ordering: .relaxed)
-        execute(journal.stored(id, now: now))
+        execute(core.journal.stored(id, now: now))
     }
 
     /// Waits until attachment `id` completes, changes state or is removed — or `atMost` passes.
@@ -246,14 +246,14 @@ extension Node {
 
     /// Requests, `have`s to the linked live peers, and state changes (replicated / unavailable).
     func tickSwarm(now t: Double) {
-        execute(journal.tick(now: t, linked: links.keys.filter { isLive($0) }.sorted()))
+        execute(core.journal.tick(now: t, linked: links.keys.filter { isLive($0) }.sorted()))
     }
 
     /// Asks holders for chunks up to each one's window: on every swarm tick, and as soon as a
     /// chunk arrives (its window slot is free again), so transfers are paced by round trips, not
     /// by the tick.
     func requestChunks(now t: Double) {
-        execute(journal.requests(now: t))
+        execute(core.journal.requests(now: t))
     }
 
     // MARK: leaving

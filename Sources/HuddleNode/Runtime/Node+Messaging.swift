@@ -29,7 +29,7 @@ extension Node {
             }
         }
         guard request.reliable else {
-            let message = broadcast.makeUnreliable(body: request.body, to: request.to)
+            let message = core.broadcast.makeUnreliable(body: request.body, to: request.to)
             let targets = request.to ?? Array(swim.members.keys)
             for target in targets where target != local.id && isLive(target) {
                 if let addr = swim.members[target]?.addr { sendDatagram(.message(message), to: addr) }
@@ -45,7 +45,7 @@ extension Node {
             }
             try? await Task.sleep(for: .milliseconds(10))
         }
-        let message = request.to.map { broadcast.makeDirected(body: request.body, to: $0) } ?? broadcast.makeBroadcast(body: request.body)
+        let message = request.to.map { core.broadcast.makeDirected(body: request.body, to: $0) } ?? core.broadcast.makeBroadcast(body: request.body)
         queueForSigning(message)
         _ = counters.messagesSent.wrappingAdd(1, ordering: .relaxed)
         if request.to?.contains(local.id) ?? true { deliver(message, reliable: true) }
@@ -76,7 +76,7 @@ extension Node {
         pendingBatch = []
         pendingBatchBytes = 0
         let flush = MessageBatch.sign(batch, identity: security.identity)
-        for signed in flush { broadcast.stored(own: signed) }
+        for signed in flush { core.broadcast.stored(own: signed) }
         if flush.allSatisfy({ $0.message.to == nil }) {
             guard !links.isEmpty, let whole = SignedBatch(of: flush, for: local.id) else { return }
             let encoded = LinkMessage.batch(whole).encoded()
@@ -96,7 +96,7 @@ extension Node {
             log.warning("dropped a batch of \(batch.messages.count) messages that claims origin \(batch.origin) but is not signed by it")
             return
         }
-        for signed in batch.messages { execute(broadcast.receive(signed)) }
+        for signed in batch.messages { execute(core.receive(signed)) }
     }
 
     /// A message from its origin or a relay: verified against the origin's key, then to the core.
@@ -107,22 +107,7 @@ extension Node {
             log.warning("dropped a message that claims origin \(signed.message.from) but is not signed by it")
             return
         }
-        execute(broadcast.receive(signed))
-    }
-
-    func execute(_ actions: [CausalBroadcast.Action]) {
-        for action in actions {
-            switch action {
-            case let .deliver(signed):
-                switch signed.message.kind {
-                case .application: deliver(signed.message, reliable: true)
-                case .journal: deliverJournal(signed.message)
-                case .activity: break  // activity travels as signed records, not as broadcasts
-                }
-            case let .request(peer, origin, from, to):
-                links[peer]?.send(LinkMessage.request(origin: origin, from: from, to: to).encoded())
-            }
-        }
+        execute(core.receive(signed))
     }
 
     func deliver(_ m: WireMessage, reliable: Bool) {
@@ -135,7 +120,7 @@ extension Node {
     func setActivity(_ value: JSON) {
         var bytes: [UInt8] = []
         value.write(into: &bytes)
-        let record = ActivityRecord.make(lamport: activity.nextLamport(), setBy: local.id, value: bytes, identity: security.identity)
+        let record = ActivityRecord.make(lamport: core.activity.nextLamport(), setBy: local.id, value: bytes, identity: security.identity)
         receiveActivity(record)
         let encoded = LinkMessage.activity(record).encoded()
         for link in links.values { link.send(encoded) }
@@ -146,7 +131,7 @@ extension Node {
             if swim.members[record.setBy] != nil { _ = counters.forged.wrappingAdd(1, ordering: .relaxed) }
             return
         }
-        guard activity.apply(record) else { return }
+        guard core.activity.apply(record) else { return }
         events.append("activity", topic: .activity, activityFields())
     }
 
@@ -188,7 +173,7 @@ extension Node {
         switch payload.content {
         case let .swim(message):
             guard message.sender == payload.sender else { return }
-            execute(swim.receive(message, from: source, now: now))
+            execute(core.receive(message, from: source, now: now))
         case let .message(m):
             guard m.from == payload.sender, m.seq == 0, isLive(m.from) else { return }
             if let to = m.to, !to.contains(local.id) { return }

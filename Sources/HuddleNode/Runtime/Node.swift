@@ -23,10 +23,8 @@ actor Node {
     nonisolated let seal: DatagramSeal
     let started = ContinuousClock.now
 
-    var swim: SWIMInstance
-    var planner: LinkPlanner
-    var broadcast: CausalBroadcast
-    var activity = ActivityRegister()
+    /// Every protocol decision (HuddleCore's `SessionCore`); the node executes its effects.
+    var core: SessionCore
     var verifiedRoots = VerifiedRoots()
     /// Messages sent since the last flush: signed together, then written to their links.
     var pendingBatch: [WireMessage] = []
@@ -34,7 +32,6 @@ actor Node {
     var pendingBatchBytes = 0
     var lastDigestAt = -1.0
     nonisolated let store: ChunkStore
-    var journal: Journal
     var attachmentWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
     /// Attachments whose stored copy is being checked against their hashes (`verifyStoredCopy`).
     var verifying: Set<String> = []
@@ -53,14 +50,11 @@ actor Node {
     init(local: MemberInfo, security: LinkSecurity, config: NodeConfiguration, store: ChunkStore) {
         self.local = local
         self.store = store
-        journal = Journal(local: local.id, seed: SecureRandom.uint64())
         self.security = security
         self.config = config
         log = NodeLog(name: local.name)
         seal = DatagramSeal(key: security.sessionKey.subkey(.datagram))
-        swim = SWIMInstance(local: local, settings: .lan, seed: SecureRandom.uint64())
-        planner = LinkPlanner(local: local.id)
-        broadcast = CausalBroadcast(local: local.id, awaitingBaseline: !config.join.isEmpty)
+        core = SessionCore(local: local, joining: !config.join.isEmpty, swimSeed: SecureRandom.uint64(), journalSeed: SecureRandom.uint64())
     }
 
     /// Seconds since the node started: the time the protocol cores see.
@@ -69,13 +63,16 @@ actor Node {
         return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 
-    /// Members that count as in the session: alive or merely suspected.
-    func isLive(_ member: MemberID) -> Bool {
-        guard let info = swim.members[member] else { return false }
-        return info.state == .alive || info.state == .suspect
-    }
+    /// The cores, read-only, for what the node reports.
+    var swim: SWIMInstance { core.swim }
+    var broadcast: CausalBroadcast { core.broadcast }
+    var activity: ActivityRegister { core.activity }
+    var journal: Journal { core.journal }
 
-    var liveCount: Int { swim.members.values.filter { $0.state == .alive || $0.state == .suspect }.count }
+    /// Members that count as in the session: alive or merely suspected.
+    func isLive(_ member: MemberID) -> Bool { core.isLive(member) }
+
+    var liveCount: Int { core.live.count }
 
     // MARK: links
 
@@ -94,8 +91,7 @@ actor Node {
         }
         flushBatch()
         links[peer] = link
-        planner.linkUp(peer)
-        link.send(LinkMessage.hello(since: broadcast.helloSeq(for: peer)).encoded())
+        link.send(LinkMessage.hello(since: core.linkUp(peer)).encoded())
         return true
     }
 
@@ -110,7 +106,7 @@ actor Node {
         let peer = link.peer.id
         switch message {
         case let .hello(since):
-            execute(broadcast.linkHello(origin: peer, seq: since))
+            execute(core.linkHello(from: peer, since: since))
         case let .pushPull(state):
             if state.join {
                 link.send(LinkMessage.baseline(broadcast.delivered).encoded())
@@ -118,21 +114,21 @@ actor Node {
                 if !entries.isEmpty { link.send(LinkMessage.journal(entries).encoded()) }
                 if let record = activity.current { link.send(LinkMessage.activity(record).encoded()) }
             }
-            let actions = swim.receivePushPull(state.members, join: state.join, from: link.peer.addr, now: now)
+            let effects = core.receivePushPull(state, from: link.peer.addr, now: now)
             link.send(LinkMessage.pushPullReply(SWIMPushPull(join: state.join, members: swim.pushPullState())).encoded())
-            execute(actions)
+            execute(effects)
         case let .pushPullReply(state):
-            execute(swim.receivePushPull(state.members, join: state.join, from: link.peer.addr, now: now))
+            execute(core.receivePushPull(state, from: link.peer.addr, now: now))
             resumePushPullWaiters(peer)
         case let .swim(message):
             guard message.sender == peer else { return }
-            execute(swim.receive(message, from: link.peer.addr, now: now))
+            execute(core.receive(message, from: link.peer.addr, now: now))
         case let .message(signed):
             receiveSigned(signed)
         case let .batch(batch):
             receiveBatch(batch)
         case let .digest(digest, stamp):
-            execute(broadcast.receiveDigest(digest, from: peer, now: now))
+            execute(core.receiveDigest(digest, from: peer, now: now))
             if let mine = activity.current, stamp.map({ $0 < mine.stamp }) ?? true {
                 link.send(LinkMessage.activity(mine).encoded())
             }
@@ -141,13 +137,13 @@ actor Node {
             for signed in messages { link.send(LinkMessage.message(signed).encoded()) }
             _ = counters.retransmits.wrappingAdd(messages.count, ordering: .relaxed)
         case let .baseline(clock):
-            execute(broadcast.adoptBaseline(clock))
+            execute(core.adoptBaseline(clock))
         case let .activity(record):
             receiveActivity(record)
         case let .journal(entries):
-            for entry in entries { execute(journal.apply(entry, now: now)) }
+            for entry in entries { execute(core.journal.apply(entry, now: now)) }
         case let .have(id, have, offer):
-            journal.peerAnnounced(peer, id: id, have: have, offer: offer)
+            core.journal.peerAnnounced(peer, id: id, have: have, offer: offer)
         case let .chunkRequest(id, index):
             serveChunk(id: id, index: Int(index), to: link)
         case let .chunkCorrupt(id, index):
@@ -161,12 +157,8 @@ actor Node {
         let peer = link.peer.id
         guard links[peer] === link else { return }
         links[peer] = nil
-        journal.linkDown(peer)
-        planner.linkDown(peer)
         resumePushPullWaiters(peer)
-        if !stopping && ContinuousClock.now - link.opened >= LinkHandle.settling {
-            execute(swim.linkLost(peer, now: now))
-        }
+        execute(core.linkDown(peer, settled: !stopping && ContinuousClock.now - link.opened >= LinkHandle.settling, now: now))
     }
 
     /// Exchanges full membership state with `peer` over its link and waits (until the link closes)
@@ -185,11 +177,11 @@ actor Node {
         for waiter in pushPullWaiters.removeValue(forKey: peer) ?? [] { waiter.resume() }
     }
 
-    /// Carries out what the membership instance decided.
-    func execute(_ actions: [SWIMAction]) {
-        for action in actions {
-            switch action {
-            case let .send(message, to):
+    /// Carries out what the session core decided.
+    func execute(_ effects: [SessionEffect]) {
+        for effect in effects {
+            switch effect {
+            case let .sendDatagram(message, to):
                 sendDatagram(.swim(message), to: to)
             case let .pushPull(addr, join):
                 if let link = links.values.first(where: { $0.peer.addr == addr }) {
@@ -197,18 +189,18 @@ actor Node {
                 } else {
                     dialInBackground(addr) { node, peer in await node.pushPullAndWait(peer, join: join) }
                 }
-            case let .emit(change, info):
-                emitMember(change, info)
-                let live = Set(swim.members.values.filter { $0.state == .alive || $0.state == .suspect }.map(\.id))
-                execute(broadcast.setMembers(live))
-                journal.setPeers(live)
-                switch change {
-                case .joined, .alive, .updated, .suspect:
-                    if let dial = planner.want(info.id, addr: info.addr, now: now) { dialInBackground(dial.addr) }
-                case .failed, .left:
-                    planner.forget(info.id)
-                    links[info.id]?.close()
+            case let .dial(addr): dialInBackground(addr)
+            case let .closeLink(member): links[member]?.close()
+            case let .member(change, info): emitMember(change, info)
+            case let .deliver(signed):
+                switch signed.message.kind {
+                case .application: deliver(signed.message, reliable: true)
+                case .journal: deliverJournal(signed.message)
+                case .activity: break  // activity travels as signed records, not as broadcasts
                 }
+            case let .repairRequest(peer, origin, from, to):
+                links[peer]?.send(LinkMessage.request(origin: origin, from: from, to: to).encoded())
+            case let .journal(effect): execute([effect])
             }
         }
     }
@@ -232,8 +224,7 @@ actor Node {
     /// Drives membership and link upkeep; returns the seconds until it next has work.
     func tick() -> Double {
         let t = now
-        execute(swim.tick(now: t))
-        for dial in planner.tick(now: t) { dialInBackground(dial.addr) }
+        execute(core.tick(now: t))
         if t - lastSwarmTick >= 0.05 {
             lastSwarmTick = t
             tickSwarm(now: t)
@@ -254,17 +245,17 @@ actor Node {
         guard !stopping else { return }
         stopping = true
         log.info("leaving the session")
-        for action in swim.leave(now: now) {
-            if case let .send(message, _) = action {
+        for effect in core.leave(now: now) {
+            if case let .sendDatagram(message, _) = effect {
                 let encoded = LinkMessage.swim(message).encoded()
                 for link in links.values { link.send(encoded) }
             }
-            execute([action])
+            execute([effect])
         }
         let gossipUntil = ContinuousClock.now + .milliseconds(500)
         while ContinuousClock.now < gossipUntil {
             try? await Task.sleep(for: .milliseconds(50))
-            execute(swim.tick(now: now))
+            execute(core.tick(now: now))
         }
         for link in links.values { link.close() }
         let deadline = ContinuousClock.now + .seconds(3)

@@ -1,0 +1,116 @@
+/// One member's protocol decisions in one pure value: it owns membership (SWIM), causal broadcast,
+/// the journal, the activity register and link planning, **and the rules that join them**. It
+/// reads no clock, socket or file and has no randomness of its own; inputs come with `now`,
+/// decisions go out as `SessionEffect`s. (HANDBOOK.md, "The session core"; the node and the
+/// simulator run this same value. Moving the remaining shell rules in is issue 19's work.)
+///
+/// Guarantees, for the rules it holds today:
+/// - the live members (alive or suspect) are one derived view of the membership table; every
+///   membership change hands that same view to broadcast (stability, repair) and the journal
+///   (holders, hand-off targets) before anything else happens;
+/// - a member that joins, comes back or changes is wanted for a link (dialed by the lower id at
+///   once); one that fails or leaves stops being dialed and its link is closed;
+/// - the link hello names the seq from which this member knew the peer, and a peer's hello sets
+///   the baseline for its broadcasts only if nothing earlier did.
+public struct SessionCore: Sendable {
+    public let local: MemberID
+    public internal(set) var swim: SWIMInstance
+    public var broadcast: CausalBroadcast
+    public var journal: Journal
+    public var activity = ActivityRegister()
+    public internal(set) var planner: LinkPlanner
+
+    /// `joining`: this member waits for a sponsor's baseline before delivering anything.
+    public init(local: MemberInfo, settings: SWIMSettings = .lan, joining: Bool, swimSeed: UInt64, journalSeed: UInt64) {
+        self.local = local.id
+        swim = SWIMInstance(local: local, settings: settings, seed: swimSeed)
+        broadcast = CausalBroadcast(local: local.id, awaitingBaseline: joining)
+        journal = Journal(local: local.id, seed: journalSeed)
+        planner = LinkPlanner(local: local.id)
+    }
+
+    // MARK: membership
+
+    /// Members that count as in the session: alive or merely suspected.
+    public var live: Set<MemberID> {
+        Set(swim.members.values.filter { $0.state == .alive || $0.state == .suspect }.map(\.id))
+    }
+
+    public func isLive(_ member: MemberID) -> Bool {
+        guard let info = swim.members[member] else { return false }
+        return info.state == .alive || info.state == .suspect
+    }
+
+    public mutating func join(seeds: [String], now: Double) -> [SessionEffect] { membership(swim.join(seeds: seeds, now: now), now: now) }
+    public mutating func tick(now: Double) -> [SessionEffect] {
+        membership(swim.tick(now: now), now: now) + planner.tick(now: now).map { .dial($0.addr) }
+    }
+    public mutating func receive(_ message: SWIMMessage, from addr: String, now: Double) -> [SessionEffect] {
+        membership(swim.receive(message, from: addr, now: now), now: now)
+    }
+    public mutating func receivePushPull(_ state: SWIMPushPull, from addr: String, now: Double) -> [SessionEffect] {
+        membership(swim.receivePushPull(state.members, join: state.join, from: addr, now: now), now: now)
+    }
+    public mutating func leave(now: Double) -> [SessionEffect] { membership(swim.leave(now: now), now: now) }
+
+    /// Carries out what membership decided, and its consequences for the other cores.
+    mutating func membership(_ actions: [SWIMAction], now: Double) -> [SessionEffect] {
+        var out: [SessionEffect] = []
+        for action in actions {
+            switch action {
+            case let .send(message, to): out.append(.sendDatagram(message, to: to))
+            case let .pushPull(addr, join): out.append(.pushPull(to: addr, join: join))
+            case let .emit(change, info):
+                out.append(.member(change, info))
+                let live = self.live
+                out += broadcastEffects(broadcast.setMembers(live))
+                journal.setPeers(live)
+                switch change {
+                case .joined, .alive, .updated, .suspect:
+                    if let dial = planner.want(info.id, addr: info.addr, now: now) { out.append(.dial(dial.addr)) }
+                case .failed, .left:
+                    planner.forget(info.id)
+                    out.append(.closeLink(info.id))
+                }
+            }
+        }
+        return out
+    }
+
+    // MARK: links
+
+    /// A link to `peer` is up: returns the seq its hello names (`CausalBroadcast.helloSeq(for:)`).
+    public mutating func linkUp(_ peer: MemberID) -> UInt64 {
+        planner.linkUp(peer)
+        return broadcast.helloSeq(for: peer)
+    }
+
+    /// The link to `peer` closed. `settled`: it had been up long enough that its loss says
+    /// something about the peer (membership then checks it at once).
+    public mutating func linkDown(_ peer: MemberID, settled: Bool, now: Double) -> [SessionEffect] {
+        journal.linkDown(peer)
+        planner.linkDown(peer)
+        return settled ? membership(swim.linkLost(peer, now: now), now: now) : []
+    }
+
+    // MARK: broadcast
+
+    public mutating func linkHello(from peer: MemberID, since seq: UInt64) -> [SessionEffect] {
+        broadcastEffects(broadcast.linkHello(origin: peer, seq: seq))
+    }
+    public mutating func adoptBaseline(_ clock: [MemberID: UInt64]) -> [SessionEffect] { broadcastEffects(broadcast.adoptBaseline(clock)) }
+    public mutating func receiveDigest(_ digest: CausalBroadcast.Digest, from peer: MemberID, now: Double) -> [SessionEffect] {
+        broadcastEffects(broadcast.receiveDigest(digest, from: peer, now: now))
+    }
+    /// A message whose signature the shell verified.
+    public mutating func receive(_ signed: SignedMessage) -> [SessionEffect] { broadcastEffects(broadcast.receive(signed)) }
+
+    func broadcastEffects(_ actions: [CausalBroadcast.Action]) -> [SessionEffect] {
+        actions.map { action in
+            switch action {
+            case let .deliver(signed): .deliver(signed)
+            case let .request(peer, origin, from, to): .repairRequest(peer: peer, origin: origin, from: from, to: to)
+            }
+        }
+    }
+}

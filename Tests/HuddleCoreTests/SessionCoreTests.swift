@@ -1,0 +1,66 @@
+import Testing
+@testable import HuddleCore
+
+/// Pure tests of the rules `SessionCore` joins the cores with, with injected time.
+private func info(_ raw: UInt64, _ name: String, incarnation: UInt64 = 0, state: MemberState = .alive) -> MemberInfo {
+    MemberInfo(id: MemberID(raw: raw), node: [UInt8](repeating: UInt8(raw), count: 32), name: name, addr: "\(name):1", state: state, incarnation: incarnation)
+}
+
+private let me = info(5, "me")
+
+private func core(joining: Bool = false) -> SessionCore {
+    SessionCore(local: me, joining: joining, swimSeed: 1, journalSeed: 1)
+}
+
+private func dials(_ effects: [SessionEffect]) -> [String] { effects.compactMap { if case let .dial(a) = $0 { a } else { nil } } }
+private func closes(_ effects: [SessionEffect]) -> [MemberID] { effects.compactMap { if case let .closeLink(m) = $0 { m } else { nil } } }
+private func changes(_ effects: [SessionEffect]) -> [MemberChange] { effects.compactMap { if case let .member(c, _) = $0 { c } else { nil } } }
+
+@Test func aMemberThatJoinsIsLiveForEveryCoreAndTheLowerIdDialsAtOnce() {
+    var c = core()
+    _ = c.broadcast.makeBroadcast(body: [1])  // one broadcast before anyone else is known
+    let lower = info(2, "lower"), higher = info(9, "higher")
+    let effects = c.receivePushPull(SWIMPushPull(join: false, members: [lower, higher]), from: "lower:1", now: 1)
+    #expect(changes(effects) == [.joined, .joined])
+    #expect(c.live == [me.id, lower.id, higher.id])
+    #expect(dials(effects) == ["higher:1"], "me (5) dials the higher member at once; the lower one dials me")
+    // Broadcast counts them from the seq at which they became known: the hello names it.
+    #expect(c.linkUp(higher.id) == 1)
+    _ = c.broadcast.makeBroadcast(body: [2])
+    #expect(c.linkUp(lower.id) == 1, "the hello names the seq from when lower became known, not the seq now")
+    // The journal hands off to them.
+    #expect(c.journal.handOffPlan(to: Array(c.live.subtracting([me.id]))).isEmpty)
+}
+
+@Test func aMemberThatLeavesIsClosedAndNoLongerDialed() {
+    var c = core()
+    let peer = info(9, "peer")
+    _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: "peer:1", now: 1)
+    let left = c.receive(SWIMMessage(sender: peer.id, kind: .gossip, gossip: [.left(peer.id, incarnation: 0)]), from: "peer:1", now: 2)
+    #expect(changes(left) == [.left] && closes(left) == [peer.id])
+    #expect(!c.isLive(peer.id) && c.live == [me.id])
+    #expect(dials(c.tick(now: 10)).isEmpty, "a member that left is not dialed again")
+}
+
+@Test func aSettledLinkLossSuspectsThePeerAndAnEarlyOneDoesNot() {
+    var c = core()
+    let peer = info(9, "peer")
+    _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: "peer:1", now: 1)
+    _ = c.linkUp(peer.id)
+    #expect(changes(c.linkDown(peer.id, settled: false, now: 2)).isEmpty)
+    #expect(c.swim.members[peer.id]?.state == .alive)
+    #expect(changes(c.linkDown(peer.id, settled: true, now: 3)) == [.suspect])
+    #expect(c.isLive(peer.id), "a suspect still counts as live for broadcast and the journal")
+}
+
+@Test func aJoinerDeliversNothingBeforeItsBaselineThenEverythingAfterIt() {
+    var c = core(joining: true)
+    let origin = MemberID(raw: 9)
+    _ = c.linkHello(from: origin, since: 0)
+    let m = SignedMessage(message: WireMessage(from: origin, counter: 1, seq: 3, to: nil, body: [1]),
+                          proof: BatchProof(signature: [UInt8](repeating: 0, count: 64), index: 0, count: 1, path: []))
+    #expect(c.receive(m).isEmpty, "held until the sponsor's baseline arrives")
+    let released = c.adoptBaseline([origin: 2])
+    #expect(released.count == 1)
+    if case let .deliver(signed)? = released.first { #expect(signed.message.seq == 3) } else { Issue.record("no delivery: \(released)") }
+}
