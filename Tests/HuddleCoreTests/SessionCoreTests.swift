@@ -1,3 +1,4 @@
+import HuddleCrypto
 import Testing
 @testable import HuddleCore
 
@@ -63,4 +64,34 @@ private func changes(_ effects: [SessionEffect]) -> [MemberChange] { effects.com
     let released = c.adoptBaseline([origin: 2])
     #expect(released.count == 1)
     if case let .deliver(signed)? = released.first { #expect(signed.message.seq == 3) } else { Issue.record("no delivery: \(released)") }
+}
+
+private func digests(_ effects: [SessionEffect]) -> Int {
+    effects.filter { if case .sendToLinks(.digest) = $0 { true } else { false } }.count
+}
+
+@Test func digestsGoToTheLinksEveryTenthOfASecondAndTheDeadlineSaysWhen() {
+    var c = core()
+    #expect(digests(c.tick(now: 1)) == 0, "no link, no digest")
+    #expect(c.nextDeadline <= 1 + SessionCore.journalInterval)
+    let peer = info(9, "peer")
+    _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: "peer:1", now: 1)
+    _ = c.linkUp(peer.id)
+    #expect(digests(c.tick(now: 1.01)) == 1)
+    #expect(digests(c.tick(now: 1.05)) == 0)
+    #expect(c.nextDeadline <= 1.01 + SessionCore.digestInterval)
+    #expect(digests(c.tick(now: 1.111)) == 1)
+}
+
+@Test func aPeerBehindOnTheActivityIsSentTheCurrentRecord() {
+    var c = core()
+    let peer = info(9, "peer")
+    _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: "peer:1", now: 1)
+    let empty = CausalBroadcast.Digest(delivered: [:], storedFrom: [:])
+    #expect(c.receiveDigest(empty, activity: nil, from: peer.id, now: 2).isEmpty, "nothing to send without a value")
+    let record = ActivityRecord.make(lamport: c.activity.nextLamport(), setBy: me.id, value: [1], identity: .generate())
+    _ = c.activity.apply(record)
+    let behind = c.receiveDigest(empty, activity: ActivityStamp(lamport: 0, member: peer.id), from: peer.id, now: 3)
+    #expect(behind == [.sendLink(peer.id, .activity(record))])
+    #expect(c.receiveDigest(empty, activity: record.stamp, from: peer.id, now: 4).isEmpty, "a peer that has it hears nothing")
 }

@@ -16,7 +16,8 @@ public struct LinkPlanner: Sendable {
     public var redialInterval: Double = 2.0
 
     private var wanted: [MemberID: (addr: String, since: Double, lastDial: Double)] = [:]
-    private var linked: Set<MemberID> = []
+    /// Members with a link up.
+    public private(set) var linked: Set<MemberID> = []
 
     public init(local: MemberID) { self.local = local }
 

@@ -19,6 +19,11 @@ public struct SessionCore: Sendable {
     public var journal: Journal
     public var activity = ActivityRegister()
     public internal(set) var planner: LinkPlanner
+    /// How often the journal runs (chunk requests, haves, states) and a digest goes to every link.
+    public static let journalInterval = 0.05
+    public static let digestInterval = 0.1
+    private var journalAt = -Double.infinity
+    private var digestAt = -Double.infinity
 
     /// `joining`: this member waits for a sponsor's baseline before delivering anything.
     public init(local: MemberInfo, settings: SWIMSettings = .lan, joining: Bool, swimSeed: UInt64, journalSeed: UInt64) {
@@ -42,9 +47,29 @@ public struct SessionCore: Sendable {
     }
 
     public mutating func join(seeds: [String], now: Double) -> [SessionEffect] { membership(swim.join(seeds: seeds, now: now), now: now) }
+    /// Everything due at `now`: membership, dials, the journal (every `journalInterval`), and a
+    /// digest of broadcast and activity to every link (every `digestInterval`).
     public mutating func tick(now: Double) -> [SessionEffect] {
-        membership(swim.tick(now: now), now: now) + planner.tick(now: now).map { .dial($0.addr) }
+        var out = membership(swim.tick(now: now), now: now) + planner.tick(now: now).map { .dial($0.addr) }
+        if now - journalAt >= Self.journalInterval {
+            journalAt = now
+            out += journal.tick(now: now, linked: linkedLive).map(SessionEffect.journal)
+        }
+        if now - digestAt >= Self.digestInterval, !planner.linked.isEmpty {
+            digestAt = now
+            out.append(.sendToLinks(.digest(broadcast.digest(), activity: activity.stamp)))
+        }
+        return out
     }
+
+    /// When `tick` next has work: the earliest deadline of membership, the journal and the digest.
+    public var nextDeadline: Double {
+        let digest = planner.linked.isEmpty ? Double.infinity : digestAt + Self.digestInterval
+        return min(swim.nextDeadline, journalAt + Self.journalInterval, digest)
+    }
+
+    /// Live members with a link up, in member order.
+    public var linkedLive: [MemberID] { planner.linked.filter { isLive($0) }.sorted() }
     public mutating func receive(_ message: SWIMMessage, from addr: String, now: Double) -> [SessionEffect] {
         membership(swim.receive(message, from: addr, now: now), now: now)
     }
@@ -99,8 +124,12 @@ public struct SessionCore: Sendable {
         broadcastEffects(broadcast.linkHello(origin: peer, seq: seq))
     }
     public mutating func adoptBaseline(_ clock: [MemberID: UInt64]) -> [SessionEffect] { broadcastEffects(broadcast.adoptBaseline(clock)) }
-    public mutating func receiveDigest(_ digest: CausalBroadcast.Digest, from peer: MemberID, now: Double) -> [SessionEffect] {
-        broadcastEffects(broadcast.receiveDigest(digest, from: peer, now: now))
+    /// A peer's digest: its clock (repairs, acknowledgements) and its activity stamp — a peer
+    /// behind this member's activity value (or without one) is sent the current record.
+    public mutating func receiveDigest(_ digest: CausalBroadcast.Digest, activity stamp: ActivityStamp?, from peer: MemberID, now: Double) -> [SessionEffect] {
+        var out = broadcastEffects(broadcast.receiveDigest(digest, from: peer, now: now))
+        if let mine = activity.current, stamp.map({ $0 < mine.stamp }) ?? true { out.append(.sendLink(peer, .activity(mine))) }
+        return out
     }
     /// A message whose signature the shell verified.
     public mutating func receive(_ signed: SignedMessage) -> [SessionEffect] { broadcastEffects(broadcast.receive(signed)) }

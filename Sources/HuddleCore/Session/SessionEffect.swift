@@ -4,6 +4,10 @@ public enum SessionEffect: Sendable, Equatable {
     case sendDatagram(SWIMMessage, to: String)
     /// Exchange full membership state with `host:port` over its link (dialing it first if needed).
     case pushPull(to: String, join: Bool)
+    /// Send one link message to `peer` (dropped when no link to it is up).
+    case sendLink(MemberID, LinkMessage)
+    /// Send one link message on every link.
+    case sendToLinks(LinkMessage)
     /// Open a link to `host:port`.
     case dial(String)
     /// Close the link to a member that failed or left.

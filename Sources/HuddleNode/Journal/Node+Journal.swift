@@ -244,11 +244,6 @@ extension Node {
         for waiter in attachmentWaiters.removeValue(forKey: id) ?? [] { waiter.resume() }
     }
 
-    /// Requests, `have`s to the linked live peers, and state changes (replicated / unavailable).
-    func tickSwarm(now t: Double) {
-        execute(core.journal.tick(now: t, linked: links.keys.filter { isLive($0) }.sorted()))
-    }
-
     /// Asks holders for chunks up to each one's window: on every swarm tick, and as soon as a
     /// chunk arrives (its window slot is free again), so transfers are paced by round trips, not
     /// by the tick.

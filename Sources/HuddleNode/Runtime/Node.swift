@@ -30,12 +30,10 @@ actor Node {
     var pendingBatch: [WireMessage] = []
     /// Body bytes in `pendingBatch` (a batch is flushed before it would pass `batchBytes`).
     var pendingBatchBytes = 0
-    var lastDigestAt = -1.0
     nonisolated let store: ChunkStore
     var attachmentWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
     /// Attachments whose stored copy is being checked against their hashes (`verifyStoredCopy`).
     var verifying: Set<String> = []
-    var lastSwarmTick = -1.0
     var links: [MemberID: LinkHandle] = [:]
     var events = EventLog()
     private var pushPullWaiters: [MemberID: [CheckedContinuation<Void, Never>]] = [:]
@@ -128,10 +126,7 @@ actor Node {
         case let .batch(batch):
             receiveBatch(batch)
         case let .digest(digest, stamp):
-            execute(core.receiveDigest(digest, from: peer, now: now))
-            if let mine = activity.current, stamp.map({ $0 < mine.stamp }) ?? true {
-                link.send(LinkMessage.activity(mine).encoded())
-            }
+            execute(core.receiveDigest(digest, activity: stamp, from: peer, now: now))
         case let .request(origin, from, to):
             let messages = broadcast.stored(origin: origin, from: from, to: to)
             for signed in messages { link.send(LinkMessage.message(signed).encoded()) }
@@ -189,6 +184,10 @@ actor Node {
                 } else {
                     dialInBackground(addr) { node, peer in await node.pushPullAndWait(peer, join: join) }
                 }
+            case let .sendLink(peer, message): links[peer]?.send(message.encoded())
+            case let .sendToLinks(message):
+                let encoded = message.encoded()
+                for link in links.values { link.send(encoded) }
             case let .dial(addr): dialInBackground(addr)
             case let .closeLink(member): links[member]?.close()
             case let .member(change, info): emitMember(change, info)
@@ -223,18 +222,8 @@ actor Node {
 
     /// Drives membership and link upkeep; returns the seconds until it next has work.
     func tick() -> Double {
-        let t = now
-        execute(core.tick(now: t))
-        if t - lastSwarmTick >= 0.05 {
-            lastSwarmTick = t
-            tickSwarm(now: t)
-        }
-        if t - lastDigestAt >= 0.1, !links.isEmpty {
-            lastDigestAt = t
-            let digest = LinkMessage.digest(broadcast.digest(), activity: activity.stamp).encoded()
-            for link in links.values { link.send(digest) }
-        }
-        return min(max(0, swim.nextDeadline - now), 0.05)
+        execute(core.tick(now: now))
+        return max(0, core.nextDeadline - now)
     }
 
     // MARK: stopping
