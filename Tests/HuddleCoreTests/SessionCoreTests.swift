@@ -95,3 +95,37 @@ private func digests(_ effects: [SessionEffect]) -> Int {
     #expect(behind == [.sendLink(peer.id, .activity(record))])
     #expect(c.receiveDigest(empty, activity: record.stamp, from: peer.id, now: 4).isEmpty, "a peer that has it hears nothing")
 }
+
+@Test func aJoinersPushPullIsAnsweredWithItsCatchUpThenTheMergedState() {
+    var c = core()
+    let record = ActivityRecord.make(lamport: c.activity.nextLamport(), setBy: me.id, value: [1], identity: .generate())
+    _ = c.activity.apply(record)
+    let joiner = info(9, "joiner")
+    let effects = c.linkPushPull(SWIMPushPull(join: true, members: [joiner]), from: joiner.id, addr: "joiner:1", now: 1)
+    let sent = effects.compactMap { if case let .sendLink(peer, message) = $0, peer == joiner.id { message } else { nil } }
+    #expect(sent.count == 3, "baseline, activity, reply (no journal entries yet): \(sent)")
+    #expect(sent.first == .baseline(c.broadcast.delivered))
+    #expect(sent.dropFirst().first == .activity(record))
+    if case let .pushPullReply(reply)? = sent.last {
+        #expect(reply.members.contains { $0.id == joiner.id }, "the reply is the state after merging the joiner")
+    } else { Issue.record("no reply: \(sent)") }
+    #expect(changes(effects) == [.joined])
+    // A push-pull that is not a join gets only the reply.
+    let again = c.linkPushPull(SWIMPushPull(join: false, members: [joiner]), from: joiner.id, addr: "joiner:1", now: 2)
+    #expect(again.filter { if case .sendLink = $0 { true } else { false } }.count == 1)
+}
+
+@Test func datagramsAreReplayCheckedAndUnreliableMessagesTakenOnlyFromTheirLiveOrigin() {
+    var c = core()
+    let peer = info(9, "peer")
+    _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: "peer:1", now: 1)
+    let mine = WireMessage(from: peer.id, counter: 1, seq: 0, to: nil, body: [1])
+    #expect(c.receiveDatagram(DatagramPayload(sender: peer.id, counter: 1, content: .message(mine)), from: "peer:1", now: 2) == [.deliverUnreliable(mine)])
+    #expect(c.receiveDatagram(DatagramPayload(sender: peer.id, counter: 1, content: .message(mine)), from: "peer:1", now: 2) == [.datagramRefused], "a replay")
+    let spoofed = WireMessage(from: MemberID(raw: 77), counter: 2, seq: 0, to: nil, body: [1])
+    #expect(c.receiveDatagram(DatagramPayload(sender: peer.id, counter: 2, content: .message(spoofed)), from: "peer:1", now: 2).isEmpty)
+    let forSomeoneElse = WireMessage(from: peer.id, counter: 3, seq: 0, to: [MemberID(raw: 77)], body: [1])
+    #expect(c.receiveDatagram(DatagramPayload(sender: peer.id, counter: 3, content: .message(forSomeoneElse)), from: "peer:1", now: 2).isEmpty)
+    let stranger = WireMessage(from: MemberID(raw: 78), counter: 1, seq: 0, to: nil, body: [1])
+    #expect(c.receiveDatagram(DatagramPayload(sender: MemberID(raw: 78), counter: 1, content: .message(stranger)), from: "x:1", now: 2).isEmpty, "not a live member")
+}

@@ -24,6 +24,9 @@ public struct SessionCore: Sendable {
     public static let digestInterval = 0.1
     private var journalAt = -Double.infinity
     private var digestAt = -Double.infinity
+    /// Per datagram sender, the counters seen; at most `replayWindowLimit` senders, members first.
+    private var replayWindows: [MemberID: ReplayWindow] = [:]
+    public static let replayWindowLimit = 4096
 
     /// `joining`: this member waits for a sponsor's baseline before delivering anything.
     public init(local: MemberInfo, settings: SWIMSettings = .lan, joining: Bool, swimSeed: UInt64, journalSeed: UInt64) {
@@ -77,6 +80,41 @@ public struct SessionCore: Sendable {
         membership(swim.receivePushPull(state.members, join: state.join, from: addr, now: now), now: now)
     }
     public mutating func leave(now: Double) -> [SessionEffect] { membership(swim.leave(now: now), now: now) }
+
+    /// A push-pull that arrived over the link to `peer` (at `addr`): a joiner's (`join`) is first
+    /// caught up — this member's clock as its baseline, the journal, the activity — then merged,
+    /// and answered with this member's state after the merge.
+    public mutating func linkPushPull(_ state: SWIMPushPull, from peer: MemberID, addr: String, now: Double) -> [SessionEffect] {
+        var out: [SessionEffect] = []
+        if state.join {
+            out.append(.sendLink(peer, .baseline(broadcast.delivered)))
+            let entries = journal.entries
+            if !entries.isEmpty { out.append(.sendLink(peer, .journal(entries))) }
+            if let record = activity.current { out.append(.sendLink(peer, .activity(record))) }
+        }
+        let merged = membership(swim.receivePushPull(state.members, join: state.join, from: addr, now: now), now: now)
+        out.append(.sendLink(peer, .pushPullReply(SWIMPushPull(join: state.join, members: swim.pushPullState()))))
+        return out + merged
+    }
+
+    /// A datagram that opened under the session key, from UDP address `source`: refused when its
+    /// counter was seen (or fell out of the sender's window); a SWIM message only from its own
+    /// sender; an unreliable message only from a live member as its own origin, and only when it
+    /// is for this member.
+    public mutating func receiveDatagram(_ payload: DatagramPayload, from source: String, now: Double) -> [SessionEffect] {
+        if replayWindows[payload.sender] == nil && replayWindows.count >= Self.replayWindowLimit {
+            replayWindows = replayWindows.filter { swim.members[$0.key] != nil }
+        }
+        guard replayWindows[payload.sender, default: ReplayWindow()].accept(payload.counter) else { return [.datagramRefused] }
+        switch payload.content {
+        case let .swim(message):
+            guard message.sender == payload.sender else { return [] }
+            return receive(message, from: source, now: now)
+        case let .message(m):
+            guard m.from == payload.sender, m.seq == 0, isLive(m.from), m.to?.contains(local) ?? true else { return [] }
+            return [.deliverUnreliable(m)]
+        }
+    }
 
     /// Carries out what membership decided, and its consequences for the other cores.
     mutating func membership(_ actions: [SWIMAction], now: Double) -> [SessionEffect] {

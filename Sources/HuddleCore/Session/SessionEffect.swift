@@ -16,6 +16,10 @@ public enum SessionEffect: Sendable, Equatable {
     case member(MemberChange, MemberInfo)
     /// Deliver a broadcast or directed message here.
     case deliver(SignedMessage)
+    /// Deliver an unreliable message here.
+    case deliverUnreliable(WireMessage)
+    /// A datagram was refused (a replay, or older than the sender's window): count it.
+    case datagramRefused
     /// Ask `peer` for `origin`'s broadcasts `from...to`.
     case repairRequest(peer: MemberID, origin: MemberID, from: UInt64, to: UInt64)
     /// What the journal decided (chunk requests, haves, attachment events, deletions).

@@ -163,21 +163,6 @@ extension Node {
     /// A datagram that opened under the session key: replay-checked, then handled. `source` is the
     /// sender's UDP address (`host:port`), where SWIM sends its answers.
     func datagramReceived(_ payload: DatagramPayload, from source: String) {
-        if replayWindows[payload.sender] == nil && replayWindows.count >= 4096 {
-            replayWindows = replayWindows.filter { swim.members[$0.key] != nil }
-        }
-        guard replayWindows[payload.sender, default: ReplayWindow()].accept(payload.counter) else {
-            _ = counters.droppedDatagrams.wrappingAdd(1, ordering: .relaxed)
-            return
-        }
-        switch payload.content {
-        case let .swim(message):
-            guard message.sender == payload.sender else { return }
-            execute(core.receive(message, from: source, now: now))
-        case let .message(m):
-            guard m.from == payload.sender, m.seq == 0, isLive(m.from) else { return }
-            if let to = m.to, !to.contains(local.id) { return }
-            deliver(m, reliable: false)
-        }
+        execute(core.receiveDatagram(payload, from: source, now: now))
     }
 }

@@ -38,7 +38,6 @@ actor Node {
     var events = EventLog()
     private var pushPullWaiters: [MemberID: [CheckedContinuation<Void, Never>]] = [:]
     private var dialsInFlight: Set<String> = []
-    var replayWindows: [MemberID: ReplayWindow] = [:]
     var datagramCounter: UInt64 = 0
     var datagramAddresses: [String: SocketAddress] = [:]
     private(set) var stopping = false
@@ -106,15 +105,7 @@ actor Node {
         case let .hello(since):
             execute(core.linkHello(from: peer, since: since))
         case let .pushPull(state):
-            if state.join {
-                link.send(LinkMessage.baseline(broadcast.delivered).encoded())
-                let entries = journal.entries
-                if !entries.isEmpty { link.send(LinkMessage.journal(entries).encoded()) }
-                if let record = activity.current { link.send(LinkMessage.activity(record).encoded()) }
-            }
-            let effects = core.receivePushPull(state, from: link.peer.addr, now: now)
-            link.send(LinkMessage.pushPullReply(SWIMPushPull(join: state.join, members: swim.pushPullState())).encoded())
-            execute(effects)
+            execute(core.linkPushPull(state, from: peer, addr: link.peer.addr, now: now))
         case let .pushPullReply(state):
             execute(core.receivePushPull(state, from: link.peer.addr, now: now))
             resumePushPullWaiters(peer)
@@ -191,6 +182,8 @@ actor Node {
             case let .dial(addr): dialInBackground(addr)
             case let .closeLink(member): links[member]?.close()
             case let .member(change, info): emitMember(change, info)
+            case let .deliverUnreliable(m): deliver(m, reliable: false)
+            case .datagramRefused: _ = counters.droppedDatagrams.wrappingAdd(1, ordering: .relaxed)
             case let .deliver(signed):
                 switch signed.message.kind {
                 case .application: deliver(signed.message, reliable: true)
