@@ -6,7 +6,7 @@ import HuddleCore
 /// A subscriber whose connection falls `subscriberLimit` bytes behind gets one `overflow` event
 /// naming the cursor to resume from and is dropped; the node never waits for a subscriber.
 struct EventLog {
-    enum Topic: String, CaseIterable, Sendable { case members, messages, attachments, activity }
+    typealias Topic = ControlTopic
 
     /// A retained event: its line, or a message whose line is written only if someone asks for it
     /// (a node whose messages nobody subscribes to never renders them).

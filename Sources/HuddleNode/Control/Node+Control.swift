@@ -29,79 +29,61 @@ extension Node {
     /// Answers one request line. Returns the reply to queue, or nil when the handler queued it
     /// itself (subscribe queues its reply before the events that follow it).
     func handleControl(_ line: [UInt8], on connection: ControlConnection) async -> JSONObject? {
-        let request: JSONObject
-        do {
-            guard case let .object(object) = try JSON.parse(line) else {
-                return ControlReply.error(id: .null, ControlError(code: .badRequest, message: "a request must be a JSON object"))
-            }
-            request = object
-        } catch {
-            return ControlReply.error(id: .null, ControlError(code: .badRequest, message: "request is not valid JSON: \(error)"))
+        let (id, parsed) = ControlRequest.parse(line)
+        let request: ControlRequest
+        switch parsed {
+        case let .success(decoded): request = decoded
+        case let .failure(error): return ControlReply.error(id: id, error)
         }
-        let id = request["id"] ?? .null
-        if case .array = id { return ControlReply.error(id: .null, ControlError(code: .badRequest, message: "\"id\" must be a JSON scalar")) }
-        if case .object = id { return ControlReply.error(id: .null, ControlError(code: .badRequest, message: "\"id\" must be a JSON scalar")) }
-        do {
-            guard let op = request["op"]?.stringValue else { throw ControlError(code: .badRequest, message: "request has no \"op\" string") }
-            if op != "send" || broadcast.isCongested { connection.outbox.wake() }
-            switch op {
-            case "status": return ControlReply.ok(id: id, status())
-            case "members": return ControlReply.ok(id: id, ["members": .array(swim.members.values.sorted { $0.id < $1.id }.map(memberJSON))])
-            case "join": return ControlReply.ok(id: id, try await joinOp(request))
-            case "send":
-                let m = try await send(try sendRequest(request))
-                return ControlReply.ok(id: id, ["msg": .string(m.id), "seq": m.seq == 0 ? .null : .int(Int64(m.seq))])
-            case "subscribe":
-                let (topics, since) = try subscribeRequest(request)
-                var reply: [UInt8] = []
-                JSON.object(ControlReply.ok(id: id, ["cursor": .int(events.latest)])).write(into: &reply)
-                reply.append(0x0A)
-                connection.outbox.push(reply, bytes: reply.count)
-                events.subscribe(connection, topics: topics, since: since)
-                return nil
-            case "stats": return ControlReply.ok(id: id, stats())
-            case "activity.get": return ControlReply.ok(id: id, activityFields())
-            case "activity.set":
-                guard let value = request["value"] else { throw ControlError(code: .badRequest, message: "activity.set needs \"value\" (any JSON)") }
-                var size: [UInt8] = []
-                value.write(into: &size)
-                guard size.count <= 16 * 1024 else { throw ControlError(code: .tooLarge, message: "activity value is \(size.count) bytes; the limit is 16384") }
-                setActivity(value)
-                return ControlReply.ok(id: id, [:])
-            case "attach.add":
-                guard let path = request["path"]?.stringValue else { throw ControlError(code: .badRequest, message: "attach.add needs \"path\" (an absolute file path)") }
-                if let name = request["name"], name.stringValue == nil, !name.isNull { throw ControlError(code: .badRequest, message: "\"name\" must be a string") }
-                return ControlReply.ok(id: id, try await addAttachment(path: path, name: request["name"]?.stringValue, meta: request["meta"] ?? .null))
-            case "attach.list":
-                let list = attachments.keys.sorted().map { attachmentJSON($0) }
-                return ControlReply.ok(id: id, ["attachments": .array(list)])
-            case "attach.get":
-                guard let attachment = request["id"]?.stringValue, let path = request["path"]?.stringValue else {
-                    throw ControlError(code: .badRequest, message: "attach.get needs \"id\" and \"path\" (an absolute output path)")
-                }
-                let wait = request["wait"]?.boolValue ?? true
-                let timeout = request["timeout_ms"]?.intValue.map { Duration.milliseconds($0) } ?? .seconds(3600)
-                return ControlReply.ok(id: id, try await getAttachment(attachment, to: path, wait: wait, timeout: timeout))
-            case "attach.remove":
-                guard let attachment = request["id"]?.stringValue else { throw ControlError(code: .badRequest, message: "attach.remove needs \"id\"") }
-                try removeAttachment(attachment)
-                return ControlReply.ok(id: id, [:])
-            case "leave":
-                let timeout = request["timeout_ms"]?.intValue.map { Duration.milliseconds(max(0, $0)) } ?? .seconds(30)
-                let handedOff = await handOff(timeout: timeout)
-                var reply: [UInt8] = []
-                JSON.object(ControlReply.ok(id: id, ["handed_off": .int(Int64(handedOff))])).write(into: &reply)
-                reply.append(0x0A)
-                connection.outbox.push(reply, bytes: reply.count)
-                await leave()
-                return nil
-            default:
-                throw ControlError(code: .badRequest, message: "unknown op \"\(op)\"")
-            }
-        } catch let error as ControlError {
-            return ControlReply.error(id: id, error)
+        // Replies so far go out now, before a request that may wait; a send that will not wait
+        // (nothing congested) leaves them for the batch.
+        if case .send = request, !broadcast.isCongested {} else { connection.outbox.wake() }
+        do throws(ControlError) {
+            return try await answer(request, id: id, on: connection)
         } catch {
-            return ControlReply.error(id: id, ControlError(code: .internal, message: "\(error)"))
+            return ControlReply.error(id: id, error)
+        }
+    }
+
+    /// Carries out one request; nil when the reply was queued already.
+    private func answer(_ request: ControlRequest, id: JSON, on connection: ControlConnection) async throws(ControlError) -> JSONObject? {
+        switch request {
+        case .status: return ControlReply.ok(id: id, status())
+        case .members: return ControlReply.ok(id: id, ["members": .array(swim.members.values.sorted { $0.id < $1.id }.map(memberJSON))])
+        case let .join(addr): return ControlReply.ok(id: id, try await joinOp(addr))
+        case let .send(send):
+            let m = try await self.send(SendRequest(body: send.body, to: send.to?.compactMap(MemberID.init), reliable: send.reliable))
+            return ControlReply.ok(id: id, ["msg": .string(m.id), "seq": m.seq == 0 ? .null : .int(Int64(clamping: m.seq))])
+        case let .subscribe(topics, since):
+            var reply: [UInt8] = []
+            JSON.object(ControlReply.ok(id: id, ["cursor": .int(events.latest)])).write(into: &reply)
+            reply.append(0x0A)
+            connection.outbox.push(reply, bytes: reply.count)
+            events.subscribe(connection, topics: topics, since: since)
+            return nil
+        case .stats: return ControlReply.ok(id: id, stats())
+        case .activityGet: return ControlReply.ok(id: id, activityFields())
+        case let .activitySet(value):
+            setActivity(value)
+            return ControlReply.ok(id: id, [:])
+        case let .attachAdd(path, name, meta):
+            return ControlReply.ok(id: id, try await addAttachment(path: path, name: name, meta: meta))
+        case .attachList:
+            return ControlReply.ok(id: id, ["attachments": .array(attachments.keys.sorted().map { attachmentJSON($0) })])
+        case let .attachGet(attachment, path, wait, timeoutMs):
+            let timeout = timeoutMs.map { Duration.milliseconds($0) } ?? .seconds(3600)
+            return ControlReply.ok(id: id, try await getAttachment(attachment, to: path, wait: wait, timeout: timeout))
+        case let .attachRemove(attachment):
+            try removeAttachment(attachment)
+            return ControlReply.ok(id: id, [:])
+        case let .leave(timeoutMs):
+            let handedOff = await handOff(timeout: timeoutMs.map { Duration.milliseconds($0) } ?? .seconds(30))
+            var reply: [UInt8] = []
+            JSON.object(ControlReply.ok(id: id, ["handed_off": .int(Int64(handedOff))])).write(into: &reply)
+            reply.append(0x0A)
+            connection.outbox.push(reply, bytes: reply.count)
+            await leave()
+            return nil
         }
     }
 
@@ -151,8 +133,7 @@ extension Node {
         ]
     }
 
-    private func joinOp(_ request: JSONObject) async throws(ControlError) -> JSONObject {
-        guard let addr = request["addr"]?.stringValue else { throw ControlError(code: .badRequest, message: "join needs \"addr\" (host:port)") }
+    private func joinOp(_ addr: String) async throws(ControlError) -> JSONObject {
         do {
             let peer = try await dial(addr)
             await pushPullAndWait(peer, join: true)
@@ -162,52 +143,6 @@ extension Node {
             throw ControlError(code: .unavailable, message: "could not join \(addr): \(error)")
         }
         return ["members": .int(Int64(liveCount))]
-    }
-
-    private func sendRequest(_ request: JSONObject) throws(ControlError) -> SendRequest {
-        let body: [UInt8]
-        switch (request["text"], request["data"]) {
-        case let (.string(text)?, nil): body = Array(text.utf8)
-        case let (nil, .string(b64)?):
-            guard let data = Data(base64Encoded: b64) else { throw ControlError(code: .badRequest, message: "\"data\" is not valid base64") }
-            body = Array(data)
-        default: throw ControlError(code: .badRequest, message: "send needs exactly one of \"text\" (string) or \"data\" (base64 string)")
-        }
-        var to: [MemberID]?
-        if let field = request["to"], !field.isNull {
-            guard let list = field.arrayValue else { throw ControlError(code: .badRequest, message: "\"to\" must be a list of members") }
-            to = try list.map { (item: JSON) throws(ControlError) -> MemberID in
-                guard let text = item.stringValue, let m = MemberID(text) else {
-                    throw ControlError(code: .badRequest, message: "\"to\" holds \(item.serialized), not a member id (16 hex digits)")
-                }
-                return m
-            }
-        }
-        var reliable = true
-        if let field = request["reliable"], !field.isNull {
-            guard let value = field.boolValue else { throw ControlError(code: .badRequest, message: "\"reliable\" must be true or false") }
-            reliable = value
-        }
-        return SendRequest(body: body, to: to, reliable: reliable)
-    }
-
-    private func subscribeRequest(_ request: JSONObject) throws(ControlError) -> (Set<EventLog.Topic>, Int64?) {
-        var topics = Set(EventLog.Topic.allCases)
-        if let field = request["topics"], !field.isNull {
-            guard let list = field.arrayValue else { throw ControlError(code: .badRequest, message: "\"topics\" must be a list") }
-            topics = try Set(list.map { (item: JSON) throws(ControlError) -> EventLog.Topic in
-                guard let name = item.stringValue, let topic = EventLog.Topic(rawValue: name) else {
-                    throw ControlError(code: .badRequest, message: "unknown topic \(item.serialized) (topics: members, messages, attachments, activity)")
-                }
-                return topic
-            })
-        }
-        var since: Int64?
-        if let field = request["since"], !field.isNull {
-            guard let value = field.intValue, value >= 0 else { throw ControlError(code: .badRequest, message: "\"since\" must be a cursor (a non-negative integer)") }
-            since = value
-        }
-        return (topics, since)
     }
 }
 

@@ -1,0 +1,165 @@
+import Foundation
+
+/// An event topic a client can subscribe to (CONTROL.md, `subscribe`).
+public enum ControlTopic: String, Sendable, CaseIterable {
+    case members, messages, attachments, activity
+}
+
+/// One control request, decoded from its line and checked: one case per op the node serves, with
+/// typed fields. Guarantees: a value of this type carries only what CONTROL.md allows for its op
+/// (types, required fields, the 16 KiB activity limit); anything else was refused by `decode`
+/// with `bad_request` (or `too_large`) naming the field. What needs the node's state to check
+/// (whether a member or an attachment exists) is checked by the node.
+public enum ControlRequest: Sendable, Equatable {
+    case status
+    case members
+    case join(addr: String)
+    case send(Send)
+    case subscribe(topics: Set<ControlTopic>, since: Int64?)
+    case stats
+    case activityGet
+    case activitySet(value: JSON)
+    case attachAdd(path: String, name: String?, meta: JSON)
+    case attachList
+    case attachGet(id: String, path: String, wait: Bool, timeoutMs: Int64?)
+    case attachRemove(id: String)
+    case leave(timeoutMs: Int64?)
+
+    /// What `send` asked for: the body, the recipients (member ids, 16 hex digits; nil for all).
+    public struct Send: Sendable, Equatable {
+        public var body: [UInt8]
+        public var to: [String]?
+        public var reliable: Bool
+        public init(body: [UInt8], to: [String]?, reliable: Bool) { self.body = body; self.to = to; self.reliable = reliable }
+    }
+
+    /// The largest `activity.set` value, serialized.
+    public static let maximumActivityBytes = 16 * 1024
+
+    /// A request line: its `id` (null when absent or unusable) and the request, or the error to
+    /// answer with. Never throws: every line gets exactly one reply.
+    public static func parse(_ line: [UInt8]) -> (id: JSON, request: Result<ControlRequest, ControlError>) {
+        let object: JSONObject
+        do {
+            guard case let .object(o) = try JSON.parse(line) else {
+                return (.null, .failure(ControlError(code: .badRequest, message: "a request must be a JSON object")))
+            }
+            object = o
+        } catch {
+            return (.null, .failure(ControlError(code: .badRequest, message: "request is not valid JSON: \(error)")))
+        }
+        let id = object["id"] ?? .null
+        switch id {
+        case .array, .object: return (.null, .failure(ControlError(code: .badRequest, message: "\"id\" must be a JSON scalar")))
+        default: break
+        }
+        do throws(ControlError) {
+            return (id, .success(try decode(object)))
+        } catch {
+            return (id, .failure(error))
+        }
+    }
+
+    /// The request an object states (its `op` and fields).
+    public static func decode(_ r: JSONObject) throws(ControlError) -> ControlRequest {
+        guard let op = r["op"]?.stringValue else { throw bad("request has no \"op\" string") }
+        switch op {
+        case "status": return .status
+        case "members": return .members
+        case "stats": return .stats
+        case "attach.list": return .attachList
+        case "activity.get": return .activityGet
+        case "join":
+            guard let addr = r["addr"]?.stringValue else { throw bad("join needs \"addr\" (host:port)") }
+            return .join(addr: addr)
+        case "send": return .send(try decodeSend(r))
+        case "subscribe": return try decodeSubscribe(r)
+        case "activity.set":
+            guard let value = r["value"] else { throw bad("activity.set needs \"value\" (any JSON)") }
+            var bytes: [UInt8] = []
+            value.write(into: &bytes)
+            guard bytes.count <= maximumActivityBytes else {
+                throw ControlError(code: .tooLarge, message: "activity value is \(bytes.count) bytes; the limit is \(maximumActivityBytes)")
+            }
+            return .activitySet(value: value)
+        case "attach.add":
+            guard let path = r["path"]?.stringValue else { throw bad("attach.add needs \"path\" (an absolute file path)") }
+            if let name = r["name"], name.stringValue == nil, !name.isNull { throw bad("\"name\" must be a string") }
+            return .attachAdd(path: path, name: r["name"]?.stringValue, meta: r["meta"] ?? .null)
+        case "attach.get":
+            guard let id = r["id"]?.stringValue, let path = r["path"]?.stringValue else {
+                throw bad("attach.get needs \"id\" and \"path\" (an absolute output path)")
+            }
+            return .attachGet(id: id, path: path, wait: try optionalBool(r, "wait") ?? true, timeoutMs: try optionalMilliseconds(r, "timeout_ms"))
+        case "attach.remove":
+            guard let id = r["id"]?.stringValue else { throw bad("attach.remove needs \"id\"") }
+            return .attachRemove(id: id)
+        case "leave": return .leave(timeoutMs: try optionalMilliseconds(r, "timeout_ms"))
+        default: throw bad("unknown op \"\(op)\"")
+        }
+    }
+
+    private static func bad(_ message: String) -> ControlError { ControlError(code: .badRequest, message: message) }
+
+    /// A member id as the control protocol writes it: 16 hex digits.
+    public static func isMemberID(_ text: String) -> Bool {
+        text.utf8.count == 16 && text.utf8.allSatisfy { $0.isHexDigit }
+    }
+
+    private static func decodeSend(_ r: JSONObject) throws(ControlError) -> Send {
+        let body: [UInt8]
+        switch (r["text"], r["data"]) {
+        case let (.string(text)?, nil): body = Array(text.utf8)
+        case let (nil, .string(b64)?):
+            guard let data = Data(base64Encoded: b64) else { throw bad("\"data\" is not valid base64") }
+            body = Array(data)
+        default: throw bad("send needs exactly one of \"text\" (string) or \"data\" (base64 string)")
+        }
+        var to: [String]?
+        if let field = r["to"], !field.isNull {
+            guard let list = field.arrayValue else { throw bad("\"to\" must be a list of members") }
+            to = try list.map { (item: JSON) throws(ControlError) -> String in
+                guard let text = item.stringValue, isMemberID(text) else {
+                    throw bad("\"to\" holds \(item.serialized), not a member id (16 hex digits)")
+                }
+                return text
+            }
+        }
+        return Send(body: body, to: to, reliable: try optionalBool(r, "reliable") ?? true)
+    }
+
+    private static func decodeSubscribe(_ r: JSONObject) throws(ControlError) -> ControlRequest {
+        var topics = Set(ControlTopic.allCases)
+        if let field = r["topics"], !field.isNull {
+            guard let list = field.arrayValue else { throw bad("\"topics\" must be a list") }
+            topics = try Set(list.map { (item: JSON) throws(ControlError) -> ControlTopic in
+                guard let name = item.stringValue, let topic = ControlTopic(rawValue: name) else {
+                    throw bad("unknown topic \(item.serialized) (topics: members, messages, attachments, activity)")
+                }
+                return topic
+            })
+        }
+        var since: Int64?
+        if let field = r["since"], !field.isNull {
+            guard let value = field.intValue, value >= 0 else { throw bad("\"since\" must be a cursor (a non-negative integer)") }
+            since = value
+        }
+        return .subscribe(topics: topics, since: since)
+    }
+
+    private static func optionalBool(_ r: JSONObject, _ key: String) throws(ControlError) -> Bool? {
+        guard let field = r[key], !field.isNull else { return nil }
+        guard let value = field.boolValue else { throw bad("\"\(key)\" must be true or false") }
+        return value
+    }
+
+    private static func optionalMilliseconds(_ r: JSONObject, _ key: String) throws(ControlError) -> Int64? {
+        guard let field = r[key], !field.isNull else { return nil }
+        guard let value = field.intValue, value >= 0 else { throw bad("\"\(key)\" must be a non-negative number of milliseconds") }
+        return value
+    }
+}
+
+extension UInt8 {
+    fileprivate var isHexDigit: Bool { (0x30...0x39).contains(self) || (0x41...0x46).contains(self) || (0x61...0x66).contains(self) }
+}
