@@ -21,6 +21,16 @@ public struct Identity: Sendable {
         return Identity(secretKey: sk)
     }
 
+    /// The key pair derived from a 32-byte seed: deterministic, for the simulator and tests.
+    public init(seed: [UInt8]) {
+        precondition(seed.count == 32, "an identity seed is 32 bytes")
+        Sodium.initialize()
+        var pk = [UInt8](repeating: 0, count: 32)
+        var sk = [UInt8](repeating: 0, count: 64)
+        _ = crypto_sign_seed_keypair(&pk, &sk, seed)
+        self.init(secretKey: sk)
+    }
+
     /// Loads the identity file at `path`, creating it (mode 0600) when absent.
     public static func loadOrCreate(path: String) throws -> Identity {
         if access(path, F_OK) != 0 {

@@ -10,7 +10,7 @@ private func info(_ raw: UInt64, _ name: String, incarnation: UInt64 = 0, state:
 private let me = info(5, "me")
 
 private func core(joining: Bool = false) -> SessionCore {
-    SessionCore(local: me, joining: joining, swimSeed: 1, journalSeed: 1)
+    SessionCore(local: me, identity: Identity(seed: [UInt8](repeating: 5, count: 32)), joining: joining, swimSeed: 1, journalSeed: 1)
 }
 
 private func dials(_ effects: [SessionEffect]) -> [String] { effects.compactMap { if case let .dial(a) = $0 { a } else { nil } } }
@@ -57,11 +57,11 @@ private func changes(_ effects: [SessionEffect]) -> [MemberChange] { effects.com
 @Test func aJoinerDeliversNothingBeforeItsBaselineThenEverythingAfterIt() {
     var c = core(joining: true)
     let origin = MemberID(raw: 9)
-    _ = c.linkHello(from: origin, since: 0)
+    _ = c.linkHello(from: origin, since: 0, now: 1)
     let m = SignedMessage(message: WireMessage(from: origin, counter: 1, seq: 3, to: nil, body: [1]),
                           proof: BatchProof(signature: [UInt8](repeating: 0, count: 64), index: 0, count: 1, path: []))
-    #expect(c.receive(m).isEmpty, "held until the sponsor's baseline arrives")
-    let released = c.adoptBaseline([origin: 2])
+    #expect(c.receive(verified: m, now: 1).isEmpty, "held until the sponsor's baseline arrives")
+    let released = c.adoptBaseline([origin: 2], now: 1)
     #expect(released.count == 1)
     if case let .deliver(signed)? = released.first { #expect(signed.message.seq == 3) } else { Issue.record("no delivery: \(released)") }
 }

@@ -1,8 +1,11 @@
+import HuddleCrypto
+
 /// One member's protocol decisions in one pure value: it owns membership (SWIM), causal broadcast,
 /// the journal, the activity register and link planning, **and the rules that join them**. It
 /// reads no clock, socket or file and has no randomness of its own; inputs come with `now`,
 /// decisions go out as `SessionEffect`s. (HANDBOOK.md, "The session core"; the node and the
-/// simulator run this same value. Moving the remaining shell rules in is issue 19's work.)
+/// simulator run this same value.) It holds this member's identity only to sign: Ed25519
+/// signatures are deterministic, so the core stays a pure function of its inputs.
 ///
 /// Guarantees, for the rules it holds today:
 /// - the live members (alive or suspect) are one derived view of the membership table; every
@@ -14,6 +17,8 @@
 ///   the baseline for its broadcasts only if nothing earlier did.
 public struct SessionCore: Sendable {
     public let local: MemberID
+    let identity: Identity
+    public let limits: Limits
     public internal(set) var swim: SWIMInstance
     public var broadcast: CausalBroadcast
     public var journal: Journal
@@ -27,10 +32,19 @@ public struct SessionCore: Sendable {
     /// Per datagram sender, the counters seen; at most `replayWindowLimit` senders, members first.
     private var replayWindows: [MemberID: ReplayWindow] = [:]
     public static let replayWindowLimit = 4096
+    /// Batch roots whose signature was checked.
+    var verifiedRoots = VerifiedRoots()
+    /// This member's messages since the last flush: signed together, then sent on its links.
+    var pendingBatch: [WireMessage] = []
+    /// Body bytes in `pendingBatch` (a batch is flushed before it would pass `batchBytes`).
+    var pendingBatchBytes = 0
 
     /// `joining`: this member waits for a sponsor's baseline before delivering anything.
-    public init(local: MemberInfo, settings: SWIMSettings = .lan, joining: Bool, swimSeed: UInt64, journalSeed: UInt64) {
+    /// `identity` is this member's key pair (its public half is `local.node`).
+    public init(local: MemberInfo, identity: Identity, limits: Limits = Limits(), settings: SWIMSettings = .lan, joining: Bool, swimSeed: UInt64, journalSeed: UInt64) {
         self.local = local.id
+        self.identity = identity
+        self.limits = limits
         swim = SWIMInstance(local: local, settings: settings, seed: swimSeed)
         broadcast = CausalBroadcast(local: local.id, awaitingBaseline: joining)
         journal = Journal(local: local.id, seed: journalSeed)
@@ -53,6 +67,7 @@ public struct SessionCore: Sendable {
     /// Everything due at `now`: membership, dials, the journal (every `journalInterval`), and a
     /// digest of broadcast and activity to every link (every `digestInterval`).
     public mutating func tick(now: Double) -> [SessionEffect] {
+        let congested = broadcast.isCongested
         var out = membership(swim.tick(now: now), now: now) + planner.tick(now: now).map { .dial($0.addr) }
         if now - journalAt >= Self.journalInterval {
             journalAt = now
@@ -62,7 +77,12 @@ public struct SessionCore: Sendable {
             digestAt = now
             out.append(.sendToLinks(.digest(broadcast.digest(), activity: activity.stamp)))
         }
-        return out
+        return out + congestionCleared(since: congested)
+    }
+
+    /// `.congestionCleared` when broadcast was congested before an input and is not after it.
+    func congestionCleared(since wasCongested: Bool) -> [SessionEffect] {
+        wasCongested && !broadcast.isCongested ? [.congestionCleared] : []
     }
 
     /// When `tick` next has work: the earliest deadline of membership, the journal and the digest.
@@ -102,6 +122,11 @@ public struct SessionCore: Sendable {
     /// sender; an unreliable message only from a live member as its own origin, and only when it
     /// is for this member.
     public mutating func receiveDatagram(_ payload: DatagramPayload, from source: String, now: Double) -> [SessionEffect] {
+        let congested = broadcast.isCongested
+        return receiveDatagramContent(payload, from: source, now: now) + congestionCleared(since: congested)
+    }
+
+    private mutating func receiveDatagramContent(_ payload: DatagramPayload, from source: String, now: Double) -> [SessionEffect] {
         if replayWindows[payload.sender] == nil && replayWindows.count >= Self.replayWindowLimit {
             replayWindows = replayWindows.filter { swim.members[$0.key] != nil }
         }
@@ -121,12 +146,12 @@ public struct SessionCore: Sendable {
         var out: [SessionEffect] = []
         for action in actions {
             switch action {
-            case let .send(message, to): out.append(.sendDatagram(message, to: to))
+            case let .send(message, to): out.append(.sendDatagram(.swim(message), to: to))
             case let .pushPull(addr, join): out.append(.pushPull(to: addr, join: join))
             case let .emit(change, info):
                 out.append(.member(change, info))
                 let live = self.live
-                out += broadcastEffects(broadcast.setMembers(live))
+                out += broadcastEffects(broadcast.setMembers(live), now: now)
                 journal.setPeers(live)
                 switch change {
                 case .joined, .alive, .updated, .suspect:
@@ -158,26 +183,74 @@ public struct SessionCore: Sendable {
 
     // MARK: broadcast
 
-    public mutating func linkHello(from peer: MemberID, since seq: UInt64) -> [SessionEffect] {
-        broadcastEffects(broadcast.linkHello(origin: peer, seq: seq))
+    public mutating func linkHello(from peer: MemberID, since seq: UInt64, now: Double) -> [SessionEffect] {
+        broadcastEffects(broadcast.linkHello(origin: peer, seq: seq), now: now)
     }
-    public mutating func adoptBaseline(_ clock: [MemberID: UInt64]) -> [SessionEffect] { broadcastEffects(broadcast.adoptBaseline(clock)) }
+    public mutating func adoptBaseline(_ clock: [MemberID: UInt64], now: Double) -> [SessionEffect] {
+        broadcastEffects(broadcast.adoptBaseline(clock), now: now)
+    }
     /// A peer's digest: its clock (repairs, acknowledgements) and its activity stamp — a peer
     /// behind this member's activity value (or without one) is sent the current record.
     public mutating func receiveDigest(_ digest: CausalBroadcast.Digest, activity stamp: ActivityStamp?, from peer: MemberID, now: Double) -> [SessionEffect] {
-        var out = broadcastEffects(broadcast.receiveDigest(digest, from: peer, now: now))
+        var out = broadcastEffects(broadcast.receiveDigest(digest, from: peer, now: now), now: now)
         if let mine = activity.current, stamp.map({ $0 < mine.stamp }) ?? true { out.append(.sendLink(peer, .activity(mine))) }
         return out
     }
-    /// A message whose signature the shell verified.
-    public mutating func receive(_ signed: SignedMessage) -> [SessionEffect] { broadcastEffects(broadcast.receive(signed)) }
+    /// A message whose signature was verified (`receiveSigned`, `receiveBatch`).
+    public mutating func receive(verified signed: SignedMessage, now: Double) -> [SessionEffect] {
+        broadcastEffects(broadcast.receive(signed), now: now)
+    }
 
-    func broadcastEffects(_ actions: [CausalBroadcast.Action]) -> [SessionEffect] {
-        actions.map { action in
+    /// What broadcast decided: application messages are delivered by the shell, journal entries
+    /// are applied to the journal here, repair requests go to their peer.
+    mutating func broadcastEffects(_ actions: [CausalBroadcast.Action], now: Double) -> [SessionEffect] {
+        var out: [SessionEffect] = []
+        for action in actions {
             switch action {
-            case let .deliver(signed): .deliver(signed)
-            case let .request(peer, origin, from, to): .repairRequest(peer: peer, origin: origin, from: from, to: to)
+            case let .deliver(signed):
+                switch signed.message.kind {
+                case .application: out.append(.deliver(signed))
+                case .journal:
+                    if let entry = try? JournalEntry.decode(signed.message.body) {
+                        out += journal.apply(entry, now: now).map(SessionEffect.journal)
+                    } else {
+                        out.append(.unreadable(signed.message.from, what: "journal entry"))
+                    }
+                case .activity: break  // activity travels as signed records, not as broadcasts
+                }
+            case let .request(peer, origin, from, to): out.append(.repairRequest(peer: peer, origin: origin, from: from, to: to))
             }
         }
+        return out
+    }
+
+    // MARK: one link message
+
+    /// Everything a peer can say over its link, decided in one place. `addr` is the peer's
+    /// advertised address. Chunk bodies are not here: the shell's link reader hands whole chunks
+    /// to the journal.
+    public mutating func receiveLink(_ message: LinkMessage, from peer: MemberID, addr: String, now: Double) -> [SessionEffect] {
+        let congested = broadcast.isCongested
+        let out: [SessionEffect]
+        switch message {
+        case let .hello(since): out = linkHello(from: peer, since: since, now: now)
+        case let .pushPull(state): out = linkPushPull(state, from: peer, addr: addr, now: now)
+        case let .pushPullReply(state): out = receivePushPull(state, from: addr, now: now)
+        case let .swim(message): out = message.sender == peer ? receive(message, from: addr, now: now) : []
+        case let .message(signed): out = receiveSigned(signed, now: now)
+        case let .batch(batch): out = receiveBatch(batch, now: now)
+        case let .digest(digest, stamp): out = receiveDigest(digest, activity: stamp, from: peer, now: now)
+        case let .request(origin, from, to): out = answerRepair(origin: origin, from: from, to: to, peer: peer)
+        case let .baseline(clock): out = adoptBaseline(clock, now: now)
+        case let .activity(record): out = receiveActivity(record)
+        case let .journal(entries): out = entries.flatMap { journal.apply($0, now: now).map(SessionEffect.journal) }
+        case let .have(id, have, offer):
+            journal.peerAnnounced(peer, id: id, have: have, offer: offer)
+            out = []
+        case let .chunkRequest(id, index): out = journal.holds(id, Int(index)) ? [.serveChunk(to: peer, id: id, index: Int(index))] : []
+        case let .chunkCorrupt(id, index): out = journal.holds(id, Int(index)) ? [.recheckChunk(id: id, index: Int(index), reportedBy: peer)] : []
+        case .chunkHeader: out = []  // consumed by the shell's link reader
+        }
+        return out + congestionCleared(since: congested)
     }
 }

@@ -1,7 +1,7 @@
 /// What the session core asks its shell (the node, or the simulator) to do, in order.
 public enum SessionEffect: Sendable, Equatable {
-    /// Send a SWIM message as one datagram to `host:port`.
-    case sendDatagram(SWIMMessage, to: String)
+    /// Send a SWIM message or an unreliable message as one datagram to `host:port`.
+    case sendDatagram(DatagramPayload.Content, to: String)
     /// Exchange full membership state with `host:port` over its link (dialing it first if needed).
     case pushPull(to: String, join: Bool)
     /// Send one link message to `peer` (dropped when no link to it is up).
@@ -18,6 +18,24 @@ public enum SessionEffect: Sendable, Equatable {
     case deliver(SignedMessage)
     /// Deliver an unreliable message here.
     case deliverUnreliable(WireMessage)
+    /// Deliver here a reliable message this member sent to itself (among others).
+    case deliverOwn(WireMessage)
+    /// This member's messages wait in a batch: call `flushBatch` soon (after the current input).
+    case flushSoon
+    /// Retransmit buffers were full and no longer are: sends that waited may go on.
+    case congestionCleared
+    /// The activity value changed.
+    case activityChanged
+    /// `count` messages or records claimed `origin` but were not signed by its node key.
+    case forged(origin: MemberID, count: Int)
+    /// A signed broadcast from `origin` could not be decoded as `what`.
+    case unreadable(MemberID, what: String)
+    /// `count` stored messages were sent again in answer to a repair request.
+    case retransmitted(Int)
+    /// Send chunk `index` of attachment `id` (which this member holds) to `peer`.
+    case serveChunk(to: MemberID, id: String, index: Int)
+    /// `peer` says the copy of a chunk this member holds and sent it failed its hash: check the stored copy.
+    case recheckChunk(id: String, index: Int, reportedBy: MemberID)
     /// A datagram was refused (a replay, or older than the sender's window): count it.
     case datagramRefused
     /// Ask `peer` for `origin`'s broadcasts `from...to`.

@@ -52,17 +52,13 @@ extension Node {
                                 chunkHashes: imported.hashes, meta: metaBytes, uploader: local.id, uploaderNode: local.node, signature: [])
         manifest.sign(with: security.identity)
         do { try store.rename(staging, to: manifest.id) } catch { throw ControlError(code: .ioError, message: "\(error)") }
-        let entry = JournalEntry.add(manifest, key: imported.key)
-        queueForSigning(core.broadcast.makeBroadcast(body: entry.encoded(), kind: .journal))
-        execute(core.journal.apply(entry, now: now))
+        execute(core.addAttachment(manifest, key: imported.key, now: now))
         return ["attachment": attachmentJSON(manifest.id)]
     }
 
     func removeAttachment(_ id: String) throws(ControlError) {
-        guard let a = attachments[id], !a.removed else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
-        let entry = JournalEntry.remove(id: id)
-        queueForSigning(core.broadcast.makeBroadcast(body: entry.encoded(), kind: .journal))
-        execute(core.journal.apply(entry, now: now))
+        guard let effects = core.removeAttachment(id, now: now) else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
+        execute(effects)
     }
 
     /// Writes the attachment's plaintext to `path` (temporary file + rename), waiting for its
@@ -130,20 +126,10 @@ extension Node {
         }
     }
 
-    // MARK: journal
-
-    func deliverJournal(_ m: WireMessage) {
-        guard let entry = try? JournalEntry.decode(m.body) else {
-            log.warning("dropped an unreadable journal entry from \(m.from)")
-            return
-        }
-        execute(core.journal.apply(entry, now: now))
-    }
-
     // MARK: chunks
 
     func serveChunk(id: String, index: Int, to link: LinkHandle) {
-        guard journal.holds(id, index), let a = attachments[id] else { return }
+        guard let a = attachments[id] else { return }
         // Not hashed again here: the receiver checks every chunk against the manifest (DESIGN.md),
         // and never asks this member for that chunk again if it fails.
         guard let sealed = store.read(a.manifest, index) else {
@@ -161,7 +147,6 @@ extension Node {
     /// peer cannot make this member drop it, and a false report costs one chunk's hash); a damaged
     /// one means the whole stored copy of the attachment is checked (`verifyStoredCopy`).
     func recheckChunk(id: String, index: Int, reportedBy peer: MemberID) {
-        guard journal.holds(id, index) else { return }
         log.info("\(peer) reported chunk \(index) of \(id) damaged; checking the stored copy")
         verifyStoredCopy(id, first: index)
     }
@@ -260,7 +245,7 @@ extension Node {
         guard !peers.isEmpty else { return 0 }
         // An announcement still waiting in the batch must reach the peers before its chunks do:
         // a chunk of an attachment a peer does not know yet is dropped there.
-        flushBatch()
+        execute(core.flushBatch())
         var pushed: [(id: String, index: Int)] = []
         for (peer, id, index) in journal.handOffPlan(to: peers) {
             guard let link = links[peer], let manifest = attachments[id]?.manifest, let sealed = store.read(manifest, index) else { continue }

@@ -25,11 +25,10 @@ actor Node {
 
     /// Every protocol decision (HuddleCore's `SessionCore`); the node executes its effects.
     var core: SessionCore
-    var verifiedRoots = VerifiedRoots()
-    /// Messages sent since the last flush: signed together, then written to their links.
-    var pendingBatch: [WireMessage] = []
-    /// Body bytes in `pendingBatch` (a batch is flushed before it would pass `batchBytes`).
-    var pendingBatchBytes = 0
+    /// Sends waiting for retransmit buffers to drain (resumed on `.congestionCleared` or their deadline).
+    var congestionWaiters: [CheckedContinuation<Void, Never>] = []
+    /// A `flushBatch` is scheduled on this actor.
+    var flushScheduled = false
     nonisolated let store: ChunkStore
     var attachmentWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
     /// Attachments whose stored copy is being checked against their hashes (`verifyStoredCopy`).
@@ -51,7 +50,10 @@ actor Node {
         self.config = config
         log = NodeLog(name: local.name)
         seal = DatagramSeal(key: security.sessionKey.subkey(.datagram))
-        core = SessionCore(local: local, joining: !config.join.isEmpty, swimSeed: SecureRandom.uint64(), journalSeed: SecureRandom.uint64())
+        var limits = SessionCore.Limits()
+        limits.reliable = config.maxMessageBytes
+        limits.unreliable = config.maxUnreliableBytes
+        core = SessionCore(local: local, identity: security.identity, limits: limits, joining: !config.join.isEmpty, swimSeed: SecureRandom.uint64(), journalSeed: SecureRandom.uint64())
     }
 
     /// Seconds since the node started: the time the protocol cores see.
@@ -86,7 +88,7 @@ actor Node {
             guard LinkPlanner.keepsNewLink(newDialedBy: link.dialer, existingDialedBy: existing.dialer) else { return false }
             existing.close()
         }
-        flushBatch()
+        execute(core.flushBatch())
         links[peer] = link
         link.send(LinkMessage.hello(since: core.linkUp(peer)).encoded())
         return true
@@ -100,43 +102,8 @@ actor Node {
     }
 
     private func handle(_ message: LinkMessage, on link: LinkHandle) {
-        let peer = link.peer.id
-        switch message {
-        case let .hello(since):
-            execute(core.linkHello(from: peer, since: since))
-        case let .pushPull(state):
-            execute(core.linkPushPull(state, from: peer, addr: link.peer.addr, now: now))
-        case let .pushPullReply(state):
-            execute(core.receivePushPull(state, from: link.peer.addr, now: now))
-            resumePushPullWaiters(peer)
-        case let .swim(message):
-            guard message.sender == peer else { return }
-            execute(core.receive(message, from: link.peer.addr, now: now))
-        case let .message(signed):
-            receiveSigned(signed)
-        case let .batch(batch):
-            receiveBatch(batch)
-        case let .digest(digest, stamp):
-            execute(core.receiveDigest(digest, activity: stamp, from: peer, now: now))
-        case let .request(origin, from, to):
-            let messages = broadcast.stored(origin: origin, from: from, to: to)
-            for signed in messages { link.send(LinkMessage.message(signed).encoded()) }
-            _ = counters.retransmits.wrappingAdd(messages.count, ordering: .relaxed)
-        case let .baseline(clock):
-            execute(core.adoptBaseline(clock))
-        case let .activity(record):
-            receiveActivity(record)
-        case let .journal(entries):
-            for entry in entries { execute(core.journal.apply(entry, now: now)) }
-        case let .have(id, have, offer):
-            core.journal.peerAnnounced(peer, id: id, have: have, offer: offer)
-        case let .chunkRequest(id, index):
-            serveChunk(id: id, index: Int(index), to: link)
-        case let .chunkCorrupt(id, index):
-            recheckChunk(id: id, index: Int(index), reportedBy: peer)
-        case .chunkHeader:
-            break  // consumed by the link reader, which hands whole chunks to `chunkReceived`
-        }
+        execute(core.receiveLink(message, from: link.peer.id, addr: link.peer.addr, now: now))
+        if case .pushPullReply = message { resumePushPullWaiters(link.peer.id) }
     }
 
     func linkClosed(_ link: LinkHandle) {
@@ -167,8 +134,7 @@ actor Node {
     func execute(_ effects: [SessionEffect]) {
         for effect in effects {
             switch effect {
-            case let .sendDatagram(message, to):
-                sendDatagram(.swim(message), to: to)
+            case let .sendDatagram(content, to): sendDatagram(content, to: to)
             case let .pushPull(addr, join):
                 if let link = links.values.first(where: { $0.peer.addr == addr }) {
                     link.send(LinkMessage.pushPull(SWIMPushPull(join: join, members: swim.pushPullState())).encoded())
@@ -182,19 +148,35 @@ actor Node {
             case let .dial(addr): dialInBackground(addr)
             case let .closeLink(member): links[member]?.close()
             case let .member(change, info): emitMember(change, info)
+            case let .deliver(signed): deliver(signed.message, reliable: true)
+            case let .deliverOwn(m): deliver(m, reliable: true)
             case let .deliverUnreliable(m): deliver(m, reliable: false)
             case .datagramRefused: _ = counters.droppedDatagrams.wrappingAdd(1, ordering: .relaxed)
-            case let .deliver(signed):
-                switch signed.message.kind {
-                case .application: deliver(signed.message, reliable: true)
-                case .journal: deliverJournal(signed.message)
-                case .activity: break  // activity travels as signed records, not as broadcasts
-                }
             case let .repairRequest(peer, origin, from, to):
                 links[peer]?.send(LinkMessage.request(origin: origin, from: from, to: to).encoded())
             case let .journal(effect): execute([effect])
+            case .flushSoon:
+                guard !flushScheduled else { break }
+                flushScheduled = true
+                spawner.spawn { [self] in await flushScheduledBatch() }
+            case .congestionCleared:
+                for waiter in congestionWaiters { waiter.resume() }
+                congestionWaiters = []
+            case .activityChanged: events.append("activity", topic: .activity, activityFields())
+            case let .forged(origin, count):
+                _ = counters.forged.wrappingAdd(count, ordering: .relaxed)
+                log.warning("dropped \(count) message(s) or record(s) that claim origin \(origin) but are not signed by it")
+            case let .unreadable(origin, what): log.warning("dropped an unreadable \(what) from \(origin)")
+            case let .retransmitted(count): _ = counters.retransmits.wrappingAdd(count, ordering: .relaxed)
+            case let .serveChunk(peer, id, index): if let link = links[peer] { serveChunk(id: id, index: index, to: link) }
+            case let .recheckChunk(id, index, peer): recheckChunk(id: id, index: index, reportedBy: peer)
             }
         }
+    }
+
+    private func flushScheduledBatch() {
+        flushScheduled = false
+        execute(core.flushBatch())
     }
 
     /// Opens a link to `addr` unless one is being opened already; then runs `then` with the peer.
@@ -228,7 +210,7 @@ actor Node {
         stopping = true
         log.info("leaving the session")
         for effect in core.leave(now: now) {
-            if case let .sendDatagram(message, _) = effect {
+            if case let .sendDatagram(.swim(message), _) = effect {
                 let encoded = LinkMessage.swim(message).encoded()
                 for link in links.values { link.send(encoded) }
             }

@@ -1,0 +1,154 @@
+import HuddleCrypto
+
+/// Sending, signing and receiving messages, repair answers and the activity value: the rules the
+/// node's shell held before (issue 19). Limits, membership of the recipients and backpressure are
+/// decided here; the shell only turns refusals into control errors.
+extension SessionCore {
+    /// Why a send was refused.
+    public enum SendRefusal: Error, Sendable, Equatable {
+        /// The body is larger than the limit for its delivery mode.
+        case tooLarge(size: Int, limit: Int, reliable: Bool)
+        /// A recipient this member has never heard of.
+        case unknownMember(MemberID)
+        /// A recipient that is known but not live (failed or left).
+        case notMember(MemberID)
+        /// Retransmit buffers are full (`storedBytes` held for slow members): try again later.
+        case busy(storedBytes: Int)
+    }
+
+    /// Largest message bodies a send may carry.
+    public struct Limits: Sendable {
+        /// Largest reliable body (`too_large` above it).
+        public var reliable = 64 * 1024
+        /// Largest unreliable body, so that it fits one datagram.
+        public var unreliable = 1024
+        public init() {}
+    }
+
+    /// Most body bytes one signed batch carries: a batch crosses a link as one link message, which
+    /// must stay within the link's message limit (one message alone may be larger, up to the body limit).
+    public static let batchBytes = 256 * 1024
+
+    /// Sends a message: an unreliable one as a datagram to each live recipient, a reliable one
+    /// into the batch the next `flushBatch` signs. Delivered here too when this member is a
+    /// recipient (`.deliverOwn`, `.deliverUnreliable`).
+    public mutating func send(body: [UInt8], to: [MemberID]?, reliable: Bool) throws(SendRefusal) -> (WireMessage, [SessionEffect]) {
+        let limit = reliable ? limits.reliable : limits.unreliable
+        guard body.count <= limit else { throw .tooLarge(size: body.count, limit: limit, reliable: reliable) }
+        for target in to ?? [] where target != local {
+            guard isLive(target) else { throw swim.members[target] == nil ? .unknownMember(target) : .notMember(target) }
+        }
+        let here = to?.contains(local) ?? true
+        guard reliable else {
+            let message = broadcast.makeUnreliable(body: body, to: to)
+            var out: [SessionEffect] = []
+            for target in (to ?? swim.members.keys.sorted()) where target != local {
+                if let info = swim.members[target], info.state == .alive || info.state == .suspect {
+                    out.append(.sendDatagram(.message(message), to: info.addr))
+                }
+            }
+            if here { out.append(.deliverUnreliable(message)) }
+            return (message, out)
+        }
+        guard !broadcast.isCongested else { throw .busy(storedBytes: broadcast.storedBytes) }
+        let message = to.map { broadcast.makeDirected(body: body, to: $0) } ?? broadcast.makeBroadcast(body: body)
+        var out = queueForSigning(message)
+        if here { out.append(.deliverOwn(message)) }
+        return (message, out)
+    }
+
+    /// Adds a message of this member's to the batch the next flush signs. The first message of a
+    /// batch asks the shell to flush soon (`.flushSoon`); a full batch is flushed at once.
+    mutating func queueForSigning(_ message: WireMessage) -> [SessionEffect] {
+        var out: [SessionEffect] = []
+        if !pendingBatch.isEmpty && pendingBatchBytes + message.body.count > Self.batchBytes { out += flushBatch() }
+        pendingBatch.append(message)
+        pendingBatchBytes += message.body.count
+        if pendingBatch.count == 1 {
+            out.append(.flushSoon)
+        } else if pendingBatch.count >= BatchProof.maximumBatch {
+            out += flushBatch()
+        }
+        return out
+    }
+
+    /// Signs the pending messages with one signature, stores them for repair, and sends each link
+    /// the part of the batch that is for its peer (all of it, unless the batch holds directed messages).
+    public mutating func flushBatch() -> [SessionEffect] {
+        guard !pendingBatch.isEmpty else { return [] }
+        let flush = MessageBatch.sign(pendingBatch, identity: identity)
+        pendingBatch = []
+        pendingBatchBytes = 0
+        for signed in flush { broadcast.stored(own: signed) }
+        guard !planner.linked.isEmpty else { return [] }
+        if flush.allSatisfy({ $0.message.to == nil }) {
+            guard let whole = SignedBatch(of: flush, for: local) else { return [] }
+            return [.sendToLinks(.batch(whole))]
+        }
+        return planner.linked.sorted().compactMap { peer in SignedBatch(of: flush, for: peer).map { .sendLink(peer, .batch($0)) } }
+    }
+
+    /// Whether messages wait to be signed (a link that comes up must not overtake them).
+    public var hasPendingBatch: Bool { !pendingBatch.isEmpty }
+
+    /// A batch from its origin: its signature checked once against the origin's node key, then each message to broadcast.
+    mutating func receiveBatch(_ batch: SignedBatch, now: Double) -> [SessionEffect] {
+        guard let key = swim.members[batch.origin]?.node else { return [] }
+        guard MessageBatch.verify(batch, originKey: key, cache: &verifiedRoots) else {
+            return [.forged(origin: batch.origin, count: batch.messages.count)]
+        }
+        var out: [SessionEffect] = []
+        for signed in batch.messages { out += broadcastEffects(broadcast.receive(signed), now: now) }
+        return out
+    }
+
+    /// A message from its origin or a relay: verified against the origin's node key, then to broadcast.
+    mutating func receiveSigned(_ signed: SignedMessage, now: Double) -> [SessionEffect] {
+        guard let key = swim.members[signed.message.from]?.node else { return [] }
+        guard MessageBatch.verify(signed, originKey: key, cache: &verifiedRoots) else {
+            return [.forged(origin: signed.message.from, count: 1)]
+        }
+        return broadcastEffects(broadcast.receive(signed), now: now)
+    }
+
+    /// A peer's repair request: the stored messages of `origin` in `from...to`, each sent alone with its proof.
+    func answerRepair(origin: MemberID, from: UInt64, to: UInt64, peer: MemberID) -> [SessionEffect] {
+        let messages = broadcast.stored(origin: origin, from: from, to: to)
+        guard !messages.isEmpty else { return [] }
+        return messages.map { .sendLink(peer, .message($0)) } + [.retransmitted(messages.count)]
+    }
+
+    // MARK: activity
+
+    /// Sets the activity value (JSON bytes): signed with the next Lamport time, applied here and sent on every link.
+    public mutating func setActivity(_ value: [UInt8]) -> [SessionEffect] {
+        let record = ActivityRecord.make(lamport: activity.nextLamport(), setBy: local, value: value, identity: identity)
+        return receiveActivity(record) + [.sendToLinks(.activity(record))]
+    }
+
+    /// An activity record: believed only when its setter's node key signed it; applied when it is newer.
+    mutating func receiveActivity(_ record: ActivityRecord) -> [SessionEffect] {
+        if record.setBy != local {
+            guard let setter = swim.members[record.setBy] else { return [] }
+            guard record.verify(nodeKey: setter.node) else { return [.forged(origin: record.setBy, count: 1)] }
+        }
+        return activity.apply(record) ? [.activityChanged] : []
+    }
+
+    // MARK: the journal's broadcasts
+
+    /// Adds an attachment this member stored (its manifest signed by this member): broadcast as a journal entry and applied here.
+    public mutating func addAttachment(_ manifest: Manifest, key: [UInt8], now: Double) -> [SessionEffect] {
+        journalBroadcast(.add(manifest, key: key), now: now)
+    }
+
+    /// Removes an attachment from the session's journal; false when there is no such live attachment.
+    public mutating func removeAttachment(_ id: String, now: Double) -> [SessionEffect]? {
+        guard let record = journal.records[id], !record.removed else { return nil }
+        return journalBroadcast(.remove(id: id), now: now)
+    }
+
+    private mutating func journalBroadcast(_ entry: JournalEntry, now: Double) -> [SessionEffect] {
+        queueForSigning(broadcast.makeBroadcast(body: entry.encoded(), kind: .journal)) + journal.apply(entry, now: now).map(SessionEffect.journal)
+    }
+}

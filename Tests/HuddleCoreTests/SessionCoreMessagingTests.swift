@@ -1,0 +1,182 @@
+import HuddleCrypto
+import Testing
+@testable import HuddleCore
+
+/// Pure tests of sending, signing, receiving, backpressure, activity and the journal's
+/// broadcasts in `SessionCore`, with two cores handing each other their effects.
+private struct Pair {
+    var a: SessionCore
+    var b: SessionCore
+    let aInfo: MemberInfo
+    let bInfo: MemberInfo
+
+    init(storeLimit: Int? = nil) {
+        let aIdentity = Identity(seed: [UInt8](repeating: 1, count: 32)), bIdentity = Identity(seed: [UInt8](repeating: 2, count: 32))
+        aInfo = MemberInfo(id: MemberID(raw: 1), node: aIdentity.publicKey, name: "a", addr: "a:1", state: .alive, incarnation: 0)
+        bInfo = MemberInfo(id: MemberID(raw: 2), node: bIdentity.publicKey, name: "b", addr: "b:1", state: .alive, incarnation: 0)
+        a = SessionCore(local: aInfo, identity: aIdentity, joining: false, swimSeed: 1, journalSeed: 1)
+        b = SessionCore(local: bInfo, identity: bIdentity, joining: false, swimSeed: 2, journalSeed: 2)
+        if let storeLimit {
+            var settings = CausalBroadcast.Settings()
+            settings.storeLimitBytes = storeLimit
+            a.broadcast = CausalBroadcast(local: aInfo.id, awaitingBaseline: false, settings: settings)
+        }
+        _ = a.receivePushPull(SWIMPushPull(join: false, members: [bInfo]), from: "b:1", now: 1)
+        _ = b.receivePushPull(SWIMPushPull(join: false, members: [aInfo]), from: "a:1", now: 1)
+        _ = b.linkHello(from: aInfo.id, since: a.linkUp(bInfo.id), now: 1)
+        _ = a.linkHello(from: bInfo.id, since: b.linkUp(aInfo.id), now: 1)
+    }
+}
+
+/// The link messages in `effects` that would reach `peer` (sent to it alone or on every link).
+private func linkMessages(_ effects: [SessionEffect], to peer: MemberID) -> [LinkMessage] {
+    effects.compactMap {
+        switch $0 {
+        case let .sendLink(p, m) where p == peer: m
+        case let .sendToLinks(m): m
+        default: nil
+        }
+    }
+}
+
+private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
+    effects.compactMap { if case let .deliver(s) = $0 { s.message.body } else { nil } }
+}
+
+@Test func sendsAreBatchedSignedOnceAndDeliveredAtThePeer() throws {
+    var p = Pair()
+    let (first, e1) = try p.a.send(body: [1], to: nil, reliable: true)
+    #expect(e1 == [.flushSoon, .deliverOwn(first)], "the first message of a batch asks for one flush; a broadcast is delivered here too")
+    let (_, e2) = try p.a.send(body: [2], to: nil, reliable: true)
+    #expect(!e2.contains(.flushSoon), "one flush per batch")
+    #expect(p.a.hasPendingBatch)
+    let flushed = p.a.flushBatch()
+    let batches = linkMessages(flushed, to: p.bInfo.id)
+    #expect(batches.count == 1)
+    guard case let .batch(batch)? = batches.first else { Issue.record("no batch: \(flushed)"); return }
+    #expect(batch.messages.count == 2 && !p.a.hasPendingBatch)
+    #expect(p.a.broadcast.storedCount == 2, "kept for repair")
+    let arrived = p.b.receiveLink(.batch(batch), from: p.aInfo.id, addr: "a:1", now: 2)
+    #expect(delivered(arrived) == [[1], [2]])
+}
+
+@Test func aBatchNotSignedByItsOriginIsCountedAsForgedAndDeliversNothing() throws {
+    var p = Pair()
+    _ = try p.a.send(body: [1], to: nil, reliable: true)
+    guard case let .batch(batch)? = linkMessages(p.a.flushBatch(), to: p.bInfo.id).first else { Issue.record("no batch"); return }
+    // The same messages signed by somebody else's key, still claiming a as origin.
+    let forgedFlush = MessageBatch.sign(batch.messages.map(\.message), identity: Identity(seed: [UInt8](repeating: 9, count: 32)))
+    let forged = try #require(SignedBatch(of: forgedFlush, for: p.aInfo.id))
+    #expect(p.b.receiveLink(.batch(forged), from: p.aInfo.id, addr: "a:1", now: 2) == [.forged(origin: p.aInfo.id, count: 1)])
+    #expect(p.b.receiveLink(.message(forgedFlush[0]), from: p.aInfo.id, addr: "a:1", now: 2) == [.forged(origin: p.aInfo.id, count: 1)])
+    #expect(p.b.broadcast.delivered[p.aInfo.id, default: 0] == 0)
+}
+
+@Test func directedMessagesGoOnlyToTheirRecipientsLinks() throws {
+    var p = Pair()
+    let c = MemberInfo(id: MemberID(raw: 3), node: Identity(seed: [UInt8](repeating: 3, count: 32)).publicKey, name: "c", addr: "c:1", state: .alive, incarnation: 0)
+    _ = p.a.receivePushPull(SWIMPushPull(join: false, members: [c]), from: "c:1", now: 1)
+    _ = p.a.linkUp(c.id)
+    let (message, effects) = try p.a.send(body: [7], to: [p.bInfo.id], reliable: true)
+    #expect(!effects.contains(.deliverOwn(message)), "not for this member")
+    let flushed = p.a.flushBatch()
+    #expect(flushed.allSatisfy { if case let .sendLink(peer, _) = $0 { peer == p.bInfo.id } else { false } }, "\(flushed)")
+}
+
+@Test func sendsAreRefusedByLimitAndMembershipWithTheReason() {
+    var p = Pair()
+    #expect(throws: SessionCore.SendRefusal.tooLarge(size: 64 * 1024 + 1, limit: 64 * 1024, reliable: true)) {
+        _ = try p.a.send(body: [UInt8](repeating: 0, count: 64 * 1024 + 1), to: nil, reliable: true)
+    }
+    #expect(throws: SessionCore.SendRefusal.tooLarge(size: 1025, limit: 1024, reliable: false)) {
+        _ = try p.a.send(body: [UInt8](repeating: 0, count: 1025), to: nil, reliable: false)
+    }
+    #expect(throws: SessionCore.SendRefusal.unknownMember(MemberID(raw: 77))) {
+        _ = try p.a.send(body: [1], to: [MemberID(raw: 77)], reliable: true)
+    }
+    _ = p.a.receive(SWIMMessage(sender: p.bInfo.id, kind: .gossip, gossip: [.left(p.bInfo.id, incarnation: 0)]), from: "b:1", now: 2)
+    #expect(throws: SessionCore.SendRefusal.notMember(p.bInfo.id)) {
+        _ = try p.a.send(body: [1], to: [p.bInfo.id], reliable: true)
+    }
+}
+
+@Test func anUnreliableSendIsOneDatagramPerLiveRecipient() throws {
+    var p = Pair()
+    let (message, effects) = try p.a.send(body: [5], to: nil, reliable: false)
+    #expect(effects == [.sendDatagram(.message(message), to: "b:1"), .deliverUnreliable(message)])
+    #expect(message.seq == 0)
+}
+
+@Test func fullRetransmitBuffersRefuseSendsUntilThePeerAcknowledges() throws {
+    var p = Pair(storeLimit: 1000)
+    var sent = 0
+    while true {
+        do {
+            _ = try p.a.send(body: [UInt8](repeating: 1, count: 300), to: nil, reliable: true)
+            sent += 1
+            _ = p.a.flushBatch()
+        } catch {
+            #expect(error == .busy(storedBytes: p.a.broadcast.storedBytes))
+            break
+        }
+    }
+    #expect(sent == 3, "1000 bytes hold three 300-byte messages and their overhead")
+    // b has everything and says so: a's buffers drain and the sends that waited are told.
+    let digest = CausalBroadcast.Digest(delivered: [p.aInfo.id: UInt64(sent)], storedFrom: [:])
+    let effects = p.a.receiveLink(.digest(digest, activity: nil), from: p.bInfo.id, addr: "b:1", now: 2)
+    #expect(effects.contains(.congestionCleared))
+    #expect(!p.a.broadcast.isCongested)
+    _ = try p.a.send(body: [1], to: nil, reliable: true)
+}
+
+@Test func aRepairRequestIsAnsweredFromTheStoreAndCounted() throws {
+    var p = Pair()
+    for body in [[1], [2], [3]] as [[UInt8]] { _ = try p.a.send(body: body, to: nil, reliable: true) }
+    _ = p.a.flushBatch()
+    let answer = p.a.receiveLink(.request(origin: p.aInfo.id, from: 2, to: 3), from: p.bInfo.id, addr: "b:1", now: 2)
+    let bodies = linkMessages(answer, to: p.bInfo.id).compactMap { if case let .message(s) = $0 { s.message.body } else { nil } }
+    #expect(bodies == [[2], [3]])
+    #expect(answer.last == .retransmitted(2))
+    // Each repaired message verifies alone at the peer, by its proof.
+    var delivered: [[UInt8]] = []
+    for case let .message(s) in linkMessages(answer, to: p.bInfo.id) {
+        delivered += HuddleCoreTests.delivered(p.b.receiveLink(.message(s), from: p.aInfo.id, addr: "a:1", now: 2))
+    }
+    #expect(delivered.isEmpty, "held back: seq 1 is still missing at b")
+}
+
+@Test func anActivityRecordIsTakenOnlyWhenItsSetterSignedIt() throws {
+    var p = Pair()
+    let effects = p.a.setActivity(Array("{\"x\":1}".utf8))
+    #expect(effects.first == .activityChanged)
+    guard case let .activity(record)? = linkMessages(effects, to: p.bInfo.id).first else { Issue.record("not sent: \(effects)"); return }
+    #expect(p.b.receiveLink(.activity(record), from: p.aInfo.id, addr: "a:1", now: 2) == [.activityChanged])
+    #expect(p.b.activity.current == record)
+    #expect(p.b.receiveLink(.activity(record), from: p.aInfo.id, addr: "a:1", now: 2).isEmpty, "not newer")
+    let forged = ActivityRecord.make(lamport: record.lamport + 1, setBy: p.aInfo.id, value: [1], identity: Identity(seed: [UInt8](repeating: 9, count: 32)))
+    #expect(p.b.receiveLink(.activity(forged), from: p.aInfo.id, addr: "a:1", now: 3) == [.forged(origin: p.aInfo.id, count: 1)])
+    #expect(p.b.activity.current == record)
+}
+
+@Test func aJournalBroadcastIsAppliedAtThePeerWhenDelivered() throws {
+    var p = Pair()
+    let aIdentity = Identity(seed: [UInt8](repeating: 1, count: 32))
+    var manifest = Manifest(name: "f", size: 10, chunkSize: 1 << 20, chunkHashes: [[UInt8](repeating: 4, count: 32)], meta: [],
+                            uploader: p.aInfo.id, uploaderNode: p.aInfo.node, signature: [])
+    manifest.sign(with: aIdentity)
+    let added = p.a.addAttachment(manifest, key: [UInt8](repeating: 5, count: 32), now: 2)
+    #expect(added.contains(.journal(.emit(.added, id: manifest.id))))
+    #expect(added.contains(.flushSoon))
+    guard case let .batch(batch)? = linkMessages(p.a.flushBatch(), to: p.bInfo.id).first else { Issue.record("no batch"); return }
+    let arrived = p.b.receiveLink(.batch(batch), from: p.aInfo.id, addr: "a:1", now: 3)
+    #expect(arrived.contains(.journal(.emit(.added, id: manifest.id))))
+    #expect(delivered(arrived).isEmpty, "a journal entry is not an application message")
+    #expect(p.b.journal.records[manifest.id] != nil)
+    #expect(p.a.removeAttachment("nope", now: 4) == nil)
+}
+
+@Test func chunkRequestsAndDamageReportsAreForwardedOnlyForChunksHeldHere() {
+    var p = Pair()
+    #expect(p.a.receiveLink(.chunkRequest(id: "x", index: 0), from: p.bInfo.id, addr: "b:1", now: 2).isEmpty)
+    #expect(p.a.receiveLink(.chunkCorrupt(id: "x", index: 0), from: p.bInfo.id, addr: "b:1", now: 2).isEmpty)
+}
