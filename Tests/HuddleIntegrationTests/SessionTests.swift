@@ -171,6 +171,30 @@ struct SessionTests {
         await collector.stop()
     }
 
+    /// SIGTERM and SIGINT are a graceful shutdown (swift-service-lifecycle's ServiceGroup): the
+    /// node leaves, the others see `left` (never `failed`), and it exits 0 with its socket removed.
+    @Test func sigtermAndSigintLeaveGracefully() async throws {
+        let cluster = try TestCluster("signals")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let b = try await cluster.start("b")
+        let c = try await cluster.start("c")
+        try await cluster.waitForFullMesh(3)
+        let collector = try await EventCollector.subscribe(a, topics: ["members"])
+        b.process.interrupt()
+        c.process.terminate()
+        #expect(try await b.waitForExit() == 0, "SIGINT: \(b.log)")
+        #expect(try await c.waitForExit() == 0, "SIGTERM: \(c.log)")
+        for node in [b, c] {
+            try await eventually("a to see \(node.name) as left") {
+                await collector.memberChanges("left").contains { $0["member"]?.objectValue?["member"]?.stringValue == node.member }
+            }
+            #expect(!FileManager.default.fileExists(atPath: node.control), "the control socket is removed on exit")
+        }
+        #expect(await collector.memberChanges("failed").isEmpty)
+        await collector.stop()
+    }
+
     @Test func aKilledNodeIsReportedFailed() async throws {
         let cluster = try TestCluster("killed")
         defer { cluster.shutdown() }

@@ -98,6 +98,8 @@ extension Node {
             "clock": clockJSON(broadcast.delivered),
             "baseline": clockJSON(broadcast.baseline),
             "uptime_ms": .int(Int64(now * 1000)),
+            // Key rotation (issue 21) does not exist yet: every session is in its first epoch.
+            "epoch": .int(0),
         ]
     }
 

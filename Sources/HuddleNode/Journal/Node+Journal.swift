@@ -1,3 +1,4 @@
+import Logging
 import Foundation
 import HuddleControl
 import HuddleCore

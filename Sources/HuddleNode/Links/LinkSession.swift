@@ -1,3 +1,4 @@
+import Logging
 import HuddleCore
 import HuddleCrypto
 import NIOCore

@@ -1,3 +1,4 @@
+import Logging
 import Foundation
 import HuddleControl
 import HuddleCore
@@ -17,7 +18,7 @@ actor Node {
     nonisolated let security: LinkSecurity
     nonisolated let config: NodeConfiguration
     nonisolated let counters = NodeCounters()
-    nonisolated let log: NodeLog
+    nonisolated let log: Logger
     nonisolated let spawner = TaskSpawner()
     nonisolated let datagramOutbox = Outbox<AddressedEnvelope<ByteBuffer>>()
     nonisolated let seal: DatagramSeal
@@ -48,7 +49,7 @@ actor Node {
         self.store = store
         self.security = security
         self.config = config
-        log = NodeLog(name: local.name)
+        log = NodeLogHandler.logger(name: local.name)
         seal = DatagramSeal(key: security.sessionKey.subkey(.datagram))
         var limits = SessionCore.Limits()
         limits.reliable = config.maxMessageBytes

@@ -1,9 +1,10 @@
-import Dispatch
+import Logging
 import Foundation
 import HuddleCore
 import HuddleCrypto
 import NIOCore
 import NIOPosix
+import ServiceLifecycle
 
 /// Starts a node from its configuration and runs it until `leave`, SIGINT or SIGTERM.
 public enum NodeRunner {
@@ -40,9 +41,19 @@ public enum NodeRunner {
         let node = Node(local: local, security: LinkSecurity(sessionKey: sessionKey, identity: identity), config: config, store: store)
         node.log.info("member \(local.id) of session \(sessionKey.fingerprint) listening on \(config.listenHost):\(port) (advertised \(advertise)), control \(config.controlPath)")
 
-        let signals = installSignalHandlers(node)
-        defer { signals.forEach { $0.cancel() } }
+        // SIGTERM and SIGINT are a graceful shutdown (swift-service-lifecycle): hand off, then leave.
+        let service = NodeService(node: node) {
+            await runUntilStopped(node, config: config, tcp: tcp, udp: udp, control: control)
+        }
+        // The node returns once it has left (by `leave` or a signal): that ends the group, normally.
+        let entry = ServiceGroupConfiguration.ServiceConfiguration(service: service, successTerminationBehavior: .gracefullyShutdownGroup)
+        let group = ServiceGroup(configuration: .init(services: [entry], gracefulShutdownSignals: [.sigterm, .sigint], logger: node.log))
+        do { try await group.run() } catch { throw NodeError("\(error)") }
+        node.log.info("stopped")
+    }
 
+    /// Runs links, datagrams, the control socket and the timer until the node has left.
+    private static func runUntilStopped(_ node: Node, config: NodeConfiguration, tcp: NIOAsyncChannel<FrameChannel, Never>, udp: UDPSocket, control: ControlServer.ServerChannel) async {
         await withDiscardingTaskGroup { group in
             group.addTask { await node.spawner.run() }
             group.addTask { await DatagramTransport.run(udp, node: node) }
@@ -78,7 +89,6 @@ public enum NodeRunner {
             node.datagramOutbox.close()
             node.spawner.finish()
         }
-        node.log.info("stopped")
     }
 
     /// Keeps dialing a `--join` address (backing off to 5 s) until a link to it is up.
@@ -123,21 +133,6 @@ public enum NodeRunner {
         return "127.0.0.1"
     }
 
-    private static func installSignalHandlers(_ node: Node) -> [DispatchSourceSignal] {
-        [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                Task {
-                    _ = await node.handOff(timeout: .seconds(10))
-                    await node.leave()
-                }
-            }
-            source.resume()
-            return source
-        }
-    }
-
     /// The TCP listener for links and the UDP socket on the same port. With port 0 the kernel picks
     /// a TCP port, and UDP must then get the same number; another process may hold it for UDP, so
     /// a busy UDP port means trying another TCP port (32 tries).
@@ -163,6 +158,24 @@ public enum NodeRunner {
             } catch {
                 try? await tcp.channel.close()
                 guard attempts > 0 else { throw NodeError("cannot listen on \(config.listenHost):\(port) (UDP): \(error)") }
+            }
+        }
+    }
+}
+
+/// The node as a swift-service-lifecycle `Service`: `run` returns once the node has left; a
+/// graceful shutdown (SIGTERM, SIGINT) hands off what only this member holds, then leaves.
+struct NodeService: Service {
+    let node: Node
+    let body: @Sendable () async -> Void
+
+    func run() async throws {
+        await withGracefulShutdownHandler {
+            await body()
+        } onGracefulShutdown: { [node] in
+            Task {
+                _ = await node.handOff(timeout: .seconds(10))
+                await node.leave()
             }
         }
     }
