@@ -16,7 +16,7 @@ extension Node {
             case let .sendHave(peer, id, have, offer): links[peer]?.send(LinkMessage.have(id: id, have: have, offer: offer).encoded())
             case let .requestChunk(peer, id, index): links[peer]?.send(LinkMessage.chunkRequest(id: id, index: UInt32(index)).encoded())
             case let .deleteStored(id): store.remove(id)
-            case let .changed(id): wakeWaiters(id)
+            case let .changed(id): wake(.attachment(id))
             }
         }
     }
@@ -70,7 +70,7 @@ extension Node {
         // An id announced elsewhere a moment ago may still be on its way here: give it a few seconds.
         let appearBy = ContinuousClock.now + min(timeout, .seconds(5))
         while attachments[id] == nil && wait && ContinuousClock.now < appearBy {
-            await waitForChange(of: id, atMost: .milliseconds(200))
+            await self.wait(for: .attachment(id), until: min(appearBy, .now + .milliseconds(200)))
         }
         while true {
             guard let a = attachments[id], !a.removed else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
@@ -78,7 +78,7 @@ extension Node {
             guard a.state != .unavailable else { throw ControlError(code: .unavailable, message: "attachment \(id) has chunks that no live member holds") }
             guard wait else { throw ControlError(code: .unavailable, message: "attachment \(id) is not complete here yet") }
             guard ContinuousClock.now < deadline else { throw ControlError(code: .timeout, message: "attachment \(id) did not complete in time") }
-            await waitForChange(of: id, atMost: min(deadline - ContinuousClock.now, .seconds(1)))
+            await self.wait(for: .attachment(id), until: min(deadline, .now + .seconds(1)))
         }
         guard let a = attachments[id] else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
         let store = self.store
@@ -217,19 +217,6 @@ extension Node {
         execute(core.journal.stored(id, now: now))
     }
 
-    /// Waits until attachment `id` completes, changes state or is removed — or `atMost` passes.
-    private func waitForChange(of id: String, atMost: Duration) async {
-        spawner.spawn { [self] in
-            try? await Task.sleep(for: atMost)
-            await wakeWaiters(id)
-        }
-        await withCheckedContinuation { attachmentWaiters[id, default: []].append($0) }
-    }
-
-    func wakeWaiters(_ id: String) {
-        for waiter in attachmentWaiters.removeValue(forKey: id) ?? [] { waiter.resume() }
-    }
-
     /// Asks holders for chunks up to each one's window: on every swarm tick, and as soon as a
     /// chunk arrives (its window slot is free again), so transfers are paced by round trips, not
     /// by the tick.
@@ -255,7 +242,7 @@ extension Node {
         }
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline && journal.handedOff(pushed) < pushed.count {
-            try? await Task.sleep(for: .milliseconds(20))
+            await wait(for: .handOff, until: deadline)
         }
         return journal.handedOff(pushed)
     }

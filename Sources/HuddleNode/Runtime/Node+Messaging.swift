@@ -31,7 +31,7 @@ extension Node {
                     guard ContinuousClock.now < deadline else {
                         throw ControlError(code: .busy, message: "retransmit buffers are full (\(storedBytes) bytes held for slow members); try again")
                     }
-                    await waitForCongestionToClear(until: deadline)
+                    await wait(for: .congestion, until: deadline)
                 case let .tooLarge(size, limit, reliable):
                     throw ControlError(code: .tooLarge, message: "message body is \(size) bytes; the limit for \(reliable ? "reliable" : "unreliable") sends is \(limit)")
                 case let .unknownMember(target):
@@ -41,20 +41,6 @@ extension Node {
                 }
             }
         }
-    }
-
-    /// Waits for `.congestionCleared` or `deadline`, whichever comes first.
-    private func waitForCongestionToClear(until deadline: ContinuousClock.Instant) async {
-        spawner.spawn { [self] in
-            try? await Task.sleep(until: deadline)
-            await resumeCongestionWaiters()
-        }
-        await withCheckedContinuation { congestionWaiters.append($0) }
-    }
-
-    private func resumeCongestionWaiters() {
-        for waiter in congestionWaiters { waiter.resume() }
-        congestionWaiters = []
     }
 
     func deliver(_ m: WireMessage, reliable: Bool) {

@@ -26,23 +26,20 @@ actor Node {
 
     /// Every protocol decision (HuddleCore's `SessionCore`); the node executes its effects.
     var core: SessionCore
-    /// Sends waiting for retransmit buffers to drain (resumed on `.congestionCleared` or their deadline).
-    var congestionWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Tasks waiting for something to happen on the node (`wait(for:until:)`).
+    var waiters: [WaitReason: [CheckedContinuation<Void, Never>]] = [:]
     /// A `flushBatch` is scheduled on this actor.
     var flushScheduled = false
     nonisolated let store: ChunkStore
-    var attachmentWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
     /// Attachments whose stored copy is being checked against their hashes (`verifyStoredCopy`).
     var verifying: Set<String> = []
     var links: [MemberID: LinkHandle] = [:]
     var events = EventLog()
-    private var pushPullWaiters: [MemberID: [CheckedContinuation<Void, Never>]] = [:]
     private var dialsInFlight: Set<String> = []
     var datagramCounter: UInt64 = 0
     var datagramAddresses: [String: SocketAddress] = [:]
     private(set) var stopping = false
     private var stopped = false
-    private var stopWaiters: [CheckedContinuation<Void, Never>] = []
 
     init(local: MemberInfo, security: LinkSecurity, config: NodeConfiguration, store: ChunkStore) {
         self.local = local
@@ -104,14 +101,20 @@ actor Node {
 
     private func handle(_ message: LinkMessage, on link: LinkHandle) {
         execute(core.receiveLink(message, from: link.peer.id, addr: link.peer.addr, now: now))
-        if case .pushPullReply = message { resumePushPullWaiters(link.peer.id) }
+        switch message {
+        case .pushPullReply: wake(.pushPullReply(link.peer.id))
+        case .have: wake(.handOff)
+        default: break
+        }
     }
 
     func linkClosed(_ link: LinkHandle) {
         let peer = link.peer.id
         guard links[peer] === link else { return }
         links[peer] = nil
-        resumePushPullWaiters(peer)
+        wake(.pushPullReply(peer))
+        wake(.handOff)
+        wake(.linkClosed)
         execute(core.linkDown(peer, settled: !stopping && ContinuousClock.now - link.opened >= LinkHandle.settling, now: now))
     }
 
@@ -120,15 +123,7 @@ actor Node {
     func pushPullAndWait(_ peer: MemberID, join: Bool) async {
         guard let link = links[peer] else { return }
         link.send(LinkMessage.pushPull(SWIMPushPull(join: join, members: swim.pushPullState())).encoded())
-        spawner.spawn { [self] in
-            try? await Task.sleep(for: .seconds(10))
-            await resumePushPullWaiters(peer)
-        }
-        await withCheckedContinuation { pushPullWaiters[peer, default: []].append($0) }
-    }
-
-    private func resumePushPullWaiters(_ peer: MemberID) {
-        for waiter in pushPullWaiters.removeValue(forKey: peer) ?? [] { waiter.resume() }
+        await wait(for: .pushPullReply(peer), until: .now + .seconds(10))
     }
 
     /// Carries out what the session core decided.
@@ -160,9 +155,7 @@ actor Node {
                 guard !flushScheduled else { break }
                 flushScheduled = true
                 spawner.spawn { [self] in await flushScheduledBatch() }
-            case .congestionCleared:
-                for waiter in congestionWaiters { waiter.resume() }
-                congestionWaiters = []
+            case .congestionCleared: wake(.congestion)
             case .activityChanged: events.append("activity", topic: .activity, activityFields())
             case let .forged(origin, count):
                 _ = counters.forged.wrappingAdd(count, ordering: .relaxed)
@@ -217,23 +210,18 @@ actor Node {
             }
             execute([effect])
         }
-        let gossipUntil = ContinuousClock.now + .milliseconds(500)
-        while ContinuousClock.now < gossipUntil {
-            try? await Task.sleep(for: .milliseconds(50))
-            execute(core.tick(now: now))
-        }
+        // Membership keeps running on the node's timer meanwhile, repeating `left` in its gossip.
+        try? await Task.sleep(for: .milliseconds(500))
         for link in links.values { link.close() }
         let deadline = ContinuousClock.now + .seconds(3)
         while !links.isEmpty && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
+            await wait(for: .linkClosed, until: deadline)
         }
         stopped = true
-        for waiter in stopWaiters { waiter.resume() }
-        stopWaiters = []
+        wake(.stopped)
     }
 
     func waitUntilStopped() async {
-        guard !stopped else { return }
-        await withCheckedContinuation { stopWaiters.append($0) }
+        while !stopped { await wait(for: .stopped) }
     }
 }
