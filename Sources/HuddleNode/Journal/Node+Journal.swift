@@ -15,7 +15,9 @@ extension Node {
             case let .emit(change, id): emitAttachment(change.rawValue, id)
             case let .sendHave(peer, id, have, offer): links[peer]?.send(LinkMessage.have(id: id, have: have, offer: offer).encoded())
             case let .requestChunk(peer, id, index): links[peer]?.send(LinkMessage.chunkRequest(id: id, index: UInt32(index)).encoded())
-            case let .deleteStored(id): store.remove(id)
+            case let .deleteStored(id):
+                let store = self.store
+                spawner.spawn { _ = try? await ChunkIO.run { store.remove(id) } }
             case let .changed(id): wake(.attachment(id))
             }
         }
@@ -26,33 +28,39 @@ extension Node {
     /// Chunks, stores and announces a file; returns the attachment once every member can fetch it.
     func addAttachment(path: String, name: String?, meta: JSON) async throws(ControlError) -> JSONObject {
         guard path.hasPrefix("/") else { throw ControlError(code: .badRequest, message: "\"path\" must be absolute") }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
-            throw ControlError(code: .notFound, message: "no file at \(path)")
-        }
-        let size = ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int) ?? 0
-        guard size <= config.maxAttachmentBytes else {
-            throw ControlError(code: .tooLarge, message: "\(path) is \(size) bytes; the attachment limit is \(config.maxAttachmentBytes)")
-        }
-        guard store.usedBytes() + size <= store.limitBytes else {
-            throw ControlError(code: .tooLarge, message: "the store would exceed its limit of \(store.limitBytes) bytes")
+        let store = self.store, limit = config.maxAttachmentBytes
+        // Every look at the file system happens off the actor.
+        try await Self.fileWork { () throws(ControlError) in
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+                throw ControlError(code: .notFound, message: "no file at \(path)")
+            }
+            let size = ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int) ?? 0
+            guard size <= limit else {
+                throw ControlError(code: .tooLarge, message: "\(path) is \(size) bytes; the attachment limit is \(limit)")
+            }
+            guard store.usedBytes() + size <= store.limitBytes else {
+                throw ControlError(code: .tooLarge, message: "the store would exceed its limit of \(store.limitBytes) bytes")
+            }
         }
         var metaBytes: [UInt8] = []
         meta.write(into: &metaBytes)
         guard metaBytes.count <= Manifest.maximumMeta else { throw ControlError(code: .tooLarge, message: "\"meta\" is \(metaBytes.count) bytes; the limit is 16384") }
         let staging = "import-\(hexString(SecureRandom.bytes(8)))"
-        let store = self.store
         let imported: (hashes: [[UInt8]], size: UInt64, key: [UInt8])
         do {
             imported = try await BulkWork.run { try store.importFile(path: path, chunkSize: Manifest.defaultChunkSize, storeAs: staging) }
         } catch {
-            store.remove(staging)
+            _ = try? await BulkWork.run { store.remove(staging) }
             throw ControlError(code: .ioError, message: "cannot read \(path): \(error)")
         }
         var manifest = Manifest(name: name ?? (path as NSString).lastPathComponent, size: imported.size, chunkSize: UInt32(Manifest.defaultChunkSize),
                                 chunkHashes: imported.hashes, meta: metaBytes, uploader: local.id, uploaderNode: local.node, signature: [])
         manifest.sign(with: security.identity)
-        do { try store.rename(staging, to: manifest.id) } catch { throw ControlError(code: .ioError, message: "\(error)") }
+        let id = manifest.id
+        try await Self.fileWork { () throws(ControlError) in
+            do { try store.rename(staging, to: id) } catch { throw ControlError(code: .ioError, message: "\(error)") }
+        }
         execute(core.addAttachment(manifest, key: imported.key, now: now))
         return ["attachment": attachmentJSON(manifest.id)]
     }
@@ -127,19 +135,49 @@ extension Node {
         }
     }
 
+    /// Runs `body` on `BulkWork`, keeping its typed error.
+    static func fileWork<T: Sendable>(_ body: @escaping @Sendable () throws(ControlError) -> T) async throws(ControlError) -> T {
+        let result: Result<T, ControlError>
+        do {
+            result = try await BulkWork.run { () -> Result<T, ControlError> in
+                do throws(ControlError) { return .success(try body()) } catch { return .failure(error) }
+            }
+        } catch {
+            throw ControlError(code: .ioError, message: "\(error)")
+        }
+        return try result.get()
+    }
+
     // MARK: chunks
 
+    /// Most chunk reads one peer may have waiting on the file pool; requests beyond it are dropped
+    /// (the peer asks again after its request timeout), so a flood of requests cannot queue without bound.
+    static let readsPerPeer = 32
+
+    /// Reads a chunk this member holds on `ChunkIO`, then sends it to the peer (`chunkRead`).
     func serveChunk(id: String, index: Int, to link: LinkHandle) {
-        guard let a = attachments[id] else { return }
+        guard let a = attachments[id], chunkReads[link.peer.id, default: 0] < Self.readsPerPeer else { return }
+        chunkReads[link.peer.id, default: 0] += 1
+        let manifest = a.manifest, store = self.store
+        spawner.spawn { [self] in
+            let sealed = (try? await ChunkIO.run { store.read(manifest, index) }) ?? nil
+            await chunkRead(id: id, index: index, sealed: sealed, for: link)
+        }
+    }
+
+    private func chunkRead(id: String, index: Int, sealed: [UInt8]?, for link: LinkHandle) {
+        let peer = link.peer.id
+        chunkReads[peer] = chunkReads[peer].flatMap { $0 > 1 ? $0 - 1 : nil }
+        guard journal.holds(id, index) else { return }  // removed, or dropped as damaged, meanwhile
         // Not hashed again here: the receiver checks every chunk against the manifest (DESIGN.md),
         // and never asks this member for that chunk again if it fails.
-        guard let sealed = store.read(a.manifest, index) else {
+        guard let sealed else {
             log.warning("chunk \(index) of \(id) is missing on disk; fetching it again")
             core.journal.lost(id, index)
             return
         }
         link.sendChunk(id: id, index: index, body: sealed)
-        core.journal.served(id, index, to: link.peer.id, now: now)
+        core.journal.served(id, index, to: peer, now: now)
         _ = counters.chunksServed.wrappingAdd(1, ordering: .relaxed)
     }
 
@@ -195,22 +233,40 @@ extension Node {
     }
 
     /// A chunk body arrived (requested, or pushed by a leaving member) with its BLAKE2b hash:
-    /// checked against the manifest, then stored.
-    func chunkReceived(id: String, index: Int, body: [UInt8], hash: [UInt8], from link: LinkHandle) {
-        guard let a = attachments[id], !a.removed, index >= 0, index < a.manifest.chunkCount else { return }
-        let valid = hash == a.manifest.chunkHashes[index]
-        if !valid {
+    /// checked against the manifest. Returns the manifest when the chunk is valid and new here:
+    /// the link's task then writes it on `ChunkIO` and reports `chunkWritten`. (It counts as held
+    /// only once written, so nobody is ever served a slot that is half written.)
+    func chunkArrived(id: String, index: Int, hash: [UInt8], from link: LinkHandle) -> Manifest? {
+        guard let a = attachments[id], !a.removed, index >= 0, index < a.manifest.chunkCount else { return nil }
+        guard hash == a.manifest.chunkHashes[index] else {
             _ = counters.corruptChunks.wrappingAdd(1, ordering: .relaxed)
             log.warning("chunk \(index) of \(id) from \(link.peer.id) failed its hash; asking another holder")
             link.send(LinkMessage.chunkCorrupt(id: id, index: UInt32(index)).encoded())
+            _ = core.journal.chunkArrived(id, index, from: link.peer.id, valid: false)
+            requestChunks(now: now)
+            return nil
         }
+        guard !journal.holds(id, index) else {
+            _ = core.journal.chunkArrived(id, index, from: link.peer.id, valid: true)
+            requestChunks(now: now)
+            return nil
+        }
+        return a.manifest
+    }
+
+    /// The write `chunkArrived` asked for finished (`written` false: it failed, and `error` says why).
+    func chunkWritten(id: String, index: Int, from peer: MemberID, error: String?) {
         defer { requestChunks(now: now) }
-        guard core.journal.chunkArrived(id, index, from: link.peer.id, valid: valid) else { return }
-        do {
-            try store.write(a.manifest, index, body)
-        } catch {
+        guard let a = attachments[id], !a.removed else {
+            // Removed while the write ran: the write may have made the file again.
+            let store = self.store
+            spawner.spawn { _ = try? await ChunkIO.run { store.remove(id) } }
+            return
+        }
+        guard core.journal.chunkArrived(id, index, from: peer, valid: true) else { return }
+        if let error {
             core.journal.lost(id, index)
-            log.warning("\(error)")
+            log.warning("cannot store chunk \(index) of \(a.manifest.id): \(error)")
             return
         }
         _ = counters.chunksFetched.wrappingAdd(1, ordering: .relaxed)
@@ -235,8 +291,11 @@ extension Node {
         // a chunk of an attachment a peer does not know yet is dropped there.
         execute(core.flushBatch())
         var pushed: [(id: String, index: Int)] = []
+        let store = self.store
         for (peer, id, index) in journal.handOffPlan(to: peers) {
-            guard let link = links[peer], let manifest = attachments[id]?.manifest, let sealed = store.read(manifest, index) else { continue }
+            guard let manifest = attachments[id]?.manifest else { continue }
+            // Read off the actor, one chunk at a time (never the whole plan in memory).
+            guard let sealed = (try? await ChunkIO.run { store.read(manifest, index) }) ?? nil, let link = links[peer] else { continue }
             link.sendChunk(id: id, index: index, body: sealed)
             pushed.append((id, index))
         }

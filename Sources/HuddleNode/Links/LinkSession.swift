@@ -154,8 +154,13 @@ enum LinkSession {
                         if !messages.isEmpty { await node.linkReceived(link, messages) }
                         messages = []
                         // Hashed here, off the node's actor, so messages on other links are not held up.
-                        let hash = ChunkCipher.hash(chunk.body)
-                        await node.chunkReceived(id: chunk.id, index: Int(chunk.index), body: chunk.body, hash: hash, from: link)
+                        let hash = ChunkCipher.hash(chunk.body), index = Int(chunk.index)
+                        if let manifest = await node.chunkArrived(id: chunk.id, index: index, hash: hash, from: link) {
+                            let store = node.store, body = chunk.body
+                            var failure: String?
+                            do { try await ChunkIO.run { try store.write(manifest, index, body) } } catch { failure = "\(error)" }
+                            await node.chunkWritten(id: chunk.id, index: index, from: link.peer.id, error: failure)
+                        }
                         continue
                     }
                     let record = try frame.withUnsafeReadableBytes { try cipher.decrypt(ciphertext: $0) }

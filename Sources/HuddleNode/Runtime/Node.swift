@@ -31,6 +31,8 @@ actor Node {
     /// A `flushBatch` is scheduled on this actor.
     var flushScheduled = false
     nonisolated let store: ChunkStore
+    /// Per peer, chunk reads waiting on `ChunkIO` to be served to it.
+    var chunkReads: [MemberID: Int] = [:]
     /// Attachments whose stored copy is being checked against their hashes (`verifyStoredCopy`).
     var verifying: Set<String> = []
     var links: [MemberID: LinkHandle] = [:]
