@@ -3,6 +3,12 @@ import Foundation
 /// An event topic a client can subscribe to (CONTROL.md, `subscribe`).
 public enum ControlTopic: String, Sendable, CaseIterable {
     case members, messages, attachments, activity
+    /// Pairing attempts on this member's invitations (an extension of CONTROL.md): sent only to
+    /// a subscriber that names it, so the default subscription stays what CONTROL.md lists.
+    case invite
+
+    /// What `subscribe` without `topics` means: every topic CONTROL.md lists.
+    public static let defaults: Set<ControlTopic> = [.members, .messages, .attachments, .activity]
 }
 
 /// One control request, decoded from its line and checked: one case per op the node serves, with
@@ -24,6 +30,8 @@ public enum ControlRequest: Sendable, Equatable {
     case attachGet(id: String, path: String, wait: Bool, timeoutMs: Int64?)
     case attachRemove(id: String)
     case leave(timeoutMs: Int64?)
+    /// A one-time pairing code: valid for `ttlMs` (default 600,000), for `uses` pairings (default 1).
+    case invite(ttlMs: Int64?, uses: Int?)
 
     /// What `send` asked for: the body, the recipients (member ids, 16 hex digits; nil for all).
     public struct Send: Sendable, Equatable {
@@ -32,6 +40,10 @@ public enum ControlRequest: Sendable, Equatable {
         public var reliable: Bool
         public init(body: [UInt8], to: [String]?, reliable: Bool) { self.body = body; self.to = to; self.reliable = reliable }
     }
+
+    /// Longest an invitation may live, and most pairings one may allow.
+    public static let maximumInviteTTLMs: Int64 = 7 * 24 * 3600 * 1000
+    public static let maximumInviteUses = 100
 
     /// The largest `activity.set` value, serialized.
     public static let maximumActivityBytes = 16 * 1024
@@ -95,6 +107,15 @@ public enum ControlRequest: Sendable, Equatable {
             guard let id = r["id"]?.stringValue else { throw bad("attach.remove needs \"id\"") }
             return .attachRemove(id: id)
         case "leave": return .leave(timeoutMs: try optionalMilliseconds(r, "timeout_ms"))
+        case "invite":
+            let ttl = try optionalMilliseconds(r, "ttl_ms")
+            if let ttl, ttl < 1_000 || ttl > maximumInviteTTLMs { throw bad("\"ttl_ms\" must be between 1000 and \(maximumInviteTTLMs) (7 days)") }
+            var uses: Int?
+            if let field = r["uses"], !field.isNull {
+                guard let value = field.intValue, (1...Int64(maximumInviteUses)).contains(value) else { throw bad("\"uses\" must be between 1 and \(maximumInviteUses)") }
+                uses = Int(value)
+            }
+            return .invite(ttlMs: ttl, uses: uses)
         default: throw bad("unknown op \"\(op)\"")
         }
     }
@@ -129,12 +150,12 @@ public enum ControlRequest: Sendable, Equatable {
     }
 
     private static func decodeSubscribe(_ r: JSONObject) throws(ControlError) -> ControlRequest {
-        var topics = Set(ControlTopic.allCases)
+        var topics = ControlTopic.defaults
         if let field = r["topics"], !field.isNull {
             guard let list = field.arrayValue else { throw bad("\"topics\" must be a list") }
             topics = try Set(list.map { (item: JSON) throws(ControlError) -> ControlTopic in
                 guard let name = item.stringValue, let topic = ControlTopic(rawValue: name) else {
-                    throw bad("unknown topic \(item.serialized) (topics: members, messages, attachments, activity)")
+                    throw bad("unknown topic \(item.serialized) (topics: members, messages, attachments, activity, invite)")
                 }
                 return topic
             })

@@ -8,7 +8,7 @@ struct StatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await options.perform("status") { reply in
-            let keys = ["member", "node", "name", "addr", "session", "members", "uptime_ms", "clock", "baseline"]
+            let keys = ["member", "node", "name", "addr", "session", "epoch", "members", "uptime_ms", "clock", "baseline"]
             for key in keys { print("\(key.padding(toLength: 10, withPad: " ", startingAt: 0)) \(plain(reply[key]))") }
         }
     }

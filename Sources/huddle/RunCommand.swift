@@ -12,11 +12,19 @@ struct RunCommand: AsyncParsableCommand {
             The node listens on TCP and UDP (default port 7400), links to every other member, and is \
             driven through its control socket. SIGINT and SIGTERM make it leave gracefully.
             Example: huddle run --key session.key --listen 127.0.0.1:7401 --join 127.0.0.1:7400
+            A new host without the key file pairs with a one-time code from `huddle invite` on a member:
+              huddle run --invite 7-crossover-clockwork-ribbon --join HOST:PORT --key-out huddle.key
             """
     )
 
-    @Option(name: .long, help: "Session key file made by `huddle keygen` (must be mode 0600).")
-    var key: String
+    @Option(name: .long, help: "Session key file made by `huddle keygen` (must be mode 0600). Not needed with --invite.")
+    var key: String?
+
+    @Option(name: .long, help: "A one-time invitation code from `huddle invite` on a member: pair with the member at the first --join address, write the session key to --key-out, then run.")
+    var invite: String?
+
+    @Option(name: .customLong("key-out"), help: "Where --invite writes the session key (mode 0600; an existing file is never overwritten). Default: --key, else ./huddle.key.")
+    var keyOut: String?
 
     @Option(name: .long, help: "TCP+UDP address to listen on, HOST:PORT (port 0 picks a free one).")
     var listen: String = "0.0.0.0:7400"
@@ -52,6 +60,12 @@ struct RunCommand: AsyncParsableCommand {
     var storeLimit: Int = 2 << 30
 
     func validate() throws {
+        if invite != nil {
+            guard !join.isEmpty else { throw ValidationError("--invite needs --join HOST:PORT: the member that made the code") }
+        } else {
+            guard key != nil else { throw ValidationError("--key FILE is required (or pair with --invite CODE --join HOST:PORT)") }
+            guard keyOut == nil else { throw ValidationError("--key-out goes with --invite") }
+        }
         guard maxMessageBytes > 0, maxMessageBytes <= 1 << 20 else { throw ValidationError("--max-message-bytes must be between 1 and 1048576") }
         guard maxUnreliableBytes > 0, maxUnreliableBytes <= 60_000 else { throw ValidationError("--max-unreliable-bytes must be between 1 and 60000") }
         let attachmentLimit = NodeConfiguration.defaultMaxAttachmentBytes
@@ -61,7 +75,18 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var config = NodeConfiguration(keyPath: key, controlPath: ControlPath.resolve(control))
+        var keyPath = key ?? "huddle.key"
+        if let invite {
+            keyPath = keyOut ?? keyPath
+            do {
+                let fingerprint = try await NodeRunner.pair(code: invite, with: join[0], keyOut: keyPath)
+                FileHandle.standardError.write(Data("huddle: paired with \(join[0]); session \(fingerprint), key written to \(keyPath)\n".utf8))
+            } catch {
+                FileHandle.standardError.write(Data("huddle: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+        }
+        var config = NodeConfiguration(keyPath: keyPath, controlPath: ControlPath.resolve(control))
         do {
             let (host, port) = try NodeConfiguration.parseListen(listen)
             config.listenHost = host

@@ -26,7 +26,7 @@ private let member = "00000000000000ab"
     #expect(request(#"{"op":"join","addr":"h:1"}"#) == .join(addr: "h:1"))
     #expect(request(#"{"op":"send","text":"hi"}"#) == .send(.init(body: Array("hi".utf8), to: nil, reliable: true)))
     #expect(request(#"{"op":"send","data":"AAE=","to":["\#(member)"],"reliable":false}"#) == .send(.init(body: [0, 1], to: [member], reliable: false)))
-    #expect(request(#"{"op":"subscribe"}"#) == .subscribe(topics: Set(ControlTopic.allCases), since: nil))
+    #expect(request(#"{"op":"subscribe"}"#) == .subscribe(topics: ControlTopic.defaults, since: nil), "invite events only when asked for")
     #expect(request(#"{"op":"subscribe","topics":["messages"],"since":7}"#) == .subscribe(topics: [.messages], since: 7))
     #expect(request(#"{"op":"activity.set","value":{"a":[1]}}"#) == .activitySet(value: ["a": [1]]))
     #expect(request(#"{"op":"attach.add","path":"/f","name":"n","meta":{"k":1}}"#) == .attachAdd(path: "/f", name: "n", meta: ["k": 1]))
@@ -36,6 +36,9 @@ private let member = "00000000000000ab"
     #expect(request(#"{"op":"attach.remove","id":"x"}"#) == .attachRemove(id: "x"))
     #expect(request(#"{"op":"leave"}"#) == .leave(timeoutMs: nil))
     #expect(request(#"{"op":"leave","timeout_ms":0}"#) == .leave(timeoutMs: 0))
+    #expect(request(#"{"op":"invite"}"#) == .invite(ttlMs: nil, uses: nil))
+    #expect(request(#"{"op":"invite","ttl_ms":60000,"uses":2}"#) == .invite(ttlMs: 60000, uses: 2))
+    #expect(request(#"{"op":"subscribe","topics":["invite"]}"#) == .subscribe(topics: [.invite], since: nil))
 }
 
 @Test func theIdComesBackAndAnUnusableOneIsNull() {
@@ -53,6 +56,9 @@ private let member = "00000000000000ab"
         (#"{"id":1}"#, "\"op\""),
         (#"{"op":"fly"}"#, "unknown op \"fly\""),
         (#"{"op":"join"}"#, "\"addr\""),
+        (#"{"op":"invite","ttl_ms":5}"#, "\"ttl_ms\" must be between"),
+        (#"{"op":"invite","uses":0}"#, "\"uses\" must be between"),
+        (#"{"op":"invite","uses":"x"}"#, "\"uses\" must be between"),
         (#"{"op":"send"}"#, "\"text\""),
         (#"{"op":"send","text":"a","data":"AA=="}"#, "exactly one of"),
         (#"{"op":"send","data":"%%%"}"#, "\"data\" is not valid base64"),

@@ -46,13 +46,14 @@ final class TestNode: @unchecked Sendable {
     private(set) var addr = ""
     private(set) var member = ""
 
-    init(name: String, dir: String, key: String, join: [String] = [], extra: [String] = []) throws {
+    /// `keyArguments` replaces `--key KEY` (a node that pairs by invitation passes `--invite` instead).
+    init(name: String, dir: String, key: String, keyArguments: [String]? = nil, join: [String] = [], extra: [String] = []) throws {
         self.name = name
         control = "\(dir)/\(name).sock"
         stderrPath = "\(dir)/\(name).log"
         process = Process()
         process.executableURL = URL(fileURLWithPath: huddleBinary)
-        process.arguments = ["run", "--key", key, "--listen", "127.0.0.1:0", "--name", name, "--control", control,
+        process.arguments = ["run"] + (keyArguments ?? ["--key", key]) + ["--listen", "127.0.0.1:0", "--name", name, "--control", control,
                              "--data-dir", "\(dir)/\(name).data"] + join.flatMap { ["--join", $0] } + extra
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
@@ -215,9 +216,9 @@ final class TestCluster: @unchecked Sendable {
 
     /// Starts a node; later nodes join the first one unless told otherwise.
     @discardableResult
-    func start(_ name: String, join: [String]? = nil, key: String? = nil, extra: [String] = []) async throws -> TestNode {
+    func start(_ name: String, join: [String]? = nil, key: String? = nil, keyArguments: [String]? = nil, extra: [String] = []) async throws -> TestNode {
         let joins = join ?? (nodes.first.map { [$0.addr] } ?? [])
-        let node = try TestNode(name: name, dir: dir, key: key ?? self.key, join: joins, extra: extra)
+        let node = try TestNode(name: name, dir: dir, key: key ?? self.key, keyArguments: keyArguments, join: joins, extra: extra)
         nodes.append(node)
         try await node.ready()
         return node

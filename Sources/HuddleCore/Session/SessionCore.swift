@@ -24,6 +24,8 @@ public struct SessionCore: Sendable {
     public var journal: Journal
     public var activity = ActivityRegister()
     public internal(set) var planner: LinkPlanner
+    /// This member's pairing invitations (issue 22).
+    public var invitations = InvitationBook()
     /// How often the journal runs (chunk requests, haves, states) and a digest goes to every link.
     public static let journalInterval = 0.05
     public static let digestInterval = 0.1

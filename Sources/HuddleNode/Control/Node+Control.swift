@@ -76,6 +76,7 @@ extension Node {
         case let .attachRemove(attachment):
             try removeAttachment(attachment)
             return ControlReply.ok(id: id, [:])
+        case let .invite(ttlMs, uses): return ControlReply.ok(id: id, invite(ttlMs: ttlMs, uses: uses))
         case let .leave(timeoutMs):
             let handedOff = await handOff(timeout: timeoutMs.map { Duration.milliseconds($0) } ?? .seconds(30))
             var reply: [UInt8] = []

@@ -24,10 +24,26 @@ enum LinkSession {
         )
     }
 
+    /// A framed TCP connection to a listen port at `addr` (`host:port`); one-line `NodeError` when none.
+    static func connect(_ addr: String, timeout: TimeAmount) async throws -> FrameChannel {
+        let (host, port) = try parseHostPort(addr)
+        do {
+            return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connectTimeout(timeout)
+                .channelOption(.allowRemoteHalfClosure, value: true)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .connect(host: host, port: port) { channel in
+                    channel.eventLoop.makeCompletedFuture { try LinkSession.wrap(channel) }
+                }
+        } catch {
+            throw NodeError("cannot connect to \(addr): \(error)")
+        }
+    }
+
     /// Runs one link from handshake to close. `registered` learns the peer once the node has the
     /// link (or why it never will).
     static func run(_ channel: FrameChannel, role: LinkHandshake.Role, node: Node, registered: OneShot<MemberID>?) async {
-        let remote = channel.channel.remoteAddress.map { "\($0)" } ?? "unknown"
+        let remote = channel.channel.remoteAddress.map(hostPort) ?? "unknown"
         do {
             try await channel.executeThenClose { inbound, outbound in
                 var frames = FrameIterator(inbound.makeAsyncIterator())
@@ -41,10 +57,18 @@ enum LinkSession {
                     try await outbound.write(buffer)
                 }
                 if role == .initiator { try await writeFrame(try handshake.start()) }
+                var first = role == .responder
                 while handshake.result == nil {
                     guard let frame = try await frames.next() else { throw NodeError("connection closed during the handshake") }
                     node.counters.addReceived(.gossip, frame.readableBytes + 2)
-                    if let reply = try handshake.receive(Array(frame.readableBytesView)) { try await writeFrame(reply) }
+                    let bytes = Array(frame.readableBytesView)
+                    // A listen port also takes pairings by invitation code: they open with their own hello.
+                    if first && PairingHandshake.isHello(bytes) {
+                        try await PairingSession.respond(hello: bytes, frames: &frames, write: writeFrame, remote: remote, node: node)
+                        return
+                    }
+                    first = false
+                    if let reply = try handshake.receive(bytes) { try await writeFrame(reply) }
                 }
                 timeout.cancel()
                 guard let result = handshake.result else { return }
@@ -198,19 +222,7 @@ enum LinkSession {
 extension Node {
     /// Opens a link to `addr` and returns the member there once the node has registered the link.
     nonisolated func dial(_ addr: String) async throws -> MemberID {
-        let (host, port) = try parseHostPort(addr)
-        let channel: FrameChannel
-        do {
-            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connectTimeout(.seconds(5))
-                .channelOption(.allowRemoteHalfClosure, value: true)
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                .connect(host: host, port: port) { channel in
-                    channel.eventLoop.makeCompletedFuture { try LinkSession.wrap(channel) }
-                }
-        } catch {
-            throw NodeError("cannot connect to \(addr): \(error)")
-        }
+        let channel = try await LinkSession.connect(addr, timeout: .seconds(5))
         return try await withCheckedThrowingContinuation { continuation in
             let once = OneShot(continuation)
             spawner.spawn { [self] in

@@ -91,6 +91,18 @@ public enum NodeRunner {
         }
     }
 
+    /// Pairs with the member at `addr` by invitation `code` and writes the session key it hands
+    /// over to `keyOut` (mode 0600; an existing file is refused before anything crosses the
+    /// network). Returns the session's fingerprint. Errors are one line (`NodeError`, `PairingError`).
+    public static func pair(code text: String, with addr: String, keyOut: String) async throws -> String {
+        let code: InvitationCode
+        do { code = try InvitationCode.parse(text) } catch { throw NodeError("\(error)") }
+        guard access(keyOut, F_OK) != 0 else { throw NodeError("\(keyOut) exists; pairing never overwrites a key file (choose another --key-out)") }
+        let (key, _) = try await PairingSession.join(addr: addr, nameplate: code.nameplate, password: Array(code.text.utf8))
+        do { try key.write(to: keyOut) } catch { throw NodeError("cannot write the session key to \(keyOut): \(error)") }
+        return key.fingerprint
+    }
+
     /// Keeps dialing a `--join` address (backing off to 5 s) until a link to it is up.
     static func joinInBackground(_ addr: String, node: Node) async {
         var delay = 0.25
