@@ -9,7 +9,7 @@ struct HuddleSimCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "huddle-sim",
         abstract: "Deterministic simulations of Huddle's protocol cores (membership by default).",
-        subcommands: [MembershipCommand.self, BroadcastCommand.self],
+        subcommands: [MembershipCommand.self, BroadcastCommand.self, SessionCommand.self],
         defaultSubcommand: MembershipCommand.self)
 }
 

@@ -71,11 +71,13 @@ public struct SessionCore: Sendable {
     public mutating func tick(now: Double) -> [SessionEffect] {
         let congested = broadcast.isCongested
         var out = membership(swim.tick(now: now), now: now) + planner.tick(now: now).map { .dial($0.addr) }
-        if now - journalAt >= Self.journalInterval {
+        // Compared as `nextDeadline` computes them, so a tick at that deadline always does the work
+        // (`now - at >= interval` can round below the interval there, and the shell would spin).
+        if now >= journalAt + Self.journalInterval {
             journalAt = now
             out += journal.tick(now: now, linked: linkedLive).map(SessionEffect.journal)
         }
-        if now - digestAt >= Self.digestInterval, !planner.linked.isEmpty {
+        if now >= digestAt + Self.digestInterval, !planner.linked.isEmpty {
             digestAt = now
             out.append(.sendToLinks(.digest(broadcast.digest(), activity: activity.stamp)))
         }

@@ -1,0 +1,468 @@
+import HuddleCore
+import HuddleCrypto
+
+/// What a session simulation does: members running `SessionCore`, datagrams on a lossy network,
+/// links as reliable ordered channels, faults, messaging load and an attachment.
+public struct SessionScenario: Sendable {
+    public var members = 10
+    public var seed: UInt64 = 1
+    /// Datagram loss (SWIM probes, gossip). Links are TCP: reliable and ordered.
+    public var loss = 0.0
+    /// One-way datagram delay: `delay` plus up to `jitter` more (datagrams reorder).
+    public var delay = 0.001
+    public var jitter = 0.002
+    /// One-way link delay, and each link's bandwidth in bytes per second (chunks take their time).
+    public var linkDelay = 0.001
+    public var bandwidth = 100e6
+    /// Members start within this many seconds (member 0 first; the others join through it).
+    public var startWindow = 1.0
+    /// Reliable sends per member per second while sending; a tenth of them directed to one member.
+    public var rate = 5.0
+    public var directedFraction = 0.1
+    /// Probability that a member answers a message it delivers (a reply depends on it).
+    public var replyProbability = 0.01
+    /// Sending starts once every member has started, and lasts `sendFor` seconds; then `settleFor`
+    /// quiet seconds for repair, detection and transfers to finish.
+    public var sendFor = 5.0
+    public var settleFor = 15.0
+    /// Members that crash (index, time).
+    public var crashes: [(member: Int, at: Double)] = []
+    /// Members that start late (index, time): they join through a member that is up.
+    public var lateJoins: [(member: Int, at: Double)] = []
+    /// Two groups that cannot reach each other (datagrams dropped, links closed, dials refused).
+    public var partition: (groupA: Set<Int>, from: Double, until: Double)?
+    /// An attachment added by `uploader` at `at`, `size` bytes in 256 KiB chunks (bodies simulated by size).
+    public var attachment: (uploader: Int, at: Double, size: Int)?
+    /// Keep a `SimTrace` of deliveries, membership changes, link changes, chunks and faults.
+    public var trace = false
+    public init() {}
+}
+
+/// The outcome: delivery logs for `DeliveryChecker`, the attachment at every member, and load.
+public struct SessionReport: Sendable {
+    public var logs: [DeliveryLog] = []
+    public var sent = 0
+    public var datagrams = 0
+    public var linkMessages = 0
+    public var chunkTransfers = 0
+    public var repairRequests = 0
+    public var forged = 0
+    /// Members that stayed to the end (started, never crashed).
+    public var survivors: [Int] = []
+    /// Per survivor: when it held the whole attachment (nil: never), and whether every chunk it
+    /// holds matches the manifest's hash.
+    public var attachmentComplete: [Int: Double] = [:]
+    public var attachmentIntact: [Int: Bool] = [:]
+    /// Per survivor: the live members it sees at the end.
+    public var liveViews: [Int: Int] = [:]
+    /// Crash detection: per crashed member, when the last survivor saw it failed (nil: not all did).
+    public var detection: [Int: Double?] = [:]
+    /// Messages still held back / stored for repair, per survivor.
+    public var held: [Int] = []
+    public var stored: [Int] = []
+    public var traceDigest: String?
+    public var traceRecords: Int?
+    public var virtualSeconds = 0.0
+    public var violations: [String] { DeliveryChecker.violations(logs) }
+}
+
+/// Runs N real `SessionCore`s — the value the node runs — on a simulated network with virtual
+/// time, executing their effects as the node does: datagrams, links (hello, push-pull, digests,
+/// batches, repair, journal announcements, chunk requests and chunks), dials and closes.
+///
+/// Guarantees: the same scenario gives the same run (one seeded generator; identities and core
+/// seeds drawn from it; events at equal times in scheduling order; nothing iterates a `Set` or
+/// `Dictionary` unsorted), which `trace` shows as one digest. Chunk bodies are not allocated: a
+/// chunk crosses a link as its hash and length, taking length ÷ bandwidth.
+public struct SessionSimulation {
+    private enum Event {
+        case start(Int)
+        case tick(Int)
+        case datagram(to: Int, from: Int, DatagramPayload)
+        case linkOpen(dialer: Int, peer: Int)
+        case link(to: Int, from: Int, generation: UInt64, LinkMessage)
+        case chunk(to: Int, from: Int, generation: UInt64, id: String, index: Int, hash: [UInt8])
+        case send(Int)
+        case crash(Int)
+        case partitionStarts, partitionEnds
+        case attach
+    }
+
+    private struct Link {
+        let generation: UInt64
+        let upAt: Double
+    }
+
+    private static let chunkSize = 256 * 1024
+    private static let linkMessageBytes = 200
+    private static let settling = 1.0
+
+    private let scenario: SessionScenario
+    private var queue = SimEventQueue<Event>()
+    private var rng: SWIMRandom
+    private var cores: [SessionCore?]
+    private let infos: [MemberInfo]
+    private let identities: [Identity]
+    private let indexByAddr: [String: Int]
+    private let indexByID: [MemberID: Int]
+    private var crashed: [Bool]
+    private var scheduledTick: [Double]
+    private var lastTick: [Double]
+    static let minimumTickGap = 0.005
+    private var datagramCounter: [UInt64]
+    private var links: [Int: Link] = [:]  // key: lower index * members + higher index
+    private var dialing: Set<Int> = []    // key: dialer * members + peer
+    private var pendingPushPull: [Int: Bool] = [:]  // key: from * members + to → join
+    private var lastArrival: [Int: Double] = [:]    // key: from * members + to
+    private var generation: UInt64 = 0
+    private var held: [[String: [Int: [UInt8]]]]    // per member, attachment → chunk → hash held
+    private var manifest: Manifest?
+    private var logs: [DeliveryLog]
+    private var report = SessionReport()
+    private var failedSeen: [Int: Set<Int>] = [:]  // crashed member → survivors that saw it failed
+    private var now = 0.0
+    private var sendingFrom = 0.0
+    private var trace: SimTrace?
+    private var needsFlush: Set<Int> = []
+
+    public static func run(_ scenario: SessionScenario) -> SessionReport {
+        var sim = SessionSimulation(scenario)
+        return sim.execute()
+    }
+
+    private init(_ s: SessionScenario) {
+        scenario = s
+        rng = SWIMRandom(seed: s.seed)
+        trace = s.trace ? SimTrace() : nil
+        var identities: [Identity] = []
+        var infos: [MemberInfo] = []
+        for i in 0..<s.members {
+            var seed: [UInt8] = []
+            for _ in 0..<4 { withUnsafeBytes(of: rng.next().littleEndian) { seed += $0 } }
+            let identity = Identity(seed: seed)
+            identities.append(identity)
+            infos.append(MemberInfo(id: MemberID(raw: UInt64(i + 1)), node: identity.publicKey, name: "m\(i)", addr: "m\(i):7400"))
+        }
+        self.identities = identities
+        self.infos = infos
+        indexByAddr = Dictionary(uniqueKeysWithValues: infos.enumerated().map { ($1.addr, $0) })
+        indexByID = Dictionary(uniqueKeysWithValues: infos.enumerated().map { ($1.id, $0) })
+        cores = Array(repeating: nil, count: s.members)
+        crashed = Array(repeating: false, count: s.members)
+        scheduledTick = Array(repeating: .infinity, count: s.members)
+        lastTick = Array(repeating: -.infinity, count: s.members)
+        datagramCounter = Array(repeating: 0, count: s.members)
+        held = Array(repeating: [:], count: s.members)
+        logs = infos.map { DeliveryLog(member: $0.id.description, baseline: [:], deliveries: [], stayed: true) }
+    }
+
+    private mutating func execute() -> SessionReport {
+        let late = Dictionary(scenario.lateJoins.map { ($0.member, $0.at) }, uniquingKeysWith: min)
+        queue.schedule(.start(0), at: 0)
+        for i in 1..<scenario.members {
+            queue.schedule(.start(i), at: late[i] ?? rng.uniform(0.01, max(0.02, scenario.startWindow)))
+        }
+        sendingFrom = scenario.startWindow + 1
+        for i in 0..<scenario.members { queue.schedule(.send(i), at: sendingFrom + rng.uniform(0, 1 / scenario.rate)) }
+        for c in scenario.crashes where c.member < scenario.members { queue.schedule(.crash(c.member), at: c.at) }
+        if let p = scenario.partition {
+            queue.schedule(.partitionStarts, at: p.from)
+            queue.schedule(.partitionEnds, at: p.until)
+        }
+        if let a = scenario.attachment { queue.schedule(.attach, at: a.at) }
+        let end = sendingFrom + scenario.sendFor + scenario.settleFor
+        while let time = queue.nextTime, time <= end, let (_, event) = queue.pop() {
+            now = time
+            handle(event)
+            for i in needsFlush.sorted() where isUp(i) { execute(i, cores[i]!.flushBatch()) }
+            needsFlush = []
+        }
+        return finish(end)
+    }
+
+    // MARK: events
+
+    private mutating func handle(_ event: Event) {
+        switch event {
+        case let .start(i):
+            guard cores[i] == nil, !crashed[i] else { return }
+            var core = SessionCore(local: infos[i], identity: identities[i], joining: i != 0, swimSeed: rng.next(), journalSeed: rng.next())
+            trace?.record(.start, at: now, UInt64(i))
+            var effects: [SessionEffect] = []
+            if i != 0 {
+                let sponsors = (0..<scenario.members).filter { $0 != i && isUp($0) && reachable(i, $0) }
+                if !sponsors.isEmpty {
+                    let sponsor = sponsors[rng.index(sponsors.count)]
+                    trace?.record(.join, at: now, UInt64(i), UInt64(sponsor))
+                    // As `huddle run --join`: a link to the sponsor, then a join push-pull over it.
+                    pendingPushPull[i * scenario.members + sponsor] = true
+                    dial(i, sponsor)
+                }
+            }
+            effects += core.tick(now: now)
+            cores[i] = core
+            execute(i, effects)
+        case let .tick(i):
+            guard isUp(i), scheduledTick[i] == now else { return }
+            scheduledTick[i] = .infinity
+            lastTick[i] = now
+            execute(i, cores[i]!.tick(now: now))
+        case let .datagram(to, from, payload):
+            guard isUp(to), reachable(to, from) else { return }
+            execute(to, cores[to]!.receiveDatagram(payload, from: infos[from].addr, now: now))
+        case let .linkOpen(dialer, peer):
+            dialing.remove(dialer * scenario.members + peer)
+            guard isUp(dialer), isUp(peer), reachable(dialer, peer), links[linkKey(dialer, peer)] == nil else { return }
+            generation += 1
+            links[linkKey(dialer, peer)] = Link(generation: generation, upAt: now)
+            trace?.record(.linkUp, at: now, UInt64(dialer), UInt64(peer))
+            for (a, b) in [(dialer, peer), (peer, dialer)] {
+                // As `Node.register`: what waits in the batch goes out first, then the hello.
+                execute(a, cores[a]!.flushBatch())
+                let since = cores[a]!.linkUp(infos[b].id)
+                sendLink(from: a, to: b, .hello(since: since))
+                if let join = pendingPushPull.removeValue(forKey: a * scenario.members + b) {
+                    sendLink(from: a, to: b, .pushPull(SWIMPushPull(join: join, members: cores[a]!.swim.pushPullState())))
+                }
+            }
+        case let .link(to, from, gen, message):
+            guard isUp(to), links[linkKey(to, from)]?.generation == gen else { return }
+            execute(to, cores[to]!.receiveLink(message, from: infos[from].id, addr: infos[from].addr, now: now))
+        case let .chunk(to, from, gen, id, index, hash):
+            guard isUp(to), links[linkKey(to, from)]?.generation == gen else { return }
+            chunkArrived(to, from: from, id: id, index: index, hash: hash)
+        case let .send(i):
+            guard now < sendingFrom + scenario.sendFor else { return }
+            queue.schedule(.send(i), at: now + rng.uniform(0.5, 1.5) / scenario.rate)
+            guard isUp(i), !(cores[i]!.broadcast.awaitingBaseline) else { return }
+            let peers = cores[i]!.live.subtracting([infos[i].id]).sorted()
+            let directed = !peers.isEmpty && rng.unit() < scenario.directedFraction
+            send(i, to: directed ? [peers[rng.index(peers.count)]] : nil)
+        case let .crash(i):
+            guard !crashed[i] else { return }
+            trace?.record(.crash, at: now, UInt64(i))
+            crashed[i] = true
+            failedSeen[i] = []
+            for j in linkedPeers(of: i) { closeLink(i, j) }
+        case .partitionStarts:
+            guard let p = scenario.partition else { return }
+            trace?.record(.pause, at: now, UInt64(p.groupA.count))
+            for key in links.keys.sorted() {
+                let (a, b) = (key / scenario.members, key % scenario.members)
+                if p.groupA.contains(a) != p.groupA.contains(b) { closeLink(a, b) }
+            }
+        case .partitionEnds:
+            trace?.record(.resume, at: now, 0)
+        case .attach:
+            guard let a = scenario.attachment, isUp(a.uploader) else { return }
+            let count = max(1, (a.size + Self.chunkSize - 1) / Self.chunkSize)
+            let hashes = (0..<count).map { k in BLAKE2b.hash(Array("sim chunk".utf8) + withUnsafeBytes(of: (scenario.seed &+ UInt64(k)).littleEndian) { Array($0) }, length: 32) }
+            var m = Manifest(name: "sim.bin", size: UInt64(a.size), chunkSize: UInt32(Self.chunkSize), chunkHashes: hashes, meta: [],
+                             uploader: infos[a.uploader].id, uploaderNode: infos[a.uploader].node, signature: [])
+            m.sign(with: identities[a.uploader])
+            manifest = m
+            held[a.uploader][m.id] = Dictionary(uniqueKeysWithValues: hashes.enumerated().map { ($0, $1) })
+            var key: [UInt8] = []
+            for _ in 0..<4 { withUnsafeBytes(of: rng.next()) { key += $0 } }
+            execute(a.uploader, cores[a.uploader]!.addAttachment(m, key: key, now: now))
+        }
+    }
+
+    /// A reliable send (a broadcast, or directed to `to`), as the control op `send` does it.
+    private mutating func send(_ i: Int, to: [MemberID]?) {
+        let body = Array("m\(i)@\(now)".utf8)
+        do {
+            let (_, effects) = try cores[i]!.send(body: body, to: to, reliable: true)
+            report.sent += 1
+            execute(i, effects)
+        } catch {
+            // busy or a recipient that just failed: the application would try later
+        }
+    }
+
+    // MARK: effects, as the node executes them
+
+    private mutating func execute(_ i: Int, _ effects: [SessionEffect]) {
+        var replies = 0
+        for effect in effects {
+            switch effect {
+            case let .sendDatagram(content, to):
+                guard let j = indexByAddr[to] else { continue }
+                datagramCounter[i] += 1
+                report.datagrams += 1
+                guard rng.unit() >= scenario.loss, reachable(i, j) else { continue }
+                let payload = DatagramPayload(sender: infos[i].id, counter: datagramCounter[i], content: content)
+                queue.schedule(.datagram(to: j, from: i, payload), at: now + scenario.delay + rng.uniform(0, scenario.jitter))
+            case let .pushPull(addr, join):
+                guard let j = indexByAddr[addr], j != i else { continue }
+                if links[linkKey(i, j)] != nil {
+                    sendLink(from: i, to: j, .pushPull(SWIMPushPull(join: join, members: cores[i]!.swim.pushPullState())))
+                } else {
+                    pendingPushPull[i * scenario.members + j] = join
+                    dial(i, j)
+                }
+            case let .sendLink(peer, message):
+                if let j = indexByID[peer] { sendLink(from: i, to: j, message) }
+            case let .sendToLinks(message):
+                for j in linkedPeers(of: i) { sendLink(from: i, to: j, message) }
+            case let .dial(addr):
+                if let j = indexByAddr[addr] { dial(i, j) }
+            case let .closeLink(member):
+                if let j = indexByID[member], links[linkKey(i, j)] != nil { closeLink(i, j) }
+            case let .member(change, info):
+                trace?.record(.memberChange, at: now, UInt64(i), info.id.raw, UInt64(change.hashValueForTrace))
+                if change == .failed, let j = indexByID[info.id], crashed[j] {
+                    failedSeen[j, default: []].insert(i)
+                    if survivorsNow().allSatisfy({ failedSeen[j]?.contains($0) ?? false }), report.detection[j] == nil {
+                        report.detection[j] = now
+                    }
+                }
+            case let .deliver(signed):
+                record(i, signed.message)
+                if now < sendingFrom + scenario.sendFor, rng.unit() < scenario.replyProbability { replies += 1 }
+            case let .deliverOwn(m): record(i, m)
+            case .deliverUnreliable, .datagramRefused, .congestionCleared, .activityChanged, .unreadable, .recheckChunk: break
+            case .flushSoon: needsFlush.insert(i)
+            case let .forged(_, count): report.forged += count
+            case .retransmitted: break
+            case let .repairRequest(peer, origin, from, to):
+                report.repairRequests += 1
+                trace?.record(.repairRequest, at: now, UInt64(i), peer.raw, origin.raw, from, to)
+                if let j = indexByID[peer] { sendLink(from: i, to: j, .request(origin: origin, from: from, to: to)) }
+            case let .serveChunk(peer, id, index):
+                guard let j = indexByID[peer], let hash = held[i][id]?[index], let gen = links[linkKey(i, j)]?.generation else { continue }
+                let length = manifest.map { $0.plainLength(of: index) + AEAD.tagLength } ?? Self.chunkSize
+                report.chunkTransfers += 1
+                queue.schedule(.chunk(to: j, from: i, generation: gen, id: id, index: index, hash: hash), at: arrival(from: i, to: j, bytes: length))
+                cores[i]!.journal.served(id, index, to: peer, now: now)
+            case let .journal(effect):
+                switch effect {
+                case let .sendHave(peer, id, have, offer):
+                    if let j = indexByID[peer] { sendLink(from: i, to: j, .have(id: id, have: have, offer: offer)) }
+                case let .requestChunk(peer, id, index):
+                    if let j = indexByID[peer] { sendLink(from: i, to: j, .chunkRequest(id: id, index: UInt32(index))) }
+                case let .emit(change, id):
+                    if change == .complete, report.attachmentComplete[i] == nil, manifest?.id == id { report.attachmentComplete[i] = now }
+                case .deleteStored, .changed: break
+                }
+            }
+        }
+        // An application answers after it has seen what was delivered, never in the middle of it.
+        for _ in 0..<replies { send(i, to: nil) }
+        reschedule(i)
+    }
+
+    /// As `Node.chunkArrived` / `chunkWritten`: checked against the manifest, stored, announced.
+    private mutating func chunkArrived(_ i: Int, from j: Int, id: String, index: Int, hash: [UInt8]) {
+        guard let m = manifest, m.id == id, index < m.chunkCount else { return }
+        trace?.record(.chunk, at: now, UInt64(i), UInt64(j), UInt64(index))
+        let valid = hash == m.chunkHashes[index]
+        if !valid { sendLink(from: i, to: j, .chunkCorrupt(id: id, index: UInt32(index))) }
+        if cores[i]!.journal.chunkArrived(id, index, from: infos[j].id, valid: valid) {
+            held[i][id, default: [:]][index] = hash
+            execute(i, cores[i]!.journal.stored(id, now: now).map(SessionEffect.journal))
+        }
+        execute(i, cores[i]!.journal.requests(now: now).map(SessionEffect.journal))
+    }
+
+    // MARK: network
+
+    private func linkKey(_ a: Int, _ b: Int) -> Int { min(a, b) * scenario.members + max(a, b) }
+
+    private func isUp(_ i: Int) -> Bool { cores[i] != nil && !crashed[i] }
+
+    private func reachable(_ a: Int, _ b: Int) -> Bool {
+        guard let p = scenario.partition, now >= p.from, now < p.until else { return true }
+        return p.groupA.contains(a) == p.groupA.contains(b)
+    }
+
+    private func linkedPeers(of i: Int) -> [Int] {
+        (0..<scenario.members).filter { $0 != i && links[linkKey(i, $0)] != nil }
+    }
+
+    private func survivorsNow() -> [Int] { (0..<scenario.members).filter(isUp) }
+
+    /// When `bytes` sent now from `a` reach `b`: after the link delay, in order behind what is already on the way.
+    private mutating func arrival(from a: Int, to b: Int, bytes: Int) -> Double {
+        let key = a * scenario.members + b
+        let at = max(now + scenario.linkDelay, lastArrival[key] ?? 0) + Double(bytes) / scenario.bandwidth
+        lastArrival[key] = at
+        return at
+    }
+
+    private mutating func sendLink(from a: Int, to b: Int, _ message: LinkMessage) {
+        guard let link = links[linkKey(a, b)] else { return }
+        report.linkMessages += 1
+        queue.schedule(.link(to: b, from: a, generation: link.generation, message), at: arrival(from: a, to: b, bytes: Self.linkMessageBytes))
+    }
+
+    /// A TCP connect and handshake: a round trip and a half, if the peer is up and reachable.
+    private mutating func dial(_ a: Int, _ b: Int) {
+        guard a != b, links[linkKey(a, b)] == nil, dialing.insert(a * scenario.members + b).inserted else { return }
+        queue.schedule(.linkOpen(dialer: a, peer: b), at: now + 3 * scenario.linkDelay)
+    }
+
+    /// The link closes at both ends (a crash, a partition, or a core's `closeLink`).
+    private mutating func closeLink(_ a: Int, _ b: Int) {
+        guard let link = links.removeValue(forKey: linkKey(a, b)) else { return }
+        trace?.record(.linkDown, at: now, UInt64(a), UInt64(b))
+        lastArrival[a * scenario.members + b] = nil
+        lastArrival[b * scenario.members + a] = nil
+        for (x, y) in [(a, b), (b, a)] where isUp(x) {
+            execute(x, cores[x]!.linkDown(infos[y].id, settled: now - link.upAt >= Self.settling, now: now))
+        }
+    }
+
+    /// The member's next tick at its core's deadline — like the node's timer, at least
+    /// `minimumTickGap` after the last tick, so a deadline that does not move cannot spin.
+    private mutating func reschedule(_ i: Int) {
+        guard isUp(i) else { return }
+        let deadline = max(now, lastTick[i] + Self.minimumTickGap, cores[i]!.nextDeadline)
+        guard deadline < scheduledTick[i] else { return }
+        scheduledTick[i] = deadline
+        queue.schedule(.tick(i), at: deadline)
+    }
+
+    private mutating func record(_ i: Int, _ m: WireMessage) {
+        trace?.record(.delivery, at: now, UInt64(i), m.from.raw, m.seq, m.counter)
+        logs[i].deliveries.append(DeliveryRecord(msg: m.id, from: m.from.description, seq: m.seq == 0 ? nil : m.seq,
+                                                 deps: Dictionary(uniqueKeysWithValues: m.deps.map { ($0.member.description, $0.seq) })))
+    }
+
+    private mutating func finish(_ end: Double) -> SessionReport {
+        report.survivors = survivorsNow()
+        for i in 0..<scenario.members where !isUp(i) { logs[i].stayed = false }
+        for i in report.survivors {
+            let core = cores[i]!
+            logs[i].baseline = Dictionary(uniqueKeysWithValues: core.broadcast.baseline.map { ($0.key.description, $0.value) })
+            report.held.append(core.broadcast.heldCount)
+            report.stored.append(core.broadcast.storedCount)
+            report.liveViews[i] = core.live.count
+            if let m = manifest {
+                let chunks = held[i][m.id] ?? [:]
+                report.attachmentIntact[i] = chunks.count == m.chunkCount && chunks.allSatisfy { m.chunkHashes[$0.key] == $0.value }
+            }
+        }
+        for c in scenario.crashes where report.detection[c.member] == nil { report.detection[c.member] = .some(nil) }
+        // A member that never started is not in the session: its empty log proves nothing.
+        report.logs = (0..<scenario.members).filter { cores[$0] != nil }.map { logs[$0] }
+        report.traceDigest = trace?.digest
+        report.traceRecords = trace?.records
+        report.virtualSeconds = end
+        return report
+    }
+}
+
+extension MemberChange {
+    /// A stable number per change for the trace (independent of declaration order elsewhere).
+    var hashValueForTrace: Int {
+        switch self {
+        case .joined: 1
+        case .alive: 2
+        case .suspect: 3
+        case .failed: 4
+        case .left: 5
+        case .updated: 6
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import ArgumentParser
+import Foundation
+import HuddleCore
+import HuddleSim
+
+/// `huddle-sim session`: N members each running the real `SessionCore` — membership, links,
+/// causal broadcast, the journal and an attachment together — with datagram loss, crashes, a
+/// partition and late joins; checks every delivery log and every survivor's copy of the attachment.
+struct SessionCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "session",
+        abstract: "Simulate whole sessions on SessionCore: messaging and an attachment under loss, crashes, a partition and late joins.")
+
+    @Option(help: "Number of members.") var nodes = 20
+    @Option(help: "Random seed (same seed, same run).") var seed: UInt64 = 1
+    @Option(help: "Datagram loss probability (0...1); links are reliable.") var loss = 0.0
+    @Option(help: "Reliable sends per member per second while sending.") var rate = 2.0
+    @Option(help: "Seconds of sending.") var sendFor = 5.0
+    @Option(help: "Quiet seconds after sending, for repair, detection and transfers.") var settleFor = 20.0
+    @Option(help: "Members that crash, spread over the sending time.") var crashes = 0
+    @Option(help: "Members that join late, spread over the sending time.") var lateJoins = 0
+    @Option(help: "Cut off this many members (the highest indices not otherwise used) for --partition-seconds during sending.") var partitioned = 0
+    @Option(help: "How long the partition lasts.") var partitionSeconds = 3.0
+    @Option(help: "Attachment size in MiB added by member 0 when sending starts (0: none).") var attachmentMib = 0.0
+    @Flag(help: "Print only a digest of the whole trace and its record count: equal seeds give equal digests in any process.")
+    var traceDigest = false
+
+    func validate() throws {
+        guard nodes >= 2 else { throw ValidationError("--nodes wants at least 2 members") }
+        guard (0...1).contains(loss) else { throw ValidationError("--loss wants a probability in 0...1") }
+        guard crashes >= 0, lateJoins >= 0, partitioned >= 0, crashes + lateJoins + partitioned < nodes else {
+            throw ValidationError("--crashes, --late-joins and --partitioned together must leave member 0 and at least one other")
+        }
+    }
+
+    static func scenario(nodes: Int, seed: UInt64, loss: Double, rate: Double, sendFor: Double, settleFor: Double, crashes: Int,
+                         lateJoins: Int, partitioned: Int, partitionSeconds: Double, attachmentMib: Double) -> SessionScenario {
+        var s = SessionScenario()
+        s.members = nodes
+        s.seed = seed
+        s.loss = loss
+        s.rate = rate
+        s.sendFor = sendFor
+        s.settleFor = settleFor
+        let start = s.startWindow + 1
+        var rng = SWIMRandom(seed: seed ^ 0x5E55_1011)
+        var pool = Array(1..<nodes)
+        pool.shuffle(using: &rng)
+        func spread(_ k: Int, of count: Int) -> Double { start + sendFor * Double(k + 1) / Double(count + 1) }
+        s.crashes = (0..<crashes).map { (pool[$0], spread($0, of: crashes)) }
+        s.lateJoins = (0..<lateJoins).map { (pool[crashes + $0], spread($0, of: lateJoins)) }
+        if partitioned > 0 {
+            let cut = Set(pool[(crashes + lateJoins)..<(crashes + lateJoins + partitioned)])
+            s.partition = (cut, start + sendFor * 0.2, start + sendFor * 0.2 + partitionSeconds)
+        }
+        if attachmentMib > 0 { s.attachment = (0, start, Int(attachmentMib * 1_048_576)) }
+        return s
+    }
+
+    func run() throws {
+        var s = Self.scenario(nodes: nodes, seed: seed, loss: loss, rate: rate, sendFor: sendFor, settleFor: settleFor, crashes: crashes,
+                              lateJoins: lateJoins, partitioned: partitioned, partitionSeconds: partitionSeconds, attachmentMib: attachmentMib)
+        s.trace = traceDigest
+        let clock = ContinuousClock()
+        let began = clock.now
+        let report = SessionSimulation.run(s)
+        let wall = clock.now - began
+        if traceDigest {
+            printTraceDigest(report.traceDigest, report.traceRecords)
+            return
+        }
+        let violations = report.violations
+        let survivors = report.survivors.count
+        let complete = report.attachmentComplete.filter { report.survivors.contains($0.key) }
+        let intact = report.attachmentIntact.values.filter { $0 }.count
+        let perSecond = Double(max(1, survivors)) * report.virtualSeconds
+        var rows: [(String, String)] = [
+            ("members", "\(nodes)  (seed \(seed), datagram loss \(loss * 100) %, \(crashes) crashes, \(lateJoins) late joins, \(partitioned) partitioned)"),
+            ("reliable sends", "\(report.sent)"),
+            ("delivery-log violations", violations.isEmpty ? "none" : "\(violations.count): \(violations.prefix(3).joined(separator: "; "))"),
+            ("survivors seeing all survivors", "\(report.liveViews.values.filter { $0 == survivors }.count) of \(survivors)"),
+            ("left held back / stored, per survivor (max)", "\(report.held.max() ?? 0) / \(report.stored.max() ?? 0)"),
+            ("datagrams, link messages per member per s", String(format: "%.1f, %.1f", Double(report.datagrams) / perSecond, Double(report.linkMessages) / perSecond)),
+            ("repair requests", "\(report.repairRequests)"),
+            ("forged", "\(report.forged)"),
+        ]
+        let detections = report.detection.values.compactMap { $0 }.sorted()
+        if crashes > 0 {
+            rows.append(("crashes seen failed by all survivors", "\(detections.count) of \(crashes)"))
+        }
+        if s.attachment != nil {
+            let times = complete.values.sorted()
+            rows.append(("attachment complete / intact at survivors", "\(complete.count) / \(intact) of \(survivors)"
+                + (times.last.map { String(format: ", last %.2f s after it was added", $0 - (s.attachment?.at ?? 0)) } ?? "")))
+            rows.append(("chunk transfers (÷ chunks × receivers)", String(format: "%d (%.2f)", report.chunkTransfers,
+                Double(report.chunkTransfers) / Double(max(1, ((s.attachment?.size ?? 0) + 262_143) / 262_144 * max(1, survivors - 1))))))
+        }
+        rows.append(("virtual / wall seconds", String(format: "%.0f / %.1f", report.virtualSeconds, Double(wall.components.seconds) + Double(wall.components.attoseconds) * 1e-18)))
+        print(aligned(rows))
+        let attachmentFailed = s.attachment != nil && (complete.count != survivors || intact != survivors)
+        if !violations.isEmpty || attachmentFailed || report.forged > 0 { throw ExitCode.failure }
+    }
+}

@@ -1,0 +1,47 @@
+import HuddleCore
+import Testing
+@testable import HuddleSim
+
+/// Whole sessions on `SessionCore` — the value the node runs — in the simulator.
+private func expectClean(_ report: SessionReport, _ label: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    let problems = report.violations
+    #expect(problems.isEmpty, "\(label): \(problems.count) violations, e.g. \(problems.prefix(3))", sourceLocation: sourceLocation)
+    #expect(report.forged == 0, sourceLocation: sourceLocation)
+    #expect(report.held.allSatisfy { $0 == 0 }, "\(label): hold-back not empty: \(report.held)", sourceLocation: sourceLocation)
+    #expect(report.stored.allSatisfy { $0 == 0 }, "\(label): retransmit buffers not empty: \(report.stored)", sourceLocation: sourceLocation)
+    let everyone = report.survivors.count
+    #expect(report.liveViews.values.allSatisfy { $0 == everyone }, "\(label): views \(report.liveViews)", sourceLocation: sourceLocation)
+    let deliveries = report.logs.filter(\.stayed).map(\.deliveries.count)
+    print("session sim \(label): \(report.sent) sent, deliveries per member \(deliveries.min() ?? 0)–\(deliveries.max() ?? 0), \(report.datagrams) datagrams, \(report.linkMessages) link messages, \(report.repairRequests) repair requests")
+}
+
+@Test func twentyMembersWithDatagramLossAndCrashesDeliverEverythingOnceInCausalOrder() {
+    var s = SessionScenario()
+    s.members = 20
+    s.seed = 3
+    s.loss = 0.05
+    s.rate = 2
+    s.sendFor = 5
+    s.settleFor = 15
+    s.crashes = [(4, 3.5), (11, 5.0)]
+    let report = SessionSimulation.run(s)
+    expectClean(report, "20 members, 5 % loss, 2 crashes")
+    #expect(report.survivors.count == 18)
+    #expect(report.detection.values.allSatisfy { $0 != nil }, "every crash seen failed by every survivor: \(report.detection)")
+    #expect(report.sent > 100)
+}
+
+@Test func theSameSeedGivesTheSameRunAndAnotherSeedAnother() {
+    var s = SessionScenario()
+    s.members = 8
+    s.loss = 0.1
+    s.sendFor = 2
+    s.settleFor = 5
+    s.crashes = [(3, 2.5)]
+    s.trace = true
+    let a = SessionSimulation.run(s), b = SessionSimulation.run(s)
+    #expect(a.traceDigest != nil && a.traceDigest == b.traceDigest && a.traceRecords == b.traceRecords)
+    #expect((a.traceRecords ?? 0) > 500)
+    s.seed = 2
+    #expect(SessionSimulation.run(s).traceDigest != a.traceDigest)
+}
