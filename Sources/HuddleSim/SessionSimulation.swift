@@ -219,8 +219,7 @@ public struct SessionSimulation {
             for (a, b) in [(dialer, peer), (peer, dialer)] {
                 // As `Node.register`: what waits in the batch goes out first, then the hello.
                 execute(a, cores[a]!.flushBatch())
-                let since = cores[a]!.linkUp(infos[b].id)
-                sendLink(from: a, to: b, .hello(since: since))
+                sendLink(from: a, to: b, cores[a]!.linkUp(infos[b].id))
                 if let join = pendingPushPull.removeValue(forKey: a * scenario.members + b) {
                     sendLink(from: a, to: b, .pushPull(SWIMPushPull(join: join, members: cores[a]!.swim.pushPullState())))
                 }
@@ -423,7 +422,9 @@ public struct SessionSimulation {
         queue.schedule(.tick(i), at: deadline)
     }
 
-    private mutating func record(_ i: Int, _ m: WireMessage) {
+    /// A delivery, logged as the node's `message` event shows it (application seqs).
+    private mutating func record(_ i: Int, _ delivered: WireMessage) {
+        let m = cores[i]!.applicationView(delivered)
         trace?.record(.delivery, at: now, UInt64(i), m.from.raw, m.seq, m.counter)
         logs[i].deliveries.append(DeliveryRecord(msg: m.id, from: m.from.description, seq: m.seq == 0 ? nil : m.seq,
                                                  deps: Dictionary(uniqueKeysWithValues: m.deps.map { ($0.member.description, $0.seq) })))
@@ -434,7 +435,7 @@ public struct SessionSimulation {
         for i in 0..<scenario.members where !isUp(i) { logs[i].stayed = false }
         for i in report.survivors {
             let core = cores[i]!
-            logs[i].baseline = Dictionary(uniqueKeysWithValues: core.broadcast.baseline.map { ($0.key.description, $0.value) })
+            logs[i].baseline = Dictionary(uniqueKeysWithValues: core.applicationClock(core.broadcast.baseline).map { ($0.key.description, $0.value) })
             report.held.append(core.broadcast.heldCount)
             report.stored.append(core.broadcast.storedCount)
             report.liveViews[i] = core.live.count

@@ -21,10 +21,12 @@ private func message(seq: UInt64 = 1, counter: UInt64 = 1, dep: UInt64 = 1) -> W
 }
 
 @Test func everyDecoderRefusesACountAbove2To53() {
-    boundHolds("hello seq", { LinkMessage.hello(since: $0).encoded() }, LinkMessage.decode)
+    boundHolds("hello seq", { LinkMessage.hello(since: $0, nonApplication: 0).encoded() }, LinkMessage.decode)
+    boundHolds("hello count", { LinkMessage.hello(since: 1, nonApplication: $0).encoded() }, LinkMessage.decode)
     boundHolds("repair request from", { LinkMessage.request(origin: a, from: $0, to: 1).encoded() }, LinkMessage.decode)
     boundHolds("repair request to", { LinkMessage.request(origin: a, from: 1, to: $0).encoded() }, LinkMessage.decode)
-    boundHolds("baseline clock", { LinkMessage.baseline([a: $0]).encoded() }, LinkMessage.decode)
+    boundHolds("baseline clock", { LinkMessage.baseline([a: $0], nonApplication: [:]).encoded() }, LinkMessage.decode)
+    boundHolds("baseline counts", { LinkMessage.baseline([:], nonApplication: [a: $0]).encoded() }, LinkMessage.decode)
     boundHolds("digest clock", { LinkMessage.digest(.init(delivered: [a: $0], storedFrom: [:]), activity: nil).encoded() }, LinkMessage.decode)
     boundHolds("digest activity stamp", limit: top - 1, { LinkMessage.digest(.init(delivered: [:], storedFrom: [:]), activity: ActivityStamp(lamport: $0, member: a)).encoded() }, LinkMessage.decode)
     let identity = Identity.generate()

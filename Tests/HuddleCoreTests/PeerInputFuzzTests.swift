@@ -66,14 +66,14 @@ private struct FuzzInput: Sendable {
     /// The message, encoded as the kind says.
     var encoding: [UInt8] {
         switch kind % 16 {
-        case 0: LinkMessage.hello(since: number(0)).encoded()
+        case 0: LinkMessage.hello(since: number(0), nonApplication: number(1)).encoded()
         case 1: LinkMessage.pushPull(SWIMPushPull(join: number(9) % 2 == 0, members: [info])).encoded()
         case 2: LinkMessage.swim(SWIMMessage(sender: member(8), kind: .gossip, gossip: [gossip])).encoded()
         case 3: LinkMessage.message(MessageBatch.sign([wire], identity: signer)[0]).encoded()
         case 4: LinkMessage.digest(.init(delivered: clock(0), storedFrom: [member(0): number(4)]),
                                    activity: number(5) % 2 == 0 ? nil : ActivityStamp(lamport: number(6), member: member(7))).encoded()
         case 5: LinkMessage.request(origin: member(0), from: number(1), to: number(2)).encoded()
-        case 6: LinkMessage.baseline(clock(0)).encoded()
+        case 6: LinkMessage.baseline(clock(0), nonApplication: clock(1)).encoded()
         case 7: LinkMessage.activity(ActivityRecord.make(lamport: number(0), setBy: member(1), value: bytes, identity: signer)).encoded()
         case 8: LinkMessage.journal([.remove(id: String(decoding: bytes.prefix(40), as: UTF8.self))]).encoded()
         case 9: LinkMessage.have(id: "x", have: bitfield, offer: bitfield).encoded()
@@ -142,7 +142,7 @@ private struct Cores {
 
     mutating func feed(_ message: LinkMessage, from peer: MemberID, now: Double) {
         switch message {
-        case let .hello(since): _ = broadcast.linkHello(origin: peer, seq: since)
+        case let .hello(since, _): _ = broadcast.linkHello(origin: peer, seq: since)
         case let .pushPull(s), let .pushPullReply(s): _ = swim.receivePushPull(s.members, join: s.join, from: "h:2", now: now)
         case let .swim(m): _ = swim.receive(m, from: "h:2", now: now)
         case let .message(signed): _ = broadcast.receive(signed)
@@ -151,7 +151,7 @@ private struct Cores {
             _ = broadcast.receiveDigest(d, from: peer, now: now)
             if let stamp, let mine = activity.stamp { _ = stamp < mine }
         case let .request(origin, from, to): _ = broadcast.stored(origin: origin, from: from, to: to)
-        case let .baseline(clock): _ = broadcast.adoptBaseline(clock)
+        case let .baseline(clock, _): _ = broadcast.adoptBaseline(clock)
         case let .activity(record): _ = activity.apply(record); _ = activity.nextLamport()
         case let .journal(entries): for e in entries { _ = journal.apply(e, now: now) }
         case let .have(id, have, offer): journal.peerAnnounced(peer, id: id, have: have, offer: offer)

@@ -23,8 +23,8 @@ private struct Pair {
         }
         _ = a.receivePushPull(SWIMPushPull(join: false, members: [bInfo]), from: "b:1", now: 1)
         _ = b.receivePushPull(SWIMPushPull(join: false, members: [aInfo]), from: "a:1", now: 1)
-        _ = b.linkHello(from: aInfo.id, since: a.linkUp(bInfo.id), now: 1)
-        _ = a.linkHello(from: bInfo.id, since: b.linkUp(aInfo.id), now: 1)
+        _ = b.receiveLink(a.linkUp(bInfo.id), from: aInfo.id, addr: "a:1", now: 1)
+        _ = a.receiveLink(b.linkUp(aInfo.id), from: bInfo.id, addr: "b:1", now: 1)
     }
 }
 

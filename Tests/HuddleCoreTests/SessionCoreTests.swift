@@ -26,9 +26,9 @@ private func changes(_ effects: [SessionEffect]) -> [MemberChange] { effects.com
     #expect(c.live == [me.id, lower.id, higher.id])
     #expect(dials(effects) == ["higher:1"], "me (5) dials the higher member at once; the lower one dials me")
     // Broadcast counts them from the seq at which they became known: the hello names it.
-    #expect(c.linkUp(higher.id) == 1)
+    #expect(c.linkUp(higher.id) == .hello(since: 1, nonApplication: 0))
     _ = c.broadcast.makeBroadcast(body: [2])
-    #expect(c.linkUp(lower.id) == 1, "the hello names the seq from when lower became known, not the seq now")
+    #expect(c.linkUp(lower.id) == .hello(since: 1, nonApplication: 0), "the hello names the seq from when lower became known, not the seq now")
     // The journal hands off to them.
     #expect(c.journal.handOffPlan(to: Array(c.live.subtracting([me.id]))).isEmpty)
 }
@@ -57,11 +57,11 @@ private func changes(_ effects: [SessionEffect]) -> [MemberChange] { effects.com
 @Test func aJoinerDeliversNothingBeforeItsBaselineThenEverythingAfterIt() {
     var c = core(joining: true)
     let origin = MemberID(raw: 9)
-    _ = c.linkHello(from: origin, since: 0, now: 1)
+    _ = c.linkHello(from: origin, since: 0, nonApplication: 0, now: 1)
     let m = SignedMessage(message: WireMessage(from: origin, counter: 1, seq: 3, to: nil, body: [1]),
                           proof: BatchProof(signature: [UInt8](repeating: 0, count: 64), index: 0, count: 1, path: []))
     #expect(c.receive(verified: m, now: 1).isEmpty, "held until the sponsor's baseline arrives")
-    let released = c.adoptBaseline([origin: 2], now: 1)
+    let released = c.adoptBaseline([origin: 2], nonApplication: [:], now: 1)
     #expect(released.count == 1)
     if case let .deliver(signed)? = released.first { #expect(signed.message.seq == 3) } else { Issue.record("no delivery: \(released)") }
 }
@@ -104,7 +104,7 @@ private func digests(_ effects: [SessionEffect]) -> Int {
     let effects = c.linkPushPull(SWIMPushPull(join: true, members: [joiner]), from: joiner.id, addr: "joiner:1", now: 1)
     let sent = effects.compactMap { if case let .sendLink(peer, message) = $0, peer == joiner.id { message } else { nil } }
     #expect(sent.count == 3, "baseline, activity, reply (no journal entries yet): \(sent)")
-    #expect(sent.first == .baseline(c.broadcast.delivered))
+    #expect(sent.first == .baseline(c.broadcast.delivered, nonApplication: [me.id: 0]))
     #expect(sent.dropFirst().first == .activity(record))
     if case let .pushPullReply(reply)? = sent.last {
         #expect(reply.members.contains { $0.id == joiner.id }, "the reply is the state after merging the joiner")

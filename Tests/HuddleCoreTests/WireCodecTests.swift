@@ -18,7 +18,7 @@ private func member(_ n: UInt64, state: MemberState = .alive) -> MemberInfo {
 }
 
 private let samples: [LinkMessage] = [
-    .hello(since: 42),
+    .hello(since: 42, nonApplication: 3),
     .pushPull(SWIMPushPull(join: true, members: [member(1), member(2, state: .failed)])),
     .pushPullReply(SWIMPushPull(join: false, members: [])),
     .swim(SWIMMessage(sender: MemberID(raw: 3), kind: .ping(seq: 7, target: MemberID(raw: 4)), gossip: [.left(MemberID(raw: 5), incarnation: 2)])),
@@ -30,7 +30,7 @@ private let samples: [LinkMessage] = [
     .digest(CausalBroadcast.Digest(delivered: [:], storedFrom: [:]), activity: nil),
     .request(origin: MemberID(raw: 4), from: 1, to: 9),
     .chunkCorrupt(id: "3f2a", index: 7),
-    .baseline([MemberID(raw: 2): 8]),
+    .baseline([MemberID(raw: 2): 8], nonApplication: [MemberID(raw: 2): 1]),
     .activity(ActivityRecord(lamport: 1, setBy: MemberID(raw: 9), value: Array("{}".utf8), signature: [UInt8](repeating: 3, count: 64))),
 ]
 
@@ -87,7 +87,7 @@ private let samples: [LinkMessage] = [
 }
 
 @Test func unknownVersionIsRefused() {
-    var bytes = LinkMessage.hello(since: 1).encoded()
+    var bytes = LinkMessage.hello(since: 1, nonApplication: 0).encoded()
     bytes[0] = 99
     #expect(throws: WireError.self) { try LinkMessage.decode(bytes) }
 }

@@ -107,6 +107,46 @@ struct AttachmentProcessTests {
         }
     }
 
+    /// Attachments travel as journal broadcasts, which take broadcast seqs of their own; the
+    /// control protocol still numbers a member's messages one by one (CONTROL.md: seq increasing by
+    /// exactly one from the baseline, deps delivered before) — at a member that was there and at
+    /// one that joined after the attachment. Found by the session simulator (`huddle-sim session
+    /// --attachment-mib`); before, b saw seqs 1, 3 and a joiner's clock named broadcast seqs.
+    @Test func messageSeqsStayConsecutiveAcrossAttachments() async throws {
+        let cluster = try TestCluster("appseq")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let b = try await cluster.start("b")
+        try await cluster.waitForFullMesh(2)
+        let atB = try await EventCollector.subscribe(b, topics: ["messages"])
+        let file = "\(cluster.dir)/small.bin"
+        try writeRandomFile(file, count: 10_000, seed: 5)
+        #expect(try await a.request("send", ["text": "one"])["seq"] == .int(1))
+        _ = try await a.request("attach.add", ["path": .string(file)])
+        #expect(try await a.request("send", ["text": "two"])["seq"] == .int(2), "the attachment took no message seq")
+        let c = try await cluster.start("c", join: [b.addr])
+        try await cluster.waitForFullMesh(3)
+        let atC = try await EventCollector.subscribe(c, topics: ["messages"], since: 0)
+        _ = try await a.request("attach.add", ["path": .string(file), "name": "again"])
+        _ = try await a.request("send", ["text": "three"])
+        _ = try await b.request("send", ["text": "reply"])
+        try await eventually("b and c to get the messages") {
+            let (atBCount, atCCount) = (await atB.messages().count, await atC.messages().count)
+            return atBCount == 4 && atCCount == 2
+        }
+        let seqsAtB = await atB.messages().filter { $0["from"]?.stringValue == a.member }.map { $0["seq"] }
+        #expect(seqsAtB == [.int(1), .int(2), .int(3)])
+        let baselineAtC = try await c.request("status")["baseline"]?.objectValue?[a.member]
+        #expect(baselineAtC == .int(2), "c's baseline for a counts a's messages, not its broadcasts")
+        let atCMessages = await atC.messages()
+        #expect(atCMessages.first { $0["from"]?.stringValue == a.member }?["seq"] == .int(3))
+        let reply = atCMessages.first { $0["from"]?.stringValue == b.member }
+        #expect(reply?["deps"]?.objectValue?[a.member] == .int(3), "b's reply depends on a's third message, numbered as c numbers it")
+        #expect(try await b.request("status")["clock"]?.objectValue?[a.member] == .int(3))
+        await atB.stop()
+        await atC.stop()
+    }
+
     @Test func aCorruptedStoredChunkIsDetectedAndFetchedElsewhere() async throws {
         let cluster = try TestCluster("corrupt")
         defer { cluster.shutdown() }

@@ -31,6 +31,24 @@ private func expectClean(_ report: SessionReport, _ label: String, sourceLocatio
     #expect(report.sent > 100)
 }
 
+@Test func messagingAndAnAttachmentTogetherReachEverySurvivorWhole() {
+    var s = SessionScenario()
+    s.members = 16
+    s.seed = 5
+    s.loss = 0.05
+    s.rate = 2
+    s.sendFor = 5
+    s.settleFor = 15
+    s.crashes = [(7, 4.0)]
+    s.lateJoins = [(12, 3.0)]
+    s.attachment = (0, 2.5, 3 * 1_048_576 + 1000)
+    let report = SessionSimulation.run(s)
+    expectClean(report, "16 members, 5 % loss, a crash, a late join, a 3 MiB attachment")
+    #expect(report.survivors.count == 15)
+    #expect(report.survivors.allSatisfy { report.attachmentComplete[$0] != nil && report.attachmentIntact[$0] == true },
+            "complete \(report.attachmentComplete), intact \(report.attachmentIntact)")
+}
+
 @Test func theSameSeedGivesTheSameRunAndAnotherSeedAnother() {
     var s = SessionScenario()
     s.members = 8

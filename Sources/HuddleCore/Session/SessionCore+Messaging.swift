@@ -149,6 +149,8 @@ extension SessionCore {
     }
 
     private mutating func journalBroadcast(_ entry: JournalEntry, now: Double) -> [SessionEffect] {
-        queueForSigning(broadcast.makeBroadcast(body: entry.encoded(), kind: .journal)) + journal.apply(entry, now: now).map(SessionEffect.journal)
+        let message = broadcast.makeBroadcast(body: entry.encoded(), kind: .journal)
+        applicationSeqs.noteNonApplication(local, message.seq)
+        return queueForSigning(message) + journal.apply(entry, now: now).map(SessionEffect.journal)
     }
 }

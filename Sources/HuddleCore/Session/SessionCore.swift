@@ -24,6 +24,8 @@ public struct SessionCore: Sendable {
     public var journal: Journal
     public var activity = ActivityRegister()
     public internal(set) var planner: LinkPlanner
+    /// Broadcast seqs to the application seqs of the control protocol (journal entries skipped).
+    public internal(set) var applicationSeqs = ApplicationSeqs()
     /// This member's pairing invitations (issue 22).
     public var invitations = InvitationBook()
     /// How often the journal runs (chunk requests, haves, states) and a digest goes to every link.
@@ -111,7 +113,9 @@ public struct SessionCore: Sendable {
     public mutating func linkPushPull(_ state: SWIMPushPull, from peer: MemberID, addr: String, now: Double) -> [SessionEffect] {
         var out: [SessionEffect] = []
         if state.join {
-            out.append(.sendLink(peer, .baseline(broadcast.delivered)))
+            let clock = broadcast.delivered
+            let counts = Dictionary(uniqueKeysWithValues: clock.map { ($0.key, applicationSeqs.nonApplication($0.key, upTo: $0.value)) })
+            out.append(.sendLink(peer, .baseline(clock, nonApplication: counts)))
             let entries = journal.entries
             if !entries.isEmpty { out.append(.sendLink(peer, .journal(entries))) }
             if let record = activity.current { out.append(.sendLink(peer, .activity(record))) }
@@ -171,10 +175,13 @@ public struct SessionCore: Sendable {
 
     // MARK: links
 
-    /// A link to `peer` is up: returns the seq its hello names (`CausalBroadcast.helloSeq(for:)`).
-    public mutating func linkUp(_ peer: MemberID) -> UInt64 {
+    /// A link to `peer` is up: returns the hello to send first — the seq it names
+    /// (`CausalBroadcast.helloSeq(for:)`) and how many of this member's broadcasts up to it were
+    /// not messages.
+    public mutating func linkUp(_ peer: MemberID) -> LinkMessage {
         planner.linkUp(peer)
-        return broadcast.helloSeq(for: peer)
+        let seq = broadcast.helloSeq(for: peer)
+        return .hello(since: seq, nonApplication: applicationSeqs.nonApplication(local, upTo: seq))
     }
 
     /// The link to `peer` closed. `settled`: it had been up long enough that its loss says
@@ -187,11 +194,33 @@ public struct SessionCore: Sendable {
 
     // MARK: broadcast
 
-    public mutating func linkHello(from peer: MemberID, since seq: UInt64, now: Double) -> [SessionEffect] {
-        broadcastEffects(broadcast.linkHello(origin: peer, seq: seq), now: now)
+    /// A peer's hello: its broadcasts are delivered after `seq`, unless something earlier set where.
+    public mutating func linkHello(from peer: MemberID, since seq: UInt64, nonApplication: UInt64, now: Double) -> [SessionEffect] {
+        if broadcast.delivered[peer] == nil, peer != local { applicationSeqs.start(peer, at: seq, count: nonApplication) }
+        return broadcastEffects(broadcast.linkHello(origin: peer, seq: seq), now: now)
     }
-    public mutating func adoptBaseline(_ clock: [MemberID: UInt64], now: Double) -> [SessionEffect] {
-        broadcastEffects(broadcast.adoptBaseline(clock), now: now)
+    /// A sponsor's clock: where this joiner starts for each origin.
+    public mutating func adoptBaseline(_ clock: [MemberID: UInt64], nonApplication: [MemberID: UInt64], now: Double) -> [SessionEffect] {
+        for (origin, seq) in clock.sorted(by: { $0.key < $1.key }) where origin != local && seq > (broadcast.delivered[origin] ?? 0) {
+            applicationSeqs.start(origin, at: seq, count: nonApplication[origin] ?? 0)
+        }
+        return broadcastEffects(broadcast.adoptBaseline(clock), now: now)
+    }
+
+    /// The message as the control protocol shows it: its seq and its dependencies in application
+    /// seqs (`ApplicationSeqs`). The same value, not a copy, when nothing changes (no journal entries).
+    public func applicationView(_ m: WireMessage) -> WireMessage {
+        var shown = m
+        if m.seq != 0 { shown.seq = applicationSeqs.applicationSeq(m.from, m.seq) }
+        if m.deps.contains(where: { applicationSeqs.applicationSeq($0.member, $0.seq) != $0.seq }) {
+            shown.deps = m.deps.map { WireMessage.Dependency(member: $0.member, seq: applicationSeqs.applicationSeq($0.member, $0.seq)) }
+        }
+        return shown
+    }
+
+    /// A clock (delivered, baseline) in application seqs.
+    public func applicationClock(_ clock: [MemberID: UInt64]) -> [MemberID: UInt64] {
+        clock.reduce(into: [:]) { $0[$1.key] = applicationSeqs.applicationSeq($1.key, $1.value) }
     }
     /// A peer's digest: its clock (repairs, acknowledgements) and its activity stamp — a peer
     /// behind this member's activity value (or without one) is sent the current record.
@@ -215,12 +244,13 @@ public struct SessionCore: Sendable {
                 switch signed.message.kind {
                 case .application: out.append(.deliver(signed))
                 case .journal:
+                    applicationSeqs.noteNonApplication(signed.message.from, signed.message.seq)
                     if let entry = try? JournalEntry.decode(signed.message.body) {
                         out += journal.apply(entry, now: now).map(SessionEffect.journal)
                     } else {
                         out.append(.unreadable(signed.message.from, what: "journal entry"))
                     }
-                case .activity: break  // activity travels as signed records, not as broadcasts
+                case .activity: applicationSeqs.noteNonApplication(signed.message.from, signed.message.seq)  // not sent as broadcasts today
                 }
             case let .request(peer, origin, from, to): out.append(.repairRequest(peer: peer, origin: origin, from: from, to: to))
             }
@@ -237,7 +267,7 @@ public struct SessionCore: Sendable {
         let congested = broadcast.isCongested
         let out: [SessionEffect]
         switch message {
-        case let .hello(since): out = linkHello(from: peer, since: since, now: now)
+        case let .hello(since, count): out = linkHello(from: peer, since: since, nonApplication: count, now: now)
         case let .pushPull(state): out = linkPushPull(state, from: peer, addr: addr, now: now)
         case let .pushPullReply(state): out = receivePushPull(state, from: addr, now: now)
         case let .swim(message): out = message.sender == peer ? receive(message, from: addr, now: now) : []
@@ -245,7 +275,7 @@ public struct SessionCore: Sendable {
         case let .batch(batch): out = receiveBatch(batch, now: now)
         case let .digest(digest, stamp): out = receiveDigest(digest, activity: stamp, from: peer, now: now)
         case let .request(origin, from, to): out = answerRepair(origin: origin, from: from, to: to, peer: peer)
-        case let .baseline(clock): out = adoptBaseline(clock, now: now)
+        case let .baseline(clock, counts): out = adoptBaseline(clock, nonApplication: counts, now: now)
         case let .activity(record): out = receiveActivity(record)
         case let .journal(entries): out = entries.flatMap { journal.apply($0, now: now).map(SessionEffect.journal) }
         case let .have(id, have, offer):

@@ -2,8 +2,9 @@
 /// `version (1) | kind (1) | fields`; an unknown version or kind is a decode error, which closes the link.
 public enum LinkMessage: Sendable, Equatable {
     /// First message on every link: the seq after which the receiver is to deliver the sender's
-    /// broadcasts (`CausalBroadcast.helloSeq(for:)`; the receiver's baseline for it).
-    case hello(since: UInt64)
+    /// broadcasts (`CausalBroadcast.helloSeq(for:)`; the receiver's baseline for it), and how many
+    /// of the sender's broadcasts up to it were not messages (`ApplicationSeqs`).
+    case hello(since: UInt64, nonApplication: UInt64)
     /// A SWIM push-pull: the sender's full membership state; the receiver merges it and answers
     /// with `pushPullReply` carrying its own.
     case pushPull(SWIMPushPull)
@@ -20,8 +21,9 @@ public enum LinkMessage: Sendable, Equatable {
     case digest(CausalBroadcast.Digest, activity: ActivityStamp?)
     /// Asks for `origin`'s stored messages `from...to`.
     case request(origin: MemberID, from: UInt64, to: UInt64)
-    /// A joiner's starting point, from its sponsor: the sponsor's delivered clock.
-    case baseline([MemberID: UInt64])
+    /// A joiner's starting point, from its sponsor: the sponsor's delivered clock, and per origin
+    /// how many broadcasts up to it were not messages (`ApplicationSeqs`).
+    case baseline([MemberID: UInt64], nonApplication: [MemberID: UInt64])
     /// The session's activity value.
     case activity(ActivityRecord)
     /// A joiner's copy of the journal, from its sponsor: every live attachment.
@@ -47,8 +49,8 @@ public enum LinkMessage: Sendable, Equatable {
         var w = WireWriter(capacity: estimatedSize)
         w.u8(Self.version)
         switch self {
-        case let .hello(since):
-            w.u8(Kind.hello.rawValue); w.u64(since)
+        case let .hello(since, nonApplication):
+            w.u8(Kind.hello.rawValue); w.u64(since); w.u64(nonApplication)
         case let .pushPull(state):
             w.u8(Kind.pushPull.rawValue); w.raw(state.encode())
         case let .pushPullReply(state):
@@ -66,8 +68,8 @@ public enum LinkMessage: Sendable, Equatable {
             if let activity { w.u8(1); w.u64(activity.lamport); w.member(activity.member) } else { w.u8(0) }
         case let .request(origin, from, to):
             w.u8(Kind.request.rawValue); w.member(origin); w.u64(from); w.u64(to)
-        case let .baseline(clock):
-            w.u8(Kind.baseline.rawValue); Self.encode(clock, into: &w)
+        case let .baseline(clock, nonApplication):
+            w.u8(Kind.baseline.rawValue); Self.encode(clock, into: &w); Self.encode(nonApplication, into: &w)
         case let .activity(record):
             w.u8(Kind.activity.rawValue); record.encode(into: &w)
         case let .journal(entries):
@@ -105,7 +107,7 @@ public enum LinkMessage: Sendable, Equatable {
         guard version == Self.version else { throw WireError("unsupported link message version \(version)") }
         let result: LinkMessage
         switch Kind(rawValue: try r.u8("kind")) {
-        case .hello: result = .hello(since: try r.count("seq"))
+        case .hello: result = .hello(since: try r.count("seq"), nonApplication: try r.count("non-application count"))
         case .pushPull: result = .pushPull(try SWIMPushPull.decode(try r.raw(r.remaining)))
         case .pushPullReply: result = .pushPullReply(try SWIMPushPull.decode(try r.raw(r.remaining)))
         case .swim: result = .swim(try SWIMMessage.decode(try r.raw(r.remaining)))
@@ -121,7 +123,7 @@ public enum LinkMessage: Sendable, Equatable {
             }
             result = .digest(digest, activity: stamp)
         case .request: result = .request(origin: try r.member(), from: try r.count("from"), to: try r.count("to"))
-        case .baseline: result = .baseline(try decodeClock(&r))
+        case .baseline: result = .baseline(try decodeClock(&r), nonApplication: try decodeClock(&r))
         case .activity: result = .activity(try ActivityRecord.decode(from: &r))
         case .journal:
             let n = Int(try r.u32("journal size"))

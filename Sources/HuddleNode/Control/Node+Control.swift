@@ -53,7 +53,8 @@ extension Node {
         case let .join(addr): return ControlReply.ok(id: id, try await joinOp(addr))
         case let .send(send):
             let m = try await self.send(SendRequest(body: send.body, to: send.to?.compactMap(MemberID.init), reliable: send.reliable))
-            return ControlReply.ok(id: id, ["msg": .string(m.id), "seq": m.seq == 0 ? .null : .int(Int64(clamping: m.seq))])
+            let seq = core.applicationView(m).seq
+            return ControlReply.ok(id: id, ["msg": .string(m.id), "seq": seq == 0 ? .null : .int(Int64(clamping: seq))])
         case let .subscribe(topics, since):
             var reply: [UInt8] = []
             JSON.object(ControlReply.ok(id: id, ["cursor": .int(events.latest)])).write(into: &reply)
@@ -96,8 +97,8 @@ extension Node {
             "addr": .string(local.addr),
             "session": .string(security.sessionKey.fingerprint),
             "members": .int(Int64(liveCount)),
-            "clock": clockJSON(broadcast.delivered),
-            "baseline": clockJSON(broadcast.baseline),
+            "clock": clockJSON(core.applicationClock(broadcast.delivered)),
+            "baseline": clockJSON(core.applicationClock(broadcast.baseline)),
             "uptime_ms": .int(Int64(now * 1000)),
             // Key rotation (issue 21) does not exist yet: every session is in its first epoch.
             "epoch": .int(0),

@@ -43,9 +43,10 @@ extension Node {
         }
     }
 
+    /// A message event, numbered as the control protocol numbers messages (`SessionCore.applicationView`).
     func deliver(_ m: WireMessage, reliable: Bool) {
         _ = counters.messagesDelivered.wrappingAdd(1, ordering: .relaxed)
-        events.appendMessage(m, reliable: reliable)
+        events.appendMessage(core.applicationView(m), reliable: reliable)
     }
 
     // MARK: activity

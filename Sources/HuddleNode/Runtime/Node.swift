@@ -90,7 +90,7 @@ actor Node {
         }
         execute(core.flushBatch())
         links[peer] = link
-        link.send(LinkMessage.hello(since: core.linkUp(peer)).encoded())
+        link.send(core.linkUp(peer).encoded())
         return true
     }
 
