@@ -94,7 +94,7 @@ public struct BroadcastSimulation {
         let members = Set((0..<s.members).filter { joined[$0] }.map { ids[$0] })
         for i in 0..<s.members where joined[i] {
             for j in 0..<s.members where joined[j] && j != i { _ = cores[i].linkHello(origin: ids[j], seq: 0) }
-            _ = cores[i].setMembers(members)
+            _ = cores[i].setMembers(members, now: 0)
         }
     }
 
@@ -114,7 +114,7 @@ public struct BroadcastSimulation {
         for i in 0..<scenario.members where live[i] {
             logs[i].baseline = Dictionary(uniqueKeysWithValues: cores[i].baseline.map { ($0.key.description, $0.value) })
             report.held.append(cores[i].heldCount)
-            report.stored.append(cores[i].storedCount)
+            report.stored.append(cores[i].unacknowledgedCount)
         }
         report.logs = logs
         report.traceDigest = trace?.digest
@@ -199,7 +199,7 @@ public struct BroadcastSimulation {
         case .noticeCrash:
             let members = Set((0..<scenario.members).filter { live[$0] && joined[$0] }.map { ids[$0] })
             trace?.record(.membersSet, at: now, UInt64(members.count))
-            for j in 0..<scenario.members where live[j] && joined[j] { apply(j, cores[j].setMembers(members)) }
+            for j in 0..<scenario.members where live[j] && joined[j] { apply(j, cores[j].setMembers(members, now: now)) }
         case let .join(i):
             let sponsors = (0..<scenario.members).filter { live[$0] && joined[$0] }
             guard !sponsors.isEmpty else { return }
@@ -208,8 +208,8 @@ public struct BroadcastSimulation {
             joined[i] = true
             live[i] = true
             let members = Set((0..<scenario.members).filter { live[$0] && joined[$0] }.map { ids[$0] })
-            for j in sponsors { _ = cores[j].linkHello(origin: ids[i], seq: 0); apply(j, cores[j].setMembers(members)) }
-            _ = cores[i].setMembers(members)
+            for j in sponsors { _ = cores[j].linkHello(origin: ids[i], seq: 0); apply(j, cores[j].setMembers(members, now: now)) }
+            _ = cores[i].setMembers(members, now: now)
             apply(i, cores[i].adoptBaseline(cores[sponsor].delivered))
         }
     }

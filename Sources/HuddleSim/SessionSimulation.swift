@@ -119,7 +119,6 @@ public struct SessionSimulation {
     private var manifest: Manifest?
     private var logs: [DeliveryLog]
     private var report = SessionReport()
-    private var failedSeen: [Int: Set<Int>] = [:]  // crashed member → survivors that saw it failed
     private var now = 0.0
     private var sendingFrom = 0.0
     private var trace: SimTrace?
@@ -241,7 +240,6 @@ public struct SessionSimulation {
             guard !crashed[i] else { return }
             trace?.record(.crash, at: now, UInt64(i))
             crashed[i] = true
-            failedSeen[i] = []
             for j in linkedPeers(of: i) { closeLink(i, j) }
         case .partitionStarts:
             guard let p = scenario.partition else { return }
@@ -310,11 +308,11 @@ public struct SessionSimulation {
                 if let j = indexByID[member], links[linkKey(i, j)] != nil { closeLink(i, j) }
             case let .member(change, info):
                 trace?.record(.memberChange, at: now, UInt64(i), info.id.raw, UInt64(change.hashValueForTrace))
-                if change == .failed, let j = indexByID[info.id], crashed[j] {
-                    failedSeen[j, default: []].insert(i)
-                    if survivorsNow().allSatisfy({ failedSeen[j]?.contains($0) ?? false }), report.detection[j] == nil {
-                        report.detection[j] = now
-                    }
+                // Detected once no survivor holds it live (one partitioned away may have failed it
+                // before it crashed; one that joined after may never have known it).
+                if change == .failed, let j = indexByID[info.id], crashed[j], report.detection[j] == nil,
+                   survivorsNow().allSatisfy({ !(cores[$0]?.isLive(info.id) ?? false) }) {
+                    report.detection[j] = now
                 }
             case let .deliver(signed):
                 record(i, signed.message)
@@ -437,7 +435,7 @@ public struct SessionSimulation {
             let core = cores[i]!
             logs[i].baseline = Dictionary(uniqueKeysWithValues: core.applicationClock(core.broadcast.baseline).map { ($0.key.description, $0.value) })
             report.held.append(core.broadcast.heldCount)
-            report.stored.append(core.broadcast.storedCount)
+            report.stored.append(core.broadcast.unacknowledgedCount)
             report.liveViews[i] = core.live.count
             if let m = manifest {
                 let chunks = held[i][m.id] ?? [:]

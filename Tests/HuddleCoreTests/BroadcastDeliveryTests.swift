@@ -17,7 +17,7 @@ private func delivered(_ actions: [CausalBroadcast.Action]) -> [String] {
 private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadcast {
     var cb = CausalBroadcast(local: id, awaitingBaseline: false)
     for o in others { _ = cb.linkHello(origin: o, seq: 0) }
-    _ = cb.setMembers(Set(others + [id]))
+    _ = cb.setMembers(Set(others + [id]), now: 0)
     return cb
 }
 
@@ -124,9 +124,12 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     #expect(alice.storedCount == 1 && bob.storedCount == 1)
     _ = alice.receiveDigest(bob.digest(), from: b, now: 0)
     #expect(alice.storedCount == 1, "carol has not acknowledged yet")
-    _ = alice.setMembers([a, b])
+    _ = alice.setMembers([a, b], now: 0)
+    #expect(alice.storedCount == 1, "carol failed: m1 is kept in case she comes back")
+    alice.memberLeft(c, now: 0)
     #expect(alice.storedCount == 0, "carol left: nobody is waiting for m1 any more")
-    _ = bob.setMembers([a, b])
+    _ = bob.setMembers([a, b], now: 0)
+    bob.memberLeft(c, now: 0)
     _ = bob.receiveDigest(alice.digest(), from: a, now: 0)
     #expect(bob.storedCount == 0 && bob.storedBytes == 0)
 }
@@ -151,7 +154,7 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     var alice = member(a, knowing: [b])
     var bob = CausalBroadcast(local: b, awaitingBaseline: false, settings: settings)
     _ = bob.linkHello(origin: a, seq: 0)
-    _ = bob.setMembers([a, b])
+    _ = bob.setMembers([a, b], now: 0)
     let messages = (0..<4).map { _ in signed(alice.makeBroadcast(body: [7])) }
     for m in messages.dropFirst() { _ = bob.receive(m) }
     #expect(bob.heldCount == 2 && bob.refusedForRoom == 1)
@@ -240,12 +243,12 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     var carol = CausalBroadcast(local: c, awaitingBaseline: true)
     _ = carol.linkHello(origin: a, seq: alice.helloSeq(for: c))
     _ = carol.adoptBaseline(alice.delivered)
-    _ = carol.setMembers([a, b, c])
+    _ = carol.setMembers([a, b, c], now: 0)
     // carol broadcasts twice while only its link to alice is up.
     let early = (0..<2).map { _ in signed(carol.makeBroadcast(body: [5])) }
     for m in early { carol.stored(own: m); _ = alice.receive(m) }
     // Then the link to bob comes up, and bob learns of carol.
-    _ = bob.setMembers([a, b, c])
+    _ = bob.setMembers([a, b, c], now: 0)
     #expect(carol.helloSeq(for: b) == 0)
     _ = bob.linkHello(origin: c, seq: carol.helloSeq(for: b))
     let late = signed(carol.makeBroadcast(body: [6]))
@@ -260,4 +263,99 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     }
     #expect(delivered(out) == (early + [late]).map(\.message.id))
     #expect(bob.delivered[c] == 3 && bob.baseline[c] == 0)
+}
+
+@Test func messagesAreKeptForAFailedMemberUntilItComesBackAndRepairs() {
+    var alice = member(a, knowing: [b, c]), carol = member(c, knowing: [a, b])
+    // Carol is failed (a partition): alice goes on sending; bob acknowledges, carol cannot.
+    _ = alice.setMembers([a, b], now: 1)
+    #expect(alice.retainedMembers == [c])
+    let sent = (0..<5).map { _ in signed(alice.makeBroadcast(body: [3])) }
+    for m in sent { alice.stored(own: m) }
+    var bob = member(b, knowing: [a, c])
+    for m in sent { _ = bob.receive(m) }
+    _ = alice.receiveDigest(bob.digest(), from: b, now: 2)
+    #expect(alice.storedCount == 5, "kept for carol although every live member has them")
+    // The partition heals: carol is alive again and shows she is behind; she repairs from alice.
+    _ = alice.setMembers([a, b, c], now: 30)
+    _ = carol.receiveDigest(alice.digest(), from: a, now: 30)
+    let ask = carol.receiveDigest(alice.digest(), from: a, now: 31)
+    #expect(ask == [.request(peer: a, origin: a, from: 1, to: 5)])
+    var repaired: [CausalBroadcast.Action] = []
+    for m in alice.stored(origin: a, from: 1, to: 5) { repaired += carol.receive(m) }
+    #expect(delivered(repaired) == sent.map(\.message.id))
+    _ = alice.receiveDigest(carol.digest(), from: c, now: 32)
+    #expect(alice.storedCount == 0, "acknowledged by everyone, carol included")
+}
+
+@Test func retentionForAFailedMemberEndsWithTimeOrTheByteBound() {
+    var settings = CausalBroadcast.Settings()
+    settings.retainForFailed = 60
+    settings.retainBytes = 10 * 128 + 64
+    var alice = CausalBroadcast(local: a, awaitingBaseline: false, settings: settings)
+    _ = alice.linkHello(origin: b, seq: 0)
+    _ = alice.linkHello(origin: c, seq: 0)
+    _ = alice.setMembers([a, b, c], now: 0)
+    _ = alice.setMembers([a, b], now: 0)
+    let few = (0..<3).map { _ in signed(alice.makeBroadcast(body: [])) }
+    for m in few { alice.stored(own: m) }
+    var bob = member(b, knowing: [a, c])
+    for m in few { _ = bob.receive(m) }
+    _ = alice.receiveDigest(bob.digest(), from: b, now: 59)
+    #expect(alice.storedCount == 3)
+    _ = alice.receiveDigest(bob.digest(), from: b, now: 60)
+    #expect(alice.storedCount == 0 && alice.retainedMembers.isEmpty, "retention ends after retainForFailed")
+    // Past the byte bound, nothing is kept for failed members any more.
+    _ = alice.setMembers([a, b, c], now: 61)
+    _ = alice.setMembers([a, b], now: 62)
+    let many = (0..<12).map { _ in signed(alice.makeBroadcast(body: [])) }
+    for m in many { alice.stored(own: m); _ = bob.receive(m) }
+    _ = alice.receiveDigest(bob.digest(), from: b, now: 63)
+    #expect(alice.storedCount == 0 && alice.retainedMembers.isEmpty, "retention ends past retainBytes")
+}
+
+@Test func aReplyWaitsForAnOriginThisMemberHasNotHeardOfYet() {
+    // Dave is new: bob delivered his message and replied; carol has not heard of dave at all.
+    let d = MemberID(raw: 4), dave = Identity.generate()
+    var daveCore = CausalBroadcast(local: d, awaitingBaseline: false)
+    _ = daveCore.linkHello(origin: b, seq: 0)
+    let hello = MessageBatch.sign([daveCore.makeBroadcast(body: [1])], identity: dave)[0]
+    var bob = member(b, knowing: [a, c])
+    _ = bob.linkHello(origin: d, seq: 0)
+    _ = bob.receive(hello)
+    let reply = signed(bob.makeBroadcast(body: [2]))
+    #expect(reply.message.deps.contains(.init(member: d, seq: 1)))
+    var carol = member(c, knowing: [a, b])
+    #expect(delivered(carol.receive(reply)).isEmpty, "the reply must wait for dave's message")
+    _ = carol.receiveDigest(bob.digest(), from: b, now: 0)
+    #expect(delivered(carol.receiveDigest(bob.digest(), from: b, now: 5)).isEmpty)
+    // Dave's link comes up: his message, then the reply.
+    _ = carol.linkHello(origin: d, seq: 0)
+    #expect(delivered(carol.receive(hello)) == [hello.message.id, reply.message.id])
+}
+
+@Test func aDependencyOnAnOriginNeverHeardOfIsReleasedWhenItIsGoneOrAfterTheWait() {
+    let d = MemberID(raw: 4), e = MemberID(raw: 5)
+    var bob = member(b, knowing: [a, c])
+    _ = bob.linkHello(origin: d, seq: 5)
+    _ = bob.linkHello(origin: e, seq: 5)
+    let reply = signed(bob.makeBroadcast(body: [2]))
+    // Deps name only what bob delivered past the baselines (none yet); then he delivers from d and e.
+    var dCore = CausalBroadcast(local: d, awaitingBaseline: false), eCore = CausalBroadcast(local: e, awaitingBaseline: false)
+    for _ in 0..<5 { _ = dCore.makeBroadcast(body: []); _ = eCore.makeBroadcast(body: []) }
+    let fromD = MessageBatch.sign([dCore.makeBroadcast(body: [4])], identity: .generate())[0]
+    let fromE = MessageBatch.sign([eCore.makeBroadcast(body: [5])], identity: .generate())[0]
+    _ = bob.receive(fromD)
+    _ = bob.receive(fromE)
+    let answer = signed(bob.makeBroadcast(body: [6]))
+    #expect(answer.message.deps.contains(.init(member: d, seq: 6)) && answer.message.deps.contains(.init(member: e, seq: 6)))
+    // Carol heard of d as a member (it then failed before its link came up); of e never.
+    var carol = member(c, knowing: [a, b])
+    _ = carol.setMembers([a, b, c, d], now: 0)
+    #expect(delivered(carol.receive(reply)) == [reply.message.id])
+    #expect(delivered(carol.receive(answer)).isEmpty)
+    _ = carol.setMembers([a, b, c], now: 1)
+    _ = carol.receiveDigest(bob.digest(), from: b, now: 1)
+    #expect(delivered(carol.receiveDigest(bob.digest(), from: b, now: 10.9)).isEmpty, "e may still come")
+    #expect(delivered(carol.receiveDigest(bob.digest(), from: b, now: 11)) == [answer.message.id], "e is taken to be gone")
 }

@@ -63,7 +63,7 @@ private func message(seq: UInt64 = 1, counter: UInt64 = 1, dep: UInt64 = 1) -> W
 
     // Broadcast: a hello, digest and repair request at the bound.
     var broadcast = CausalBroadcast(local: a, awaitingBaseline: false)
-    _ = broadcast.setMembers([a, b])
+    _ = broadcast.setMembers([a, b], now: 0)
     _ = broadcast.linkHello(origin: b, seq: top)
     let digest = broadcast.digest()
     #expect(digest.storedFrom[b] == top + 1)

@@ -163,7 +163,7 @@ private struct Cores {
     mutating func tick(now: Double) {
         _ = swim.tick(now: now)
         _ = broadcast.digest()
-        _ = broadcast.setMembers(Set(swim.members.keys).union([local, MemberID(raw: 2)]))
+        _ = broadcast.setMembers(Set(swim.members.keys).union([local, MemberID(raw: 2)]), now: now)
         journal.setPeers(Set(swim.members.keys))
         _ = journal.tick(now: now, linked: swim.members.keys.sorted())
         _ = broadcast.makeBroadcast(body: [1])

@@ -9,9 +9,14 @@
 ///   may have crashed): members exchange digests of what they delivered and what they store, and
 ///   a member whose deliveries from an origin stall for `repairDelay` while a peer shows more asks
 ///   that peer for the seqs it lacks;
-/// - a member stores what it delivered until every current member has acknowledged it in a digest;
-///   members that fail or leave stop holding messages back; held-back and stored messages are
-///   bounded, and what is refused for lack of room is repaired later, never lost.
+/// - a member stores what it delivered until every current member has acknowledged it in a digest,
+///   and for a member that failed (not one that left) until it acknowledges too, for
+///   `retainForFailed` and within `retainBytes`: a member failed by a partition that heals, or
+///   paused, repairs what was sent without it; held-back and stored messages are bounded, and what
+///   is refused for lack of room is repaired later, never lost;
+/// - a dependency on an origin this member has not heard of yet (its messages and the membership
+///   news of it are still on their way) holds the message until the origin is known, until it
+///   is known to be gone, or for at most `unknownOriginWait`.
 public struct CausalBroadcast: Sendable {
     public struct Settings: Sendable {
         /// How long deliveries from an origin may stall, while a peer shows more, before a member
@@ -28,6 +33,18 @@ public struct CausalBroadcast: Sendable {
         public var holdbackLimit = 50_000
         /// Stored bytes at which the shell applies backpressure to new sends.
         public var storeLimitBytes = 64 << 20
+        /// How long messages are kept for a member that failed, so that it can repair them when it
+        /// comes back (a healed partition, a resumed process). 0 turns retention off.
+        public var retainForFailed: Double = 600
+        /// Stored bytes above which messages are no longer kept for failed members (well under
+        /// `storeLimitBytes`: retention must never hold live members' sends back).
+        public var retainBytes = 32 << 20
+        /// How long a message may wait for an origin it depends on that this member has never
+        /// heard of: membership news and the origin's link arrive within seconds; past this the
+        /// origin is taken to be gone (it failed before this member learned of it).
+        public var unknownOriginWait: Double = 10
+        /// Most unknown origins waited for at once (a hostile member could name any number).
+        public var unknownOriginLimit = 1024
         public init() {}
     }
 
@@ -62,6 +79,13 @@ public struct CausalBroadcast: Sendable {
     public private(set) var storedBytes = 0
     private var acks: [MemberID: [MemberID: UInt64]] = [:]
     private var members: Set<MemberID> = []
+    /// Members that failed, and when: messages are kept for them for `retainForFailed`.
+    private var retained: [MemberID: Double] = [:]
+    /// Origins never heard of that held messages depend on, and since when (set at the next
+    /// digest after the first such message: `receive` has no clock).
+    private var unknownOrigins: [MemberID: Double?] = [:]
+    /// Origins taken to be gone without ever being heard of: dependencies on them count as met.
+    private var goneOrigins: Set<MemberID> = []
     /// Per member: this member's own seq when it learned of it. Broadcasts after that are kept for
     /// it until it acknowledges them, so they are its to deliver (`helloSeq(for:)`).
     private var ownSeqWhenKnown: [MemberID: UInt64] = [:]
@@ -85,6 +109,17 @@ public struct CausalBroadcast: Sendable {
     /// Whether stored messages have reached the bound at which new sends must wait.
     public var isCongested: Bool { storedBytes >= settings.storeLimitBytes || heldCount >= settings.holdbackLimit }
     public var storedCount: Int { store.values.reduce(0) { $0 + $1.count } }
+    /// Stored messages that some live member has not acknowledged yet (the rest are kept only
+    /// for failed members).
+    public var unacknowledgedCount: Int {
+        store.reduce(0) { total, entry in
+            let (origin, run) = entry
+            var stable = delivered[origin] ?? 0
+            for member in members where member != origin { stable = min(stable, acks[member]?[origin] ?? 0) }
+            guard !run.isEmpty, stable < run.nextSeq - 1 else { return total }
+            return total + Int(run.nextSeq - max(run.firstSeq, stable + 1))
+        }
+    }
     /// What a stored message counts against `storeLimitBytes`.
     private static func storedSize(_ signed: SignedMessage) -> Int { signed.message.body.count + 128 }
 
@@ -139,6 +174,8 @@ public struct CausalBroadcast: Sendable {
         guard origin != local, delivered[origin] == nil else { return [] }
         delivered[origin] = seq
         baseline[origin] = seq
+        unknownOrigins[origin] = nil
+        goneOrigins.remove(origin)
         return release()
     }
 
@@ -148,6 +185,8 @@ public struct CausalBroadcast: Sendable {
             let start = max(delivered[origin] ?? 0, seq)
             delivered[origin] = start
             baseline[origin] = start
+            unknownOrigins[origin] = nil
+            goneOrigins.remove(origin)
             if var queue = held[origin] {
                 for s in queue.keys where s <= start {
                     queue[s] = nil
@@ -160,15 +199,40 @@ public struct CausalBroadcast: Sendable {
         return release()
     }
 
-    /// The members that count for stability (alive or suspect), self excluded or not.
-    public mutating func setMembers(_ live: Set<MemberID>) -> [Action] {
-        members = live.subtracting([local])
+    /// The members that count for stability (alive or suspect), self excluded or not, at `now`.
+    /// A member that drops out of the set is taken to have failed: messages are kept for it for
+    /// `retainForFailed` (`memberLeft` ends that for a member that left for good).
+    public mutating func setMembers(_ live: Set<MemberID>, now: Double) -> [Action] {
+        let live = live.subtracting([local])
+        for member in members.subtracting(live) {
+            if settings.retainForFailed > 0 { retained[member] = now }
+            // Nothing more can come from a member that departs before this member heard of its messages.
+            if delivered[member] == nil { noteGone(member) }
+        }
+        for member in live { retained[member] = nil }
+        members = live
         for member in members where ownSeqWhenKnown[member] == nil { ownSeqWhenKnown[member] = ownSeq }
         // A member that left the set and comes back was not kept for in between: it starts afresh.
         ownSeqWhenKnown = ownSeqWhenKnown.filter { members.contains($0.key) }
-        acks = acks.filter { members.contains($0.key) }
-        collectGarbage()
+        acks = acks.filter { members.contains($0.key) || retained[$0.key] != nil }
+        collectGarbage(now: now)
         return release()
+    }
+
+    /// `member` left the session for good (a signed `left`): nothing is kept for it any more.
+    public mutating func memberLeft(_ member: MemberID, now: Double) {
+        guard retained.removeValue(forKey: member) != nil else { return }
+        acks[member] = nil
+        collectGarbage(now: now)
+    }
+
+    /// The members messages are still kept for although they are not live.
+    public var retainedMembers: Set<MemberID> { Set(retained.keys) }
+
+    private mutating func noteGone(_ origin: MemberID) {
+        unknownOrigins[origin] = nil
+        if goneOrigins.count >= settings.unknownOriginLimit { goneOrigins.removeAll(keepingCapacity: true) }
+        goneOrigins.insert(origin)
     }
 
     // MARK: receiving
@@ -185,6 +249,7 @@ public struct CausalBroadcast: Sendable {
             }
             heldDirected.append(signed)
             heldCount += 1
+            noteUnknownDependencies(m)
             return release()
         }
         if let d = delivered[m.from], m.seq <= d {
@@ -210,15 +275,41 @@ public struct CausalBroadcast: Sendable {
         }
         held[m.from, default: [:]][m.seq] = signed
         heldCount += 1
+        noteUnknownDependencies(m)
         return release()
     }
 
     private func depsSatisfied(_ m: WireMessage) -> Bool {
         m.deps.allSatisfy { dep in
             if let d = delivered[dep.member] { return d >= dep.seq }
-            // An origin this member never heard of and that is not a member: nothing of it can arrive.
-            return !members.contains(dep.member) && dep.member != local
+            // An origin never heard of: its messages may still be on their way (membership news of
+            // a new member can come after a reply to it). Only one known to be gone counts as met.
+            return goneOrigins.contains(dep.member)
         }
+    }
+
+    /// Notes the origins `m` depends on that this member has never heard of, to wait for them.
+    private mutating func noteUnknownDependencies(_ m: WireMessage) {
+        for dep in m.deps where delivered[dep.member] == nil && !goneOrigins.contains(dep.member) && unknownOrigins[dep.member] == nil {
+            // A hostile member could name origins without end: past the limit they count as gone.
+            if unknownOrigins.count >= settings.unknownOriginLimit { noteGone(dep.member) } else { unknownOrigins[dep.member] = .some(nil) }
+        }
+    }
+
+    /// Starts the wait of newly noted unknown origins at `now`, and gives up on those waited for
+    /// `unknownOriginWait`: messages depending on them are released.
+    private mutating func expireUnknownOrigins(now: Double) -> [Action] {
+        guard !unknownOrigins.isEmpty else { return [] }
+        var expired = false
+        for (origin, since) in unknownOrigins {
+            if delivered[origin] != nil { unknownOrigins[origin] = nil; continue }
+            guard let since else { unknownOrigins[origin] = .some(now); continue }
+            if now - since >= settings.unknownOriginWait {
+                noteGone(origin)
+                expired = true
+            }
+        }
+        return expired ? release() : []
     }
 
     /// Delivers `signed`, the next broadcast of its origin: advances the origin's clock and keeps
@@ -263,7 +354,7 @@ public struct CausalBroadcast: Sendable {
     }
 
     private mutating func keep(_ signed: SignedMessage) {
-        guard !members.isEmpty else { return }
+        guard !members.isEmpty || !retained.isEmpty else { return }
         storedBytes += Self.storedSize(signed)
         storedBytes -= store[signed.message.from, default: MessageRun()].append(signed, bytes: Self.storedSize)
     }
@@ -285,12 +376,12 @@ public struct CausalBroadcast: Sendable {
     /// stalled for `repairDelay` while a peer shows more, and then asks only for the seqs it does
     /// not hold (held-back messages are not fetched again).
     public mutating func receiveDigest(_ digest: Digest, from peer: MemberID, now: Double) -> [Action] {
-        if members.contains(peer) {
+        if members.contains(peer) || retained[peer] != nil {
             acks[peer] = digest.delivered
-            collectGarbage()
+            collectGarbage(now: now)
         }
         guard !awaitingBaseline else { return [] }
-        var out: [Action] = []
+        var out = expireUnknownOrigins(now: now)
         for origin in digest.delivered.keys.sorted() where origin != local {
             guard let theirs = digest.delivered[origin] else { continue }
             guard let mine = delivered[origin], theirs > mine else { continue }
@@ -338,11 +429,26 @@ public struct CausalBroadcast: Sendable {
         return (from...min(to, from + settings.requestRange)).compactMap { messages[$0] }
     }
 
-    /// Drops what every current member has acknowledged.
-    private mutating func collectGarbage() {
+    /// Drops what every current member, and every member still retained for, has acknowledged.
+    /// Retention ends for members failed longer than `retainForFailed` ago, and for all of them
+    /// once the store passes `retainBytes`.
+    private mutating func collectGarbage(now: Double) {
+        if !retained.isEmpty {
+            let expired = retained.filter { now - $0.value >= settings.retainForFailed }.keys
+            for member in expired { retained[member] = nil; acks[member] = nil }
+        }
+        dropStable(counting: members.union(retained.keys))
+        if !retained.isEmpty && storedBytes > settings.retainBytes {
+            for member in retained.keys { acks[member] = nil }
+            retained.removeAll()
+            dropStable(counting: members)
+        }
+    }
+
+    private mutating func dropStable(counting holders: Set<MemberID>) {
         for origin in Array(store.keys) {
             var stable = delivered[origin] ?? 0
-            for member in members where member != origin {
+            for member in holders where member != origin {
                 stable = min(stable, acks[member]?[origin] ?? 0)
             }
             storedBytes -= store[origin, default: MessageRun()].drop(through: stable, bytes: Self.storedSize)

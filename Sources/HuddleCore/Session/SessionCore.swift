@@ -159,7 +159,8 @@ public struct SessionCore: Sendable {
             case let .emit(change, info):
                 out.append(.member(change, info))
                 let live = self.live
-                out += broadcastEffects(broadcast.setMembers(live), now: now)
+                out += broadcastEffects(broadcast.setMembers(live, now: now), now: now)
+                if change == .left { broadcast.memberLeft(info.id, now: now) }
                 journal.setPeers(live)
                 switch change {
                 case .joined, .alive, .updated, .suspect:
