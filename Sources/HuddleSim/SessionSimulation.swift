@@ -220,7 +220,7 @@ public struct SessionSimulation {
                 execute(a, cores[a]!.flushBatch())
                 sendLink(from: a, to: b, cores[a]!.linkUp(infos[b].id))
                 if let join = pendingPushPull.removeValue(forKey: a * scenario.members + b) {
-                    sendLink(from: a, to: b, .pushPull(SWIMPushPull(join: join, members: cores[a]!.swim.pushPullState())))
+                    sendLink(from: a, to: b, cores[a]!.pushPullRequest(to: infos[b].id, join: join))
                 }
             }
         case let .link(to, from, gen, message):
@@ -256,11 +256,11 @@ public struct SessionSimulation {
             let hashes = (0..<count).map { k in BLAKE2b.hash(Array("sim chunk".utf8) + withUnsafeBytes(of: (scenario.seed &+ UInt64(k)).littleEndian) { Array($0) }, length: 32) }
             var m = Manifest(name: "sim.bin", size: UInt64(a.size), chunkSize: UInt32(Self.chunkSize), chunkHashes: hashes, meta: [],
                              uploader: infos[a.uploader].id, uploaderNode: infos[a.uploader].node, signature: [])
-            m.sign(with: identities[a.uploader])
-            manifest = m
-            held[a.uploader][m.id] = Dictionary(uniqueKeysWithValues: hashes.enumerated().map { ($0, $1) })
             var key: [UInt8] = []
             for _ in 0..<4 { withUnsafeBytes(of: rng.next()) { key += $0 } }
+            m.sign(with: identities[a.uploader], key: key)
+            manifest = m
+            held[a.uploader][m.id] = Dictionary(uniqueKeysWithValues: hashes.enumerated().map { ($0, $1) })
             execute(a.uploader, cores[a.uploader]!.addAttachment(m, key: key, now: now))
         }
     }
@@ -293,7 +293,7 @@ public struct SessionSimulation {
             case let .pushPull(addr, join):
                 guard let j = indexByAddr[addr], j != i else { continue }
                 if links[linkKey(i, j)] != nil {
-                    sendLink(from: i, to: j, .pushPull(SWIMPushPull(join: join, members: cores[i]!.swim.pushPullState())))
+                    sendLink(from: i, to: j, cores[i]!.pushPullRequest(to: infos[j].id, join: join))
                 } else {
                     pendingPushPull[i * scenario.members + j] = join
                     dial(i, j)

@@ -77,8 +77,9 @@ public struct SwarmSimulation {
         var manifest = Manifest(name: "sim", size: UInt64(s.chunks) * UInt64(Manifest.defaultChunkSize), chunkSize: UInt32(Manifest.defaultChunkSize),
                                 chunkHashes: (0..<s.chunks).map { index in (0..<32).map { UInt8(truncatingIfNeeded: index >> ($0 % 4 * 8)) } },
                                 meta: [], uploader: ids[0], uploaderNode: uploader.publicKey, signature: [])
-        manifest.sign(with: uploader)
-        entry = .add(manifest, key: [UInt8](repeating: 1, count: 32))
+        let key = [UInt8](repeating: 1, count: 32)
+        manifest.sign(with: uploader, key: key)
+        entry = .add(manifest, key: key)
         id = manifest.id
         let members = Set((0..<s.members).map { ids[$0] })
         for i in 0..<s.members {

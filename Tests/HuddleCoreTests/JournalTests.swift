@@ -11,7 +11,7 @@ private func manifest(chunks: Int, from origin: MemberID = uploader, name: Strin
     var m = Manifest(name: name, size: UInt64(chunks) * UInt64(Manifest.defaultChunkSize), chunkSize: UInt32(Manifest.defaultChunkSize),
                      chunkHashes: (0..<chunks).map { [UInt8](repeating: UInt8($0), count: 32) }, meta: [],
                      uploader: origin, uploaderNode: uploaderIdentity.publicKey, signature: [])
-    m.sign(with: uploaderIdentity)
+    m.sign(with: uploaderIdentity, key: key)
     return m
 }
 
@@ -34,6 +34,8 @@ private func haves(_ effects: [Journal.Effect]) -> [MemberID] {
     var forged = manifest(chunks: 2, name: "forged")
     forged.signature[0] ^= 1
     #expect(journal.apply(.add(forged, key: key), now: 1).isEmpty, "a manifest whose signature fails")
+    let other = manifest(chunks: 2, name: "another key")
+    #expect(journal.apply(.add(other, key: [UInt8](repeating: 8, count: 32)), now: 1).isEmpty, "a key the manifest was not signed for")
     let removal = journal.apply(.remove(id: m.id), now: 2)
     #expect(removal.contains(.deleteStored(id: m.id)) && emitted(removal) == [.removed])
     #expect(journal.apply(.remove(id: m.id), now: 3).isEmpty)

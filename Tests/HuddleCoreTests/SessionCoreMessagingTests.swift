@@ -163,7 +163,7 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     let aIdentity = Identity(seed: [UInt8](repeating: 1, count: 32))
     var manifest = Manifest(name: "f", size: 10, chunkSize: 1 << 20, chunkHashes: [[UInt8](repeating: 4, count: 32)], meta: [],
                             uploader: p.aInfo.id, uploaderNode: p.aInfo.node, signature: [])
-    manifest.sign(with: aIdentity)
+    manifest.sign(with: aIdentity, key: [UInt8](repeating: 5, count: 32))
     let added = p.a.addAttachment(manifest, key: [UInt8](repeating: 5, count: 32), now: 2)
     #expect(added.contains(.journal(.emit(.added, id: manifest.id))))
     #expect(added.contains(.flushSoon))

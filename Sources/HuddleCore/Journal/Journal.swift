@@ -83,7 +83,7 @@ public struct Journal: Sendable {
         switch entry {
         case let .add(manifest, key):
             let id = manifest.id
-            guard records[id] == nil, key.count == 32, manifest.isValid() else { return [] }
+            guard records[id] == nil, manifest.commits(to: key), manifest.isValid() else { return [] }
             records[id] = Record(manifest: manifest, key: key)
             swarm.add(id: id, chunkCount: manifest.chunkCount, uploader: manifest.uploader, haveAll: manifest.uploader == local, now: now)
             var out: [Effect] = [.emit(.added, id: id)]

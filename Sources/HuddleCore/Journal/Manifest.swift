@@ -1,8 +1,9 @@
 import HuddleCrypto
 
 /// What names and checks an attachment: its size, how it is cut, the hash of every encrypted chunk,
-/// its metadata and its uploader — signed by the uploader. The attachment id is a hash of the
-/// signed fields, so a manifest cannot be altered without changing the id.
+/// its metadata, its uploader and a hash of its attachment key — signed by the uploader. The
+/// attachment id is a hash of the signed fields, so a manifest cannot be altered without changing
+/// the id, and a journal entry cannot pair it with another key (`commits(to:)`).
 public struct Manifest: Sendable, Equatable {
     public static let defaultChunkSize = 256 * 1024
     public static let maximumSize = 104_857_600
@@ -17,6 +18,8 @@ public struct Manifest: Sendable, Equatable {
     public var meta: [UInt8]
     public var uploader: MemberID
     public var uploaderNode: [UInt8]
+    /// BLAKE2b-256 of the attachment key (`keyHash(_:)`), set by `sign(with:key:)`.
+    public var keyHash: [UInt8] = []
     public var signature: [UInt8]
 
     public init(name: String, size: UInt64, chunkSize: UInt32, chunkHashes: [[UInt8]], meta: [UInt8], uploader: MemberID, uploaderNode: [UInt8], signature: [UInt8]) {
@@ -40,17 +43,27 @@ public struct Manifest: Sendable, Equatable {
         w.string16(name); w.u64(size); w.u32(chunkSize)
         w.u32(UInt32(chunkHashes.count))
         for h in chunkHashes { w.raw(h) }
-        w.bytes32(meta); w.member(uploader); w.raw(uploaderNode)
+        w.bytes32(meta); w.member(uploader); w.raw(uploaderNode); w.raw(keyHash)
         return w.bytes
     }
 
-    public mutating func sign(with identity: Identity) { signature = identity.sign(signedFields()) }
+    /// What a manifest commits to for an attachment key.
+    public static func keyHash(_ key: [UInt8]) -> [UInt8] { BLAKE2b.hash(Array("huddle attachment key v1".utf8) + key, length: 32) }
+
+    /// Commits to `key` and signs with the uploader's identity.
+    public mutating func sign(with identity: Identity, key: [UInt8]) {
+        keyHash = Self.keyHash(key)
+        signature = identity.sign(signedFields())
+    }
+
+    /// Whether `key` is the attachment key this manifest was signed for.
+    public func commits(to key: [UInt8]) -> Bool { key.count == 32 && keyHash == Self.keyHash(key) }
 
     /// The manifest is internally consistent and signed by the node key it names.
     public func isValid() -> Bool {
         guard size <= UInt64(Self.maximumSize), chunkSize > 0, meta.count <= Self.maximumMeta,
               chunkHashes.count == Int((size + UInt64(chunkSize) - 1) / UInt64(chunkSize)),
-              chunkHashes.allSatisfy({ $0.count == 32 }) else { return false }
+              chunkHashes.allSatisfy({ $0.count == 32 }), uploaderNode.count == 32, keyHash.count == 32 else { return false }
         return Identity.verify(signature: signature, message: signedFields(), publicKey: uploaderNode)
     }
 
@@ -70,8 +83,11 @@ public struct Manifest: Sendable, Equatable {
         let meta = try r.bytes32(limit: maximumMeta, "attachment metadata")
         let uploader = try r.member("uploader")
         let node = try r.raw(32, "uploader key")
+        let keyHash = try r.raw(32, "attachment key hash")
         let signature = try r.raw(64, "manifest signature")
-        return Manifest(name: name, size: size, chunkSize: chunkSize, chunkHashes: hashes, meta: meta, uploader: uploader, uploaderNode: node, signature: signature)
+        var manifest = Manifest(name: name, size: size, chunkSize: chunkSize, chunkHashes: hashes, meta: meta, uploader: uploader, uploaderNode: node, signature: signature)
+        manifest.keyHash = keyHash
+        return manifest
     }
 }
 

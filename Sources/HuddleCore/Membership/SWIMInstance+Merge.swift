@@ -25,6 +25,11 @@ extension SWIMInstance {
             return
         }
         guard old.state != .left, info.incarnation > old.incarnation else { return }
+        // The node key is pinned at first sight: a member id never changes hands.
+        guard old.node == info.node else {
+            refusedKeyChanges += 1
+            return
+        }
         members[info.id] = record
         suspicions[info.id] = nil
         if old.state == .failed {
@@ -32,7 +37,7 @@ extension SWIMInstance {
             liveCount += 1
         }
         broadcasts.enqueue(.alive(record))
-        let metadataChanged = old.name != record.name || old.addr != record.addr || old.node != record.node
+        let metadataChanged = old.name != record.name || old.addr != record.addr
         switch old.state {
         case .suspect, .failed: actions.append(.emit(.alive, record))
         case .alive: if metadataChanged { actions.append(.emit(.updated, record)) }

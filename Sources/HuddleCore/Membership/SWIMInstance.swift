@@ -27,6 +27,9 @@ import Darwin
 /// - `left` is final (a member id is one run of a node), `failed` is not: a failed member heard alive
 ///   at a higher incarnation (it refuted) becomes alive again, and the addresses of failed members are
 ///   retried with push-pull for `remergeWindow`, so a healed partition becomes one view again;
+/// - a member's node key is pinned when the member is first known: a record naming another node key
+///   for the same member id is refused (`refusedKeyChanges`), so nobody can take over a member by
+///   gossiping its id with a higher incarnation;
 /// - `joined` is emitted once per member, when it is first known; then `suspect`, `alive` (refuted
 ///   after suspect or failed), `failed`, `left` and `updated` (name or address changed) as they happen.
 public struct SWIMInstance: Sendable {
@@ -53,6 +56,8 @@ public struct SWIMInstance: Sendable {
     var seq: UInt32 = 0
     /// Alive and suspect members, self included while it has not left.
     public internal(set) var liveCount = 1
+    /// Records refused because they named another node key for a known member.
+    public internal(set) var refusedKeyChanges = 0
 
     var started = false
     var nextProbeAt = 0.0

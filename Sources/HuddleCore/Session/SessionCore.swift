@@ -14,7 +14,13 @@ import HuddleCrypto
 /// - a member that joins, comes back or changes is wanted for a link (dialed by the lower id at
 ///   once); one that fails or leaves stops being dialed and its link is closed;
 /// - the link hello names the seq from which this member knew the peer, and a peer's hello sets
-///   the baseline for its broadcasts only if nothing earlier did.
+///   the baseline for its broadcasts only if nothing earlier did;
+/// - a link is admitted only for a member whose pinned node key is the one the handshake proved
+///   (never for itself, never for a member that left);
+/// - a catch-up (baseline, journal) is taken only from a peer this member asked for one (a join
+///   push-pull), and only until that peer's reply; a baseline only while one is awaited;
+/// - a journal entry that adds an attachment is applied only when its manifest commits to the key
+///   it carries and names as uploader the member whose pinned node key signed it.
 public struct SessionCore: Sendable {
     public let local: MemberID
     let identity: Identity
@@ -42,6 +48,12 @@ public struct SessionCore: Sendable {
     var pendingBatch: [WireMessage] = []
     /// Body bytes in `pendingBatch` (a batch is flushed before it would pass `batchBytes`).
     var pendingBatchBytes = 0
+    /// Peers asked to catch this member up (a join push-pull), until their reply: only they may
+    /// send a baseline or journal entries.
+    public private(set) var catchUpFrom: Set<MemberID> = []
+    /// Link messages refused because their sender had no right to send them (a catch-up nobody
+    /// asked for, a journal entry naming another uploader, a link for a pinned member id).
+    public private(set) var refusedLinkMessages = 0
 
     /// `joining`: this member waits for a sponsor's baseline before delivering anything.
     /// `identity` is this member's key pair (its public half is `local.node`).
@@ -176,6 +188,31 @@ public struct SessionCore: Sendable {
 
     // MARK: links
 
+    /// Why a link is not admitted.
+    public enum LinkRefusal: Error, Equatable, Sendable {
+        case ownID, left
+        /// The member id is pinned to another node key than the one the handshake proved.
+        case anotherNodeKey
+    }
+
+    /// Whether a link whose handshake proved `peer.node` may serve as the link to member `peer.id`.
+    public mutating func admitLink(_ peer: MemberInfo) throws(LinkRefusal) {
+        if peer.id == local { throw .ownID }
+        guard let known = swim.members[peer.id] else { return }
+        if known.state == .left { throw .left }
+        guard known.node == peer.node else {
+            refusedLinkMessages += 1
+            throw .anotherNodeKey
+        }
+    }
+
+    /// The push-pull to send over the link to `peer`. With `join`, `peer` is asked to catch this
+    /// member up (baseline, journal, activity): only a peer asked may, until its reply.
+    public mutating func pushPullRequest(to peer: MemberID, join: Bool) -> LinkMessage {
+        if join { catchUpFrom.insert(peer) }
+        return .pushPull(SWIMPushPull(join: join, members: swim.pushPullState()))
+    }
+
     /// A link to `peer` is up: returns the hello to send first — the seq it names
     /// (`CausalBroadcast.helloSeq(for:)`) and how many of this member's broadcasts up to it were
     /// not messages.
@@ -188,6 +225,7 @@ public struct SessionCore: Sendable {
     /// The link to `peer` closed. `settled`: it had been up long enough that its loss says
     /// something about the peer (membership then checks it at once).
     public mutating func linkDown(_ peer: MemberID, settled: Bool, now: Double) -> [SessionEffect] {
+        catchUpFrom.remove(peer)
         journal.linkDown(peer)
         planner.linkDown(peer)
         return settled ? membership(swim.linkLost(peer, now: now), now: now) : []
@@ -247,7 +285,14 @@ public struct SessionCore: Sendable {
                 case .journal:
                     applicationSeqs.noteNonApplication(signed.message.from, signed.message.seq)
                     if let entry = try? JournalEntry.decode(signed.message.body) {
-                        out += journal.apply(entry, now: now).map(SessionEffect.journal)
+                        // An add is announced by its uploader: the broadcast's signature is the
+                        // uploader's pinned key, which the manifest must name.
+                        if case let .add(manifest, _) = entry, manifest.uploader != signed.message.from || !namesPinnedKey(manifest) {
+                            refusedLinkMessages += 1
+                            out.append(.unreadable(signed.message.from, what: "journal entry naming another uploader"))
+                        } else {
+                            out += journal.apply(entry, now: now).map(SessionEffect.journal)
+                        }
                     } else {
                         out.append(.unreadable(signed.message.from, what: "journal entry"))
                     }
@@ -270,15 +315,24 @@ public struct SessionCore: Sendable {
         switch message {
         case let .hello(since, count): out = linkHello(from: peer, since: since, nonApplication: count, now: now)
         case let .pushPull(state): out = linkPushPull(state, from: peer, addr: addr, now: now)
-        case let .pushPullReply(state): out = receivePushPull(state, from: addr, now: now)
+        case let .pushPullReply(state):
+            catchUpFrom.remove(peer)
+            out = receivePushPull(state, from: addr, now: now)
         case let .swim(message): out = message.sender == peer ? receive(message, from: addr, now: now) : []
         case let .message(signed): out = receiveSigned(signed, now: now)
         case let .batch(batch): out = receiveBatch(batch, now: now)
         case let .digest(digest, stamp): out = receiveDigest(digest, activity: stamp, from: peer, now: now)
         case let .request(origin, from, to): out = answerRepair(origin: origin, from: from, to: to, peer: peer)
-        case let .baseline(clock, counts): out = adoptBaseline(clock, nonApplication: counts, now: now)
+        case let .baseline(clock, counts):
+            guard catchUpFrom.contains(peer), broadcast.awaitingBaseline else { out = refused(); break }
+            out = adoptBaseline(clock, nonApplication: counts, now: now)
         case let .activity(record): out = receiveActivity(record)
-        case let .journal(entries): out = entries.flatMap { journal.apply($0, now: now).map(SessionEffect.journal) }
+        case let .journal(entries):
+            guard catchUpFrom.contains(peer) else { out = refused(); break }
+            out = entries.flatMap { entry -> [SessionEffect] in
+                if case let .add(manifest, _) = entry, !namesPinnedKey(manifest) { refusedLinkMessages += 1; return [] }
+                return journal.apply(entry, now: now).map(SessionEffect.journal)
+            }
         case let .have(id, have, offer):
             journal.peerAnnounced(peer, id: id, have: have, offer: offer)
             out = []
@@ -287,5 +341,17 @@ public struct SessionCore: Sendable {
         case .chunkHeader: out = []  // consumed by the shell's link reader
         }
         return out + congestionCleared(since: congested)
+    }
+
+    private mutating func refused() -> [SessionEffect] {
+        refusedLinkMessages += 1
+        return []
+    }
+
+    /// Whether a manifest's uploader key is the one pinned for its uploader (when the uploader is
+    /// still known here; one long gone is checked by the manifest's own signature alone).
+    func namesPinnedKey(_ manifest: Manifest) -> Bool {
+        guard let known = swim.members[manifest.uploader] else { return true }
+        return known.node == manifest.uploaderNode
     }
 }

@@ -56,7 +56,7 @@ extension Node {
         }
         var manifest = Manifest(name: name ?? (path as NSString).lastPathComponent, size: imported.size, chunkSize: UInt32(Manifest.defaultChunkSize),
                                 chunkHashes: imported.hashes, meta: metaBytes, uploader: local.id, uploaderNode: local.node, signature: [])
-        manifest.sign(with: security.identity)
+        manifest.sign(with: security.identity, key: imported.key)
         let id = manifest.id
         try await Self.fileWork { () throws(ControlError) in
             do { try store.rename(staging, to: id) } catch { throw ControlError(code: .ioError, message: "\(error)") }

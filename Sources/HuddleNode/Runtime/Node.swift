@@ -79,11 +79,14 @@ actor Node {
     func register(_ link: LinkHandle) -> Bool {
         guard !stopping else { return false }
         let peer = link.peer.id
-        if peer == local.id {
-            log.warning("refused a link to ourselves at \(link.remoteAddress)")
+        do { try core.admitLink(link.peer) } catch {
+            switch error {
+            case .ownID: log.warning("refused a link to ourselves at \(link.remoteAddress)")
+            case .left: break
+            case .anotherNodeKey: log.warning("refused a link from \(link.remoteAddress): member \(peer) is pinned to another node key")
+            }
             return false
         }
-        if swim.members[peer]?.state == .left { return false }
         if let existing = links[peer] {
             guard LinkPlanner.keepsNewLink(newDialedBy: link.dialer, existingDialedBy: existing.dialer) else { return false }
             existing.close()
@@ -124,7 +127,7 @@ actor Node {
     /// for the answer: how a joiner learns the session from its sponsor.
     func pushPullAndWait(_ peer: MemberID, join: Bool) async {
         guard let link = links[peer] else { return }
-        link.send(LinkMessage.pushPull(SWIMPushPull(join: join, members: swim.pushPullState())).encoded())
+        link.send(core.pushPullRequest(to: peer, join: join).encoded())
         await wait(for: .pushPullReply(peer), until: .now + .seconds(10))
     }
 
@@ -135,7 +138,7 @@ actor Node {
             case let .sendDatagram(content, to): sendDatagram(content, to: to)
             case let .pushPull(addr, join):
                 if let link = links.values.first(where: { $0.peer.addr == addr }) {
-                    link.send(LinkMessage.pushPull(SWIMPushPull(join: join, members: swim.pushPullState())).encoded())
+                    link.send(core.pushPullRequest(to: link.peer.id, join: join).encoded())
                 } else {
                     dialInBackground(addr) { node, peer in await node.pushPullAndWait(peer, join: join) }
                 }
