@@ -55,11 +55,13 @@ let package = Package(
             "HuddleNode", "HuddleControl", "HuddleCrypto",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        // The showcase example (examples/DrawTogether): a shared canvas on the public control protocol.
+        // The showcase example (examples/DrawTogether): Apple's DrawTogether sample on HuddleKit, with a web page per participant.
         .target(name: "DrawTogetherKit", dependencies: ["HuddleKit"], path: "examples/DrawTogether/Sources/DrawTogetherKit"),
         .executableTarget(name: "drawtogether", dependencies: [
             "DrawTogetherKit", "HuddleKit",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
         ], path: "examples/DrawTogether/Sources/drawtogether"),
