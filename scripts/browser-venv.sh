@@ -8,7 +8,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${1:-.build/browser-venv}
-python=${HUDDLE_SYSTEM_PYTHON:-python3}
 # Pinned: the versions the test was written against.
 packages=(selenium==4.51.0 pillow==13.0.0)
 
@@ -25,19 +24,5 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 
-check() { "$venv/bin/python" -c 'import selenium, PIL; from selenium.webdriver.chrome.service import Service' 2>/dev/null; }
-if [ -x "$venv/bin/python" ] && check; then
-  echo "deps: chromium, chromedriver, and selenium + pillow in $venv present"
-  exit 0
-fi
-echo "deps: creating $venv with ${packages[*]}"
-if ! "$python" -m venv --clear "$venv" 2>/dev/null; then
-  apt_install python3-venv
-  "$python" -m venv --clear "$venv" || { echo "deps: could not create a virtual environment with $python" >&2; exit 1; }
-fi
-if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${packages[@]}"; then
-  echo "deps: could not install ${packages[*]} into $venv (needs PyPI)" >&2
-  exit 1
-fi
-check || { echo "deps: $venv has no working selenium and pillow" >&2; exit 1; }
-echo "deps: installed selenium and pillow into $venv"
+source scripts/python-venv.sh
+python_venv "$venv" "selenium and pillow" 'import selenium, PIL; from selenium.webdriver.chrome.service import Service' "${packages[@]}"

@@ -93,7 +93,9 @@ public struct Attachment: Identifiable, Hashable, Sendable {
                                                             "timeout_ms": .int(max(1, ms))], dedicated: true)
     }
 
+    /// Equal when they describe the same attachment in the same state and progress.
     public static func == (a: Attachment, b: Attachment) -> Bool { a.record == b.record }
+    /// Hashes the id, the chunks held and the state.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(record.id)
         hasher.combine(record.have)

@@ -10,5 +10,6 @@ public protocol GroupActivity: Codable, Sendable {
 }
 
 extension GroupActivity {
+    /// The type's name, as `String(describing:)` writes it.
     public static var activityIdentifier: String { String(describing: Self.self) }
 }

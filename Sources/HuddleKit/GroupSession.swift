@@ -89,15 +89,19 @@ public final class GroupSession<ActivityType: GroupActivity>: Sendable {
 /// The values a session's activity takes, decoded as the session's activity type (nil when no
 /// activity of that type is set).
 public struct ActivityUpdates<ActivityType: GroupActivity>: AsyncSequence, Sendable {
+    /// An activity value, nil when none of this type is set.
     public typealias Element = ActivityType?
+    /// The sequence never throws: it ends when the session is invalidated.
     public typealias Failure = Never
     let base: AsyncStream<JSON>
 
+    /// An iterator starting with the value at the time the sequence was made (once joined).
     public func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator()) }
 
     /// Decodes each value as it comes.
     public struct Iterator: AsyncIteratorProtocol {
         var base: AsyncStream<JSON>.Iterator
+        /// The next activity value, or nil (the outer optional) once the session is invalidated.
         public mutating func next() async -> ActivityType?? {
             guard let value = await base.next() else { return nil }
             return .some(GroupSession<ActivityType>.decodeActivity(value))

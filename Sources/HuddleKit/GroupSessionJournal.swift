@@ -11,17 +11,21 @@ import HuddleControl
 public final class GroupSessionJournal: Sendable {
     /// The attachment lists, each the whole current list, as SharePlay's `Attachments`.
     public struct Attachments: AsyncSequence, Sendable {
+        /// The whole current list of attachments, oldest first.
         public typealias Element = [Attachment]
+        /// The sequence never throws: it ends when the session is invalidated.
         public typealias Failure = Never
         let base: AsyncStream<[Attachment.Record]>
         let hub: SessionHub
 
+        /// An iterator starting with the list at the time the sequence was made (once joined).
         public func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator(), hub: hub) }
 
         /// Turns the node's attachment objects into `Attachment` values.
         public struct Iterator: AsyncIteratorProtocol {
             var base: AsyncStream<[Attachment.Record]>.Iterator
             let hub: SessionHub
+            /// The next list, or nil once the session is invalidated.
             public mutating func next() async -> [Attachment]? {
                 guard let records = await base.next() else { return nil }
                 return records.map { Attachment($0, hub: hub) }

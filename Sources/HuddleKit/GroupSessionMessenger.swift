@@ -32,12 +32,15 @@ public final class GroupSessionMessenger: Sendable {
 
     /// The messages of one type, with their context, in the order the node delivered them.
     public struct Messages<Message: Decodable & Sendable>: AsyncSequence, Sendable {
+        /// A message and where it came from.
         public typealias Element = (Message, MessageContext)
+        /// The sequence never throws: it ends when the session is invalidated.
         public typealias Failure = Never
         let base: AsyncStream<InboundMessage>
         let tag: String
         let own: String
 
+        /// An iterator over the messages from the moment the sequence was made.
         public func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator(), tag: tag, own: own) }
 
         /// Skips other types, this messenger's own messages and values that do not decode.
@@ -45,6 +48,7 @@ public final class GroupSessionMessenger: Sendable {
             var base: AsyncStream<InboundMessage>.Iterator
             let tag: String
             let own: String
+            /// The next message of this type, or nil once the session is invalidated.
             public mutating func next() async -> (Message, MessageContext)? {
                 while let m = await base.next() {
                     guard m.tag == tag, m.sender != own, let value = try? JSONCoding.decode(Message.self, from: m.value) else { continue }

@@ -63,6 +63,7 @@ public enum HuddleKitError: Error, Equatable, Sendable, CustomStringConvertible 
         }
     }
 
+    /// One line a person can read, ending with the node's own message when there is one.
     public var description: String {
         switch self {
         case let .tooLarge(m): "too large: \(m)"

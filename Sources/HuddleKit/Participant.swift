@@ -13,15 +13,19 @@ public struct Participant: Hashable, Identifiable, Sendable, CustomStringConvert
     /// The name the node was started with (`huddle run --name`).
     public let name: String
 
+    /// A participant for member `id`; `node` and `name` are what the node reports, when known.
     public init(id: String, node: String = "", name: String = "") {
         self.id = id
         self.node = node
         self.name = name
     }
 
+    /// Equal when they name the same member.
     public static func == (a: Participant, b: Participant) -> Bool { a.id == b.id }
+    /// Hashes the member id only.
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
+    /// The name and the member id, or the member id alone.
     public var description: String { name.isEmpty ? id : "\(name) (\(id))" }
 
     /// A participant from a member object of the control protocol (`members`, `member` events).

@@ -5,15 +5,20 @@ import HuddleKit
 public struct DrawTogether: GroupActivity, Equatable {
     /// The canvas id (random, new at each reset).
     public var canvas: String
+    /// The activity of canvas `canvas`.
     public init(canvas: String) { self.canvas = canvas }
 }
 
 /// A point on the canvas, in canvas units (1000 × 700, the SVG's user space); JSON `[x, y]`.
 public struct Point: Codable, Sendable, Equatable {
+    /// Rightwards from the left edge.
     public var x: Double
+    /// Downwards from the top edge.
     public var y: Double
+    /// The point (x, y).
     public init(x: Double, y: Double) { self.x = x; self.y = y }
 
+    /// Decodes `[x, y]`; anything else, or a value that is not finite, is an error.
     public init(from decoder: any Decoder) throws {
         var c = try decoder.unkeyedContainer()
         x = try c.decode(Double.self)
@@ -21,6 +26,7 @@ public struct Point: Codable, Sendable, Equatable {
         guard x.isFinite, y.isFinite, c.isAtEnd else { throw DecodingError.dataCorruptedError(in: c, debugDescription: "not a point [x, y]") }
     }
 
+    /// Encodes `[x, y]`.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.unkeyedContainer()
         try c.encode(x)
