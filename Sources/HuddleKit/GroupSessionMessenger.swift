@@ -72,7 +72,8 @@ public final class GroupSessionMessenger: Sendable {
     }
 
     /// Sends `value` to `participants`. Throws `.tooLarge` over the node's message limit (64 KiB,
-    /// 1 KiB unreliable), `.busy` when the session cannot take more right now.
+    /// 1 KiB unreliable), `.busy` when the session cannot take more right now. Sending `.only` to
+    /// nobody but `localParticipant` sends nothing (a messenger does not receive its own messages).
     public func send<Message: Encodable>(_ value: Message, to participants: Participants = .all) async throws(HuddleKitError) {
         try hub.requireJoined()
         let text = MessageEnvelope.text(tag: MessageEnvelope.tag(Message.self), sender: sender, value: try JSONCoding.json(value))

@@ -98,10 +98,9 @@ actor NodeConnection {
         while true {
             do {
                 for try await event in await client.events() {
-                    if event["event"]?.stringValue == "overflow" {
-                        if let resume = event["resume"]?.intValue { lastCursor = resume }
-                        break
-                    }
+                    // The node dropped this subscriber: resume after the last event delivered
+                    // (that is `lastCursor`, whatever the node had queued beyond it).
+                    if event["event"]?.stringValue == "overflow" { break }
                     if let cursor = event["cursor"]?.intValue {
                         guard cursor > lastCursor else { continue }
                         lastCursor = cursor

@@ -21,6 +21,7 @@ final class SessionHub: Sendable {
         var attachments: [Attachment.Record] = []
         /// Events up to this cursor are history (replayed), not changes.
         var historyUpTo: Int64 = 0
+        var joining = false
         var messages = Sinks<InboundMessage>()
         var participantUpdates = Sinks<Set<Participant>>()
         var activityUpdates = Sinks<JSON>()
@@ -57,11 +58,24 @@ final class SessionHub: Sendable {
     // MARK: joining and leaving
 
     func join() async throws(HuddleKitError) {
-        switch state {
-        case .joined: return
-        case let .invalidated(reason): throw reason
-        case .waiting: break
+        let first: Bool = try shared.withLock { (s: inout Shared) throws(HuddleKitError) -> Bool in
+            switch s.state {
+            case .joined: return false
+            case let .invalidated(reason): throw reason
+            case .waiting:
+                if s.joining { throw .badRequest("join() is already under way") }
+                s.joining = true
+                return true
+            }
         }
+        guard first else { return }
+        do { try await subscribeAndTakeSnapshot() } catch {
+            shared.withLock { $0.joining = false }
+            throw error
+        }
+    }
+
+    private func subscribeAndTakeSnapshot() async throws(HuddleKitError) {
         let (cursor, updates) = try await connection.subscribe(since: replayingHistory ? 0 : nil)
         let members = try await connection.request("members")["members"]?.arrayValue ?? []
         let activity = try await connection.request("activity.get")["activity"] ?? .null

@@ -22,27 +22,22 @@ func eventually(_ what: String, within seconds: Double = 60, _ condition: () asy
     throw Timeout(description: "timed out after \(seconds) s waiting for \(what)" + (last.map { "; last error: \($0)" } ?? ""))
 }
 
-/// Everything a sequence yields, collected in the background until `stop()` or its end.
+/// Everything a sequence yields, collected in the background until its end.
 actor Collected<Element: Sendable> {
     private(set) var elements: [Element] = []
     private(set) var ended = false
-    private var task: Task<Void, Never>?
 
     init<S: AsyncSequence & Sendable>(_ sequence: S) where S.Element == Element, S.Failure == Never {
-        task = nil
         Task { await self.run(sequence) }
     }
 
-    private func run<S: AsyncSequence & Sendable>(_ sequence: S) where S.Element == Element, S.Failure == Never {
-        task = Task {
-            for await element in sequence { self.append(element) }
-            self.finish()
-        }
+    private func run<S: AsyncSequence & Sendable>(_ sequence: S) async where S.Element == Element, S.Failure == Never {
+        for await element in sequence { append(element) }
+        finish()
     }
 
     private func append(_ element: Element) { elements.append(element) }
     private func finish() { ended = true }
-    func stop() { task?.cancel() }
 }
 
 /// The `huddle run` processes of one test, in a directory of their own, sharing one session key.
@@ -98,11 +93,10 @@ final class Nodes: @unchecked Sendable {
 
     func log(_ name: String) -> String { (try? String(contentsOfFile: "\(dir)/\(name).log", encoding: .utf8)) ?? "" }
 
-    /// SIGTERM (the node leaves gracefully), then waits for it to exit.
-    func stop(_ name: String) async throws {
-        guard let process = processes[name] else { return }
-        if process.isRunning { process.terminate() }
-        try await eventually("\(name) to exit") { !process.isRunning }
+    /// Whether node `name` has exited (it must have been started).
+    func hasExited(_ name: String) throws -> Bool {
+        guard let process = processes[name] else { throw Timeout(description: "no node \(name)") }
+        return !process.isRunning
     }
 
     /// SIGKILL: the node vanishes without leaving.

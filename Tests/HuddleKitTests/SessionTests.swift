@@ -16,10 +16,13 @@ struct SessionTests {
         #expect(a.activeParticipants == [a.localParticipant])
         #expect(a.localParticipant.name == "ann")
 
-        try await nodes.start("ben")
+        let ben = try await GroupSession<Drawing>.connect(control: try await nodes.start("ben"))
         try await nodes.start("cat")
         try await eventually("ann to see ben and cat") { Set(a.activeParticipants.map(\.name)) == ["ann", "ben", "cat"] }
-        try await nodes.stop("ben")
+        try await ben.join()
+        try await ben.leave()  // the node leaves the session and exits
+        #expect(ben.state == .invalidated(reason: .left))
+        try await eventually("ben's node to exit") { try await nodes.hasExited("ben") }
         try await eventually("ann to see ben leave") { Set(a.activeParticipants.map(\.name)) == ["ann", "cat"] }
 
         // Each update is a whole set; the deltas between them are the joins and the leave, in order.
