@@ -22,7 +22,7 @@ struct SessionTests {
         try await ben.join()
         try await ben.leave()  // the node leaves the session and exits
         #expect(ben.state == .invalidated(reason: .left))
-        try await eventually("ben's node to exit") { try await nodes.hasExited("ben") }
+        try await eventually("ben's node to exit") { try nodes.hasExited("ben") }
         try await eventually("ann to see ben leave") { Set(a.activeParticipants.map(\.name)) == ["ann", "cat"] }
 
         // Each update is a whole set; the deltas between them are the joins and the leave, in order.
