@@ -2,8 +2,8 @@
 """DrawTogether in real browsers: headless Chromium, driven by Selenium, on `drawtogether serve` pages.
 
 Starts two Huddle nodes (ann, ben) with a `drawtogether serve` each, opens both pages, draws a stroke
-with pointer events on ann's page and checks ben's page shows it (in the page's canvas model and by
-pixels in a screenshot), and back; drops an image on ann's page; then starts a third node (cat) late
+with mouse pointer events on ann's page and checks ben's page shows it (in the page's canvas model
+and by pixels in a screenshot), and back with a finger (touch pointer events); drops an image on ann's page; then starts a third node (cat) late
 with its own page, which must show both strokes and the image; a reset on ben's page clears all three.
 Screenshots go to --out (their paths are printed). Exits 0 when every check passed, 1 otherwise.
 
@@ -18,6 +18,9 @@ from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.actions import interaction
+from selenium.webdriver.common.actions.action_builder import ActionBuilder
+from selenium.webdriver.common.actions.pointer_input import PointerInput
 from selenium.webdriver.common.by import By
 
 RED, GREEN, BLUE = (0xE6, 0x19, 0x4B), (0x3C, 0xB4, 0x4B), (0x10, 0x50, 0xC0)
@@ -134,12 +137,22 @@ class Page:
     def model(self):
         return self.js("return window.drawTogether.model")
 
-    def draw(self, points):
-        """A stroke through `points` (canvas units) with real pointer events: press, moves, release."""
+    def draw(self, points, touch=False):
+        """A stroke through `points` (canvas units) with real input events, a mouse's or (`touch`) a
+        finger's: press, moves, release — the page sees them as pointer events."""
         rect = self.js("const r = arguments[0].getBoundingClientRect(); return [r.width, r.height];", self.canvas)
         scale = rect[0] / 1000.0
         def offset(p):  # Selenium 4 offsets are from the element's centre
             return int(p[0] * scale - rect[0] / 2), int(p[1] * scale - rect[1] / 2)
+        if touch:
+            builder = ActionBuilder(self.driver, mouse=PointerInput(interaction.POINTER_TOUCH, "finger"), duration=20)
+            finger = builder.pointer_action
+            finger.move_to(self.canvas, *offset(points[0])).pointer_down()
+            for p in points[1:]:
+                finger.move_to(self.canvas, *offset(p))
+            finger.pointer_up()
+            builder.perform()
+            return
         chain = ActionChains(self.driver, duration=20)
         chain.move_to_element_with_offset(self.canvas, *offset(points[0])).click_and_hold()
         for p in points[1:]:
@@ -220,8 +233,10 @@ def run(args):
         red = wait_for("red pixels on ben's canvas", lambda: count(b.canvas_pixels(), RED) > 300 and count(b.canvas_pixels(), RED))
         check(red > 300, f"ben's screenshot shows ann's stroke: {red} red pixels")
 
-        b.draw(loop(700, 470, 150))
-        wait_for("ben's stroke on ann's page", lambda: len(a.model["strokes"]) == 2)
+        b.draw(loop(700, 470, 150), touch=True)
+        wait_for("ben's stroke (drawn with a finger) on ann's page", lambda: len(a.model["strokes"]) == 2)
+        check(len(b.model["strokes"]) == 2 and min(len(s["points"]) for s in a.model["strokes"]) >= 10,
+              "ben's touch stroke reached ann's page whole")
         green = wait_for("green pixels on ann's canvas", lambda: count(a.canvas_pixels(), GREEN) > 300 and count(a.canvas_pixels(), GREEN))
         check(green > 300, f"ann's screenshot shows ben's stroke: {green} green pixels")
 
