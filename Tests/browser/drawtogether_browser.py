@@ -266,6 +266,12 @@ def run(args):
                  lambda: sorted(len(s["points"]) for s in c.model["strokes"]) == sorted(len(s["points"]) for s in a.model["strokes"])
                  and len(c.model["images"]) == 1)
         check(len(c.model["participants"]) == 3, "cat's page lists three participants")
+        # A participant's color is known from its live strokes (a catch-up does not say who drew what).
+        colors = wait_for("the participants' colors on ann's page", lambda: (lambda m: m if m.get("ann") == "#e6194b" and m.get("ben") == "#3cb44b" else None)(
+            {p["name"]: p["color"] for p in a.model["participants"]}))
+        check(bool(colors), f"ann's list shows the color of each participant who drew: {colors}")
+        items = c.js("return [...document.querySelectorAll('#participants li')].map(li => li.textContent)")
+        check(sorted(items) == ["ann", "ben", "cat (you)"], f"cat's page shows the list: {items}")
         pixels = wait_for("cat's canvas to paint", lambda: (lambda p: count(p, RED) > 300 and count(p, GREEN) > 300 and count(p, BLUE, 20) > 5000 and p)(c.canvas_pixels()))
         check(True, f"cat's screenshot shows both strokes and the image ({count(pixels, RED)} red, {count(pixels, GREEN)} green, {count(pixels, BLUE, 20)} blue pixels)")
         shots.append(c.save(os.path.join(args.out, "drawtogether-cat-late.png")))

@@ -26,6 +26,8 @@ public actor Canvas {
     private var loaded: [String: (image: CanvasImage, canvas: String)] = [:]
     private var listed: Set<String> = []
     private var loading: Set<String> = []
+    /// The color each participant drew with last, by member id (this one's is `strokeColor`).
+    public private(set) var colors: [String: String] = [:]
     private var watchers: [Int: AsyncStream<Void>.Continuation] = [:]
     private var nextWatcher = 0
 
@@ -48,7 +50,10 @@ public actor Canvas {
         self.journal = journal
 
         tasks.append(Task {
-            for await (message, _) in messenger.messages(of: UpsertStrokeMessage.self) { self.handle(message) }
+            for await (message, context) in messenger.messages(of: UpsertStrokeMessage.self) {
+                self.colors[context.source.id] = message.color
+                self.handle(message)
+            }
         })
         tasks.append(Task {
             for await (message, _) in messenger.messages(of: CanvasMessage.self) { self.handle(message) }

@@ -9,6 +9,8 @@ struct PageState: Encodable {
         let id: String
         let name: String
         let isLocal: Bool
+        /// The color the participant draws with: known once it has drawn ("" before).
+        let color: String
     }
     struct Line: Encodable {
         let id: String
@@ -38,12 +40,14 @@ struct PageState: Encodable {
     static func of(_ canvas: Canvas) async -> PageState {
         let model = await canvas.model
         let me = await canvas.groupSession?.localParticipant
+        let colors = await canvas.colors
         let people = await canvas.activeParticipants
-            .map { Person(id: $0.id, name: $0.name.isEmpty ? $0.id : $0.name, isLocal: $0 == me) }
+            .map { Person(id: $0.id, name: $0.name.isEmpty ? $0.id : $0.name, isLocal: $0 == me,
+                          color: $0 == me ? canvas.strokeColor : colors[$0.id] ?? "") }
             .sorted { ($0.isLocal ? 0 : 1, $0.name) < ($1.isLocal ? 0 : 1, $1.name) }
         return PageState(
             canvas: model.current, width: SVGRenderer.width, height: SVGRenderer.height, color: canvas.strokeColor,
-            you: Person(id: me?.id ?? "", name: me?.name ?? "", isLocal: true), participants: people,
+            you: Person(id: me?.id ?? "", name: me?.name ?? "", isLocal: true, color: canvas.strokeColor), participants: people,
             strokes: model.strokes.map { Line(id: $0.id, color: $0.color, points: $0.orderedPoints.map { [$0.x, $0.y] }) },
             images: await canvas.images.map {
                 Picture(id: $0.id, x: $0.location.x, y: $0.location.y, width: $0.displaySize.width, height: $0.displaySize.height,

@@ -24,6 +24,7 @@ enum WebPage {
   #participants { list-style: none; margin: 0; padding: 0; }
   #participants li { padding: 3px 0; }
   #participants li.you { font-weight: 600; }
+  #participants .dot { display: inline-block; width: 10px; height: 10px; border-radius: 50%; margin-right: 7px; border: 1px solid #ccc; }
   aside p { font-size: 12px; color: #777; }
 </style>
 </head>
@@ -79,7 +80,10 @@ function show(m) {
   const list = document.getElementById("participants");
   list.replaceChildren(...m.participants.map(p => {
     const li = document.createElement("li");
-    li.textContent = p.name + (p.isLocal ? " (you)" : "");
+    const dot = document.createElement("span");
+    dot.className = "dot";
+    dot.style.background = p.color || "transparent";
+    li.append(dot, p.name + (p.isLocal ? " (you)" : ""));
     li.className = p.isLocal ? "you" : "";
     return li;
   }));
