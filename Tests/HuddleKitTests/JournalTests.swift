@@ -9,8 +9,8 @@ struct JournalTests {
     @Test func attachmentsAppearForEveryoneLoadWholeWithTheirMetadataAndGoAwayWhenRemoved() async throws {
         let nodes = try Nodes("journal")
         defer { nodes.shutdown() }
-        let a = try await GroupSession<Drawing>.connect(control: try await nodes.start("ann"))
-        let b = try await GroupSession<Drawing>.connect(control: try await nodes.start("ben"))
+        let a = try await nodes.session("ann")
+        let b = try await nodes.session("ben")
         let ja = GroupSessionJournal(session: a), jb = GroupSessionJournal(session: b)
         let lists = Collected(jb.attachments.mapped { $0 })
         for s in [a, b] { try await s.join() }
@@ -39,7 +39,7 @@ struct JournalTests {
         await #expect(throws: HuddleKitError.self) { _ = try await seen.loadMetadata(of: Ping.self) }
 
         // A late joiner gets the attachment without the uploader sending it again.
-        let c = try await GroupSession<Drawing>.connect(control: try await nodes.start("cat"))
+        let c = try await nodes.session("cat")
         let jc = GroupSessionJournal(session: c)
         try await c.join()
         try await eventually("cat to list it") { jc.currentAttachments.map(\.id) == [added.id] }
@@ -60,7 +60,7 @@ struct JournalTests {
     @Test func anAttachmentOverTheLimitOrAMissingFileIsATypedError() async throws {
         let nodes = try Nodes("jlimits")
         defer { nodes.shutdown() }
-        let a = try await GroupSession<Drawing>.connect(control: try await nodes.start("ann"))
+        let a = try await nodes.session("ann")
         let journal = GroupSessionJournal(session: a)
         try await a.join()
         let huge = ImageMetadata(location: Array(repeating: 1.5, count: 5000), canvas: "")  // > 16 KiB of metadata

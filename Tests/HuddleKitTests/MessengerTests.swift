@@ -11,8 +11,8 @@ struct MessengerTests {
     @Test func messagesOfSeveralTypesReachOnlyTheSequenceOfTheirTypeWithTheirSource() async throws {
         let nodes = try Nodes("msg")
         defer { nodes.shutdown() }
-        let a = try await GroupSession<Drawing>.connect(control: try await nodes.start("ann"))
-        let b = try await GroupSession<Drawing>.connect(control: try await nodes.start("ben"))
+        let a = try await nodes.session("ann")
+        let b = try await nodes.session("ben")
         let ma = GroupSessionMessenger(session: a), mb = GroupSessionMessenger(session: b)
         let pings = Collected(mb.messages(of: Ping.self).mapped { $0.0 })
         let pongs = Collected(mb.messages(of: Pong.self).mapped { ($0.0, $0.1.source) })
@@ -46,9 +46,9 @@ struct MessengerTests {
     @Test func aDirectedSendReachesOnlyItsParticipantsAndUnreliableSendsArrive() async throws {
         let nodes = try Nodes("direct")
         defer { nodes.shutdown() }
-        let a = try await GroupSession<Drawing>.connect(control: try await nodes.start("ann"))
-        let b = try await GroupSession<Drawing>.connect(control: try await nodes.start("ben"))
-        let c = try await GroupSession<Drawing>.connect(control: try await nodes.start("cat"))
+        let a = try await nodes.session("ann")
+        let b = try await nodes.session("ben")
+        let c = try await nodes.session("cat")
         let ma = GroupSessionMessenger(session: a)
         let fast = GroupSessionMessenger(session: a, deliveryMode: .unreliable)
         let atB = Collected(GroupSessionMessenger(session: b).messages(of: Ping.self).mapped { $0.0 })
@@ -69,7 +69,7 @@ struct MessengerTests {
     @Test func theNodesLimitsSurfaceAsTypedErrorsWithTheNodesMessage() async throws {
         let nodes = try Nodes("limits")
         defer { nodes.shutdown() }
-        let a = try await GroupSession<Drawing>.connect(control: try await nodes.start("ann"))
+        let a = try await nodes.session("ann")
         let messenger = GroupSessionMessenger(session: a)
         await #expect(throws: HuddleKitError.self) { try await messenger.send(Ping(n: 1)) }  // not joined yet
         try await a.join()

@@ -1,5 +1,6 @@
 import Foundation
 import HuddleControl
+import HuddleKit
 import Testing
 
 /// Where the `huddle` executable under test is: `$HUDDLE_BIN`, else the package's debug build.
@@ -89,6 +90,11 @@ final class Nodes: @unchecked Sendable {
         }
         if firstAddress == nil { firstAddress = status["addr"]?.stringValue }
         return control(name)
+    }
+
+    /// Starts node `name` and connects a session of the tests' activity type to it (not joined yet).
+    func session(_ name: String) async throws -> GroupSession<Drawing> {
+        try await GroupSession<Drawing>.connect(control: try await start(name))
     }
 
     func log(_ name: String) -> String { (try? String(contentsOfFile: "\(dir)/\(name).log", encoding: .utf8)) ?? "" }

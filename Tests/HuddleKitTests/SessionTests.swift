@@ -7,7 +7,7 @@ struct SessionTests {
     @Test func activeParticipantsGrowAndShrinkAsMembersJoinAndLeave() async throws {
         let nodes = try Nodes("members")
         defer { nodes.shutdown() }
-        let a = try await GroupSession<Drawing>.connect(control: try await nodes.start("ann"))
+        let a = try await nodes.session("ann")
         #expect(a.state == .waiting)
         #expect(a.activeParticipants.isEmpty)
         let updates = Collected(a.activeParticipantsUpdates)
@@ -16,7 +16,7 @@ struct SessionTests {
         #expect(a.activeParticipants == [a.localParticipant])
         #expect(a.localParticipant.name == "ann")
 
-        let ben = try await GroupSession<Drawing>.connect(control: try await nodes.start("ben"))
+        let ben = try await nodes.session("ben")
         try await nodes.start("cat")
         try await eventually("ann to see ben and cat") { Set(a.activeParticipants.map(\.name)) == ["ann", "ben", "cat"] }
         try await ben.join()
@@ -43,8 +43,8 @@ struct SessionTests {
     @Test func theActivityIsTypedAndConvergesAndAnotherAppsActivityReadsAsNil() async throws {
         let nodes = try Nodes("activity")
         defer { nodes.shutdown() }
-        let a = try await GroupSession<Drawing>.connect(control: try await nodes.start("ann"))
-        let b = try await GroupSession<Drawing>.connect(control: try await nodes.start("ben"))
+        let a = try await nodes.session("ann")
+        let b = try await nodes.session("ben")
         let quiz = try await GroupSession<Quiz>.connect(control: nodes.control("ben"))
         let seen = Collected(b.activityUpdates.mapped { $0 })
         for s in [a, b] { try await s.join() }
@@ -67,8 +67,8 @@ struct SessionTests {
     @Test func aLostConnectionResumesFromTheLastCursorWithNothingLostOrRepeated() async throws {
         let nodes = try Nodes("resume")
         defer { nodes.shutdown() }
-        let a = try await GroupSession<Drawing>.connect(control: try await nodes.start("ann"))
-        let b = try await GroupSession<Drawing>.connect(control: try await nodes.start("ben"))
+        let a = try await nodes.session("ann")
+        let b = try await nodes.session("ben")
         let sender = GroupSessionMessenger(session: a)
         let received = Collected(GroupSessionMessenger(session: b).messages(of: Ping.self).mapped { $0.0.n })
         for s in [a, b] { try await s.join() }
