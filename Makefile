@@ -7,8 +7,13 @@ export HUDDLE_BIN ?= $(BIN)
 # The independent Noise implementation NoiseInteropTests runs (scripts/noise-venv.sh makes it).
 NOISE_VENV := $(CURDIR)/.build/noise-venv
 export HUDDLE_NOISE_PYTHON ?= $(NOISE_VENV)/bin/python
+# The DrawTogether browser test: headless Chromium driven by Selenium (scripts/browser-venv.sh makes it).
+BROWSER_VENV := $(CURDIR)/.build/browser-venv
+export HUDDLE_BROWSER_PYTHON ?= $(BROWSER_VENV)/bin/python
+export HUDDLE_CHROMIUM ?= /usr/bin/chromium
+export HUDDLE_CHROMEDRIVER ?= /usr/bin/chromedriver
 
-.PHONY: deps noise-venv build test fuzz demo clean
+.PHONY: deps noise-venv browser-venv build test fuzz demo clean
 
 deps:
 	@scripts/deps.sh
@@ -16,11 +21,14 @@ deps:
 noise-venv:
 	@scripts/noise-venv.sh "$(NOISE_VENV)"
 
+browser-venv:
+	@scripts/browser-venv.sh "$(BROWSER_VENV)"
+
 build: deps
 	$(SWIFT) build --product huddle
 	$(SWIFT) build --product drawtogether
 
-test: deps noise-venv
+test: deps noise-venv browser-venv
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 

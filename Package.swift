@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "huddle", targets: ["huddle"]),
         .library(name: "HuddleControl", targets: ["HuddleControl"]),
+        .library(name: "HuddleKit", targets: ["HuddleKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -14,6 +15,8 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
     ],
     targets: [
         .systemLibrary(
@@ -27,6 +30,9 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
+        // SharePlay's GroupActivities API (GroupSession, GroupSessionMessenger, GroupSessionJournal)
+        // on the control protocol: what a Swift program links to use a Huddle session.
+        .target(name: "HuddleKit", dependencies: ["HuddleControl"]),
         .target(name: "HuddleNode", dependencies: [
             "HuddleCore", "HuddleCrypto", "HuddleControl",
             .product(name: "NIOCore", package: "swift-nio"),
@@ -49,13 +55,22 @@ let package = Package(
             "HuddleNode", "HuddleControl", "HuddleCrypto",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        // The showcase example (examples/DrawTogether): a shared canvas on the public control protocol.
-        .target(name: "DrawTogetherKit", dependencies: ["HuddleControl"], path: "examples/DrawTogether/Sources/DrawTogetherKit"),
+        // The showcase example (examples/DrawTogether): Apple's DrawTogether sample on HuddleKit, with a web page per participant.
+        .target(name: "DrawTogetherKit", dependencies: ["HuddleKit"], path: "examples/DrawTogether/Sources/DrawTogetherKit"),
         .executableTarget(name: "drawtogether", dependencies: [
-            "DrawTogetherKit", "HuddleControl",
+            "DrawTogetherKit", "HuddleKit",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
         ], path: "examples/DrawTogether/Sources/drawtogether"),
-        .testTarget(name: "DrawTogetherTests", dependencies: ["DrawTogetherKit", "HuddleControl"]),
+        .testTarget(name: "DrawTogetherTests", dependencies: ["DrawTogetherKit", "HuddleKit"]),
+        .testTarget(name: "HuddleKitTests", dependencies: [
+            "HuddleKit", "HuddleControl",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
         .testTarget(name: "HuddleCryptoTests", dependencies: ["HuddleCrypto"]),
         .testTarget(name: "HuddleCoreTests", dependencies: [
             "HuddleCore", .product(name: "PropertyBased", package: "swift-property-based"),

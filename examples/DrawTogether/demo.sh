@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # DrawTogether on Huddle: three participants draw on one canvas at once, one drops an image and
-# leaves, a fourth joins late, and every canvas renders to the same SVG.
+# leaves, a fourth joins late, and every canvas renders to the same SVG; then a web page for two of
+# them (drawtogether serve), whose URLs it prints last. On a terminal it stays up until Ctrl-C.
 # Usage: examples/DrawTogether/demo.sh [BIN_DIR]   (BIN_DIR holds `huddle` and `drawtogether`)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -84,3 +85,24 @@ for n in ann ben dan; do sed "s|$work/||" "$work/$n.render"; done
 cp "$work/ann.svg" "$out"
 echo "ann, ben and dan rendered byte-identical canvases: $(sha256sum "$out" | cut -c1-16)…"
 say "DrawTogether done: open $out to see the shared canvas"
+
+say "Now draw yourself: a web page for ann and one for ben (drawtogether serve)"
+for n in ann ben; do
+  "$DRAW" serve --control "$work/$n.sock" --http 127.0.0.1:0 >"$work/$n.serve" 2>&1 & pids+=($!)
+done
+urls=()
+for n in ann ben; do
+  deadline=$((SECONDS + 60))
+  until url=$(grep -o 'http://127\.0\.0\.1:[0-9]*/' "$work/$n.serve" 2>/dev/null | head -1) && [ -n "$url" ]; do
+    [ $SECONDS -lt $deadline ] || { echo "$n's page did not start:"; cat "$work/$n.serve"; exit 1; }
+    sleep 0.2
+  done
+  urls+=("$url")
+done
+echo "ann's page: ${urls[0]}"
+echo "ben's page: ${urls[1]}"
+if [ -t 0 ]; then
+  echo "Open both in a browser and draw in one: the other shows it. Drop an image on a canvas to share it. Ctrl-C to stop."
+  trap 'exit 0' INT TERM HUP
+  while :; do sleep 1; done
+fi

@@ -69,3 +69,13 @@ public enum SVGRenderer {
         return out
     }
 }
+
+extension CanvasImage {
+    /// The image's media type, from its first bytes (PNG, JPEG, SVG; else `application/octet-stream`).
+    public var mediaType: String { SVGRenderer.describe(bytes).0 }
+    /// The size it is shown at on the canvas: a PNG's own size (up to 4096), else 200 × 200.
+    public var displaySize: (width: Int, height: Int) {
+        let (_, w, h) = SVGRenderer.describe(bytes)
+        return (w, h)
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import HuddleControl
+
+/// One file in the session's journal, as `GroupSessionJournal.attachments` lists it (SharePlay's
+/// `GroupSessionJournal.Attachment`).
+///
+/// Guarantees: `id` is the same at every participant (the hash of the attachment's manifest);
+/// `load` returns the bytes exactly as added, fetching the chunks this node does not hold yet from
+/// whichever members hold them; two values are equal when they describe the same attachment in the
+/// same state and progress.
+public struct Attachment: Identifiable, Hashable, Sendable {
+    /// How far the journal has the attachment (CONTROL.md attachment `state`).
+    public enum State: String, Sendable {
+        /// Only the uploader holds all of it.
+        case announced
+        /// Every chunk is held by at least two live members.
+        case replicated
+        /// Some chunk has no live holder: it cannot be loaded until one comes back.
+        case unavailable
+        /// Removed from the journal.
+        case removed
+    }
+
+    /// What the node says about an attachment (the control protocol's attachment object).
+    struct Record: Sendable, Equatable {
+        let id: String
+        let name: String
+        let size: Int64
+        let meta: JSON
+        let from: String
+        let chunks: Int64
+        let have: Int64
+        let complete: Bool
+        let state: String
+        var isRemoved: Bool { state == "removed" }
+
+        init?(_ o: JSONObject) {
+            guard let id = o["id"]?.stringValue else { return nil }
+            self.id = id
+            name = o["name"]?.stringValue ?? ""
+            size = o["size"]?.intValue ?? 0
+            meta = o["meta"] ?? .null
+            from = o["from"]?.stringValue ?? ""
+            chunks = o["chunks"]?.intValue ?? 0
+            have = o["have"]?.intValue ?? 0
+            complete = o["complete"]?.boolValue ?? false
+            state = o["state"]?.stringValue ?? "announced"
+        }
+    }
+
+    let record: Record
+    let hub: SessionHub
+
+    init(_ record: Record, hub: SessionHub) {
+        self.record = record
+        self.hub = hub
+    }
+
+    /// The attachment id: the same at every participant.
+    public var id: String { record.id }
+    /// The name it was added with.
+    public var name: String { record.name }
+    /// Its size in bytes.
+    public var size: Int64 { record.size }
+    /// The member that added it.
+    public var uploader: Participant { hub.participants.first { $0.id == record.from } ?? Participant(id: record.from) }
+    /// Where the journal has it.
+    public var state: State { State(rawValue: record.state) ?? .announced }
+    /// Whether this participant's node holds every chunk (loading it then needs no network).
+    public var isComplete: Bool { record.complete }
+    /// The fraction of its chunks this node holds, from 0 to 1 (1 for an empty attachment).
+    public var progress: Double { record.chunks == 0 ? 1 : Double(record.have) / Double(record.chunks) }
+
+    /// The metadata it was added with, decoded as `T` (in DrawTogether, where the image lies).
+    public func loadMetadata<T: Decodable>(of type: T.Type) async throws(HuddleKitError) -> T {
+        try JSONCoding.decode(T.self, from: record.meta)
+    }
+
+    /// Its bytes, waiting up to `timeout` for the chunks this node does not hold yet.
+    public func load(_ type: Data.Type, timeout: Duration = .seconds(60)) async throws(HuddleKitError) -> Data {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("huddlekit-\(getpid())-\(UInt64.random(in: 0...UInt64.max))")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try await load(to: url, timeout: timeout)
+        do { return try Data(contentsOf: url) } catch { throw .ioError("cannot read \(url.path): \(error.localizedDescription)") }
+    }
+
+    /// Writes its bytes to the file `url` (whole: a temporary file, then a rename), waiting up to
+    /// `timeout` for the chunks this node does not hold yet.
+    public func load(to url: URL, timeout: Duration = .seconds(60)) async throws(HuddleKitError) {
+        guard url.isFileURL else { throw .badRequest("\(url) is not a file URL") }
+        let ms = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
+        _ = try await hub.connection.request("attach.get", ["id": .string(id), "path": .string(url.standardizedFileURL.path),
+                                                            "timeout_ms": .int(max(1, ms))], dedicated: true)
+    }
+
+    /// Equal when they describe the same attachment in the same state and progress.
+    public static func == (a: Attachment, b: Attachment) -> Bool { a.record == b.record }
+    /// Hashes the id, the chunks held and the state.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(record.id)
+        hasher.combine(record.have)
+        hasher.combine(record.state)
+    }
+}

@@ -1,0 +1,123 @@
+import ArgumentParser
+import DrawTogetherKit
+import Foundation
+import HuddleKit
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+
+/// `drawtogether serve`: this participant's canvas as a web page, drawn on with a pointer.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve this participant's canvas as a web page (http://HOST:PORT/) until SIGINT/SIGTERM.",
+        discussion: """
+            The page draws strokes with the mouse, a pen or a finger, in this participant's color; drops \
+            an image where it is dropped (an attachment in the session's journal); resets the canvas for \
+            everyone; lists the participants. Changes reach the page over a WebSocket. Nothing is fetched \
+            from the internet. With port 0 a free port is taken; the URL is printed either way.
+            """
+    )
+
+    @OptionGroup var control: ControlOption
+    @Option(help: "Address of the web page, HOST:PORT (loopback unless you mean to share it).") var http = "127.0.0.1:8080"
+    @Option(help: "This participant's color, #rrggbb (default: a random one).") var color: String?
+
+    func validate() throws {
+        guard Self.address(http) != nil else { throw ValidationError("--http must be HOST:PORT, got \(http)") }
+        if let color, !ScriptStep.isColor(color) { throw ValidationError("--color must be #rrggbb, got \(color)") }
+    }
+
+    static func address(_ text: String) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else { return nil }
+        let host = String(text[..<colon])
+        return host.isEmpty ? nil : (host, port)
+    }
+
+    func run() async throws {
+        guard let (host, port) = Self.address(http) else { return }
+        let canvas = color.map { Canvas(strokeColor: $0.lowercased()) } ?? Canvas()
+        let session = try await control.connect(replayingHistory: true)
+        do { try await canvas.configureGroupSession(session) } catch {
+            throw DrawError("cannot join the session: \(error)")
+        }
+        let app = Application(
+            router: Self.pageRouter(canvas),
+            server: .http1WebSocketUpgrade(webSocketRouter: Self.socketRouter(canvas)),
+            configuration: .init(address: .hostname(host, port: port), serverName: "drawtogether"),
+            onServerRunning: { channel in
+                let bound = channel.localAddress?.port ?? port
+                FileHandle.standardOutput.write(Data("drawtogether: serving http://\(host):\(bound)/ (color \(canvas.strokeColor)); Ctrl-C to stop\n".utf8))
+            },
+            logger: Self.quietLogger()
+        )
+        try await app.runService()
+        await canvas.disconnect()
+    }
+
+    /// The page, its state, images, and image drops.
+    static func pageRouter(_ canvas: Canvas) -> Router<BasicRequestContext> {
+        let router = Router()
+        router.get("/") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+                     body: .init(byteBuffer: ByteBuffer(string: WebPage.html)))
+        }
+        router.get("/state") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: await PageState.of(canvas).json)))
+        }
+        router.get("/attachment/:id") { _, context in
+            let id = context.parameters.get("id") ?? ""
+            guard let image = await canvas.images.first(where: { $0.id == id }) else { return Response(status: .notFound) }
+            return Response(status: .ok, headers: [.contentType: image.mediaType, .cacheControl: "max-age=86400"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: image.bytes)))
+        }
+        // An image dropped on the page: POST /image?x=X&y=Y&name=N with the file as the body.
+        router.post("/image") { request, _ in
+            guard let x = request.uri.queryParameters.get("x", as: Double.self), let y = request.uri.queryParameters.get("y", as: Double.self),
+                  x.isFinite, y.isFinite else { return Response(status: .badRequest) }
+            let name = request.uri.queryParameters.get("name", as: String.self) ?? "image"
+            let body = try await request.body.collect(upTo: 100 << 20)
+            do {
+                try await canvas.dropImage(Data(buffer: body), at: Point(x: x, y: y), name: name)
+            } catch {
+                return Response(status: .unprocessableContent, body: .init(byteBuffer: ByteBuffer(string: "\(error)")))
+            }
+            return Response(status: .ok)
+        }
+        return router
+    }
+
+    /// `/ws`: the page's state after every change, and the page's strokes and resets.
+    static func socketRouter(_ canvas: Canvas) -> Router<BasicWebSocketRequestContext> {
+        let router = Router(context: BasicWebSocketRequestContext.self)
+        router.ws("/ws") { inbound, outbound, _ in
+            let push = Task {
+                for await _ in await canvas.updates() {
+                    do { try await outbound.write(.text(await PageState.of(canvas).json)) } catch { return }
+                    try? await Task.sleep(for: .milliseconds(20))  // lets a burst of changes coalesce
+                }
+            }
+            defer { push.cancel() }
+            for try await message in inbound.messages(maxSize: 1 << 16) {
+                guard case let .text(text) = message, let command = try? JSONDecoder().decode(PageCommand.self, from: Data(text.utf8)) else { continue }
+                switch command.op {
+                case "point":
+                    guard let stroke = command.stroke, let x = command.x, let y = command.y, x.isFinite, y.isFinite else { continue }
+                    try? await canvas.addPoint(Point(x: x, y: y), toStroke: stroke)
+                case "reset":
+                    try? await canvas.reset()
+                default:
+                    continue
+                }
+            }
+        }
+        return router
+    }
+
+    static func quietLogger() -> Logger {
+        var logger = Logger(label: "drawtogether")
+        logger.logLevel = .warning
+        return logger
+    }
+}
