@@ -36,6 +36,23 @@ public struct SessionScenario: Sendable {
     /// Keep a `SimTrace` of deliveries, membership changes, link changes, chunks and faults.
     public var trace = false
     public init() {}
+
+    /// 100 members with 5 % datagram loss, 3 crashes and 10 members cut off for 10 s (long enough
+    /// for each side to fail the other) while every member sends and a 20 MiB attachment spreads:
+    /// the session simulator's test and its `huddle-bench` row run exactly this.
+    public static var hundredMembersUnderFaults: SessionScenario {
+        var s = SessionScenario()
+        s.members = 100
+        s.seed = 19
+        s.loss = 0.05
+        s.rate = 0.5
+        s.sendFor = 12
+        s.settleFor = 25
+        s.crashes = [(17, 4.0), (58, 7.5), (83, 11.0)]
+        s.partition = (Set(90..<100), 4.0, 14.0)
+        s.attachment = (0, 3.0, 20 * 1_048_576)
+        return s
+    }
 }
 
 /// The outcome: delivery logs for `DeliveryChecker`, the attachment at every member, and load.
@@ -57,13 +74,21 @@ public struct SessionReport: Sendable {
     public var liveViews: [Int: Int] = [:]
     /// Crash detection: per crashed member, when the last survivor saw it failed (nil: not all did).
     public var detection: [Int: Double?] = [:]
+    /// `failed` events during the partition about members on the other side (each side fails the
+    /// other once the cut lasts longer than the suspicion timeout), and `alive` events about them
+    /// after it (the refutations that heal the view).
+    public var failedAcrossPartition = 0
+    public var aliveAfterPartition = 0
     /// Messages still held back / stored for repair, per survivor.
     public var held: [Int] = []
     public var stored: [Int] = []
     public var traceDigest: String?
     public var traceRecords: Int?
     public var virtualSeconds = 0.0
-    public var violations: [String] { DeliveryChecker.violations(logs) }
+    /// Dependencies delivered late, checked as each delivery happens (`record`): the logs keep no
+    /// dependencies, which at N = 100 would be gigabytes of member strings.
+    public var dependencyViolations: [String] = []
+    public var violations: [String] { dependencyViolations + DeliveryChecker.violations(logs) }
 }
 
 /// Runs N real `SessionCore`s — the value the node runs — on a simulated network with virtual
@@ -118,6 +143,8 @@ public struct SessionSimulation {
     private var held: [[String: [Int: [UInt8]]]]    // per member, attachment → chunk → hash held
     private var manifest: Manifest?
     private var logs: [DeliveryLog]
+    /// Per member, the highest application seq it delivered of each origin (for `record`'s check).
+    private var clocks: [[MemberID: UInt64]]
     private var report = SessionReport()
     private var now = 0.0
     private var sendingFrom = 0.0
@@ -153,6 +180,7 @@ public struct SessionSimulation {
         datagramCounter = Array(repeating: 0, count: s.members)
         held = Array(repeating: [:], count: s.members)
         logs = infos.map { DeliveryLog(member: $0.id.description, baseline: [:], deliveries: [], stayed: true) }
+        clocks = Array(repeating: [:], count: s.members)
     }
 
     private mutating func execute() -> SessionReport {
@@ -308,6 +336,10 @@ public struct SessionSimulation {
                 if let j = indexByID[member], links[linkKey(i, j)] != nil { closeLink(i, j) }
             case let .member(change, info):
                 trace?.record(.memberChange, at: now, UInt64(i), info.id.raw, UInt64(change.hashValueForTrace))
+                if let p = scenario.partition, let j = indexByID[info.id], p.groupA.contains(i) != p.groupA.contains(j) {
+                    if change == .failed, now >= p.from, now < p.until { report.failedAcrossPartition += 1 }
+                    if change == .alive, now >= p.until { report.aliveAfterPartition += 1 }
+                }
                 // Detected once no survivor holds it live (one partitioned away may have failed it
                 // before it crashed; one that joined after may never have known it).
                 if change == .failed, let j = indexByID[info.id], crashed[j], report.detection[j] == nil,
@@ -421,11 +453,23 @@ public struct SessionSimulation {
     }
 
     /// A delivery, logged as the node's `message` event shows it (application seqs).
+    ///
+    /// Its dependencies are checked here, as `DeliveryChecker` would check them in the log: each
+    /// (origin, seq) must be at most what this member delivered of that origin before, or its
+    /// baseline. A baseline is set before anything of its origin is delivered, so the baseline now
+    /// is never larger than the final one the offline check would use.
     private mutating func record(_ i: Int, _ delivered: WireMessage) {
-        let m = cores[i]!.applicationView(delivered)
+        let core = cores[i]!
+        let m = core.applicationView(delivered)
         trace?.record(.delivery, at: now, UInt64(i), m.from.raw, m.seq, m.counter)
-        logs[i].deliveries.append(DeliveryRecord(msg: m.id, from: m.from.description, seq: m.seq == 0 ? nil : m.seq,
-                                                 deps: Dictionary(uniqueKeysWithValues: m.deps.map { ($0.member.description, $0.seq) })))
+        for dep in m.deps where !(dep.member == m.from && m.seq != 0 && dep.seq < m.seq) {
+            let baseline = core.broadcast.baseline[dep.member].map { core.applicationSeqs.applicationSeq(dep.member, $0) } ?? 0
+            if dep.seq > max(clocks[i][dep.member] ?? 0, baseline) {
+                report.dependencyViolations.append("\(infos[i].id): \(m.id) delivered before its dependency \(dep.member)#\(dep.seq)")
+            }
+        }
+        if m.seq != 0 { clocks[i][m.from] = max(clocks[i][m.from] ?? 0, m.seq) }
+        logs[i].deliveries.append(DeliveryRecord(msg: m.id, from: m.from.description, seq: m.seq == 0 ? nil : m.seq, deps: [:]))
     }
 
     private mutating func finish(_ end: Double) -> SessionReport {

@@ -300,6 +300,22 @@ struct Scenarios {
             return BenchRow(scenario: "scale N=\(n) (simulator)", measure: "crash detection median / max s; false positives; msgs and B per member per s",
                             huddle: "\(fmt(r.detection.median ?? .nan)) / \(fmt(r.detection.max ?? .nan)); \(r.falsePositives) FP; \(fmt(r.messagesPerMemberSecond, 1)) msgs/s, \(Int(r.bytesPerMemberSecond)) B/s; \(fmt(s.duration, 0)) virtual s in \(fmt((ContinuousClock.now - started).seconds, 0)) s",
                             comparison: "", ratio: "", target: "")
-        }
+        } + [sessionScale()]
+    }
+
+    /// The whole session on `SessionCore` (what the node runs) at N = 100: messaging and a 20 MiB
+    /// attachment together, with datagram loss, crashes and a partition long enough to fail members.
+    func sessionScale() -> BenchRow {
+        let started = ContinuousClock.now
+        let s = SessionScenario.hundredMembersUnderFaults
+        let r = SessionSimulation.run(s)
+        let delays = s.crashes.compactMap { c in r.detection[c.member].flatMap { $0 }.map { $0 - c.at } }
+        let complete = r.attachmentComplete.filter { r.survivors.contains($0.key) }.values.max().map { $0 - (s.attachment?.at ?? 0) }
+        let perSecond = Double(max(1, r.survivors.count)) * r.virtualSeconds
+        let checked = r.violations.isEmpty ? "exactly once, causal" : "\(r.violations.count) violations"
+        return BenchRow(scenario: "session N=100 (simulator, SessionCore)",
+                        measure: "5 % loss, 3 crashes, 10 members cut off 10 s, \(r.sent) messages + 20 MiB: delivery; crash seen failed by all, median s; attachment at every survivor s; datagrams, link msgs per member per s",
+                        huddle: "\(checked) at \(r.survivors.count) survivors; \(fmt(SimReport.Spread(delays).median ?? .nan)) s; \(complete.map { fmt($0) } ?? "incomplete") s; \(fmt(Double(r.datagrams) / perSecond, 1)), \(fmt(Double(r.linkMessages) / perSecond, 1)); \(fmt(r.virtualSeconds, 0)) virtual s in \(fmt((ContinuousClock.now - started).seconds, 0)) s",
+                        comparison: "", ratio: "", target: "")
     }
 }

@@ -86,7 +86,11 @@ struct SessionCommand: ParsableCommand {
         ]
         let detections = report.detection.values.compactMap { $0 }.sorted()
         if crashes > 0 {
-            rows.append(("crashes seen failed by all survivors", "\(detections.count) of \(crashes)"))
+            rows.append(("crashes seen failed by all survivors", "\(detections.count) of \(crashes)"
+                + (SimReport.Spread(crashDelays(report, s)).median.map { String(format: ", median %.2f s after the crash", $0) } ?? "")))
+        }
+        if partitioned > 0 {
+            rows.append(("partition: failed across it / alive after", "\(report.failedAcrossPartition) / \(report.aliveAfterPartition) events"))
         }
         if s.attachment != nil {
             let times = complete.values.sorted()
@@ -99,5 +103,10 @@ struct SessionCommand: ParsableCommand {
         print(aligned(rows))
         let attachmentFailed = s.attachment != nil && (complete.count != survivors || intact != survivors)
         if !violations.isEmpty || attachmentFailed || report.forged > 0 { throw ExitCode.failure }
+    }
+
+    /// Seconds from each detected crash to the moment the last survivor saw it failed.
+    private func crashDelays(_ report: SessionReport, _ s: SessionScenario) -> [Double] {
+        s.crashes.compactMap { crash in report.detection[crash.member].flatMap { $0 }.map { $0 - crash.at } }
     }
 }

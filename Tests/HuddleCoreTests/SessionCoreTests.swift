@@ -80,7 +80,17 @@ private func digests(_ effects: [SessionEffect]) -> Int {
     #expect(digests(c.tick(now: 1.01)) == 1)
     #expect(digests(c.tick(now: 1.05)) == 0)
     #expect(c.nextDeadline <= 1.01 + SessionCore.digestInterval)
-    #expect(digests(c.tick(now: 1.111)) == 1)
+    #expect(digests(c.tick(now: 1.111)) == 0, "nothing changed: no digest before digestRefresh")
+    // A new link gets the current digest at once; a change goes to every link at the next interval.
+    let other = info(11, "other")
+    _ = c.receivePushPull(SWIMPushPull(join: false, members: [other]), from: "other:1", now: 1.2)
+    _ = c.linkUp(other.id)
+    let toNew = c.tick(now: 1.25)
+    #expect(toNew.contains { if case .sendLink(other.id, .digest) = $0 { true } else { false } } && digests(toNew) == 0)
+    _ = c.broadcast.makeBroadcast(body: [1])
+    #expect(digests(c.tick(now: 1.36)) == 1, "a changed digest goes out at the next interval")
+    #expect(digests(c.tick(now: 1.47)) == 0)
+    #expect(digests(c.tick(now: 2.37)) == 1, "an unchanged one every digestRefresh")
 }
 
 @Test func aPeerBehindOnTheActivityIsSentTheCurrentRecord() {

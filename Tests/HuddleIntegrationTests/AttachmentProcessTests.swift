@@ -240,10 +240,14 @@ struct AttachmentProcessTests {
         try await cluster.waitForFullMesh(2)
         let source = "\(cluster.dir)/s.bin"
         try writeRandomFile(source, count: 8 << 20, seed: 5)
-        // b must not fetch before a dies: stop b, add, kill a, resume b.
+        // b must not fetch before a dies: stop b, add, kill a once the announcement is on its way
+        // (written to the link: b's kernel holds it), resume b.
         kill(b.process.processIdentifier, SIGSTOP)
+        let before = field(try await a.request("stats"), "bytes_sent", "messages")
         let id = try await a.request("attach.add", ["path": .string(source)])["attachment"]?.objectValue?["id"]?.stringValue ?? ""
-        try await Task.sleep(for: .milliseconds(300))
+        try await eventually("a to write the announcement to its link to b") {
+            field(try await a.request("stats"), "bytes_sent", "messages") > before
+        }
         kill(a.process.processIdentifier, SIGKILL)
         kill(b.process.processIdentifier, SIGCONT)
         try await eventually("b to learn of the attachment and see it unavailable", within: 60) {

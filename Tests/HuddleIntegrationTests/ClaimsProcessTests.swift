@@ -12,12 +12,6 @@ private func attachment(_ id: String, at node: TestNode) async throws -> JSONObj
     try await node.request("attach.list")["attachments"]?.arrayValue?.compactMap(\.objectValue).first { $0["id"]?.stringValue == id }
 }
 
-private func field(_ stats: JSONObject, _ path: String...) -> Int64 {
-    var value: JSON? = .object(stats)
-    for key in path { value = value?.objectValue?[key] }
-    return value?.intValue ?? -1
-}
-
 /// Member ids are 16 hex digits ordered as numbers (`MemberID.<` compares the raw UInt64).
 private func memberOrder(_ a: TestNode, _ b: TestNode) -> (low: TestNode, high: TestNode) {
     let x = UInt64(a.member, radix: 16) ?? 0, y = UInt64(b.member, radix: 16) ?? 0

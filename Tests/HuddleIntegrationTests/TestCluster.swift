@@ -246,6 +246,13 @@ final class TestCluster: @unchecked Sendable {
 }
 
 /// Runs a request that must fail, and checks the node answered with one of `codes`.
+/// The integer at `path` in a reply (`field(stats, "bytes_sent", "messages")`), or -1.
+func field(_ reply: JSONObject, _ path: String...) -> Int64 {
+    var value: JSON? = .object(reply)
+    for key in path { value = value?.objectValue?[key] }
+    return value?.intValue ?? -1
+}
+
 func expectFailure(_ codes: ControlErrorCode..., what: String, _ body: () async throws -> Void) async {
     do {
         try await body()

@@ -4,11 +4,11 @@ import Testing
 
 /// Seeded simulations of the real SWIM instance (issue 3 acceptance); each runs in seconds.
 @Suite struct MembershipSimulationTests {
-    @Test func hundredMembersWithLossConvergeDetectEveryCrashWithoutFalsePositives() {
+    @Test func hundredMembersWithLossConvergeDetectEveryCrashWithoutFalsePositives() async {
         var s = SimScenario(nodes: 100, seed: 11, duration: 60)
         s.loss = 0.05
         s.crashes = SimScenario.spreadCrashes(count: 5, nodes: 100, from: 15, to: 40, seed: 11)
-        let r = Simulation.run(s)
+        let r = await offThePool { [s] in Simulation.run(s) }
         #expect(r.joinConvergence.count == 99)
         #expect((r.joinConvergence.max ?? .infinity) < 5)
         #expect(r.crashes == 5 && r.crashesDetected == 5)

@@ -15,7 +15,7 @@ private func expectClean(_ report: SessionReport, _ label: String, sourceLocatio
     print("session sim \(label): \(report.sent) sent, deliveries per member \(deliveries.min() ?? 0)–\(deliveries.max() ?? 0), \(report.datagrams) datagrams, \(report.linkMessages) link messages, \(report.repairRequests) repair requests")
 }
 
-@Test func twentyMembersWithDatagramLossAndCrashesDeliverEverythingOnceInCausalOrder() {
+@Test func twentyMembersWithDatagramLossAndCrashesDeliverEverythingOnceInCausalOrder() async {
     var s = SessionScenario()
     s.members = 20
     s.seed = 3
@@ -24,14 +24,14 @@ private func expectClean(_ report: SessionReport, _ label: String, sourceLocatio
     s.sendFor = 5
     s.settleFor = 15
     s.crashes = [(4, 3.5), (11, 5.0)]
-    let report = SessionSimulation.run(s)
+    let report = await offThePool { [s] in SessionSimulation.run(s) }
     expectClean(report, "20 members, 5 % loss, 2 crashes")
     #expect(report.survivors.count == 18)
     #expect(report.detection.values.allSatisfy { $0 != nil }, "every crash seen failed by every survivor: \(report.detection)")
     #expect(report.sent > 100)
 }
 
-@Test func messagingAndAnAttachmentTogetherReachEverySurvivorWhole() {
+@Test func messagingAndAnAttachmentTogetherReachEverySurvivorWhole() async {
     var s = SessionScenario()
     s.members = 16
     s.seed = 5
@@ -42,14 +42,14 @@ private func expectClean(_ report: SessionReport, _ label: String, sourceLocatio
     s.crashes = [(7, 4.0)]
     s.lateJoins = [(12, 3.0)]
     s.attachment = (0, 2.5, 3 * 1_048_576 + 1000)
-    let report = SessionSimulation.run(s)
+    let report = await offThePool { [s] in SessionSimulation.run(s) }
     expectClean(report, "16 members, 5 % loss, a crash, a late join, a 3 MiB attachment")
     #expect(report.survivors.count == 15)
     #expect(report.survivors.allSatisfy { report.attachmentComplete[$0] != nil && report.attachmentIntact[$0] == true },
             "complete \(report.attachmentComplete), intact \(report.attachmentIntact)")
 }
 
-@Test func theSameSeedGivesTheSameRunAndAnotherSeedAnother() {
+@Test func theSameSeedGivesTheSameRunAndAnotherSeedAnother() async {
     var s = SessionScenario()
     s.members = 8
     s.loss = 0.1
@@ -57,9 +57,26 @@ private func expectClean(_ report: SessionReport, _ label: String, sourceLocatio
     s.settleFor = 5
     s.crashes = [(3, 2.5)]
     s.trace = true
-    let a = SessionSimulation.run(s), b = SessionSimulation.run(s)
+    let (a, b) = await offThePool { [s] in (SessionSimulation.run(s), SessionSimulation.run(s)) }
     #expect(a.traceDigest != nil && a.traceDigest == b.traceDigest && a.traceRecords == b.traceRecords)
     #expect((a.traceRecords ?? 0) > 500)
     s.seed = 2
-    #expect(SessionSimulation.run(s).traceDigest != a.traceDigest)
+    let other = await offThePool { [s] in SessionSimulation.run(s) }
+    #expect(other.traceDigest != a.traceDigest)
+}
+
+/// Issue 19's acceptance scenario: 100 members on the real core with datagram loss, crashes and a
+/// partition long enough that each side fails the other, messaging and a 20 MiB attachment together.
+@Test func aHundredMembersWithLossCrashesAndAPartitionGetEveryMessageOnceAndTheAttachmentWhole() async {
+    let s = SessionScenario.hundredMembersUnderFaults
+    #expect(s.members == 100 && s.partition != nil && s.attachment?.size == 20 * 1_048_576)
+    let report = await offThePool { [s] in SessionSimulation.run(s) }
+    expectClean(report, "100 members, 5 % loss, 3 crashes, a 10 s partition, a 20 MiB attachment")
+    #expect(report.survivors.count == 97)
+    #expect(report.failedAcrossPartition > 0 && report.aliveAfterPartition > 0,
+            "the partition failed members on the other side and healed: \(report.failedAcrossPartition) failed, \(report.aliveAfterPartition) alive")
+    #expect(report.survivors.allSatisfy { report.attachmentComplete[$0] != nil && report.attachmentIntact[$0] == true },
+            "complete \(report.attachmentComplete.count) of \(report.survivors.count), intact \(report.attachmentIntact.values.filter { $0 }.count)")
+    #expect(report.detection.values.allSatisfy { $0 != nil }, "every crash seen failed by every survivor: \(report.detection)")
+    print("session sim N=100: \(report.failedAcrossPartition) failed events across the partition, \(report.aliveAfterPartition) alive after; attachment complete at the last survivor \(report.attachmentComplete.values.max() ?? -1) s")
 }

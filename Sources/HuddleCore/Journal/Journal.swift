@@ -150,10 +150,11 @@ public struct Journal: Sendable {
     /// chunk has two live holders; announced otherwise.
     public func state(of id: String, now: Double) -> AttachmentState {
         guard let r = records[id], !r.removed else { return .removed }
-        let counts = swarm.holderCounts(id) ?? []
-        if counts.contains(0) { return swarm.isSettled(id, now: now) ? .unavailable : .announced }
-        if counts.allSatisfy({ $0 >= 2 }) { return .replicated }
-        return .announced
+        switch swarm.fewestHolders(id) {
+        case 0?: return swarm.isSettled(id, now: now) ? .unavailable : .announced
+        case 1?: return .announced
+        default: return .replicated
+        }
     }
 
     // MARK: chunks

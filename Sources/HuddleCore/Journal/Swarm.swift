@@ -223,6 +223,22 @@ public struct Swarm: Sendable {
         return counts
     }
 
+    /// The fewest live holders any chunk has, counted up to 2 (as `holderCounts`); nil when the
+    /// attachment has no chunks here. Two complete holders with no damaged copy reported answer
+    /// at once: the journal asks this every tick for every attachment, and counting every chunk of
+    /// every peer costs chunks × members each time.
+    public func fewestHolders(_ id: String) -> Int? {
+        guard let t = transfers[id], t.chunkCount > 0 else { return nil }
+        if t.bad.isEmpty {
+            var complete = t.have.isFull ? 1 : 0
+            for have in t.peerHave.values where have.isFull {
+                complete += 1
+                if complete >= 2 { return 2 }
+            }
+        }
+        return min(2, holderCounts(id)?.min() ?? 0)
+    }
+
     /// Live members that hold every chunk, this one included.
     public func completeHolders(_ id: String) -> [MemberID] {
         guard let t = transfers[id] else { return [] }

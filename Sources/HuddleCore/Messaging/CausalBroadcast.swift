@@ -210,6 +210,8 @@ public struct CausalBroadcast: Sendable {
     /// `retainForFailed` (`memberLeft` ends that for a member that left for good).
     public mutating func setMembers(_ live: Set<MemberID>, now: Double) -> [Action] {
         let live = live.subtracting([local])
+        // Membership news that leaves the set as it was (a suspicion, an update) changes nothing here.
+        guard live != members else { return [] }
         for member in members.subtracting(live) {
             if settings.retainForFailed > 0 { retained[member] = now }
             // Nothing more can come from a member that departs before this member heard of its messages.
