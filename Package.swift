@@ -21,6 +21,8 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
+        // prctl (variadic in C, so not callable from Swift) behind two plain functions.
+        .target(name: "CHuddleSystem"),
         .target(name: "HuddleCrypto", dependencies: ["CSodium"]),
         .target(name: "HuddleCore", dependencies: ["HuddleCrypto"]),
         .target(name: "HuddleControl", dependencies: [
@@ -28,7 +30,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .target(name: "HuddleNode", dependencies: [
-            "HuddleCore", "HuddleCrypto", "HuddleControl",
+            "HuddleCore", "HuddleCrypto", "HuddleControl", "CHuddleSystem",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),

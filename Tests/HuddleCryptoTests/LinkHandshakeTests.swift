@@ -71,3 +71,19 @@ private func runHandshake(_ a: inout LinkHandshake, _ b: inout LinkHandshake) th
         _ = (a, b)
     }
 }
+
+/// Issue 20 item 5: "do responder work only after message 1 decrypts". The responder's own work
+/// (a static key, a signature over its binding) waits until the initiator's first message has
+/// opened under the PSK, so an outsider's connection costs it one AEAD check.
+@Test func aResponderSignsNothingBeforeTheFirstMessageDecrypts() throws {
+    let key = SessionKey.generate()
+    var outsider = try LinkHandshake(role: .initiator, sessionKey: .generate(), identity: .generate(), appPayload: [])
+    var b = try LinkHandshake(role: .responder, sessionKey: key, identity: .generate(), appPayload: [])
+    #expect(b.localPayload == nil, "a responder signs nothing when a connection opens")
+    #expect(throws: CryptoError.self) { _ = try b.receive(try outsider.start()) }
+    #expect(b.localPayload == nil, "an outsider's first message made the responder sign")
+    var a = try LinkHandshake(role: .initiator, sessionKey: key, identity: .generate(), appPayload: [])
+    var c = try LinkHandshake(role: .responder, sessionKey: key, identity: .generate(), appPayload: [])
+    #expect(try c.receive(try a.start()) != nil)
+    #expect(c.localPayload != nil, "after a first message that decrypts, the responder answers with its binding")
+}

@@ -10,6 +10,7 @@ import ServiceLifecycle
 public enum NodeRunner {
     /// Runs the node in the foreground. Throws `NodeError` (one line) when it cannot start.
     public static func run(_ config: NodeConfiguration) async throws {
+        try ProcessHardening.apply()
         let sessionKey: SessionKey
         do { sessionKey = try SessionKey.load(from: config.keyPath) } catch { throw NodeError("\(error)") }
         let identity: Identity
@@ -95,6 +96,7 @@ public enum NodeRunner {
     /// over to `keyOut` (mode 0600; an existing file is refused before anything crosses the
     /// network). Returns the session's fingerprint. Errors are one line (`NodeError`, `PairingError`).
     public static func pair(code text: String, with addr: String, keyOut: String) async throws -> String {
+        try ProcessHardening.apply()
         let code: InvitationCode
         do { code = try InvitationCode.parse(text) } catch { throw NodeError("\(error)") }
         guard access(keyOut, F_OK) != 0 else { throw NodeError("\(keyOut) exists; pairing never overwrites a key file (choose another --key-out)") }
