@@ -37,9 +37,9 @@ public actor ControlClient {
     private init(outgoing: AsyncStream<ByteBuffer>.Continuation) { self.outgoing = outgoing }
 
     /// Connects to the node's control socket at `path`, unless the path or its directory belongs
-    /// to another user (then `untrusted`: someone else's socket could pose as the node).
+    /// to another user than this one or root (then `untrusted`: their socket could pose as the node).
     public static func connect(path: String) async throws -> ControlClient {
-        do { _ = try ControlPathCheck.check(path) } catch { throw ControlClientError.untrusted(error) }
+        do { _ = try ControlPathCheck.check(path, allowRoot: true) } catch { throw ControlClientError.untrusted(error) }
         let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
         do {
             channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)

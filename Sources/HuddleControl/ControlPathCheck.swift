@@ -6,7 +6,8 @@ import Foundation
 /// Refused, each with one line naming the path and the owner: a directory owned by another user
 /// (root's, such as /tmp, is fine), a directory others may write into without the sticky bit (they
 /// could swap the socket), a path owned by another user, and a path that is not a socket. Links are
-/// not followed for the path itself.
+/// not followed for the path itself. A client may also trust a socket of root's (`allowRoot`):
+/// root could read the node's keys anyway; a node never takes over a path that is not its user's.
 public enum ControlPathCheck {
     /// What a path holds once it passed the checks.
     public enum Found: Sendable, Equatable {
@@ -15,7 +16,7 @@ public enum ControlPathCheck {
         case socket
     }
 
-    public static func check(_ path: String, uid: uid_t = geteuid()) throws(ControlPathError) -> Found {
+    public static func check(_ path: String, uid: uid_t = geteuid(), allowRoot: Bool = false) throws(ControlPathError) -> Found {
         let directory = (path as NSString).deletingLastPathComponent
         var info = stat()
         if !directory.isEmpty, stat(directory, &info) == 0 {
@@ -27,7 +28,7 @@ public enum ControlPathCheck {
             }
         }
         guard lstat(path, &info) == 0 else { return .nothing }
-        guard info.st_uid == uid else {
+        guard info.st_uid == uid || (allowRoot && info.st_uid == 0) else {
             throw ControlPathError(path: path, message: "\(path) is owned by uid \(info.st_uid), not by this user (uid \(uid)); refusing it (remove it or choose another --control path)")
         }
         guard info.st_mode & S_IFMT == S_IFSOCK else {

@@ -41,9 +41,11 @@ enum LinkSession {
     }
 
     /// Runs one link from handshake to close. `registered` learns the peer once the node has the
-    /// link (or why it never will).
-    static func run(_ channel: FrameChannel, role: LinkHandshake.Role, node: Node, registered: OneShot<MemberID>?) async {
+    /// link (or why it never will); `ticket`, the accepted connection's handshake slot, is given
+    /// back as soon as the handshake has ended either way.
+    static func run(_ channel: FrameChannel, role: LinkHandshake.Role, node: Node, registered: OneShot<MemberID>?, ticket: HandshakeTicket? = nil) async {
         let remote = channel.channel.remoteAddress.map(hostPort) ?? "unknown"
+        defer { ticket?.release() }
         do {
             try await channel.executeThenClose { inbound, outbound in
                 var frames = FrameIterator(inbound.makeAsyncIterator())
@@ -71,6 +73,7 @@ enum LinkSession {
                     if let reply = try handshake.receive(bytes) { try await writeFrame(reply) }
                 }
                 timeout.cancel()
+                ticket?.release()
                 guard let result = handshake.result else { return }
                 let peer = try MemberInfo.decode(result.remoteAppPayload)
                 guard peer.node == result.remoteIdentity else { throw NodeError("peer's member record names another node key") }

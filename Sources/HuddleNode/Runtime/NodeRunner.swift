@@ -60,8 +60,18 @@ public enum NodeRunner {
             group.addTask { await DatagramTransport.run(udp, node: node) }
             group.addTask {
                 try? await tcp.executeThenClose { inbound in
+                    let gate = HandshakeGate(perAddress: config.handshakesPerAddress, total: config.handshakesInAll)
                     for try await connection in inbound {
-                        node.spawner.spawn { await LinkSession.run(connection, role: .responder, node: node, registered: nil) }
+                        let source = connection.channel.remoteAddress?.ipAddress ?? "unknown"
+                        switch gate.enter(source) {
+                        case let .admitted(ticket):
+                            node.spawner.spawn { await LinkSession.run(connection, role: .responder, node: node, registered: nil, ticket: ticket) }
+                        case let .refused(firstRefusal):
+                            connection.channel.close(promise: nil)
+                            if firstRefusal {
+                                node.log.warning("refusing connections from \(source): \(gate.inProgress(from: source)) handshakes from it already in progress (at most \(gate.perAddress), \(gate.total) in all)")
+                            }
+                        }
                     }
                 }
             }
