@@ -105,7 +105,8 @@ enum ControlServer {
     /// `SO_PEERCRED`) is closed without a reply, before anything it wrote is read.
     static func serve(_ channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>, node: Node) async {
         guard await peerAllowed(channel.channel, node: node) else {
-            try? await channel.channel.close()
+            // Closed unread; executeThenClose finishes the writer, as NIO requires.
+            try? await channel.executeThenClose { _, _ in }
             return
         }
         let connection = ControlConnection()

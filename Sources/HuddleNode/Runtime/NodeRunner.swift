@@ -67,7 +67,8 @@ public enum NodeRunner {
                         case let .admitted(ticket):
                             node.spawner.spawn { await LinkSession.run(connection, role: .responder, node: node, registered: nil, ticket: ticket) }
                         case let .refused(firstRefusal):
-                            connection.channel.close(promise: nil)
+                            // Closed unread; executeThenClose finishes the writer, as NIO requires.
+                            node.spawner.spawn { try? await connection.executeThenClose { _, _ in } }
                             if firstRefusal {
                                 node.log.warning("refusing connections from \(source): \(gate.inProgress(from: source)) handshakes from it already in progress (at most \(gate.perAddress), \(gate.total) in all)")
                             }
