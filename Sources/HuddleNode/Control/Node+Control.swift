@@ -134,6 +134,8 @@ extension Node {
             "dropped_frames": .int(Int64(counters.droppedFrames.load(ordering: .relaxed))),
             "dropped_datagrams": .int(Int64(counters.droppedDatagrams.load(ordering: .relaxed))),
             "datagram_send_errors": .int(Int64(counters.datagramSendErrors.load(ordering: .relaxed))),
+            "link_rekeys_sent": .int(Int64(counters.linkRekeysSent.load(ordering: .relaxed))),
+            "link_rekeys_received": .int(Int64(counters.linkRekeysReceived.load(ordering: .relaxed))),
         ]
     }
 

@@ -91,6 +91,9 @@ enum LinkSession {
         }
     }
 
+    /// Seconds on a monotonic clock, for the link ciphers' rekey timer.
+    static func uptimeSeconds() -> Double { Double(NIODeadline.now().uptimeNanoseconds) / 1e9 }
+
     /// Bytes a batch takes on the wire, framed (encrypted records add a 1-byte record header and a
     /// 16-byte tag; every frame a 2-byte length).
     static func framedSize(of batch: [LinkOutbound]) -> Int {
@@ -111,7 +114,8 @@ enum LinkSession {
     ) async {
         let written = link.channel.eventLoop.makePromise(of: Void.self)
         // Used only on the link's event loop, where the pump encodes.
-        let sendCipher = NIOLoopBoundBox.makeBoxSendingValue(result.send, eventLoop: link.channel.eventLoop)
+        let sealer = LinkSealer(result.send, now: uptimeSeconds(), rekeyBytes: node.config.linkRekeyBytes, rekeyInterval: node.config.linkRekeyInterval)
+        let sendCipher = NIOLoopBoundBox.makeBoxSendingValue(sealer, eventLoop: link.channel.eventLoop)
         ChannelPump.run(link.outbox, to: link.channel, done: written) { batch, allocator in
             try encode(batch, cipher: &sendCipher.value, allocator: allocator, counters: node.counters)
         }
@@ -126,7 +130,9 @@ enum LinkSession {
 
     /// One buffer holding a batch of the link's outbox: small messages first, encrypted; bulk chunks
     /// after them (order within each kind is kept), their already encrypted bodies as raw frames.
-    private static func encode(_ batch: [LinkOutbound], cipher: inout NoiseCipherState, allocator: ByteBufferAllocator, counters: NodeCounters) throws -> ByteBuffer {
+    private static func encode(_ batch: [LinkOutbound], cipher: inout LinkSealer, allocator: ByteBufferAllocator, counters: NodeCounters) throws -> ByteBuffer {
+        let now = uptimeSeconds(), rekeysBefore = cipher.rekeys
+        defer { if cipher.rekeys > rekeysBefore { _ = counters.linkRekeysSent.wrappingAdd(cipher.rekeys - rekeysBefore, ordering: .relaxed) } }
         // Sized for the whole batch up front: a buffer grown by doubling would copy each 256 KiB
         // chunk body several times over.
         var buffer = allocator.buffer(capacity: framedSize(of: batch))
@@ -134,7 +140,7 @@ enum LinkSession {
             guard case let .message(message) = item else { continue }
             let before = buffer.readableBytes
             for record in LinkRecords.split(message) {
-                buffer.writeFrame(try cipher.encrypt(ad: [], plaintext: record))
+                buffer.writeFrame(try cipher.seal(record, now: now))
             }
             counters.addSent(LinkMessage.carriesApplicationMessage(message) ? .messages : .gossip, buffer.readableBytes - before)
         }
@@ -142,7 +148,7 @@ enum LinkSession {
             guard case let .chunk(header, body) = item else { continue }
             let before = buffer.readableBytes
             for record in LinkRecords.split(header) {
-                buffer.writeFrame(try cipher.encrypt(ad: [], plaintext: record))
+                buffer.writeFrame(try cipher.seal(record, now: now))
             }
             body.withUnsafeBytes { bytes in
                 var offset = 0
@@ -160,7 +166,7 @@ enum LinkSession {
     /// Reads the link's frames until it closes: decrypts, reassembles and hands the node what each
     /// read brought; then closes the link.
     private static func readTransport(_ link: LinkHandle, receive: NoiseCipherState, frames: inout FrameIterator, node: Node) async {
-        var cipher = receive
+        var cipher = LinkOpener(receive)
         var reassembler = LinkReassembler(limit: maximumMessage)
         do {
             var rawChunk: (id: String, index: UInt32, length: Int, body: [UInt8])?
@@ -190,7 +196,9 @@ enum LinkSession {
                         }
                         continue
                     }
-                    let record = try frame.withUnsafeReadableBytes { try cipher.decrypt(ciphertext: $0) }
+                    let rekeysBefore = cipher.rekeys
+                    let record = try frame.withUnsafeReadableBytes { try cipher.open($0) }
+                    if cipher.rekeys > rekeysBefore { _ = node.counters.linkRekeysReceived.wrappingAdd(1, ordering: .relaxed) }
                     // Every frame of a message counts, not only the one that completes it.
                     messageBytes += frame.readableBytes + 2
                     guard let bytes = try reassembler.add(record) else { continue }
