@@ -62,6 +62,45 @@ struct LocalHardeningProcessTests {
         await again.close()
     }
 
+    /// A control path another user created first (their socket, say) is neither used nor removed:
+    /// `huddle run` exits with one line naming the path and its owner, and the CLI will not talk to it.
+    @Test func aControlPathPreCreatedByAnotherUserIsRefusedInOneLine() async throws {
+        let cluster = try TestCluster("precreat")
+        defer { cluster.shutdown() }
+        let control = "\(cluster.dir)/taken.sock"
+        let squatter = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(squatter) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, byte) in control.utf8.enumerated() { raw[i] = byte } }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(squatter, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(bound == 0 && listen(squatter, 8) == 0 && lchown(control, otherUID, otherUID) == 0)
+        let run = try HandStartedRun(["run", "--key", cluster.key, "--listen", "127.0.0.1:0", "--control", control,
+                                      "--data-dir", "\(cluster.dir)/n.data"], stderr: "\(cluster.dir)/n.log", umask: "022")
+        defer { run.kill(); run.process.waitUntilExit() }
+        let code = try await run.waitForExit()
+        let lines = run.stderr.split(separator: "\n", omittingEmptySubsequences: true)
+        #expect(code != 0 && lines.count == 1, "exit \(code): \(run.stderr)")
+        #expect(lines.first.map { $0.contains(control) && $0.contains("uid \(otherUID)") } == true, "\(run.stderr)")
+        #expect(ownerOf(control) == otherUID, "the other user's socket is left alone")
+
+        let cli = Process()
+        cli.executableURL = URL(fileURLWithPath: huddleBinary)
+        cli.arguments = ["status", "--control", control]
+        let err = "\(cluster.dir)/cli.err"
+        _ = FileManager.default.createFile(atPath: err, contents: nil)
+        cli.standardError = FileHandle(forWritingAtPath: err)
+        cli.standardOutput = FileHandle.nullDevice
+        try cli.run()
+        defer { if cli.isRunning { kill(cli.processIdentifier, SIGKILL) }; cli.waitUntilExit() }
+        // Before this check the CLI connected to the other user's socket and waited on it forever.
+        try await eventually("huddle status not to wait on another user's socket", within: 30) { !cli.isRunning }
+        let complaint = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+        #expect(cli.terminationStatus == 3 && complaint.contains("uid \(otherUID)"), "exit \(cli.terminationStatus): \(complaint)")
+    }
+
     /// `attach.get` writes 0600 unless a mode is asked, and then exactly that mode (the node's
     /// umask does not narrow it); `huddle attach get --mode` asks for one.
     @Test func exportedAttachmentsArePrivateUnlessAModeIsAsked() async throws {
