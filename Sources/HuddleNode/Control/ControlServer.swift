@@ -83,7 +83,7 @@ enum ControlServer {
         }
         if credentials.uid == geteuid() || credentials.uid == 0 { return true }
         if refusedUIDs.withLock({ $0.insert(credentials.uid).inserted }) {
-            node.log.warning("refused a control connection from uid \(credentials.uid) (pid \(credentials.pid)): only uid \(geteuid()) may use this node; further refusals of uid \(credentials.uid) are not logged")
+            node.log.warning("refused a control connection from uid \(credentials.uid) (pid \(credentials.pid)): only uid \(geteuid()) and root may use this node; further refusals of uid \(credentials.uid) are not logged")
         }
         return false
     }
