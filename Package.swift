@@ -24,6 +24,8 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
+        // prctl (variadic in C, so not callable from Swift) behind two plain functions.
+        .target(name: "CHuddleSystem"),
         .target(name: "HuddleCrypto", dependencies: ["CSodium"]),
         .target(name: "HuddleCore", dependencies: ["HuddleCrypto"]),
         .target(name: "HuddleControl", dependencies: [
@@ -34,7 +36,7 @@ let package = Package(
         // on the control protocol: what a Swift program links to use a Huddle session.
         .target(name: "HuddleKit", dependencies: ["HuddleControl"]),
         .target(name: "HuddleNode", dependencies: [
-            "HuddleCore", "HuddleCrypto", "HuddleControl",
+            "HuddleCore", "HuddleCrypto", "HuddleControl", "CHuddleSystem",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),

@@ -9,12 +9,15 @@ public enum ControlClientError: Error, CustomStringConvertible, Sendable {
     case closed
     /// The node wrote something that is not a JSON object line.
     case badReply(String)
+    /// The path, or its directory, belongs to another user (`ControlPathCheck`): not connected.
+    case untrusted(ControlPathError)
 
     public var description: String {
         switch self {
         case let .noNode(path): "no node is running at \(path)"
         case .closed: "the node closed the control connection"
         case let .badReply(why): "unreadable reply from the node: \(why)"
+        case let .untrusted(error): error.message
         }
     }
 }
@@ -33,8 +36,10 @@ public actor ControlClient {
 
     private init(outgoing: AsyncStream<ByteBuffer>.Continuation) { self.outgoing = outgoing }
 
-    /// Connects to the node's control socket at `path`.
+    /// Connects to the node's control socket at `path`, unless the path or its directory belongs
+    /// to another user than this one or root (then `untrusted`: their socket could pose as the node).
     public static func connect(path: String) async throws -> ControlClient {
+        do { _ = try ControlPathCheck.check(path, allowRoot: true) } catch { throw ControlClientError.untrusted(error) }
         let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
         do {
             channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)

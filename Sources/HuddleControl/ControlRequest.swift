@@ -27,7 +27,9 @@ public enum ControlRequest: Sendable, Equatable {
     case activitySet(value: JSON)
     case attachAdd(path: String, name: String?, meta: JSON)
     case attachList
-    case attachGet(id: String, path: String, wait: Bool, timeoutMs: Int64?)
+    /// `mode`: the exported file's permission bits when asked (an extension of CONTROL.md: the
+    /// octal string `"644"`); nil means 0600, readable by this user only.
+    case attachGet(id: String, path: String, wait: Bool, timeoutMs: Int64?, mode: Int?)
     case attachRemove(id: String)
     case leave(timeoutMs: Int64?)
     /// A one-time pairing code: valid for `ttlMs` (default 600,000), for `uses` pairings (default 1).
@@ -102,7 +104,8 @@ public enum ControlRequest: Sendable, Equatable {
             guard let id = r["id"]?.stringValue, let path = r["path"]?.stringValue else {
                 throw bad("attach.get needs \"id\" and \"path\" (an absolute output path)")
             }
-            return .attachGet(id: id, path: path, wait: try optionalBool(r, "wait") ?? true, timeoutMs: try optionalMilliseconds(r, "timeout_ms"))
+            return .attachGet(id: id, path: path, wait: try optionalBool(r, "wait") ?? true, timeoutMs: try optionalMilliseconds(r, "timeout_ms"),
+                              mode: try optionalMode(r, "mode"))
         case "attach.remove":
             guard let id = r["id"]?.stringValue else { throw bad("attach.remove needs \"id\"") }
             return .attachRemove(id: id)
@@ -171,6 +174,16 @@ public enum ControlRequest: Sendable, Equatable {
     private static func optionalBool(_ r: JSONObject, _ key: String) throws(ControlError) -> Bool? {
         guard let field = r[key], !field.isNull else { return nil }
         guard let value = field.boolValue else { throw bad("\"\(key)\" must be true or false") }
+        return value
+    }
+
+    /// Permission bits written in octal as a string (`"644"`, `"0600"`): rwx for user, group and
+    /// others, nothing else (no setuid, setgid or sticky bit).
+    private static func optionalMode(_ r: JSONObject, _ key: String) throws(ControlError) -> Int? {
+        guard let field = r[key], !field.isNull else { return nil }
+        guard let text = field.stringValue, (1...4).contains(text.utf8.count), text.utf8.allSatisfy({ (0x30...0x37).contains($0) }),
+              let value = Int(text, radix: 8), value <= 0o777
+        else { throw bad("\"\(key)\" must be permission bits in octal, as a string from \"000\" to \"777\" (such as \"644\")") }
         return value
     }
 

@@ -5,6 +5,8 @@
 /// first payload) and learns nothing; each side's payload binds its Ed25519 identity to its Noise
 /// static key (`identity (32) | signature (64) over "huddle-link-binding v1" | static key`),
 /// followed by the caller's app payload, and the binding is verified before `result` is set.
+/// A responder does no work of its own — no static key, no signature — until the initiator's
+/// first message has decrypted under the PSK: an outsider costs it one hash chain and one AEAD check.
 public struct LinkHandshake: Sendable {
     public enum Role: Sendable { case initiator, responder }
 
@@ -15,16 +17,33 @@ public struct LinkHandshake: Sendable {
 
     private var state: NoiseHandshakeState
     private let role: Role
-    private let localPayload: [UInt8]
+    private let identity: Identity
+    private let appPayload: [UInt8]
+    private var staticKey: NoiseKeyPair?
+    /// The identity binding and app payload, made when this side first writes `s` (`prepareLocal`).
+    private(set) var localPayload: [UInt8]?
     private var remotePayload: (identity: [UInt8], app: [UInt8])?
     public private(set) var result: LinkHandshakeResult?
 
-    public init(role: Role, sessionKey: SessionKey, identity: Identity, staticKey: NoiseKeyPair = .generate(), appPayload: [UInt8]) throws {
+    /// `staticKey` (the Noise static key, fresh per link) is made when first needed unless given.
+    public init(role: Role, sessionKey: SessionKey, identity: Identity, staticKey: NoiseKeyPair? = nil, appPayload: [UInt8]) throws {
         guard appPayload.count <= Self.maximumAppPayload else { throw CryptoError("link handshake payload of \(appPayload.count) bytes is too large") }
         self.role = role
+        self.identity = identity
+        self.appPayload = appPayload
+        self.staticKey = staticKey
         state = try NoiseHandshakeState(protocolName: Self.protocolName, initiator: role == .initiator, prologue: Self.prologue,
-                                        s: staticKey, psks: [sessionKey.subkey(.handshakePSK)])
-        localPayload = identity.publicKey + identity.sign(Self.bindingContext + staticKey.publicKey) + appPayload
+                                        s: nil, psks: [sessionKey.subkey(.handshakePSK)])
+    }
+
+    /// Makes the static key and signs its binding: the work deferred until this side writes `s`.
+    private mutating func prepareLocal() throws -> [UInt8] {
+        if let localPayload { return localPayload }
+        let key = staticKey ?? .generate()
+        try state.setLocalStatic(key)
+        let payload = identity.publicKey + identity.sign(Self.bindingContext + key.publicKey) + appPayload
+        localPayload = payload
+        return payload
     }
 
     /// The initiator's first message (`-> psk, e`).
@@ -44,7 +63,7 @@ public struct LinkHandshake: Sendable {
         var reply: [UInt8]?
         if !state.isComplete {
             // XX: the responder's message 2 and the initiator's message 3 carry `s` and the binding.
-            reply = try state.writeMessage(payload: localPayload)
+            reply = try state.writeMessage(payload: try prepareLocal())
         }
         if state.isComplete {
             guard let remote = remotePayload else { throw CryptoError("link handshake finished without the peer's identity") }

@@ -89,6 +89,13 @@ public struct NoiseHandshakeState: Sendable {
         }
     }
 
+    /// Supplies the local static key late, for patterns that first use it when this side writes
+    /// `s` (XX): a responder then makes no key before the first message has decrypted.
+    public mutating func setLocalStatic(_ key: NoiseKeyPair) throws {
+        guard s == nil else { throw CryptoError("the local static key is already set") }
+        s = key
+    }
+
     public var isComplete: Bool { messageIndex >= pattern.messages.count }
     public var handshakeHash: [UInt8] { symmetric.handshakeHash }
     /// Whether the next message is this side's to write.

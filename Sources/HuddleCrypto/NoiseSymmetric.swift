@@ -62,6 +62,20 @@ public struct NoiseCipherState: Sendable {
         return out
     }
 
+    /// Noise REKEY (spec 4.2, 11.3): the key becomes the first 32 bytes of
+    /// ENCRYPT(k, 2^64 − 1, "", 32 zero bytes); the nonce carries on. Both ends of a link call it
+    /// at the same point of the stream, so no message is needed to agree on the new key, and a
+    /// key taken from memory later does not open what was sent before the rekey.
+    public mutating func rekey() {
+        guard let key else { return }
+        let zeros = [UInt8](repeating: 0, count: 32)
+        let maximumNonce = [UInt8](repeating: 0, count: 4) + [UInt8](repeating: 0xFF, count: 8)
+        var out = [UInt8](repeating: 0, count: 32 + 16)
+        var outLength: UInt64 = 0
+        _ = crypto_aead_chacha20poly1305_ietf_encrypt(&out, &outLength, zeros, 32, nil, 0, nil, maximumNonce, key)
+        self.key = Array(out.prefix(32))
+    }
+
     /// Decrypts a transport message (empty associated data) straight from `ciphertext`'s memory,
     /// e.g. a network buffer, without copying it into an array first.
     public mutating func decrypt(ciphertext: UnsafeRawBufferPointer) throws -> [UInt8] {

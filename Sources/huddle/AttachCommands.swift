@@ -55,11 +55,13 @@ struct AttachGet: AsyncParsableCommand {
     @Argument(help: "Output file.") var out: String
     @Flag(name: .customLong("no-wait"), help: "Fail instead of waiting when the attachment is not complete here.") var noWait = false
     @Option(name: .customLong("timeout-ms"), help: "Give up after this long.") var timeoutMs: Int?
+    @Option(name: .customLong("mode"), help: "Permission bits of OUT in octal, e.g. 644 (default 600: readable by you only).") var mode: String?
     @OptionGroup var options: ControlOptions
 
     func run() async throws {
         var fields: JSONObject = ["id": .string(id), "path": .string(URL(fileURLWithPath: out).standardizedFileURL.path), "wait": .bool(!noWait)]
         if let timeoutMs { fields["timeout_ms"] = .int(Int64(timeoutMs)) }
+        if let mode { fields["mode"] = .string(mode) }
         let progress = isatty(STDERR_FILENO) == 1 && !options.json ? Task { await showProgress(id: id, path: options.path) } : nil
         defer { progress?.cancel() }
         try await options.perform("attach.get", fields) { reply in

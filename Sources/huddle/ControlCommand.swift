@@ -25,6 +25,9 @@ extension ControlOptions {
         let client: ControlClient
         do {
             client = try await ControlClient.connect(path: path)
+        } catch ControlClientError.untrusted(let refusal) {
+            complain(refusal.message)
+            throw ExitCode(3)
         } catch {
             complain("no node is running at \(path) (start one with: huddle run --key FILE --control \(path))")
             throw ExitCode(3)

@@ -17,6 +17,9 @@ struct EventsCommand: AsyncParsableCommand {
         let client: ControlClient
         do {
             client = try await ControlClient.connect(path: options.path)
+        } catch ControlClientError.untrusted(let refusal) {
+            complain(refusal.message)
+            throw ExitCode(3)
         } catch {
             complain("no node is running at \(options.path) (start one with: huddle run --key FILE --control \(options.path))")
             throw ExitCode(3)

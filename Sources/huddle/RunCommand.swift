@@ -59,6 +59,9 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .customLong("store-limit"), help: "Most bytes of chunks this node stores.")
     var storeLimit: Int = 2 << 30
 
+    @Option(name: .customLong("link-rekey-seconds"), help: "A link's send key moves on (Noise REKEY) after this many seconds, or 256 MiB, whichever comes first.")
+    var linkRekeySeconds: Double = NodeConfiguration.defaultLinkRekeyInterval
+
     func validate() throws {
         if invite != nil {
             guard !join.isEmpty else { throw ValidationError("--invite needs --join HOST:PORT: the member that made the code") }
@@ -72,6 +75,7 @@ struct RunCommand: AsyncParsableCommand {
         guard maxAttachmentBytes > 0, maxAttachmentBytes <= attachmentLimit else {
             throw ValidationError("--max-attachment-bytes must be between 1 and \(attachmentLimit): other members refuse larger attachments")
         }
+        guard linkRekeySeconds >= 0.01, linkRekeySeconds <= 86_400 else { throw ValidationError("--link-rekey-seconds must be between 0.01 and 86400") }
     }
 
     func run() async throws {
@@ -103,6 +107,7 @@ struct RunCommand: AsyncParsableCommand {
         config.maxUnreliableBytes = maxUnreliableBytes
         config.maxAttachmentBytes = maxAttachmentBytes
         config.storeLimitBytes = storeLimit
+        config.linkRekeyInterval = linkRekeySeconds
         do {
             try await NodeRunner.run(config)
         } catch {

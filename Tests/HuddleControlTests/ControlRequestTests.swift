@@ -31,8 +31,10 @@ private let member = "00000000000000ab"
     #expect(request(#"{"op":"activity.set","value":{"a":[1]}}"#) == .activitySet(value: ["a": [1]]))
     #expect(request(#"{"op":"attach.add","path":"/f","name":"n","meta":{"k":1}}"#) == .attachAdd(path: "/f", name: "n", meta: ["k": 1]))
     #expect(request(#"{"op":"attach.add","path":"/f"}"#) == .attachAdd(path: "/f", name: nil, meta: .null))
-    #expect(request(#"{"op":"attach.get","id":"x","path":"/o"}"#) == .attachGet(id: "x", path: "/o", wait: true, timeoutMs: nil))
-    #expect(request(#"{"op":"attach.get","id":"x","path":"/o","wait":false,"timeout_ms":250}"#) == .attachGet(id: "x", path: "/o", wait: false, timeoutMs: 250))
+    #expect(request(#"{"op":"attach.get","id":"x","path":"/o"}"#) == .attachGet(id: "x", path: "/o", wait: true, timeoutMs: nil, mode: nil))
+    #expect(request(#"{"op":"attach.get","id":"x","path":"/o","wait":false,"timeout_ms":250}"#) == .attachGet(id: "x", path: "/o", wait: false, timeoutMs: 250, mode: nil))
+    #expect(request(#"{"op":"attach.get","id":"x","path":"/o","mode":"644"}"#) == .attachGet(id: "x", path: "/o", wait: true, timeoutMs: nil, mode: 0o644))
+    #expect(request(#"{"op":"attach.get","id":"x","path":"/o","mode":"0600"}"#) == .attachGet(id: "x", path: "/o", wait: true, timeoutMs: nil, mode: 0o600))
     #expect(request(#"{"op":"attach.remove","id":"x"}"#) == .attachRemove(id: "x"))
     #expect(request(#"{"op":"leave"}"#) == .leave(timeoutMs: nil))
     #expect(request(#"{"op":"leave","timeout_ms":0}"#) == .leave(timeoutMs: 0))
@@ -74,6 +76,10 @@ private let member = "00000000000000ab"
         (#"{"op":"attach.get","id":"x"}"#, "\"path\""),
         (#"{"op":"attach.get","id":"x","path":"/o","wait":"yes"}"#, "\"wait\""),
         (#"{"op":"attach.get","id":"x","path":"/o","timeout_ms":-5}"#, "\"timeout_ms\""),
+        (#"{"op":"attach.get","id":"x","path":"/o","mode":644}"#, "\"mode\" must be permission bits in octal"),
+        (#"{"op":"attach.get","id":"x","path":"/o","mode":"4755"}"#, "\"mode\""),
+        (#"{"op":"attach.get","id":"x","path":"/o","mode":"68"}"#, "\"mode\""),
+        (#"{"op":"attach.get","id":"x","path":"/o","mode":""}"#, "\"mode\""),
         (#"{"op":"attach.remove"}"#, "\"id\""),
         (#"{"op":"leave","timeout_ms":"soon"}"#, "\"timeout_ms\""),
     ]

@@ -1,4 +1,5 @@
 import Testing
+import CSodium
 @testable import HuddleCrypto
 
 private func runHandshake(_ a: inout LinkHandshake, _ b: inout LinkHandshake) throws {
@@ -70,4 +71,36 @@ private func runHandshake(_ a: inout LinkHandshake, _ b: inout LinkHandshake) th
         }
         _ = (a, b)
     }
+}
+
+/// Issue 20 item 5: "do responder work only after message 1 decrypts". The responder's own work
+/// (a static key, a signature over its binding) waits until the initiator's first message has
+/// opened under the PSK, so an outsider's connection costs it one AEAD check.
+@Test func aResponderSignsNothingBeforeTheFirstMessageDecrypts() throws {
+    let key = SessionKey.generate()
+    var outsider = try LinkHandshake(role: .initiator, sessionKey: .generate(), identity: .generate(), appPayload: [])
+    var b = try LinkHandshake(role: .responder, sessionKey: key, identity: .generate(), appPayload: [])
+    #expect(b.localPayload == nil, "a responder signs nothing when a connection opens")
+    #expect(throws: CryptoError.self) { _ = try b.receive(try outsider.start()) }
+    #expect(b.localPayload == nil, "an outsider's first message made the responder sign")
+    var a = try LinkHandshake(role: .initiator, sessionKey: key, identity: .generate(), appPayload: [])
+    var c = try LinkHandshake(role: .responder, sessionKey: key, identity: .generate(), appPayload: [])
+    #expect(try c.receive(try a.start()) != nil)
+    #expect(c.localPayload != nil, "after a first message that decrypts, the responder answers with its binding")
+}
+
+/// Noise REKEY (spec 4.2): k' = the first 32 bytes of ENCRYPT(k, 2^64 − 1, "", 32 zero bytes),
+/// which for ChaChaPoly is ChaCha20's keystream from block 1 under that nonce: computed here with
+/// libsodium's plain stream cipher, not the AEAD the implementation uses.
+@Test func rekeyIsNoisesRekeyFunction() throws {
+    let key = SecureRandom.bytes(32)
+    var cipher = NoiseCipherState(key: key)
+    cipher.rekey()
+    let maximumNonce = [UInt8](repeating: 0, count: 4) + [UInt8](repeating: 0xFF, count: 8)
+    var expected = [UInt8](repeating: 0, count: 32)
+    let zeros = [UInt8](repeating: 0, count: 32)
+    _ = crypto_stream_chacha20_ietf_xor_ic(&expected, zeros, 32, maximumNonce, 1, key)
+    var reference = NoiseCipherState(key: expected)
+    #expect(try cipher.encrypt(ad: [], plaintext: [1, 2, 3]) == reference.encrypt(ad: [], plaintext: [1, 2, 3]))
+    #expect(cipher.nonce == 1, "REKEY leaves the nonce alone")
 }

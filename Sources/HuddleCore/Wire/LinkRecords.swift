@@ -1,10 +1,13 @@
 /// Splits a link message into records that each fit one Noise transport frame (≤ 65,535 bytes with
 /// its 16-byte tag), and joins them again. A record is `flags (1) | fragment`; flag bit 0 means
-/// "more records of this message follow".
+/// "more records of this message follow"; bit 1 (`rekeyFlag`) is the link ciphers' (`LinkSealer`),
+/// removed by `LinkOpener` before records reach the reassembler.
 public enum LinkRecords {
     /// Largest plaintext record: 65,535 − 16 (AEAD tag).
     public static let maximumRecord = 65_535 - 16
     public static let maximumFragment = maximumRecord - 1
+    /// "The sender's key moves on after this record" (Noise REKEY): see `LinkSealer`.
+    public static let rekeyFlag: UInt8 = 2
 
     public static func split(_ message: [UInt8]) -> [[UInt8]] {
         var records: [[UInt8]] = []

@@ -71,9 +71,9 @@ extension Node {
             return ControlReply.ok(id: id, try await addAttachment(path: path, name: name, meta: meta))
         case .attachList:
             return ControlReply.ok(id: id, ["attachments": .array(attachments.keys.sorted().map { attachmentJSON($0) })])
-        case let .attachGet(attachment, path, wait, timeoutMs):
+        case let .attachGet(attachment, path, wait, timeoutMs, mode):
             let timeout = timeoutMs.map { Duration.milliseconds($0) } ?? .seconds(3600)
-            return ControlReply.ok(id: id, try await getAttachment(attachment, to: path, wait: wait, timeout: timeout))
+            return ControlReply.ok(id: id, try await getAttachment(attachment, to: path, wait: wait, timeout: timeout, mode: mode.map { mode_t($0) } ?? 0o600))
         case let .attachRemove(attachment):
             try removeAttachment(attachment)
             return ControlReply.ok(id: id, [:])
@@ -134,6 +134,8 @@ extension Node {
             "dropped_frames": .int(Int64(counters.droppedFrames.load(ordering: .relaxed))),
             "dropped_datagrams": .int(Int64(counters.droppedDatagrams.load(ordering: .relaxed))),
             "datagram_send_errors": .int(Int64(counters.datagramSendErrors.load(ordering: .relaxed))),
+            "link_rekeys_sent": .int(Int64(counters.linkRekeysSent.load(ordering: .relaxed))),
+            "link_rekeys_received": .int(Int64(counters.linkRekeysReceived.load(ordering: .relaxed))),
         ]
     }
 

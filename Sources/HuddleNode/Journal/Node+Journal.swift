@@ -70,9 +70,10 @@ extension Node {
         execute(effects)
     }
 
-    /// Writes the attachment's plaintext to `path` (temporary file + rename), waiting for its
-    /// chunks when `wait` is set; fails at once when some chunk has no live holder.
-    func getAttachment(_ id: String, to path: String, wait: Bool, timeout: Duration) async throws(ControlError) -> JSONObject {
+    /// Writes the attachment's plaintext to `path` (temporary file + rename) with permission bits
+    /// `mode` (0600 unless the client asked), waiting for its chunks when `wait` is set; fails at
+    /// once when some chunk has no live holder.
+    func getAttachment(_ id: String, to path: String, wait: Bool, timeout: Duration, mode: mode_t) async throws(ControlError) -> JSONObject {
         guard path.hasPrefix("/") else { throw ControlError(code: .badRequest, message: "\"path\" must be absolute") }
         let deadline = ContinuousClock.now + timeout
         // An id announced elsewhere a moment ago may still be on its way here: give it a few seconds.
@@ -91,7 +92,7 @@ extension Node {
         guard let a = attachments[id] else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
         let store = self.store
         do {
-            try await BulkWork.run { try Self.writePlaintext(a.manifest, key: a.key, store: store, to: path) }
+            try await BulkWork.run { try Self.writePlaintext(a.manifest, key: a.key, store: store, to: path, mode: mode) }
         } catch let error as ControlError {
             if error.code == .internal, case let index? = Int(error.message) {
                 core.journal.lost(id, index)
@@ -110,11 +111,16 @@ extension Node {
     /// the old file or the whole new one. Every chunk is authenticated by its AEAD tag as it is
     /// opened (the store holds only chunks whose hash was checked when they arrived), so a chunk
     /// damaged on disk fails here and is named in the error. Like `cp`, it does not fsync.
-    nonisolated static func writePlaintext(_ manifest: Manifest, key: [UInt8], store: ChunkStore, to path: String) throws {
+    /// The file is created 0600 and set to exactly `mode` (the umask does not apply) before any
+    /// plaintext is written, so it is never readable more widely than asked.
+    nonisolated static func writePlaintext(_ manifest: Manifest, key: [UInt8], store: ChunkStore, to path: String, mode: mode_t) throws {
         let temporary = "\(path).part-\(hexString(SecureRandom.bytes(4)))"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw ControlError(code: .ioError, message: "cannot create \(temporary): \(String(cString: strerror(errno)))") }
         do {
+            guard fchmod(fd, mode) == 0 else {
+                throw ControlError(code: .ioError, message: "cannot set mode \(String(mode, radix: 8)) on \(temporary): \(String(cString: strerror(errno)))")
+            }
             for index in 0..<manifest.chunkCount {
                 guard let sealed = store.read(manifest, index), let plain = try? ChunkCipher.open(sealed, index: index, key: key) else {
                     throw ControlError(code: .internal, message: "\(index)")

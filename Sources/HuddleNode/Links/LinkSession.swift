@@ -41,9 +41,11 @@ enum LinkSession {
     }
 
     /// Runs one link from handshake to close. `registered` learns the peer once the node has the
-    /// link (or why it never will).
-    static func run(_ channel: FrameChannel, role: LinkHandshake.Role, node: Node, registered: OneShot<MemberID>?) async {
+    /// link (or why it never will); `ticket`, the accepted connection's handshake slot, is given
+    /// back as soon as the handshake has ended either way.
+    static func run(_ channel: FrameChannel, role: LinkHandshake.Role, node: Node, registered: OneShot<MemberID>?, ticket: HandshakeTicket? = nil) async {
         let remote = channel.channel.remoteAddress.map(hostPort) ?? "unknown"
+        defer { ticket?.release() }
         do {
             try await channel.executeThenClose { inbound, outbound in
                 var frames = FrameIterator(inbound.makeAsyncIterator())
@@ -71,6 +73,7 @@ enum LinkSession {
                     if let reply = try handshake.receive(bytes) { try await writeFrame(reply) }
                 }
                 timeout.cancel()
+                ticket?.release()
                 guard let result = handshake.result else { return }
                 let peer = try MemberInfo.decode(result.remoteAppPayload)
                 guard peer.node == result.remoteIdentity else { throw NodeError("peer's member record names another node key") }
@@ -87,6 +90,9 @@ enum LinkSession {
             node.log.info("refused link from \(remote): \(error)")
         }
     }
+
+    /// Seconds on a monotonic clock, for the link ciphers' rekey timer.
+    static func uptimeSeconds() -> Double { Double(NIODeadline.now().uptimeNanoseconds) / 1e9 }
 
     /// Bytes a batch takes on the wire, framed (encrypted records add a 1-byte record header and a
     /// 16-byte tag; every frame a 2-byte length).
@@ -108,7 +114,8 @@ enum LinkSession {
     ) async {
         let written = link.channel.eventLoop.makePromise(of: Void.self)
         // Used only on the link's event loop, where the pump encodes.
-        let sendCipher = NIOLoopBoundBox.makeBoxSendingValue(result.send, eventLoop: link.channel.eventLoop)
+        let sealer = LinkSealer(result.send, now: uptimeSeconds(), rekeyBytes: node.config.linkRekeyBytes, rekeyInterval: node.config.linkRekeyInterval)
+        let sendCipher = NIOLoopBoundBox.makeBoxSendingValue(sealer, eventLoop: link.channel.eventLoop)
         ChannelPump.run(link.outbox, to: link.channel, done: written) { batch, allocator in
             try encode(batch, cipher: &sendCipher.value, allocator: allocator, counters: node.counters)
         }
@@ -123,7 +130,9 @@ enum LinkSession {
 
     /// One buffer holding a batch of the link's outbox: small messages first, encrypted; bulk chunks
     /// after them (order within each kind is kept), their already encrypted bodies as raw frames.
-    private static func encode(_ batch: [LinkOutbound], cipher: inout NoiseCipherState, allocator: ByteBufferAllocator, counters: NodeCounters) throws -> ByteBuffer {
+    private static func encode(_ batch: [LinkOutbound], cipher: inout LinkSealer, allocator: ByteBufferAllocator, counters: NodeCounters) throws -> ByteBuffer {
+        let now = uptimeSeconds(), rekeysBefore = cipher.rekeys
+        defer { if cipher.rekeys > rekeysBefore { _ = counters.linkRekeysSent.wrappingAdd(cipher.rekeys - rekeysBefore, ordering: .relaxed) } }
         // Sized for the whole batch up front: a buffer grown by doubling would copy each 256 KiB
         // chunk body several times over.
         var buffer = allocator.buffer(capacity: framedSize(of: batch))
@@ -131,7 +140,7 @@ enum LinkSession {
             guard case let .message(message) = item else { continue }
             let before = buffer.readableBytes
             for record in LinkRecords.split(message) {
-                buffer.writeFrame(try cipher.encrypt(ad: [], plaintext: record))
+                buffer.writeFrame(try cipher.seal(record, now: now))
             }
             counters.addSent(LinkMessage.carriesApplicationMessage(message) ? .messages : .gossip, buffer.readableBytes - before)
         }
@@ -139,7 +148,7 @@ enum LinkSession {
             guard case let .chunk(header, body) = item else { continue }
             let before = buffer.readableBytes
             for record in LinkRecords.split(header) {
-                buffer.writeFrame(try cipher.encrypt(ad: [], plaintext: record))
+                buffer.writeFrame(try cipher.seal(record, now: now))
             }
             body.withUnsafeBytes { bytes in
                 var offset = 0
@@ -157,7 +166,7 @@ enum LinkSession {
     /// Reads the link's frames until it closes: decrypts, reassembles and hands the node what each
     /// read brought; then closes the link.
     private static func readTransport(_ link: LinkHandle, receive: NoiseCipherState, frames: inout FrameIterator, node: Node) async {
-        var cipher = receive
+        var cipher = LinkOpener(receive)
         var reassembler = LinkReassembler(limit: maximumMessage)
         do {
             var rawChunk: (id: String, index: UInt32, length: Int, body: [UInt8])?
@@ -187,7 +196,9 @@ enum LinkSession {
                         }
                         continue
                     }
-                    let record = try frame.withUnsafeReadableBytes { try cipher.decrypt(ciphertext: $0) }
+                    let rekeysBefore = cipher.rekeys
+                    let record = try frame.withUnsafeReadableBytes { try cipher.open($0) }
+                    if cipher.rekeys > rekeysBefore { _ = node.counters.linkRekeysReceived.wrappingAdd(1, ordering: .relaxed) }
                     // Every frame of a message counts, not only the one that completes it.
                     messageBytes += frame.readableBytes + 2
                     guard let bytes = try reassembler.add(record) else { continue }

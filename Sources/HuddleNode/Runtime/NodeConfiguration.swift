@@ -20,6 +20,14 @@ public struct NodeConfiguration: Sendable {
     public var maxAttachmentBytes: Int = Self.defaultMaxAttachmentBytes
     public static let defaultMaxAttachmentBytes = Manifest.maximumSize
     public var storeLimitBytes: Int = 2 << 30
+    /// Handshakes (links and pairings) in progress at once from one source address, and in all;
+    /// a connection over either bound is closed unanswered (`HandshakeGate`).
+    public var handshakesPerAddress: Int = 16
+    public var handshakesInAll: Int = 256
+    /// A link's send key moves on after this many seconds or bytes of records (`LinkSealer`).
+    public var linkRekeyInterval: Double = Self.defaultLinkRekeyInterval
+    public static let defaultLinkRekeyInterval = LinkSealer.defaultRekeyInterval
+    public var linkRekeyBytes: Int = LinkSealer.defaultRekeyBytes
 
     public init(keyPath: String, controlPath: String) {
         self.keyPath = keyPath

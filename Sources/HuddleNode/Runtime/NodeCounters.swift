@@ -23,6 +23,9 @@ final class NodeCounters: Sendable {
     /// Link frames that failed to decrypt or decode, and datagrams that failed to open or were replays.
     let droppedFrames = Atomic<Int>(0)
     let droppedDatagrams = Atomic<Int>(0)
+    /// Times a link's send key, and a link's receive key, moved on (`LinkSealer`, `LinkOpener`).
+    let linkRekeysSent = Atomic<Int>(0)
+    let linkRekeysReceived = Atomic<Int>(0)
     /// Datagrams the kernel refused to send (a firewall's EPERM, no route, a full send buffer).
     let datagramSendErrors = Atomic<Int>(0)
 

@@ -10,6 +10,7 @@ import ServiceLifecycle
 public enum NodeRunner {
     /// Runs the node in the foreground. Throws `NodeError` (one line) when it cannot start.
     public static func run(_ config: NodeConfiguration) async throws {
+        try ProcessHardening.apply()
         let sessionKey: SessionKey
         do { sessionKey = try SessionKey.load(from: config.keyPath) } catch { throw NodeError("\(error)") }
         let identity: Identity
@@ -59,8 +60,19 @@ public enum NodeRunner {
             group.addTask { await DatagramTransport.run(udp, node: node) }
             group.addTask {
                 try? await tcp.executeThenClose { inbound in
+                    let gate = HandshakeGate(perAddress: config.handshakesPerAddress, total: config.handshakesInAll)
                     for try await connection in inbound {
-                        node.spawner.spawn { await LinkSession.run(connection, role: .responder, node: node, registered: nil) }
+                        let source = connection.channel.remoteAddress?.ipAddress ?? "unknown"
+                        switch gate.enter(source) {
+                        case let .admitted(ticket):
+                            node.spawner.spawn { await LinkSession.run(connection, role: .responder, node: node, registered: nil, ticket: ticket) }
+                        case let .refused(firstRefusal):
+                            // Closed unread; executeThenClose finishes the writer, as NIO requires.
+                            node.spawner.spawn { try? await connection.executeThenClose { _, _ in } }
+                            if firstRefusal {
+                                node.log.warning("refusing connections from \(source): \(gate.inProgress(from: source)) handshakes from it already in progress (at most \(gate.perAddress), \(gate.total) in all)")
+                            }
+                        }
                     }
                 }
             }
@@ -95,6 +107,7 @@ public enum NodeRunner {
     /// over to `keyOut` (mode 0600; an existing file is refused before anything crosses the
     /// network). Returns the session's fingerprint. Errors are one line (`NodeError`, `PairingError`).
     public static func pair(code text: String, with addr: String, keyOut: String) async throws -> String {
+        try ProcessHardening.apply()
         let code: InvitationCode
         do { code = try InvitationCode.parse(text) } catch { throw NodeError("\(error)") }
         guard access(keyOut, F_OK) != 0 else { throw NodeError("\(keyOut) exists; pairing never overwrites a key file (choose another --key-out)") }
