@@ -46,8 +46,13 @@ public struct SessionScenario: Sendable {
         s.seed = 19
         s.loss = 0.05
         s.rate = 0.5
+        // A reply to one delivery in 500: at 1 in 100, each message drew one reply among 99
+        // receivers and replies bred replies (6,000 sends in 12 s).
+        s.replyProbability = 0.002
         s.sendFor = 12
-        s.settleFor = 25
+        // Failed members come back through re-merge push-pulls 10–20 s apart: 40 s after the cut
+        // heals every view is whole again.
+        s.settleFor = 40
         s.crashes = [(17, 4.0), (58, 7.5), (83, 11.0)]
         s.partition = (Set(90..<100), 4.0, 14.0)
         s.attachment = (0, 3.0, 20 * 1_048_576)

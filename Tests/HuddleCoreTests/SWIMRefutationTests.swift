@@ -69,7 +69,18 @@ import Testing
     #expect(a.members[swimID(9)] == nil)         // unknown failed members are not learned
     // A known member claimed failed at the same incarnation stays alive (our own probes judge it).
     var claim = swimInfo(2); claim.state = .failed
-    #expect(a.receivePushPull([claim], join: false, from: "x", now: 1).emitted.isEmpty)
+    let told = a.receivePushPull([claim], join: false, from: "x", now: 1)
+    #expect(told.emitted.isEmpty && a.members[swimID(2)]?.state == .alive)
+    // ... but member 2 itself is told, so it refutes and the half that failed it takes it back.
+    #expect(told.sent.count == 1 && told.sent.first?.to == swimInfo(2).addr)
+    var two = swimInstance(2, knowing: [1])
+    let refuted = two.receive(told.sent[0].message, from: swimInfo(1).addr, now: 1)
+    #expect(two.local.incarnation == 1 && refuted.isEmpty)
+    var farHalf = swimInstance(3, knowing: [2])
+    _ = farHalf.receive(swimGossip(from: 2, [.failed(swimID(2), incarnation: 0, from: swimID(3))]), from: "x", now: 1)
+    #expect(farHalf.members[swimID(2)]?.state == .failed)
+    _ = farHalf.receive(swimGossip(from: 2, [.alive(two.local)]), from: swimInfo(2).addr, now: 2)
+    #expect(farHalf.members[swimID(2)]?.state == .alive)
     // At a higher incarnation the claim becomes a suspicion, not an instant failure.
     claim.incarnation = 3
     #expect(a.receivePushPull([claim], join: false, from: "x", now: 2).emitted(about: 2) == [.suspect])
