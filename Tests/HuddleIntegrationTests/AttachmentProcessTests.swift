@@ -239,7 +239,9 @@ struct AttachmentProcessTests {
         let b = try await cluster.start("b")
         try await cluster.waitForFullMesh(2)
         let source = "\(cluster.dir)/s.bin"
-        try writeRandomFile(source, count: 8 << 20, seed: 5)
+        // Three chunks: small enough that adding it takes moments even on a loaded machine, since
+        // a stopped b is suspected and then failed by a within seconds (and its link closed).
+        try writeRandomFile(source, count: 2 * 262_144 + 1, seed: 5)
         // b must not fetch before a dies: stop b, add, kill a once the announcement is on its way
         // (written to the link: b's kernel holds it), resume b.
         kill(b.process.processIdentifier, SIGSTOP)
