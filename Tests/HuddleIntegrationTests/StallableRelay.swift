@@ -17,10 +17,11 @@ final class StallableRelay: @unchecked Sendable {
     private let udp: Int32
     private let lock = NSLock()
     private var target: UInt16 = 0
-    private var stalled = false
+    private var stalled: Set<Direction> = []
     private var closed = false
-    /// TCP pumps (one per direction of each connection) and whether each is parked by a stall.
-    private var pumps: [Int: Bool] = [:]
+    /// TCP pumps (one per direction of each connection): their direction, and whether each is
+    /// parked by a stall.
+    private var pumps: [Int: (direction: Direction, parked: Bool)] = [:]
     private var nextPump = 0
     private var connections: [Int32] = []
 
@@ -53,18 +54,22 @@ final class StallableRelay: @unchecked Sendable {
     /// Where the node really listens. Connections that arrive before it is set wait for it.
     func setTarget(_ port: Int) { lock.withLock { target = UInt16(port) } }
 
-    /// Stops carrying TCP bytes; returns once no pump is between a read and its write (so nothing
-    /// crosses after it returns), or throws if a pump stays stuck in a write for `seconds`.
-    func stall(within seconds: Double = 30) async throws {
-        lock.withLock { stalled = true }
+    /// Which way TCP bytes go through the relay: to the node behind it, or from it.
+    enum Direction: Sendable { case towardNode, fromNode }
+
+    /// Stops carrying TCP bytes in `directions` (both by default); returns once no pump of those
+    /// directions is between a read and its write (so nothing crosses after it returns), or throws
+    /// if a pump stays stuck in a write for `seconds`.
+    func stall(_ directions: Set<Direction> = [.towardNode, .fromNode], within seconds: Double = 30) async throws {
+        lock.withLock { stalled = directions }
         let deadline = ContinuousClock.now + .seconds(seconds)
-        while lock.withLock({ pumps.values.contains(false) }) {
+        while lock.withLock({ pumps.values.contains { directions.contains($0.direction) && !$0.parked } }) {
             guard ContinuousClock.now < deadline else { throw TestTimeout(description: "relay \(port): a pump did not park within \(seconds) s") }
             try await Task.sleep(for: .milliseconds(5))
         }
     }
 
-    func resume() { lock.withLock { stalled = false } }
+    func resume() { lock.withLock { stalled = [] } }
 
     /// Ends every relayed connection and stops the threads. (The fds are shut down under the lock:
     /// a pump takes its fds out of `connections` before they are closed, so none is reused yet.)
@@ -108,8 +113,8 @@ final class StallableRelay: @unchecked Sendable {
         }
         let pair = Pair(client, upstream)
         lock.withLock { connections += [client, upstream] }
-        Thread { [self] in pump(from: client, to: upstream, pair) }.start()
-        Thread { [self] in pump(from: upstream, to: client, pair) }.start()
+        Thread { [self] in pump(from: client, to: upstream, .towardNode, pair) }.start()
+        Thread { [self] in pump(from: upstream, to: client, .fromNode, pair) }.start()
     }
 
     /// The two fds of one relayed connection, closed by whichever pump ends last.
@@ -126,10 +131,10 @@ final class StallableRelay: @unchecked Sendable {
         }
     }
 
-    private func pump(from source: Int32, to destination: Int32, _ pair: Pair) {
+    private func pump(from source: Int32, to destination: Int32, _ direction: Direction, _ pair: Pair) {
         let id = lock.withLock {
             nextPump += 1
-            pumps[nextPump] = false
+            pumps[nextPump] = (direction, false)
             return nextPump
         }
         defer {
@@ -142,8 +147,9 @@ final class StallableRelay: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
             let (isClosed, isStalled) = lock.withLock { () -> (Bool, Bool) in
-                pumps[id] = stalled
-                return (closed, stalled)
+                let parked = stalled.contains(direction)
+                pumps[id] = (direction, parked)
+                return (closed, parked)
             }
             if isClosed { return }
             if isStalled {
@@ -153,7 +159,7 @@ final class StallableRelay: @unchecked Sendable {
             var poller = pollfd(fd: source, events: Int16(POLLIN), revents: 0)
             guard poll(&poller, 1, 20) > 0 else { continue }
             // A stall that began during the poll wins: this pump parks before reading.
-            if lock.withLock({ stalled }) { continue }
+            if lock.withLock({ stalled.contains(direction) }) { continue }
             let n = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
             guard n > 0 else { return }
             var sent = 0
