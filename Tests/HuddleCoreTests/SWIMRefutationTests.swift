@@ -73,6 +73,8 @@ import Testing
     #expect(told.emitted.isEmpty && a.members[swimID(2)]?.state == .alive)
     // ... but member 2 itself is told, so it refutes and the half that failed it takes it back.
     #expect(told.sent.count == 1 && told.sent.first?.to == swimInfo(2).addr)
+    #expect(a.receivePushPull([claim], join: false, from: "x", now: 1.5).sent.isEmpty, "told once per claimRetell, however many push-pulls")
+    #expect(a.receivePushPull([claim], join: false, from: "x", now: 3.0).sent.count == 1)
     var two = swimInstance(2, knowing: [1])
     let refuted = two.receive(told.sent[0].message, from: swimInfo(1).addr, now: 1)
     #expect(two.local.incarnation == 1 && refuted.isEmpty)

@@ -99,7 +99,12 @@ extension SWIMInstance {
                 if let known = members[info.id] {
                     if info.incarnation > known.incarnation {
                         applySuspect(info.id, incarnation: info.incarnation, from: local.id, now: now, into: &actions)
-                    } else if info.incarnation == known.incarnation, known.state == .alive, told < Self.claimsToldPerPushPull {
+                    } else if info.incarnation == known.incarnation, known.state == .alive, told < Self.claimsToldPerPushPull,
+                              now - (claimToldAt[info.id] ?? -.infinity) >= Self.claimRetell {
+                        // Once per member per `claimRetell`: repeated push-pulls (a hostile member
+                        // can send them as fast as its link carries them) are not multiplied.
+                        if claimToldAt.count >= members.count { claimToldAt = claimToldAt.filter { now - $0.value < Self.claimRetell } }
+                        claimToldAt[info.id] = now
                         told += 1
                         let claim = SWIMMessage(sender: local.id, kind: .gossip, gossip: [.suspect(info.id, incarnation: info.incarnation, from: local.id)])
                         actions.append(.send(claim, to: known.addr))
@@ -116,4 +121,6 @@ extension SWIMInstance {
 
     /// Most members told of a claim about them by one push-pull (a healed partition's far half).
     static let claimsToldPerPushPull = 256
+    /// How soon one member may be told of such a claim again.
+    static let claimRetell = 2.0
 }

@@ -56,6 +56,8 @@ public struct SWIMInstance: Sendable {
     var seq: UInt32 = 0
     /// Alive and suspect members, self included while it has not left.
     public internal(set) var liveCount = 1
+    /// When each member was last told of a claim that it failed (`receivePushPull`).
+    var claimToldAt: [MemberID: Double] = [:]
     /// Records refused because they named another node key for a known member.
     public internal(set) var refusedKeyChanges = 0
 

@@ -120,10 +120,10 @@ public struct CausalBroadcast: Sendable {
     public var unacknowledgedCount: Int {
         store.reduce(0) { total, entry in
             let (origin, run) = entry
-            var stable = delivered[origin] ?? 0
-            for member in members where member != origin { stable = min(stable, acks[member]?[origin] ?? 0) }
+            let stable = stable(origin, counting: members)
+            // What is stored above `stable`: at most the run, whatever a peer's ack said.
             guard !run.isEmpty, stable < run.nextSeq - 1 else { return total }
-            return total + Int(run.nextSeq - max(run.firstSeq, stable + 1))
+            return total + min(run.count, Int(clamping: run.nextSeq - max(run.firstSeq, stable &+ 1)))
         }
     }
     /// What a stored message counts against `storeLimitBytes`.
@@ -444,6 +444,13 @@ public struct CausalBroadcast: Sendable {
         return (from...min(to, from + settings.requestRange)).compactMap { messages[$0] }
     }
 
+    /// The highest seq of `origin` delivered here and acknowledged by every one of `holders`.
+    private func stable(_ origin: MemberID, counting holders: Set<MemberID>) -> UInt64 {
+        var stable = delivered[origin] ?? 0
+        for member in holders where member != origin { stable = min(stable, acks[member]?[origin] ?? 0) }
+        return stable
+    }
+
     /// Drops what every current member, and every member still retained for, has acknowledged.
     /// Retention ends for members failed longer than `retainForFailed` ago, and for all of them
     /// once the store passes `retainBytes`.
@@ -463,10 +470,7 @@ public struct CausalBroadcast: Sendable {
 
     private mutating func dropStable(counting holders: Set<MemberID>) {
         for origin in Array(store.keys) {
-            var stable = delivered[origin] ?? 0
-            for member in holders where member != origin {
-                stable = min(stable, acks[member]?[origin] ?? 0)
-            }
+            let stable = stable(origin, counting: holders)
             storedBytes -= store[origin, default: MessageRun()].drop(through: stable, bytes: Self.storedSize)
             if store[origin]?.isEmpty ?? false { store[origin] = nil }
         }

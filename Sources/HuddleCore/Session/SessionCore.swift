@@ -309,14 +309,7 @@ public struct SessionCore: Sendable {
                 case .journal:
                     applicationSeqs.noteNonApplication(signed.message.from, signed.message.seq)
                     if let entry = try? JournalEntry.decode(signed.message.body) {
-                        // An add is announced by its uploader: the broadcast's signature is the
-                        // uploader's pinned key, which the manifest must name.
-                        if case let .add(manifest, _) = entry, manifest.uploader != signed.message.from || !namesPinnedKey(manifest) {
-                            refusedLinkMessages += 1
-                            out.append(.unreadable(signed.message.from, what: "journal entry naming another uploader"))
-                        } else {
-                            out += journal.apply(entry, now: now).map(SessionEffect.journal)
-                        }
+                        out += applyJournalEntry(entry, announcedBy: signed.message.from, now: now)
                     } else {
                         out.append(.unreadable(signed.message.from, what: "journal entry"))
                     }
@@ -353,10 +346,7 @@ public struct SessionCore: Sendable {
         case let .activity(record): out = receiveActivity(record)
         case let .journal(entries):
             guard catchUpFrom.contains(peer) else { out = refused(); break }
-            out = entries.flatMap { entry -> [SessionEffect] in
-                if case let .add(manifest, _) = entry, !namesPinnedKey(manifest) { refusedLinkMessages += 1; return [] }
-                return journal.apply(entry, now: now).map(SessionEffect.journal)
-            }
+            out = entries.flatMap { applyJournalEntry($0, announcedBy: nil, now: now) }
         case let .have(id, have, offer):
             journal.peerAnnounced(peer, id: id, have: have, offer: offer)
             out = []
@@ -372,10 +362,18 @@ public struct SessionCore: Sendable {
         return []
     }
 
-    /// Whether a manifest's uploader key is the one pinned for its uploader (when the uploader is
-    /// still known here; one long gone is checked by the manifest's own signature alone).
-    func namesPinnedKey(_ manifest: Manifest) -> Bool {
-        guard let known = swim.members[manifest.uploader] else { return true }
-        return known.node == manifest.uploaderNode
+    /// Applies a journal entry from a delivered broadcast of `origin`, or (nil) from a joiner
+    /// catch-up. An add must name the uploader's pinned node key (an uploader long gone is checked
+    /// by the manifest's own signature alone), and by broadcast only its uploader announces it:
+    /// the broadcast's signature is then the uploader's pinned key.
+    mutating func applyJournalEntry(_ entry: JournalEntry, announcedBy origin: MemberID?, now: Double) -> [SessionEffect] {
+        if case let .add(manifest, _) = entry {
+            let pinned = swim.members[manifest.uploader].map { $0.node == manifest.uploaderNode } ?? true
+            guard pinned, origin.map({ $0 == manifest.uploader }) ?? true else {
+                refusedLinkMessages += 1
+                return origin.map { [.unreadable($0, what: "journal entry naming another uploader")] } ?? []
+            }
+        }
+        return journal.apply(entry, now: now).map(SessionEffect.journal)
     }
 }
