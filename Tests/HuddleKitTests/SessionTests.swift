@@ -25,6 +25,10 @@ struct SessionTests {
         try await eventually("ben's node to exit") { try nodes.hasExited("ben") }
         try await eventually("ann to see ben leave") { Set(a.activeParticipants.map(\.name)) == ["ann", "cat"] }
 
+        // The sequence delivers on its own task: wait until it has yielded the set the property already shows.
+        try await eventually("the updates to reach ann and cat") {
+            await updates.elements.last.map { Set($0.map(\.name)) } == ["ann", "cat"]
+        }
         // Each update is a whole set; the deltas between them are the joins and the leave, in order.
         let sets = await updates.elements
         #expect(sets.first == [a.localParticipant])
