@@ -355,7 +355,7 @@ public struct SessionSimulation {
                 record(i, signed.message)
                 if now < sendingFrom + scenario.sendFor, rng.unit() < scenario.replyProbability { replies += 1 }
             case let .deliverOwn(m): record(i, m)
-            case .deliverUnreliable, .datagramRefused, .congestionCleared, .activityChanged, .unreadable, .recheckChunk: break
+            case .deliverUnreliable, .refused, .congestionCleared, .activityChanged, .unreadable, .recheckChunk: break
             case .flushSoon: needsFlush.insert(i)
             case let .forged(_, count): report.forged += count
             case .retransmitted: break

@@ -189,6 +189,7 @@ public struct Simulation: Sendable {
                 let bytes = SWIMPushPull(join: join, members: nodes[i].instance.pushPullState()).encode()
                 metrics.countPushPull(bytes: bytes.count, at: now, from: scenario.measureFrom)
                 queue.schedule(.pushPullRequest(to: to, from: i, bytes: bytes), at: now + linkDelay())
+            case .refused: break
             case let .emit(change, info):
                 trace?.record(.memberChange, at: now, UInt64(i), info.id.raw, info.incarnation, bytes: Array(change.rawValue.utf8))
                 guard let target = indexByID[info.id] else { continue }

@@ -10,4 +10,6 @@ public enum SWIMAction: Sendable, Equatable {
     case pushPull(to: String, join: Bool)
     /// Tell the application what happened to a member (never emitted about the local member).
     case emit(MemberChange, MemberInfo)
+    /// The first record refused for `Refusal` (later ones are only counted in `refusals`).
+    case refused(Refusal)
 }

@@ -27,7 +27,7 @@ extension SWIMInstance {
         guard old.state != .left, info.incarnation > old.incarnation else { return }
         // The node key is pinned at first sight: a member id never changes hands.
         guard old.node == info.node else {
-            refusedKeyChanges += 1
+            refuse(.keyChange, into: &actions)
             return
         }
         members[info.id] = record
@@ -103,6 +103,11 @@ extension SWIMInstance {
         downSince[id] = now
         broadcasts.enqueue(.left(id, incarnation: incarnation))
         actions.append(.emit(.left, m))
+    }
+
+    /// Counts a refused record; the first of its reason is reported (`SWIMAction.refused`).
+    mutating func refuse(_ reason: Refusal, into actions: inout [SWIMAction]) {
+        if refusals.add(reason) { actions.append(.refused(reason)) }
     }
 
     /// Someone believes we are suspect, failed or gone at `incarnation`: outbid it and say so

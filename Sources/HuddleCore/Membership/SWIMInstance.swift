@@ -28,7 +28,7 @@ import Darwin
 ///   at a higher incarnation (it refuted) becomes alive again, and the addresses of failed members are
 ///   retried with push-pull for `remergeWindow`, so a healed partition becomes one view again;
 /// - a member's node key is pinned when the member is first known: a record naming another node key
-///   for the same member id is refused (`refusedKeyChanges`), so nobody can take over a member by
+///   for the same member id is refused (`refusals[.keyChange]`), so nobody can take over a member by
 ///   gossiping its id with a higher incarnation;
 /// - `joined` is emitted once per member, when it is first known; then `suspect`, `alive` (refuted
 ///   after suspect or failed), `failed`, `left` and `updated` (name or address changed) as they happen.
@@ -58,8 +58,10 @@ public struct SWIMInstance: Sendable {
     public internal(set) var liveCount = 1
     /// When each member was last told of a claim that it failed (`receivePushPull`).
     var claimToldAt: [MemberID: Double] = [:]
+    /// Records refused, by reason (a record naming another node key for a known member, …).
+    public internal(set) var refusals = RefusalCounts()
     /// Records refused because they named another node key for a known member.
-    public internal(set) var refusedKeyChanges = 0
+    public var refusedKeyChanges: Int { refusals[.keyChange] }
 
     var started = false
     var nextProbeAt = 0.0

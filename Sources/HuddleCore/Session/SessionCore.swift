@@ -59,9 +59,15 @@ public struct SessionCore: Sendable {
     /// Peers asked to catch this member up (a join push-pull), until their reply: only they may
     /// send a baseline or journal entries.
     public private(set) var catchUpFrom: Set<MemberID> = []
+    /// Inputs refused by this core, by reason (membership's own are in `swim.refusals`).
+    public private(set) var ownRefusals = RefusalCounts()
+    /// Every input refused, by reason: this core's and membership's.
+    public var refusals: RefusalCounts { ownRefusals.adding(swim.refusals) }
     /// Link messages refused because their sender had no right to send them (a catch-up nobody
     /// asked for, a journal entry naming another uploader, a link for a pinned member id).
-    public private(set) var refusedLinkMessages = 0
+    public var refusedLinkMessages: Int {
+        ownRefusals[.unsolicitedCatchUp] + ownRefusals[.journalNotByUploader] + ownRefusals[.linkForPinnedMember]
+    }
 
     /// `joining`: this member waits for a sponsor's baseline before delivering anything.
     /// `identity` is this member's key pair (its public half is `local.node`).
@@ -173,7 +179,7 @@ public struct SessionCore: Sendable {
         if replayWindows[payload.sender] == nil && replayWindows.count >= Self.replayWindowLimit {
             replayWindows = replayWindows.filter { swim.members[$0.key] != nil }
         }
-        guard replayWindows[payload.sender, default: ReplayWindow()].accept(payload.counter) else { return [.datagramRefused] }
+        guard replayWindows[payload.sender, default: ReplayWindow()].accept(payload.counter) else { return refuse(.replayedDatagram) }
         switch payload.content {
         case let .swim(message):
             guard message.sender == payload.sender else { return [] }
@@ -191,6 +197,7 @@ public struct SessionCore: Sendable {
             switch action {
             case let .send(message, to): out.append(.sendDatagram(.swim(message), to: to))
             case let .pushPull(addr, join): out.append(.pushPull(to: addr, join: join))
+            case let .refused(reason): out.append(.refused(reason))
             case let .emit(change, info):
                 out.append(.member(change, info))
                 let live = self.live
@@ -224,7 +231,7 @@ public struct SessionCore: Sendable {
         guard let known = swim.members[peer.id] else { return }
         if known.state == .left { throw .left }
         guard known.node == peer.node else {
-            refusedLinkMessages += 1
+            ownRefusals.add(.linkForPinnedMember)
             throw .anotherNodeKey
         }
     }
@@ -341,11 +348,11 @@ public struct SessionCore: Sendable {
         case let .digest(digest, stamp): out = receiveDigest(digest, activity: stamp, from: peer, now: now)
         case let .request(origin, from, to): out = answerRepair(origin: origin, from: from, to: to, peer: peer)
         case let .baseline(clock, counts):
-            guard catchUpFrom.contains(peer), broadcast.awaitingBaseline else { out = refused(); break }
+            guard catchUpFrom.contains(peer), broadcast.awaitingBaseline else { out = refuse(.unsolicitedCatchUp); break }
             out = adoptBaseline(clock, nonApplication: counts, now: now)
         case let .activity(record): out = receiveActivity(record)
         case let .journal(entries):
-            guard catchUpFrom.contains(peer) else { out = refused(); break }
+            guard catchUpFrom.contains(peer) else { out = refuse(.unsolicitedCatchUp); break }
             out = entries.flatMap { applyJournalEntry($0, announcedBy: nil, now: now) }
         case let .have(id, have, offer):
             journal.peerAnnounced(peer, id: id, have: have, offer: offer)
@@ -357,9 +364,9 @@ public struct SessionCore: Sendable {
         return out + congestionCleared(since: congested)
     }
 
-    private mutating func refused() -> [SessionEffect] {
-        refusedLinkMessages += 1
-        return []
+    /// Counts a refused input; the first of its reason becomes a `.refused` effect (logged once).
+    mutating func refuse(_ reason: Refusal) -> [SessionEffect] {
+        ownRefusals.add(reason) ? [.refused(reason)] : []
     }
 
     /// Applies a journal entry from a delivered broadcast of `origin`, or (nil) from a joiner
@@ -370,8 +377,7 @@ public struct SessionCore: Sendable {
         if case let .add(manifest, _) = entry {
             let pinned = swim.members[manifest.uploader].map { $0.node == manifest.uploaderNode } ?? true
             guard pinned, origin.map({ $0 == manifest.uploader }) ?? true else {
-                refusedLinkMessages += 1
-                return origin.map { [.unreadable($0, what: "journal entry naming another uploader")] } ?? []
+                return refuse(.journalNotByUploader)
             }
         }
         return journal.apply(entry, now: now).map(SessionEffect.journal)

@@ -36,8 +36,8 @@ public enum SessionEffect: Sendable, Equatable {
     case serveChunk(to: MemberID, id: String, index: Int)
     /// `peer` says the copy of a chunk this member holds and sent it failed its hash: check the stored copy.
     case recheckChunk(id: String, index: Int, reportedBy: MemberID)
-    /// A datagram was refused (a replay, or older than the sender's window): count it.
-    case datagramRefused
+    /// The first input refused for this reason (later ones are only counted in `refusals`): log it.
+    case refused(Refusal)
     /// Ask `peer` for `origin`'s broadcasts `from...to`.
     case repairRequest(peer: MemberID, origin: MemberID, from: UInt64, to: UInt64)
     /// What the journal decided (chunk requests, haves, attachment events, deletions).

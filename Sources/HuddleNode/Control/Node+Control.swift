@@ -136,6 +136,7 @@ extension Node {
             "datagram_send_errors": .int(Int64(counters.datagramSendErrors.load(ordering: .relaxed))),
             "link_rekeys_sent": .int(Int64(counters.linkRekeysSent.load(ordering: .relaxed))),
             "link_rekeys_received": .int(Int64(counters.linkRekeysReceived.load(ordering: .relaxed))),
+            "refused": .object(refusalsJSON()),
         ]
     }
 

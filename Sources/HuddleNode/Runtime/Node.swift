@@ -152,7 +152,7 @@ actor Node {
             case let .deliver(signed): deliver(signed.message, reliable: true)
             case let .deliverOwn(m): deliver(m, reliable: true)
             case let .deliverUnreliable(m): deliver(m, reliable: false)
-            case .datagramRefused: _ = counters.droppedDatagrams.wrappingAdd(1, ordering: .relaxed)
+            case let .refused(reason): logFirstRefusal(reason)
             case let .repairRequest(peer, origin, from, to):
                 links[peer]?.send(LinkMessage.request(origin: origin, from: from, to: to).encoded())
             case let .journal(effect): execute([effect])

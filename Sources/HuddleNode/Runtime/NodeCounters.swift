@@ -1,3 +1,4 @@
+import HuddleCore
 import Synchronization
 
 /// Byte and message counters, updated from link, datagram and node code without locks.
@@ -28,6 +29,16 @@ final class NodeCounters: Sendable {
     let linkRekeysReceived = Atomic<Int>(0)
     /// Datagrams the kernel refused to send (a firewall's EPERM, no route, a full send buffer).
     let datagramSendErrors = Atomic<Int>(0)
+    /// Inputs the shell refused (link and handshake level); the session core counts its own.
+    private let shellRefusals = Mutex(RefusalCounts())
+
+    /// Counts one refusal the shell made; true when it is the first of its reason (log it).
+    func refuse(_ reason: Refusal, _ n: Int = 1) -> Bool {
+        shellRefusals.withLock { $0.add(reason, n) }
+    }
+
+    /// The refusals the shell made, by reason.
+    var refusals: RefusalCounts { shellRefusals.withLock { $0 } }
 
     func addSent(_ kind: Kind, _ n: Int) {
         switch kind {
