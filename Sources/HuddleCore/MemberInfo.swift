@@ -11,7 +11,20 @@ public enum MemberState: UInt8, Sendable, CustomStringConvertible {
     }
 }
 
+/// A signed claim that a member is suspect or failed: who claims it, and the claimer's signature
+/// over `MembershipStatement.claim` (the kind is the record's state).
+public struct MemberClaim: Sendable, Equatable {
+    public var from: MemberID
+    public var signature: [UInt8]
+    public init(from: MemberID, signature: [UInt8]) { self.from = from; self.signature = signature }
+}
+
 /// What the session knows of one member: who it is, where it listens, and its state.
+///
+/// The record (id, node key, name, address, incarnation) is the member's own word: `proof` is its
+/// signature over it (`MembershipStatement.alive`), or over its `left` once it left. A suspect or
+/// failed state is somebody else's word, carried beside the record as a signed `claim`: a claim
+/// changes the state, never the record.
 public struct MemberInfo: Sendable, Equatable {
     public var id: MemberID
     /// The node's Ed25519 public key.
@@ -21,13 +34,34 @@ public struct MemberInfo: Sendable, Equatable {
     public var addr: String
     public var state: MemberState
     public var incarnation: UInt64
+    /// The member's signature over this record at `incarnation` (or over its `left`).
+    public var proof: [UInt8]
+    /// Who says the member is suspect or failed (with those states only).
+    public var claim: MemberClaim?
 
-    public init(id: MemberID, node: [UInt8], name: String, addr: String, state: MemberState = .alive, incarnation: UInt64 = 0) {
+    public init(id: MemberID, node: [UInt8], name: String, addr: String, state: MemberState = .alive, incarnation: UInt64 = 0,
+                proof: [UInt8] = [], claim: MemberClaim? = nil) {
         self.id = id; self.node = node; self.name = name; self.addr = addr; self.state = state; self.incarnation = incarnation
+        self.proof = proof; self.claim = claim
     }
+
+    /// The largest signature field accepted (Ed25519: 64 bytes).
+    static let maxSignature = 64
 
     func encode(into w: inout WireWriter) {
         w.member(id); w.bytes16(node); w.string16(name); w.string16(addr); w.u8(state.rawValue); w.u64(incarnation)
+        w.bytes16(proof)
+        if let claim, state == .suspect || state == .failed {
+            w.u8(1); w.member(claim.from); w.bytes16(claim.signature)
+        } else {
+            w.u8(0)
+        }
+    }
+
+    /// Bytes `encode` writes.
+    var encodedSize: Int {
+        8 + 2 + node.count + 2 + name.utf8.count + 2 + addr.utf8.count + 1 + 8 + 2 + proof.count + 1
+            + ((state == .suspect || state == .failed) ? claim.map { 8 + 2 + $0.signature.count } ?? 0 : 0)
     }
 
     static func decode(from r: inout WireReader) throws(WireError) -> MemberInfo {
@@ -40,25 +74,35 @@ public struct MemberInfo: Sendable, Equatable {
         // A record that suspects or fails its member must leave it an incarnation to refute with.
         let claim = state == .suspect || state == .failed
         let incarnation = claim ? try r.outbiddableCount("incarnation") : try r.count("incarnation")
-        return MemberInfo(id: id, node: node, name: name, addr: addr, state: state, incarnation: incarnation)
+        let proof = try r.signature("proof")
+        var claimed: MemberClaim?
+        switch try r.u8("claim flag") {
+        case 0: break
+        case 1:
+            guard claim else { throw WireError("a claim on a member record in state \(state)") }
+            claimed = MemberClaim(from: try r.member("claimer"), signature: try r.signature("claim signature"))
+        default: throw WireError("bad claim flag")
+        }
+        return MemberInfo(id: id, node: node, name: name, addr: addr, state: state, incarnation: incarnation, proof: proof, claim: claimed)
     }
 
-    /// Smallest encoding: id, two empty strings' lengths, 32-byte key with length, state, incarnation.
-    static let minimumEncodedSize = 8 + 2 + 32 + 2 + 2 + 1 + 8
+    /// Smallest encoding: id, two empty strings' lengths, 32-byte key with length, state,
+    /// incarnation, an empty proof's length, the claim flag.
+    static let minimumEncodedSize = 8 + 2 + 32 + 2 + 2 + 1 + 8 + 2 + 1
 }
 
 extension MemberInfo {
     /// The handshake payload form: a member introduces itself with this when a link opens.
     public func encoded() -> [UInt8] {
         var w = WireWriter(capacity: 96)
-        w.u8(1)
+        w.u8(2)
         encode(into: &w)
         return w.bytes
     }
 
     public static func decode(_ bytes: [UInt8]) throws(WireError) -> MemberInfo {
         var r = WireReader(bytes)
-        guard try r.u8("version") == 1 else { throw WireError("unsupported member record version") }
+        guard try r.u8("version") == 2 else { throw WireError("unsupported member record version") }
         let info = try decode(from: &r)
         try r.expectEnd("member record")
         return info

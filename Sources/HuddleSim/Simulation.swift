@@ -38,14 +38,14 @@ public struct Simulation: Sendable {
             let info = MemberInfo(id: id, node: key, name: "node-\(i)", addr: "n\(i):7946")
             ids.append(id); addrs.append(info.addr); nodeKeys.append(key)
             indexByAddr[info.addr] = i; indexByID[id] = i
-            nodes.append(SimNode(instance: SWIMInstance(local: info, settings: scenario.settings, seed: rng.next())))
+            nodes.append(SimNode(instance: SWIMInstance(local: info, settings: scenario.settings, seed: rng.next(), signer: UncheckedMembershipSigner())))
         }
         let early = scenario.prejoined ? max(0, scenario.nodes - scenario.lateJoins.count) : 0
         if early > 0 {
             let known = (0..<early).map { nodes[$0].instance.local }
             for i in 0..<early {
                 let me = nodes[i].instance.local
-                nodes[i].instance = SWIMInstance(local: me, settings: scenario.settings, seed: rng.next(), members: known)
+                nodes[i].instance = SWIMInstance(local: me, settings: scenario.settings, seed: rng.next(), signer: UncheckedMembershipSigner(), members: known)
                 nodes[i].status = .running
                 nodes[i].joinedAt = 0
                 metrics.joinTimes[i] = 0

@@ -8,9 +8,9 @@ import Testing
 private let aIdentity = Identity(seed: [UInt8](repeating: 1, count: 32))
 private let bIdentity = Identity(seed: [UInt8](repeating: 2, count: 32))
 private let attacker = Identity(seed: [UInt8](repeating: 66, count: 32))
-private let aInfo = MemberInfo(id: MemberID(raw: 1), node: aIdentity.publicKey, name: "a", addr: "a:1")
-private let bInfo = MemberInfo(id: MemberID(raw: 2), node: bIdentity.publicKey, name: "b", addr: "b:1")
-private let mallory = MemberInfo(id: MemberID(raw: 3), node: attacker.publicKey, name: "mallory", addr: "m:1")
+private let aInfo = MemberInfo(id: MemberID(raw: 1), node: aIdentity.publicKey, name: "a", addr: "a:1").signed(by: aIdentity)
+private let bInfo = MemberInfo(id: MemberID(raw: 2), node: bIdentity.publicKey, name: "b", addr: "b:1").signed(by: bIdentity)
+private let mallory = MemberInfo(id: MemberID(raw: 3), node: attacker.publicKey, name: "mallory", addr: "m:1").signed(by: attacker)
 
 private func core(_ info: MemberInfo, _ identity: Identity, joining: Bool = false, knowing others: [MemberInfo]) -> SessionCore {
     var c = SessionCore(local: info, identity: identity, joining: joining, swimSeed: info.id.raw, journalSeed: info.id.raw)
@@ -32,6 +32,7 @@ private func manifest(by uploader: MemberInfo, signedWith identity: Identity, ke
     takeover.node = attacker.publicKey
     takeover.incarnation = 7
     takeover.addr = "m:1"
+    takeover = takeover.signed(by: attacker)
     let effects = b.receive(SWIMMessage(sender: mallory.id, kind: .gossip, gossip: [.alive(takeover)]), from: "m:1", now: 2)
     #expect(effects == [.refused(.keyChange)], "refused, and the first of its reason reported")
     #expect(b.swim.members[aInfo.id]?.node == aIdentity.publicKey && b.swim.members[aInfo.id]?.addr == "a:1")
@@ -43,6 +44,7 @@ private func manifest(by uploader: MemberInfo, signedWith identity: Identity, ke
     var moved = aInfo
     moved.incarnation = 8
     moved.addr = "a:2"
+    moved = moved.signed(by: aIdentity)
     _ = b.receive(SWIMMessage(sender: aInfo.id, kind: .gossip, gossip: [.alive(moved)]), from: "a:2", now: 4)
     #expect(b.swim.members[aInfo.id]?.addr == "a:2")
 }
@@ -55,7 +57,7 @@ private func manifest(by uploader: MemberInfo, signedWith identity: Identity, ke
     #expect(throws: SessionCore.LinkRefusal.anotherNodeKey) { try b.admitLink(impostor) }
     #expect(throws: SessionCore.LinkRefusal.ownID) { try b.admitLink(bInfo) }
     try b.admitLink(mallory)  // a member not known yet: its key is pinned by what it says of itself
-    _ = b.receive(SWIMMessage(sender: aInfo.id, kind: .gossip, gossip: [.left(aInfo.id, incarnation: 1)]), from: "a:1", now: 2)
+    _ = b.receive(SWIMMessage(sender: aInfo.id, kind: .gossip, gossip: [.left(aInfo.id, incarnation: 1, signature: aIdentity.sign(MembershipStatement.left(aInfo.id, incarnation: 1)))]), from: "a:1", now: 2)
     #expect(throws: SessionCore.LinkRefusal.left) { try b.admitLink(aInfo) }
 }
 

@@ -53,10 +53,11 @@ private func message(seq: UInt64 = 1, counter: UInt64 = 1, dep: UInt64 = 1) -> W
 }
 
 @Test func theCoresComputeAtTheBoundWithoutTrapping() {
-    // Membership: a suspicion of ourselves at the highest incarnation a suspicion may carry is
-    // refuted with the next one, which every member still decodes.
-    let me = MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: "h:1")
-    var swim = SWIMInstance(local: me, settings: .lan, seed: 1)
+    // Membership: a suspicion of ourselves at the highest incarnation a suspicion may carry (ours,
+    // since only we raise it) is refuted with the next one, which every member still decodes.
+    let me = MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: "h:1", incarnation: top - 1)
+    var swim = SWIMInstance(local: me, settings: .lan, seed: 1, signer: UncheckedMembershipSigner(),
+                            members: [MemberInfo(id: b, node: [UInt8](repeating: 2, count: 32), name: "b", addr: "h:2")])
     let refutation = swim.receive(SWIMMessage(sender: b, kind: .gossip, gossip: [.suspect(a, incarnation: top - 1, from: b)]), from: "h:2", now: 1)
     #expect(swim.local.incarnation == top)
     for case let .send(message, _) in refutation { #expect((try? SWIMMessage.decode(message.encode())) != nil, "the refutation must decode") }

@@ -121,7 +121,7 @@ private let inputGen = Generator<FuzzInput, Shrink.None<FuzzInput>> { rng in
 
 /// The cores a node runs, fed with whatever decodes.
 private struct Cores {
-    var swim = SWIMInstance(local: MemberInfo(id: local, node: [UInt8](repeating: 3, count: 32), name: "me", addr: "h:1"), seed: 1)
+    var swim = SWIMInstance(local: MemberInfo(id: local, node: [UInt8](repeating: 3, count: 32), name: "me", addr: "h:1"), seed: 1, signer: UncheckedMembershipSigner())
     var broadcast = CausalBroadcast(local: local, awaitingBaseline: true)
     var journal = Journal(local: local, seed: 1)
     var activity = ActivityRegister()

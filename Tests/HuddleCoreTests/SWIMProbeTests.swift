@@ -50,13 +50,13 @@ import Testing
 
 @Test func swimAProbeOfASuspectCarriesTheSuspicion() throws {
     var s = swimInstance(knowing: [2])
-    _ = s.receive(swimGossip(from: 3, [.suspect(swimID(2), incarnation: 0, from: swimID(3))]), from: "x", now: 0.1)
+    _ = s.linkLost(swimID(2), now: 0.1)  // our own suspicion, signed by us
     let ping = try #require(s.tick(now: 0.5).sent.first { if case .ping = $0.message.kind { true } else { false } })
-    #expect(ping.message.gossip.first == .suspect(swimID(2), incarnation: 0, from: swimID(1)))
+    #expect(ping.message.gossip.first == .suspect(swimID(2), incarnation: 0, from: swimID(1)), "the suspecter's own signed claim")
 }
 
 @Test func swimJoinRetriesSeedsUntilOneAnswers() {
-    var s = SWIMInstance(local: swimInfo(1), settings: .lan, seed: 1)
+    var s = SWIMInstance(local: swimInfo(1), settings: .lan, seed: 1, signer: UncheckedMembershipSigner())
     #expect(s.join(seeds: ["a:1", "b:1", swimInfo(1).addr], now: 0).pushPulls == ["a:1", "b:1"])
     #expect(s.tick(now: 0.5).pushPulls.isEmpty)
     #expect(s.tick(now: 1.0).pushPulls == ["a:1", "b:1"])

@@ -60,22 +60,23 @@ import Testing
 }
 
 @Test func swimPushPullTeachesMembersAndRefutesClaimsAboutSelf() {
-    var a = SWIMInstance(local: swimInfo(1), settings: .lan, seed: 1)
-    var failedSelf = swimInfo(1); failedSelf.state = .failed
-    var failedOther = swimInfo(9); failedOther.state = .failed
+    var a = SWIMInstance(local: swimInfo(1), settings: .lan, seed: 1, signer: UncheckedMembershipSigner())
+    // Claims travel with their claimer (member 2, learned first in the same state).
+    var failedSelf = swimInfo(1); failedSelf.state = .failed; failedSelf.claim = MemberClaim(from: swimID(2), signature: [])
+    var failedOther = swimInfo(9); failedOther.state = .failed; failedOther.claim = MemberClaim(from: swimID(2), signature: [])
     let out = a.receivePushPull([swimInfo(2), swimInfo(3), failedSelf, failedOther], join: true, from: "x", now: 0)
     #expect(out.emitted.map(\.change) == [.joined, .joined])
     #expect(a.local.incarnation == 1)            // refuted the failure claim
     #expect(a.members[swimID(9)] == nil)         // unknown failed members are not learned
     // A known member claimed failed at the same incarnation stays alive (our own probes judge it).
-    var claim = swimInfo(2); claim.state = .failed
+    var claim = swimInfo(2); claim.state = .failed; claim.claim = MemberClaim(from: swimID(3), signature: [])
     let told = a.receivePushPull([claim], join: false, from: "x", now: 1)
     #expect(told.emitted.isEmpty && a.members[swimID(2)]?.state == .alive)
     // ... but member 2 itself is told, so it refutes and the half that failed it takes it back.
     #expect(told.sent.count == 1 && told.sent.first?.to == swimInfo(2).addr)
     #expect(a.receivePushPull([claim], join: false, from: "x", now: 1.5).sent.isEmpty, "told once per claimRetell, however many push-pulls")
     #expect(a.receivePushPull([claim], join: false, from: "x", now: 3.0).sent.count == 1)
-    var two = swimInstance(2, knowing: [1])
+    var two = swimInstance(2, knowing: [1, 3])  // 3 is the claimer: 2 checks its claim
     let refuted = two.receive(told.sent[0].message, from: swimInfo(1).addr, now: 1)
     #expect(two.local.incarnation == 1 && refuted.isEmpty)
     var farHalf = swimInstance(3, knowing: [2])
@@ -83,7 +84,9 @@ import Testing
     #expect(farHalf.members[swimID(2)]?.state == .failed)
     _ = farHalf.receive(swimGossip(from: 2, [.alive(two.local)]), from: swimInfo(2).addr, now: 2)
     #expect(farHalf.members[swimID(2)]?.state == .alive)
-    // At a higher incarnation the claim becomes a suspicion, not an instant failure.
+    // At a higher incarnation the member's own newer record is taken; the claim on it is left to
+    // our own probes (never an instant failure).
     claim.incarnation = 3
-    #expect(a.receivePushPull([claim], join: false, from: "x", now: 2).emitted(about: 2) == [.suspect])
+    #expect(a.receivePushPull([claim], join: false, from: "x", now: 2).emitted(about: 2).isEmpty)
+    #expect(a.members[swimID(2)]?.incarnation == 3 && a.members[swimID(2)]?.state == .alive)
 }

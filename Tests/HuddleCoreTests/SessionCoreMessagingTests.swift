@@ -12,8 +12,8 @@ private struct Pair {
 
     init(storeLimit: Int? = nil) {
         let aIdentity = Identity(seed: [UInt8](repeating: 1, count: 32)), bIdentity = Identity(seed: [UInt8](repeating: 2, count: 32))
-        aInfo = MemberInfo(id: MemberID(raw: 1), node: aIdentity.publicKey, name: "a", addr: "a:1", state: .alive, incarnation: 0)
-        bInfo = MemberInfo(id: MemberID(raw: 2), node: bIdentity.publicKey, name: "b", addr: "b:1", state: .alive, incarnation: 0)
+        aInfo = MemberInfo(id: MemberID(raw: 1), node: aIdentity.publicKey, name: "a", addr: "a:1").signed(by: aIdentity)
+        bInfo = MemberInfo(id: MemberID(raw: 2), node: bIdentity.publicKey, name: "b", addr: "b:1").signed(by: bIdentity)
         a = SessionCore(local: aInfo, identity: aIdentity, joining: false, swimSeed: 1, journalSeed: 1)
         b = SessionCore(local: bInfo, identity: bIdentity, joining: false, swimSeed: 2, journalSeed: 2)
         if let storeLimit {
@@ -74,7 +74,8 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
 
 @Test func directedMessagesGoOnlyToTheirRecipientsLinks() throws {
     var p = Pair()
-    let c = MemberInfo(id: MemberID(raw: 3), node: Identity(seed: [UInt8](repeating: 3, count: 32)).publicKey, name: "c", addr: "c:1", state: .alive, incarnation: 0)
+    let cIdentity = Identity(seed: [UInt8](repeating: 3, count: 32))
+    let c = MemberInfo(id: MemberID(raw: 3), node: cIdentity.publicKey, name: "c", addr: "c:1").signed(by: cIdentity)
     _ = p.a.receivePushPull(SWIMPushPull(join: false, members: [c]), from: "c:1", now: 1)
     _ = p.a.linkUp(c.id)
     let (message, effects) = try p.a.send(body: [7], to: [p.bInfo.id], reliable: true)
@@ -94,7 +95,7 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     #expect(throws: SessionCore.SendRefusal.unknownMember(MemberID(raw: 77))) {
         _ = try p.a.send(body: [1], to: [MemberID(raw: 77)], reliable: true)
     }
-    _ = p.a.receive(SWIMMessage(sender: p.bInfo.id, kind: .gossip, gossip: [.left(p.bInfo.id, incarnation: 0)]), from: "b:1", now: 2)
+    _ = p.a.receive(SWIMMessage(sender: p.bInfo.id, kind: .gossip, gossip: [.left(p.bInfo.id, incarnation: 0, signature: Identity(seed: [UInt8](repeating: 2, count: 32)).sign(MembershipStatement.left(p.bInfo.id, incarnation: 0)))]), from: "b:1", now: 2)
     #expect(throws: SessionCore.SendRefusal.notMember(p.bInfo.id)) {
         _ = try p.a.send(body: [1], to: [p.bInfo.id], reliable: true)
     }

@@ -3,8 +3,12 @@ import Testing
 @testable import HuddleCore
 
 /// Pure tests of the rules `SessionCore` joins the cores with, with injected time.
+/// Member `raw`'s record, signed by its own node key (seeded by `raw`), as it would present itself.
 private func info(_ raw: UInt64, _ name: String, incarnation: UInt64 = 0, state: MemberState = .alive) -> MemberInfo {
-    MemberInfo(id: MemberID(raw: raw), node: [UInt8](repeating: UInt8(raw), count: 32), name: name, addr: "\(name):1", state: state, incarnation: incarnation)
+    let identity = Identity(seed: [UInt8](repeating: UInt8(raw), count: 32))
+    var record = MemberInfo(id: MemberID(raw: raw), node: identity.publicKey, name: name, addr: "\(name):1", incarnation: incarnation).signed(by: identity)
+    record.state = state
+    return record
 }
 
 private let me = info(5, "me")
@@ -37,7 +41,7 @@ private func changes(_ effects: [SessionEffect]) -> [MemberChange] { effects.com
     var c = core()
     let peer = info(9, "peer")
     _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: "peer:1", now: 1)
-    let left = c.receive(SWIMMessage(sender: peer.id, kind: .gossip, gossip: [.left(peer.id, incarnation: 0)]), from: "peer:1", now: 2)
+    let left = c.receive(SWIMMessage(sender: peer.id, kind: .gossip, gossip: [.left(peer.id, incarnation: 0, signature: Identity(seed: [UInt8](repeating: 9, count: 32)).sign(MembershipStatement.left(peer.id, incarnation: 0)))]), from: "peer:1", now: 2)
     #expect(changes(left) == [.left] && closes(left) == [peer.id])
     #expect(!c.isLive(peer.id) && c.live == [me.id])
     #expect(dials(c.tick(now: 10)).isEmpty, "a member that left is not dialed again")

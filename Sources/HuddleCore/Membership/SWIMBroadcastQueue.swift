@@ -25,7 +25,7 @@ public struct SWIMBroadcastQueue: Sendable {
         init(member: MemberID, suspecter: MemberID?) { self.member = member; self.suspecter = suspecter }
         init(_ gossip: SWIMGossip) {
             member = gossip.member
-            if case let .suspect(_, _, from) = gossip { suspecter = from } else { suspecter = nil }
+            if case let .suspect(_, _, from, _) = gossip { suspecter = from } else { suspecter = nil }
         }
     }
 

@@ -1,14 +1,21 @@
 extension SWIMInstance {
     /// Applies one disseminated update with SWIM's precedence rules (SWIM §4.2, memberlist `state.go`):
     /// alive overrides suspect and failed only at a higher incarnation; suspect overrides alive at the
-    /// same or a higher incarnation; failed overrides alive and suspect at the same or a higher one;
-    /// left is final. Every accepted change is gossiped on.
+    /// same incarnation; failed overrides alive and suspect at the same one; left is final. Every
+    /// accepted change is gossiped on, with the signature it came with.
+    ///
+    /// Nothing is believed unsigned: an `alive` or `left` needs the member's own signature under its
+    /// pinned node key, a `suspect` or `failed` the signature of a known claimer over the
+    /// incarnation the member itself signed. A claim at a higher incarnation than the record held
+    /// here is ignored (the record that would justify it has not arrived yet), never adopted.
     mutating func apply(_ update: SWIMGossip, now: Double, into actions: inout [SWIMAction]) {
         switch update {
         case let .alive(info): applyAlive(info, now: now, into: &actions)
-        case let .suspect(id, inc, from): applySuspect(id, incarnation: inc, from: from, now: now, into: &actions)
-        case let .failed(id, inc, from): applyFailed(id, incarnation: inc, from: from, now: now, into: &actions)
-        case let .left(id, inc): applyLeft(id, incarnation: inc, now: now, into: &actions)
+        case let .suspect(id, inc, from, signature):
+            applyClaim(failed: false, about: id, incarnation: inc, from: from, signature: signature, checked: false, now: now, into: &actions)
+        case let .failed(id, inc, from, signature):
+            applyClaim(failed: true, about: id, incarnation: inc, from: from, signature: signature, checked: false, now: now, into: &actions)
+        case let .left(id, inc, signature): applyLeft(id, incarnation: inc, signature: signature, now: now, into: &actions)
         }
     }
 
@@ -16,7 +23,13 @@ extension SWIMInstance {
         guard info.id != local.id else { return }  // only we speak for ourselves
         var record = info
         record.state = .alive
+        record.claim = nil
         guard let old = members[info.id] else {
+            // First sight pins the node key: the record must be signed by the key it names.
+            guard signer.verify(record.proof, of: MembershipStatement.alive(record), by: record.node) else {
+                refuse(.unsignedRecord, into: &actions)
+                return
+            }
             members[info.id] = record
             liveCount += 1
             addToProbeOrder(info.id)
@@ -28,6 +41,10 @@ extension SWIMInstance {
         // The node key is pinned at first sight: a member id never changes hands.
         guard old.node == info.node else {
             refuse(.keyChange, into: &actions)
+            return
+        }
+        guard signer.verify(record.proof, of: MembershipStatement.alive(record), by: old.node) else {
+            refuse(.unsignedRecord, into: &actions)
             return
         }
         members[info.id] = record
@@ -45,63 +62,84 @@ extension SWIMInstance {
         }
     }
 
-    mutating func applySuspect(_ id: MemberID, incarnation: UInt64, from: MemberID, now: Double, into actions: inout [SWIMAction]) {
+    /// This member's own claim that `id` is suspect (or failed) at the incarnation held here.
+    mutating func applyOwnClaim(failed: Bool, about id: MemberID, now: Double, into actions: inout [SWIMAction]) {
+        guard let m = members[id] else { return }
+        let signature = signer.sign(MembershipStatement.claim(failed: failed, about: id, incarnation: m.incarnation, by: local.id))
+        applyClaim(failed: failed, about: id, incarnation: m.incarnation, from: local.id, signature: signature, checked: true, now: now, into: &actions)
+    }
+
+    /// `from` claims `id` suspect (`failed` false) or failed at `incarnation`; `checked` when the
+    /// claim is this member's own (its signature needs no check).
+    mutating func applyClaim(failed: Bool, about id: MemberID, incarnation: UInt64, from: MemberID, signature: [UInt8],
+                             checked: Bool, now: Double, into actions: inout [SWIMAction]) {
+        func verifies() -> Bool {
+            guard !checked else { return true }
+            guard let claimer = members[from] else { return false }
+            return signer.verify(signature, of: MembershipStatement.claim(failed: failed, about: id, incarnation: incarnation, by: from), by: claimer.node)
+        }
         if id == local.id {
-            if incarnation >= local.incarnation { refute(incarnation) }
+            guard incarnation >= local.incarnation else { return }  // refuted already
+            // Only this member raises its incarnation: a claim above it names a record that never was.
+            guard incarnation == local.incarnation else { refuse(.claimAboveIncarnation, into: &actions); return }
+            guard verifies() else { refuse(.unsignedClaim, into: &actions); return }
+            refute(incarnation)
             return
         }
-        guard var m = members[id], incarnation >= m.incarnation else { return }
-        switch m.state {
-        case .suspect:
+        guard var m = members[id], incarnation == m.incarnation else { return }
+        let gossip: SWIMGossip = failed ? .failed(id, incarnation: incarnation, from: from, signature: signature)
+                                        : .suspect(id, incarnation: incarnation, from: from, signature: signature)
+        switch (m.state, failed) {
+        case (.suspect, false):
             // Lifeguard §IV.B: an independent suspecter shortens the timeout; pass it on once.
-            if var s = suspicions[id], s.confirm(from) {
+            guard var s = suspicions[id], !s.suspecters.contains(from) else { return }
+            guard verifies() else { refuse(.unsignedClaim, into: &actions); return }
+            if s.confirm(from) {
                 suspicions[id] = s
-                broadcasts.enqueue(.suspect(id, incarnation: m.incarnation, from: from))
+                broadcasts.enqueue(gossip)
             }
-        case .alive:
+        case (.alive, false):
+            guard verifies() else { refuse(.unsignedClaim, into: &actions); return }
             m.state = .suspect
-            m.incarnation = incarnation
+            m.claim = MemberClaim(from: from, signature: signature)
             members[id] = m
             let bounds = suspicionBounds
             // With too few members to confirm, wait the minimum (memberlist `suspectNode`).
             let k = liveCount - 2 < settings.suspicionConfirmations ? 0 : settings.suspicionConfirmations
             suspicions[id] = SWIMSuspicion(from: from, k: k, min: bounds.min, max: bounds.max, now: now)
-            broadcasts.enqueue(.suspect(id, incarnation: incarnation, from: from))
+            broadcasts.enqueue(gossip)
             actions.append(.emit(.suspect, m))
-        case .failed, .left:
+        case (.alive, true), (.suspect, true):
+            guard verifies() else { refuse(.unsignedClaim, into: &actions); return }
+            m.state = .failed
+            m.claim = MemberClaim(from: from, signature: signature)
+            members[id] = m
+            suspicions[id] = nil
+            downSince[id] = now
+            liveCount -= 1
+            broadcasts.enqueue(gossip)
+            actions.append(.emit(.failed, m))
+        case (.failed, _), (.left, _):
             break
         }
     }
 
-    mutating func applyFailed(_ id: MemberID, incarnation: UInt64, from: MemberID, now: Double, into actions: inout [SWIMAction]) {
-        if id == local.id {
-            if incarnation >= local.incarnation { refute(incarnation) }
-            return
-        }
-        guard var m = members[id], Self.isLive(m.state), incarnation >= m.incarnation else { return }
-        m.state = .failed
-        m.incarnation = incarnation
-        members[id] = m
-        suspicions[id] = nil
-        downSince[id] = now
-        liveCount -= 1
-        broadcasts.enqueue(.failed(id, incarnation: incarnation, from: from))
-        actions.append(.emit(.failed, m))
-    }
-
-    mutating func applyLeft(_ id: MemberID, incarnation: UInt64, now: Double, into actions: inout [SWIMAction]) {
-        if id == local.id {
-            if incarnation >= local.incarnation { refute(incarnation) }
-            return
-        }
+    mutating func applyLeft(_ id: MemberID, incarnation: UInt64, signature: [UInt8], now: Double, into actions: inout [SWIMAction]) {
+        guard id != local.id else { return }  // only we could sign our leave, and we have not left
         guard var m = members[id], m.state != .left, incarnation >= m.incarnation else { return }
+        guard signer.verify(signature, of: MembershipStatement.left(id, incarnation: incarnation), by: m.node) else {
+            refuse(.unsignedRecord, into: &actions)
+            return
+        }
         if Self.isLive(m.state) { liveCount -= 1 }
         m.state = .left
         m.incarnation = incarnation
+        m.proof = signature
+        m.claim = nil
         members[id] = m
         suspicions[id] = nil
         downSince[id] = now
-        broadcasts.enqueue(.left(id, incarnation: incarnation))
+        broadcasts.enqueue(.left(id, incarnation: incarnation, signature: signature))
         actions.append(.emit(.left, m))
     }
 
@@ -110,13 +148,13 @@ extension SWIMInstance {
         if refusals.add(reason) { actions.append(.refused(reason)) }
     }
 
-    /// Someone believes we are suspect, failed or gone at `incarnation`: outbid it and say so
+    /// Someone believes we are suspect or failed at our incarnation: outbid it and say so
     /// (SWIM §4.2). Being suspected hints that we are the slow one, so local health worsens
     /// (Lifeguard §IV.A, memberlist `refute`).
     mutating func refute(_ incarnation: UInt64) {
         guard local.state != .left else { return }
         local.incarnation = max(local.incarnation, incarnation) + 1
-        members[local.id] = local
+        signLocal()
         broadcasts.enqueue(.alive(local))
         awareness.apply(1)
     }

@@ -52,7 +52,7 @@ extension SWIMInstance {
                 if known.state == .alive, known.incarnation > update.incarnation {
                     correction = .alive(known)
                 } else if known.state == .left {
-                    correction = .left(known.id, incarnation: known.incarnation)
+                    correction = .left(known.id, incarnation: known.incarnation, signature: known.proof)
                 } else {
                     continue
                 }
@@ -71,16 +71,18 @@ extension SWIMInstance {
     /// Merges a peer's full state from a push-pull exchange (both sides call this: the contacted
     /// member with the initiator's state, the initiator with the answer).
     ///
-    /// Unknown alive or suspect members are learned (`joined`); claims about self at our incarnation
-    /// or above are refuted (that is how the halves of a healed partition find out). Unlike
+    /// Unknown alive or suspect members are learned (`joined`) from their own signed records; signed
+    /// claims about self at our incarnation are refuted (that is how the halves of a healed partition
+    /// find out). Unlike
     /// memberlist's `mergeState`, a `suspect`/`failed` claim about a member we hold alive at the same
     /// incarnation is ignored: it is what the other half of a partition believed, and our own probes
     /// judge that member; believing it would suspect every member at once when halves re-merge.
-    /// Instead the member itself is told (a `suspect` about it, sent to it alone): it refutes with
+    /// Instead the member itself is told (the signed claim, sent to it alone): it refutes with
     /// a higher incarnation, which the other half takes. Without that, a member failed by the other
     /// half only learned it when a re-merge push-pull happened to pick it (10–20 s apart per
     /// member): 40 s after a 100-member partition healed, 19 members were still failed on the
-    /// far side. A claim at a higher incarnation is applied as a suspicion, never as an instant failure.
+    /// far side. A record at a higher incarnation is taken (the member signed it), and its claim
+    /// left to our own probes: never an instant failure.
     public mutating func receivePushPull(_ state: [MemberInfo], join: Bool, from: String, now: Double) -> [SWIMAction] {
         start(now)
         guard local.state != .left else { return [] }
@@ -88,8 +90,12 @@ extension SWIMInstance {
         var actions: [SWIMAction] = []
         var told = 0
         for info in state {
+            let failed = info.state == .failed
             if info.id == local.id {
-                if info.state != .alive, info.incarnation >= local.incarnation { refute(info.incarnation) }
+                if let claim = info.claim, info.state == .suspect || failed {
+                    applyClaim(failed: failed, about: local.id, incarnation: info.incarnation, from: claim.from,
+                               signature: claim.signature, checked: false, now: now, into: &actions)
+                }
                 continue
             }
             switch info.state {
@@ -98,22 +104,27 @@ extension SWIMInstance {
             case .suspect, .failed:
                 if let known = members[info.id] {
                     if info.incarnation > known.incarnation {
-                        applySuspect(info.id, incarnation: info.incarnation, from: local.id, now: now, into: &actions)
-                    } else if info.incarnation == known.incarnation, known.state == .alive, told < Self.claimsToldPerPushPull,
+                        // The member's own newer record; the claim on it is left to our own probes.
+                        applyAlive(info, now: now, into: &actions)
+                    } else if info.incarnation == known.incarnation, known.state == .alive, let claim = info.claim,
+                              told < Self.claimsToldPerPushPull,
                               now - (claimToldAt[info.id] ?? -.infinity) >= Self.claimRetell {
                         // Once per member per `claimRetell`: repeated push-pulls (a hostile member
                         // can send them as fast as its link carries them) are not multiplied.
                         if claimToldAt.count >= members.count { claimToldAt = claimToldAt.filter { now - $0.value < Self.claimRetell } }
                         claimToldAt[info.id] = now
                         told += 1
-                        let claim = SWIMMessage(sender: local.id, kind: .gossip, gossip: [.suspect(info.id, incarnation: info.incarnation, from: local.id)])
-                        actions.append(.send(claim, to: known.addr))
+                        // The claimer's own signed claim: the member checks it and refutes.
+                        let gossip: SWIMGossip = failed
+                            ? .failed(info.id, incarnation: info.incarnation, from: claim.from, signature: claim.signature)
+                            : .suspect(info.id, incarnation: info.incarnation, from: claim.from, signature: claim.signature)
+                        actions.append(.send(SWIMMessage(sender: local.id, kind: .gossip, gossip: [gossip]), to: known.addr))
                     }
                 } else if info.state == .suspect {
                     applyAlive(info, now: now, into: &actions)
                 }
             case .left:
-                applyLeft(info.id, incarnation: info.incarnation, now: now, into: &actions)
+                applyLeft(info.id, incarnation: info.incarnation, signature: info.proof, now: now, into: &actions)
             }
         }
         return actions

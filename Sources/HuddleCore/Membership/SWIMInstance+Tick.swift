@@ -57,7 +57,7 @@ extension SWIMInstance {
     private mutating func probeFailed(_ p: Probe, now: Double, into actions: inout [SWIMAction]) {
         awareness.apply(p.expectedNacks > 0 ? max(0, p.expectedNacks - p.nacks) : 1)
         guard let target = members[p.target], Self.isLive(target.state) else { return }
-        applySuspect(p.target, incarnation: target.incarnation, from: local.id, now: now, into: &actions)
+        applyOwnClaim(failed: false, about: p.target, now: now, into: &actions)
     }
 
     private mutating func startProbe(now: Double, into actions: inout [SWIMAction]) {
@@ -67,9 +67,12 @@ extension SWIMInstance {
                       timeoutAt: now + awareness.scale(settings.probeTimeout),
                       deadline: now + awareness.scale(settings.probeInterval))
         // Buddy system (Lifeguard §IV.C): a suspect hears its suspicion with the probe and refutes at once.
-        let buddy: [SWIMGossip] = target.state == .suspect
-            ? [.suspect(target.id, incarnation: target.incarnation, from: local.id)]
-            : []
+        let buddy: [SWIMGossip]
+        if target.state == .suspect, let claim = target.claim {
+            buddy = [.suspect(target.id, incarnation: target.incarnation, from: claim.from, signature: claim.signature)]
+        } else {
+            buddy = target.state == .suspect ? [ownClaim(failed: false, about: target.id, incarnation: target.incarnation)] : []
+        }
         actions.append(message(.ping(seq: seq, target: target.id), to: target.addr, prefix: buddy))
     }
 
@@ -106,7 +109,8 @@ extension SWIMInstance {
         for id in suspicions.keys.sorted() {
             guard let s = suspicions[id], s.deadline <= now else { continue }
             guard let m = members[id] else { suspicions[id] = nil; continue }
-            applyFailed(id, incarnation: m.incarnation, from: local.id, now: now, into: &actions)
+            _ = m
+            applyOwnClaim(failed: true, about: id, now: now, into: &actions)
         }
     }
 
@@ -187,7 +191,8 @@ extension SWIMInstance {
         start(now)
         guard local.state != .left, member != local.id, let m = members[member], m.state == .alive else { return [] }
         var actions: [SWIMAction] = []
-        applySuspect(member, incarnation: m.incarnation, from: local.id, now: now, into: &actions)
+        _ = m
+        applyOwnClaim(failed: false, about: member, now: now, into: &actions)
         return actions
     }
 }

@@ -30,10 +30,17 @@ import Darwin
 /// - a member's node key is pinned when the member is first known: a record naming another node key
 ///   for the same member id is refused (`refusals[.keyChange]`), so nobody can take over a member by
 ///   gossiping its id with a higher incarnation;
+/// - only a member speaks for itself: its `alive` records and its `left` count only with its own
+///   signature under its pinned key, and `suspect`/`failed` only as claims signed by a known
+///   suspecter about the incarnation the member itself signed (`signer`); a claim changes the
+///   member's state, never its record. Nobody but a member raises its incarnation, so a claim about
+///   this member above its own incarnation is refused rather than refuted (`refusals`);
 /// - `joined` is emitted once per member, when it is first known; then `suspect`, `alive` (refuted
 ///   after suspect or failed), `failed`, `left` and `updated` (name or address changed) as they happen.
 public struct SWIMInstance: Sendable {
     public let settings: SWIMSettings
+    /// Signs this member's records and claims, and checks everyone else's.
+    let signer: any MembershipSigner
     /// This member's own record (its incarnation grows with every refutation, update and leave).
     public internal(set) var local: MemberInfo
     /// The full view: every member known, self included, with state and incarnation.
@@ -93,11 +100,14 @@ public struct SWIMInstance: Sendable {
         var nackAt: Double
     }
 
-    public init(local: MemberInfo, settings: SWIMSettings = .lan, seed: UInt64) {
+    public init(local: MemberInfo, settings: SWIMSettings = .lan, seed: UInt64, signer: any MembershipSigner) {
         var me = local
         me.state = .alive
+        me.claim = nil
+        me.proof = signer.sign(MembershipStatement.alive(me))
         self.local = me
         self.settings = settings
+        self.signer = signer
         members = [me.id: me]
         awareness = SWIMAwareness(max: settings.maxLocalHealth)
         rng = SWIMRandom(seed: seed)
@@ -105,8 +115,8 @@ public struct SWIMInstance: Sendable {
 
     /// Starts with a known view (a restored state, or a simulation that begins after everyone
     /// joined): the records are taken as they are, with no events and nothing gossiped about them.
-    public init(local: MemberInfo, settings: SWIMSettings = .lan, seed: UInt64, members known: [MemberInfo]) {
-        self.init(local: local, settings: settings, seed: seed)
+    public init(local: MemberInfo, settings: SWIMSettings = .lan, seed: UInt64, signer: any MembershipSigner, members known: [MemberInfo]) {
+        self.init(local: local, settings: settings, seed: seed, signer: signer)
         for info in known where info.id != self.local.id && members[info.id] == nil {
             members[info.id] = info
             probeOrder.append(info.id)
@@ -170,12 +180,13 @@ public struct SWIMInstance: Sendable {
         guard local.state != .left else { return [] }
         local.incarnation += 1
         local.state = .left
+        local.proof = signer.sign(MembershipStatement.left(local.id, incarnation: local.incarnation))
         members[local.id] = local
         liveCount -= 1
         probe = nil
         relays = [:]
         seeds = []
-        broadcasts.enqueue(.left(local.id, incarnation: local.incarnation))
+        broadcasts.enqueue(.left(local.id, incarnation: local.incarnation, signature: local.proof))
         var actions: [SWIMAction] = []
         for target in randomMembers(2 * settings.gossipFanout, excluding: nil, recentlyFailed: false, now: now) {
             let gossip = broadcasts.take(budget: settings.maxMessageBytes - 11, limit: retransmitLimit)
@@ -193,12 +204,25 @@ public struct SWIMInstance: Sendable {
         if let name { local.name = name }
         if let addr { local.addr = addr }
         local.incarnation += 1
-        members[local.id] = local
+        signLocal()
         broadcasts.enqueue(.alive(local))
         return []
     }
 
     // MARK: - Helpers shared by the extensions
+
+    /// Signs this member's record at its current incarnation and stores it in the view.
+    mutating func signLocal() {
+        local.proof = signer.sign(MembershipStatement.alive(local))
+        members[local.id] = local
+    }
+
+    /// A claim by this member that `member` is suspect (or failed) at `incarnation`, signed.
+    func ownClaim(failed: Bool, about member: MemberID, incarnation: UInt64) -> SWIMGossip {
+        let signature = signer.sign(MembershipStatement.claim(failed: failed, about: member, incarnation: incarnation, by: local.id))
+        return failed ? .failed(member, incarnation: incarnation, from: local.id, signature: signature)
+                      : .suspect(member, incarnation: incarnation, from: local.id, signature: signature)
+    }
 
     /// Sets the schedule on the first event, staggering periodic work so members do not align.
     mutating func start(_ now: Double) {

@@ -10,6 +10,12 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     case unsolicitedCatchUp = "unsolicited_catch_up"
     /// A journal entry announced by another member than the attachment's uploader.
     case journalNotByUploader = "journal_not_by_uploader"
+    /// A membership record (`alive`, `left`) not signed by the member it is about.
+    case unsignedRecord = "unsigned_record"
+    /// A `suspect` or `failed` claim not signed by a known member.
+    case unsignedClaim = "unsigned_claim"
+    /// A claim about this member above its own incarnation (only it raises its incarnation).
+    case claimAboveIncarnation = "claim_above_incarnation"
     /// A datagram whose counter was already seen, or fell out of its sender's replay window.
     case replayedDatagram = "replayed_datagram"
 

@@ -75,7 +75,7 @@ public struct SessionCore: Sendable {
         self.local = local.id
         self.identity = identity
         self.limits = limits
-        swim = SWIMInstance(local: local, settings: settings, seed: swimSeed)
+        swim = SWIMInstance(local: local, settings: settings, seed: swimSeed, signer: NodeKeySigner(identity))
         broadcast = CausalBroadcast(local: local.id, awaitingBaseline: joining)
         journal = Journal(local: local.id, seed: journalSeed)
         planner = LinkPlanner(local: local.id)

@@ -63,6 +63,13 @@ public struct WireReader: Sendable {
         guard let s = String(validating: b, as: UTF8.self) else { throw WireError("\(what) is not UTF-8") }
         return s
     }
+    /// A signature field: empty, or at most `MemberInfo.maxSignature` bytes.
+    public mutating func signature(_ what: String = "signature") throws(WireError) -> [UInt8] {
+        let bytes = try bytes16(what)
+        guard bytes.count <= MemberInfo.maxSignature else { throw WireError("\(what) of \(bytes.count) bytes") }
+        return bytes
+    }
+
     public mutating func member(_ what: String = "member") throws(WireError) -> MemberID { MemberID(raw: try u64(what)) }
     /// A count of items each at least `minItemSize` bytes long, refused when the rest cannot hold that many.
     public mutating func count16(minItemSize: Int, _ what: String) throws(WireError) -> Int {
