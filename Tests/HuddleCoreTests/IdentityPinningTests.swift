@@ -121,3 +121,81 @@ private func manifest(by uploader: MemberInfo, signedWith identity: Identity, ke
     #expect(a.journal.records[bs.id] == nil, "an add is announced by its uploader alone")
     #expect(arrived.contains(.refused(.journalNotByUploader)))
 }
+
+// MARK: signed membership records and claims
+
+private func gossip(from sender: MemberInfo, _ updates: [SWIMGossip]) -> SWIMMessage {
+    SWIMMessage(sender: sender.id, kind: .gossip, gossip: updates)
+}
+
+private func claim(_ failed: Bool, about member: MemberInfo, incarnation: UInt64? = nil, by claimer: MemberInfo, signedWith identity: Identity) -> SWIMGossip {
+    let inc = incarnation ?? member.incarnation
+    let signature = identity.sign(MembershipStatement.claim(failed: failed, about: member.id, incarnation: inc, by: claimer.id))
+    return failed ? .failed(member.id, incarnation: inc, from: claimer.id, signature: signature)
+                  : .suspect(member.id, incarnation: inc, from: claimer.id, signature: signature)
+}
+
+@Test func aRecordCountsOnlyWithItsMembersOwnSignature() {
+    var b = core(bInfo, bIdentity, knowing: [aInfo, mallory])
+    // A new member whose record is signed by another key than the one it names is not learned.
+    let ghost = Identity(seed: [UInt8](repeating: 77, count: 32))
+    var fake = MemberInfo(id: MemberID(raw: 9), node: ghost.publicKey, name: "ghost", addr: "g:1").signed(by: attacker)
+    #expect(b.receive(gossip(from: mallory, [.alive(fake)]), from: "m:1", now: 2) == [.refused(.unsignedRecord)])
+    #expect(b.swim.members[fake.id] == nil)
+    fake.proof = []
+    _ = b.receivePushPull(SWIMPushPull(join: false, members: [fake]), from: "m:1", now: 2)
+    #expect(b.swim.members[fake.id] == nil && b.refusals[.unsignedRecord] == 2)
+    // A's record at a higher incarnation, moved to mallory's address, signed by mallory: refused.
+    var moved = aInfo
+    moved.incarnation = 5
+    moved.addr = "m:1"
+    moved.proof = attacker.sign(MembershipStatement.alive(moved))
+    _ = b.receive(gossip(from: mallory, [.alive(moved)]), from: "m:1", now: 3)
+    #expect(b.swim.members[aInfo.id]?.addr == "a:1" && b.swim.members[aInfo.id]?.incarnation == 0)
+    // A `left` for a signed by mallory does not evict a; a's own does.
+    let forgedLeave = SWIMGossip.left(aInfo.id, incarnation: 1, signature: attacker.sign(MembershipStatement.left(aInfo.id, incarnation: 1)))
+    _ = b.receive(gossip(from: mallory, [forgedLeave, .left(aInfo.id, incarnation: 2)]), from: "m:1", now: 4)
+    #expect(b.swim.members[aInfo.id]?.state == .alive && b.refusals[.unsignedRecord] == 5)
+    let leave = SWIMGossip.left(aInfo.id, incarnation: 1, signature: aIdentity.sign(MembershipStatement.left(aInfo.id, incarnation: 1)))
+    _ = b.receive(gossip(from: aInfo, [leave]), from: "a:1", now: 5)
+    #expect(b.swim.members[aInfo.id]?.state == .left)
+}
+
+@Test func aClaimCountsOnlySignedByAKnownClaimerAndNeverChangesTheRecord() {
+    var b = core(bInfo, bIdentity, knowing: [aInfo, mallory])
+    // Mallory claims a suspect in b's name, and with no signature at all: both refused.
+    _ = b.receive(gossip(from: mallory, [claim(false, about: aInfo, by: bInfo, signedWith: attacker)]), from: "m:1", now: 2)
+    _ = b.receive(gossip(from: mallory, [.failed(aInfo.id, incarnation: 0, from: mallory.id)]), from: "m:1", now: 2)
+    #expect(b.swim.members[aInfo.id]?.state == .alive && b.refusals[.unsignedClaim] == 2)
+    // A claim above the incarnation a signed is ignored: no record justifies it.
+    _ = b.receive(gossip(from: mallory, [claim(true, about: aInfo, incarnation: 9, by: mallory, signedWith: attacker)]), from: "m:1", now: 2)
+    #expect(b.swim.members[aInfo.id]?.state == .alive && b.swim.members[aInfo.id]?.incarnation == 0)
+    // Mallory's own signed suspicion counts (she is a member): the state changes, the record does not.
+    _ = b.receive(gossip(from: mallory, [claim(false, about: aInfo, by: mallory, signedWith: attacker)]), from: "m:1", now: 3)
+    let held = b.swim.members[aInfo.id]
+    #expect(held?.state == .suspect && held?.claim?.from == mallory.id)
+    #expect(held?.incarnation == aInfo.incarnation && held?.proof == aInfo.proof && held?.addr == aInfo.addr)
+    // The suspicion travels as mallory's signed claim, which a third member can check.
+    var c = core(MemberInfo(id: MemberID(raw: 4), node: Identity(seed: [UInt8](repeating: 4, count: 32)).publicKey, name: "c", addr: "c:1"),
+                 Identity(seed: [UInt8](repeating: 4, count: 32)), knowing: [aInfo, bInfo, mallory])
+    var pushed = b.swim.pushPullState()
+    pushed.removeAll { $0.id != aInfo.id }
+    _ = c.receivePushPull(SWIMPushPull(join: false, members: pushed), from: "b:1", now: 3)
+    #expect(c.swim.members[aInfo.id]?.state == .alive, "a push-pull claim about a member held alive is left to c's own probes")
+}
+
+@Test func aClaimAboutThisMemberAboveItsIncarnationIsRefusedNotRefuted() {
+    var a = core(aInfo, aIdentity, knowing: [bInfo, mallory])
+    // Only a raises its incarnation: mallory's signed claim at 1,000 names a record that never was.
+    _ = a.receive(gossip(from: mallory, [claim(false, about: aInfo, incarnation: 1000, by: mallory, signedWith: attacker)]), from: "m:1", now: 2)
+    #expect(a.swim.local.incarnation == 0 && a.refusals[.claimAboveIncarnation] == 1)
+    // A forged claim at a's incarnation (signed by mallory in b's name) is refused too.
+    _ = a.receive(gossip(from: mallory, [claim(false, about: aInfo, by: bInfo, signedWith: attacker)]), from: "m:1", now: 2)
+    #expect(a.swim.local.incarnation == 0 && a.refusals[.unsignedClaim] == 1)
+    // b's real claim at a's incarnation is refuted with a signed record b believes.
+    var b = core(bInfo, bIdentity, knowing: [aInfo, mallory])
+    _ = a.receive(gossip(from: bInfo, [claim(false, about: aInfo, by: bInfo, signedWith: bIdentity)]), from: "b:1", now: 3)
+    #expect(a.swim.local.incarnation == 1)
+    _ = b.receive(gossip(from: aInfo, [.alive(a.swim.local)]), from: "a:1", now: 3)
+    #expect(b.swim.members[aInfo.id]?.incarnation == 1 && b.swim.members[aInfo.id]?.proof == a.swim.local.proof)
+}
