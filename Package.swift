@@ -43,12 +43,14 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .target(name: "HuddleSim", dependencies: ["HuddleCore"]),
+        // A hostile member built from our own codec: the hostile-member tests and the bench's attacker.
+        .target(name: "HuddleAdversary", dependencies: ["HuddleCore", "HuddleCrypto"]),
         .executableTarget(name: "huddle-sim", dependencies: [
             "HuddleSim",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "huddle-bench", dependencies: [
-            "HuddleControl", "HuddleSim", "HuddleCore", "HuddleCrypto",
+            "HuddleControl", "HuddleSim", "HuddleCore", "HuddleCrypto", "HuddleAdversary",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -80,7 +82,7 @@ let package = Package(
         .testTarget(name: "HuddleSimTests", dependencies: ["HuddleSim", "HuddleCore"]),
         .testTarget(name: "HuddleControlTests", dependencies: ["HuddleControl"]),
         .testTarget(name: "HuddleIntegrationTests", dependencies: [
-            "HuddleControl", "HuddleCrypto", "HuddleCore", "HuddleSim",
+            "HuddleControl", "HuddleCrypto", "HuddleCore", "HuddleSim", "HuddleAdversary",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),

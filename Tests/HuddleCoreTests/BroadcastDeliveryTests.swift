@@ -60,6 +60,17 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     #expect(delivered(notForCarol).isEmpty && carol.heldCount == 0)
 }
 
+@Test func aReplayedDirectedMessageIsADuplicate() {
+    var alice = member(a, knowing: [b]), bob = member(b, knowing: [a])
+    let first = signed(alice.makeDirected(body: [1], to: [b]))
+    let second = signed(alice.makeDirected(body: [2], to: [b]))
+    #expect(delivered(bob.receive(second)) == [second.message.id])
+    #expect(delivered(bob.receive(first)) == [first.message.id], "reordered within the window: taken")
+    let duplicates = bob.duplicates
+    #expect(delivered(bob.receive(first)).isEmpty && delivered(bob.receive(second)).isEmpty, "a replay is not delivered again")
+    #expect(bob.duplicates == duplicates + 2 && bob.heldCount == 0)
+}
+
 @Test func gapsAreRepairedFromAPeerThatStoresThemAfterTheRepairDelay() {
     var alice = member(a, knowing: [b, c]), bob = member(b, knowing: [a, c]), carol = member(c, knowing: [a, b])
     let m1 = signed(alice.makeBroadcast(body: [1]))

@@ -78,6 +78,10 @@ public struct CausalBroadcast: Sendable {
     private var depsAtLastBroadcast: [MemberID: UInt64] = [:]
     private var held: [MemberID: [UInt64: SignedMessage]] = [:]
     private var heldDirected: [SignedMessage] = []
+    /// Per origin, the counters of the directed messages taken: a replayed directed message (it
+    /// has no seq to tell it by) is a duplicate. At most `directedOriginLimit` origins, members first.
+    private var directedSeen: [MemberID: ReplayWindow] = [:]
+    static let directedOriginLimit = 4096
     public private(set) var heldCount = 0
     private var store: [MemberID: MessageRun] = [:]
     public private(set) var storedBytes = 0
@@ -253,6 +257,13 @@ public struct CausalBroadcast: Sendable {
             guard m.to?.contains(local) ?? false else { return [] }
             guard heldDirected.count < settings.holdbackLimit else {
                 refusedForRoom += 1
+                return []
+            }
+            if directedSeen[m.from] == nil, directedSeen.count >= Self.directedOriginLimit {
+                directedSeen = directedSeen.filter { members.contains($0.key) }
+            }
+            guard directedSeen[m.from, default: ReplayWindow()].accept(m.counter) else {
+                duplicates += 1
                 return []
             }
             heldDirected.append(signed)

@@ -1,0 +1,106 @@
+import Foundation
+import HuddleCore
+import HuddleCrypto
+
+/// What went wrong for the adversary itself (connecting, handshaking, writing).
+public struct AdversaryError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// A hostile member: it holds the session key and its own node key, opens a real link to a node
+/// (TCP and the Noise handshake, as any member does) and then writes whatever link messages it
+/// likes, encoded by our own codec. Used by the hostile-member tests and `huddle-bench`'s attacker
+/// scenario; it never reads what the node sends (a link that never reads is one of its attacks).
+///
+/// Blocking socket calls: one adversary link belongs to one thread or task at a time.
+public final class AdversaryLink {
+    private let fd: Int32
+    private var send: NoiseCipherState
+
+    /// Links to `host:port` as `info` (which the node checks against `identity` only by the key the
+    /// handshake proves, as it does for everyone).
+    public init(host: String, port: UInt16, key: SessionKey, identity: Identity, info: MemberInfo) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw AdversaryError("no socket: \(String(cString: strerror(errno)))") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        inet_pton(AF_INET, host, &address.sin_addr)
+        let ok = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard ok == 0 else {
+            Glibc.close(fd)
+            throw AdversaryError("cannot connect to \(host):\(port)")
+        }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        do {
+            var handshake = try LinkHandshake(role: .initiator, sessionKey: key, identity: identity, appPayload: info.encoded())
+            try Self.writeFrame(fd, try handshake.start())
+            guard let reply = try handshake.receive(try Self.readFrame(fd)) else { throw AdversaryError("no handshake message 3") }
+            try Self.writeFrame(fd, reply)
+            guard let result = handshake.result else { throw AdversaryError("handshake incomplete") }
+            self.fd = fd
+            send = result.send
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+    }
+
+    /// Links to a `host:port` address string.
+    public convenience init(addr: String, key: SessionKey, identity: Identity, info: MemberInfo) throws {
+        let parts = addr.split(separator: ":")
+        guard parts.count == 2, let port = UInt16(parts[1]) else { throw AdversaryError("bad address \(addr)") }
+        try self.init(host: String(parts[0]), port: port, key: key, identity: identity, info: info)
+    }
+
+    /// Writes one link message (split into records as the node's own links do).
+    public func write(_ message: LinkMessage) throws {
+        try write(encoded: message.encoded())
+    }
+
+    /// Writes one already-encoded link message: the way to send bytes our encoder would never make.
+    public func write(encoded: [UInt8]) throws {
+        for record in LinkRecords.split(encoded) { try Self.writeFrame(fd, try send.encrypt(ad: [], plaintext: record)) }
+    }
+
+    private var closed = false
+
+    /// Closes the link (once; later calls do nothing).
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        Glibc.close(fd)
+    }
+
+    deinit { close() }
+
+    private static func writeFrame(_ fd: Int32, _ bytes: [UInt8]) throws {
+        let frame = [UInt8(bytes.count >> 8), UInt8(bytes.count & 0xFF)] + bytes
+        var offset = 0
+        while offset < frame.count {
+            let n = frame.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            guard n > 0 else { throw AdversaryError("link write failed: \(String(cString: strerror(errno)))") }
+            offset += n
+        }
+    }
+
+    private static func readExactly(_ fd: Int32, _ count: Int) throws -> [UInt8] {
+        var out: [UInt8] = []
+        while out.count < count {
+            var buffer = [UInt8](repeating: 0, count: count - out.count)
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { throw AdversaryError("link closed during the handshake") }
+            out += buffer[..<n]
+        }
+        return out
+    }
+
+    private static func readFrame(_ fd: Int32) throws -> [UInt8] {
+        let header = try readExactly(fd, 2)
+        return try readExactly(fd, Int(header[0]) << 8 | Int(header[1]))
+    }
+}
