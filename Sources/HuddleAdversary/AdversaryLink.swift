@@ -36,6 +36,9 @@ public final class AdversaryLink {
         }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        // A node that stops reading (a throttled link) makes a write fail after a while, not hang.
+        var sendTimeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))
         do {
             var handshake = try LinkHandshake(role: .initiator, sessionKey: key, identity: identity, appPayload: info.encoded())
             try Self.writeFrame(fd, try handshake.start())

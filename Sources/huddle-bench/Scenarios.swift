@@ -31,11 +31,13 @@ struct Scenarios {
     }
 
     /// Sends up to `count` timestamped 256 B broadcasts from node 0, 5 ms apart, while `condition`
-    /// holds, then an end marker; returns every receiver's latencies in milliseconds.
-    func collectLatencies(_ cluster: HuddleCluster, count: Int, while condition: @escaping @Sendable () -> Bool = { true }) async throws -> [Double] {
+    /// holds, then an end marker; returns the latencies in milliseconds at every receiver (or at
+    /// the nodes `receivers` names).
+    func collectLatencies(_ cluster: HuddleCluster, count: Int, receivers: Set<Int>? = nil,
+                          while condition: @escaping @Sendable () -> Bool = { true }) async throws -> [Double] {
         let sender = cluster.controls[0]
         return try await withThrowingTaskGroup(of: [Double].self) { group in
-            for control in cluster.controls.dropFirst() {
+            for (i, control) in cluster.controls.enumerated().dropFirst() where receivers?.contains(i) ?? true {
                 let client = try await ControlClient.connect(path: control)
                 _ = try await client.request("subscribe", ["topics": ["messages"]])
                 group.addTask {

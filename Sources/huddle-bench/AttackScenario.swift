@@ -1,0 +1,112 @@
+import Foundation
+import HuddleAdversary
+import HuddleControl
+import HuddleCore
+import HuddleCrypto
+import Synchronization
+
+/// What the flooding attacker did.
+struct AttackTally: Sendable {
+    var links = 0
+    var linkMessages = 0
+    var bytes = 0
+}
+
+/// A member that holds the session key and floods one node over its links, as fast as the node
+/// takes the bytes: chunk requests it never reads the answers to, oversized message bodies, and
+/// gossip of unsigned members and forged claims. It runs on a thread of its own (blocking socket
+/// writes) until `stop`; when the node closes its link it links again as a new member.
+final class FloodingAttacker: Sendable {
+    private let stopped = DoneFlag()
+    private let finished = DispatchSemaphore(value: 0)
+    private let tally = Mutex(AttackTally())
+
+    /// Floods `addr` with requests for the chunks `0..<chunks` of attachment `attachment`.
+    init(addr: String, keyFile: String, attachment: String, chunks: Int) {
+        Thread.detachNewThread { [self] in
+            defer { finished.signal() }
+            guard let key = try? SessionKey.load(from: keyFile) else { return }
+            while !stopped.isSet {
+                do { try flood(addr: addr, key: key, attachment: attachment, chunks: max(1, chunks)) } catch {
+                    Thread.sleep(forTimeInterval: 0.05)  // the node closed the link or refused the handshake
+                }
+            }
+        }
+    }
+
+    /// Stops the attack and returns what it did.
+    func stop() -> AttackTally {
+        stopped.set()
+        finished.wait()
+        return tally.withLock { $0 }
+    }
+
+    private func flood(addr: String, key: SessionKey, attachment: String, chunks: Int) throws {
+        let identity = Identity.generate()
+        let me = MemberInfo(id: MemberID(raw: UInt64.random(in: 1...(1 << 52))), node: identity.publicKey, name: "attacker",
+                            addr: "127.0.0.1:9").signed(by: identity)
+        let link = try AdversaryLink(addr: addr, key: key, identity: identity, info: me)
+        defer { link.close() }
+        tally.withLock { $0.links += 1 }
+        func send(_ encoded: [UInt8]) throws {
+            try link.write(encoded: encoded)
+            tally.withLock { $0.linkMessages += 1; $0.bytes += encoded.count }
+        }
+        try send(LinkMessage.pushPull(SWIMPushPull(join: false, members: [me])).encoded())
+        // A 1 MiB body (the limit is 64 KiB), signed by the attacker as its own broadcast.
+        let oversized = MessageBatch.sign([WireMessage(from: me.id, counter: 1, seq: 1, to: nil, body: [UInt8](repeating: 0x41, count: 1 << 20))],
+                                          identity: identity)[0]
+        let huge = LinkMessage.message(oversized).encoded()
+        var round = 0
+        while !stopped.isSet {
+            round += 1
+            for i in 0..<64 { try send(LinkMessage.chunkRequest(id: attachment, index: UInt32((round * 64 + i) % chunks)).encoded()) }
+            if round % 8 == 0 { try send(huge) }
+            // Members nobody is (unsigned), and forged claims about them.
+            let fakes = (0..<16).map { i in
+                MemberInfo(id: MemberID(raw: UInt64(round) << 8 | UInt64(i)), node: [UInt8](repeating: UInt8(i), count: 32), name: "fake", addr: "127.0.0.1:9")
+            }
+            let gossip = fakes.map(SWIMGossip.alive) + fakes.map { SWIMGossip.failed($0.id, incarnation: 0, from: me.id) }
+            try send(LinkMessage.swim(SWIMMessage(sender: me.id, kind: .gossip, gossip: gossip)).encoded())
+        }
+    }
+}
+
+extension Scenarios {
+    /// One hostile member floods one node of four; honest latency at that node with and without the
+    /// attacker, and the node's peak memory.
+    func underAttack() async throws -> [BenchRow] {
+        let cluster = try HuddleCluster(binary: huddle, label: "atk")
+        defer { cluster.stop() }
+        try await cluster.start(4)
+        let victim = 1
+        // An attachment the attacked member holds, so that its chunk requests cost real reads.
+        let source = try writeRandomFile("\(cluster.dir)/held.bin", mib: 8)
+        let added = try await cluster.request(cluster.controls[victim], "attach.add", ["path": .string(source)])
+        let id = added["attachment"]?.objectValue?["id"]?.stringValue ?? ""
+        let chunks = Int(added["attachment"]?.objectValue?["chunks"]?.intValue ?? 32)
+        let count = quick ? 200 : 600
+        let calm = try await collectLatencies(cluster, count: count, receivers: [victim])
+        let before = cluster.usage()[victim].peakRSSMiB
+        let attacker = FloodingAttacker(addr: cluster.addrs[victim], keyFile: cluster.key, attachment: id, chunks: chunks)
+        try await Task.sleep(for: .seconds(1))
+        let attacked = try await collectLatencies(cluster, count: count, receivers: [victim])
+        let tally = attacker.stop()
+        let peak = cluster.usage()[victim].peakRSSMiB
+        let stats = try await cluster.request(cluster.controls[victim], "stats")
+        let refused = (stats["refused"]?.objectValue).map { o in o.compactMap { k, v in (v.intValue ?? 0) > 0 ? "\(k) \(v.intValue ?? 0)" : nil } } ?? []
+        let attackedP50 = percentile(attacked, 0.5), calmP50 = percentile(calm, 0.5)
+        let delivered = attacked.count >= count  // every honest broadcast reached the attacked member
+        return [
+            BenchRow(scenario: "under attack N=4", measure: "256 B broadcast at the attacked member, median / p99 ms",
+                     huddle: "\(fmt(attackedP50)) / \(fmt(percentile(attacked, 0.99))) (\(attacked.count) of \(count) delivered)",
+                     comparison: "same member, no attacker: \(fmt(calmP50)) / \(fmt(percentile(calm, 0.99)))",
+                     ratio: "attacked ÷ calm median = \(fmt(attackedP50 / calmP50, 1))×",
+                     target: "honest messages keep arriving: " + (delivered ? "met" : "missed")),
+            BenchRow(scenario: "under attack N=4", measure: "attacked member's peak RSS, MiB",
+                     huddle: "\(fmt(peak, 0)) (attacker: \(tally.links) links, \(tally.linkMessages) link messages, \(fmt(Double(tally.bytes) / 1048576, 0)) MiB; refused: \(refused.isEmpty ? "none" : refused.joined(separator: ", ")))",
+                     comparison: "before the attack: \(fmt(before, 0))", ratio: "",
+                     target: "target < 128 MiB: " + (peak < 128 ? "met" : "missed")),
+        ]
+    }
+}
