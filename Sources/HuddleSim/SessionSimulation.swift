@@ -33,6 +33,10 @@ public struct SessionScenario: Sendable {
     public var partition: (groupA: Set<Int>, from: Double, until: Double)?
     /// An attachment added by `uploader` at `at`, `size` bytes in 256 KiB chunks (bodies simulated by size).
     public var attachment: (uploader: Int, at: Double, size: Int)?
+    /// A member that lies to its peers every `attackInterval` seconds while members send
+    /// (`HostileMember`), besides running an honest core: nothing it says may mislead the others.
+    public var hostile: Int?
+    public var attackInterval = 0.5
     /// Keep a `SimTrace` of deliveries, membership changes, link changes, chunks and faults.
     public var trace = false
     public init() {}
@@ -69,6 +73,12 @@ public struct SessionReport: Sendable {
     public var chunkTransfers = 0
     public var repairRequests = 0
     public var forged = 0
+    /// What the honest survivors refused, by reason, and the lies the hostile member sent.
+    public var refusals = RefusalCounts()
+    public var lies = 0
+    /// `failed` or `left` events at honest members about honest members that never crashed, in a
+    /// run without a partition: a lie believed (or a false positive).
+    public var honestMembersEvicted = 0
     /// Members that stayed to the end (started, never crashed).
     public var survivors: [Int] = []
     /// Per survivor: when it held the whole attachment (nil: never), and whether every chunk it
@@ -116,6 +126,7 @@ public struct SessionSimulation {
         case crash(Int)
         case partitionStarts, partitionEnds
         case attach
+        case attack(round: Int)
     }
 
     private struct Link {
@@ -155,6 +166,7 @@ public struct SessionSimulation {
     private var sendingFrom = 0.0
     private var trace: SimTrace?
     private var needsFlush: Set<Int> = []
+    private var hostile: HostileMember?
 
     public static func run(_ scenario: SessionScenario) -> SessionReport {
         var sim = SessionSimulation(scenario)
@@ -202,6 +214,10 @@ public struct SessionSimulation {
             queue.schedule(.partitionEnds, at: p.until)
         }
         if let a = scenario.attachment { queue.schedule(.attach, at: a.at) }
+        if let h = scenario.hostile, h < scenario.members {
+            hostile = HostileMember(info: infos[h], identity: identities[h])
+            queue.schedule(.attack(round: 0), at: sendingFrom)
+        }
         let end = sendingFrom + scenario.sendFor + scenario.settleFor
         while let time = queue.nextTime, time <= end, let (_, event) = queue.pop() {
             now = time
@@ -295,6 +311,26 @@ public struct SessionSimulation {
             manifest = m
             held[a.uploader][m.id] = Dictionary(uniqueKeysWithValues: hashes.enumerated().map { ($0, $1) })
             execute(a.uploader, cores[a.uploader]!.addAttachment(m, key: key, now: now))
+        case let .attack(round):
+            guard let h = scenario.hostile, now < sendingFrom + scenario.sendFor else { return }
+            queue.schedule(.attack(round: round + 1), at: now + scenario.attackInterval)
+            guard isUp(h), var liar = hostile else { return }
+            let peers = linkedPeers(of: h)
+            for (k, j) in peers.enumerated() where peers.count >= 3 {
+                let others = peers.filter { $0 != j }
+                let victim = others[(round + k) % others.count], witness = others[(round + k + 1) % others.count]
+                for lie in liar.lies(round: round, to: infos[j], about: infos[victim], witness: infos[witness]) {
+                    report.lies += 1
+                    sendLink(from: h, to: j, lie)
+                }
+            }
+            if round == 0, let victim = peers.first {
+                // Announced in its own signed broadcast: a manifest in another uploader's name.
+                let (theirs, key) = liar.foreignManifest(round: round, uploader: infos[victim])
+                report.lies += 1
+                execute(h, cores[h]!.addAttachment(theirs, key: key, now: now))
+            }
+            hostile = liar
         }
     }
 
@@ -341,6 +377,10 @@ public struct SessionSimulation {
                 if let j = indexByID[member], links[linkKey(i, j)] != nil { closeLink(i, j) }
             case let .member(change, info):
                 trace?.record(.memberChange, at: now, UInt64(i), info.id.raw, UInt64(change.hashValueForTrace))
+                if change == .failed || change == .left, scenario.partition == nil, i != scenario.hostile,
+                   let j = indexByID[info.id], j != scenario.hostile, !crashed[j] {
+                    report.honestMembersEvicted += 1
+                }
                 if let p = scenario.partition, let j = indexByID[info.id], p.groupA.contains(i) != p.groupA.contains(j) {
                     if change == .failed, now >= p.from, now < p.until { report.failedAcrossPartition += 1 }
                     if change == .alive, now >= p.until { report.aliveAfterPartition += 1 }
@@ -486,6 +526,7 @@ public struct SessionSimulation {
             report.held.append(core.broadcast.heldCount)
             report.stored.append(core.broadcast.unacknowledgedCount)
             report.liveViews[i] = core.live.count
+            if i != scenario.hostile { report.refusals = report.refusals.adding(core.refusals) }
             if let m = manifest {
                 let chunks = held[i][m.id] ?? [:]
                 report.attachmentIntact[i] = chunks.count == m.chunkCount && chunks.allSatisfy { m.chunkHashes[$0.key] == $0.value }
