@@ -17,6 +17,10 @@ extension SWIMInstance {
         var record = info
         record.state = .alive
         guard let old = members[info.id] else {
+            guard makeRoomForMember() else {
+                refuse(.memberTableFull, into: &actions)
+                return
+            }
             members[info.id] = record
             liveCount += 1
             addToProbeOrder(info.id)
