@@ -7,7 +7,7 @@ import Testing
 /// A member that holds the session key but speaks for someone else: it opens a real link
 /// (TCP + the Noise handshake) to a node and writes link messages by hand.
 final class ImpostorLink {
-    private let fd: Int32
+    let fd: Int32
     private var send: NoiseCipherState?
 
     init(host: String, port: UInt16, key: SessionKey, identity: Identity, info: MemberInfo) throws {
