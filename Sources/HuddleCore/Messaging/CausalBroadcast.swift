@@ -323,7 +323,8 @@ public struct CausalBroadcast: Sendable {
     private mutating func makeRoom(_ signed: SignedMessage, evictingAbove seq: UInt64) -> Bool {
         let origin = signed.message.from, size = Self.storedSize(signed)
         let budget = settings.holdbackBytesPerOrigin
-        if (heldBytes[origin] ?? 0) + size > budget, let queue = held[origin] {
+        // Sorted only when something above `seq` is held: a flood above everything held costs one scan.
+        if (heldBytes[origin] ?? 0) + size > budget, let queue = held[origin], queue.keys.contains(where: { $0 > seq }) {
             for victim in queue.keys.sorted(by: >) where victim > seq {
                 guard (heldBytes[origin] ?? 0) + size > budget else { break }
                 if let evicted = held[origin]?.removeValue(forKey: victim) {
