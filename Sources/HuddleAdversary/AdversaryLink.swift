@@ -19,10 +19,12 @@ public final class AdversaryLink {
     private var send: NoiseCipherState
 
     /// Links to `host:port` as `info` (which the node checks against `identity` only by the key the
-    /// handshake proves, as it does for everyone).
-    public init(host: String, port: UInt16, key: SessionKey, identity: Identity, info: MemberInfo) throws {
+    /// handshake proves, as it does for everyone). `receiveBuffer`: a socket receive buffer this
+    /// small (bytes), so that what the node sends and the adversary never reads backs up at once.
+    public init(host: String, port: UInt16, key: SessionKey, identity: Identity, info: MemberInfo, receiveBuffer: Int32? = nil) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw AdversaryError("no socket: \(String(cString: strerror(errno)))") }
+        if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -54,10 +56,10 @@ public final class AdversaryLink {
     }
 
     /// Links to a `host:port` address string.
-    public convenience init(addr: String, key: SessionKey, identity: Identity, info: MemberInfo) throws {
+    public convenience init(addr: String, key: SessionKey, identity: Identity, info: MemberInfo, receiveBuffer: Int32? = nil) throws {
         let parts = addr.split(separator: ":")
         guard parts.count == 2, let port = UInt16(parts[1]) else { throw AdversaryError("bad address \(addr)") }
-        try self.init(host: String(parts[0]), port: port, key: key, identity: identity, info: info)
+        try self.init(host: String(parts[0]), port: port, key: key, identity: identity, info: info, receiveBuffer: receiveBuffer)
     }
 
     /// Writes one link message (split into records as the node's own links do).

@@ -417,7 +417,7 @@ public struct SessionSimulation {
                     if let j = indexByID[peer] { sendLink(from: i, to: j, .chunkRequest(id: id, index: UInt32(index))) }
                 case let .emit(change, id):
                     if change == .complete, report.attachmentComplete[i] == nil, manifest?.id == id { report.attachmentComplete[i] = now }
-                case .deleteStored, .changed: break
+                case .deleteStored, .changed, .storeFull, .refused: break
                 }
             }
         }

@@ -24,6 +24,10 @@ public struct Simulation: Sendable {
     var trace: SimTrace?
 
     public init(_ scenario: SimScenario) {
+        var scenario = scenario
+        // The member table's bound guards a node against fake members; a simulated session of
+        // thousands is that many real ones.
+        scenario.settings.memberLimit = max(scenario.settings.memberLimit, 2 * scenario.nodes)
         self.scenario = scenario
         rng = SWIMRandom(seed: scenario.seed)
         metrics = SimMetrics(nodes: scenario.nodes)

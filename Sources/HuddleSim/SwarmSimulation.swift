@@ -154,7 +154,7 @@ public struct SwarmSimulation {
                 case let .sendHave(peer, _, have, offer):
                     guard let j = ids.firstIndex(of: peer) else { continue }
                     queue.schedule(.announce(from: i, to: j, have: have, offer: offer), at: now + s.latency)
-                case .emit, .deleteStored, .changed:
+                case .emit, .deleteStored, .changed, .storeFull, .refused:
                     break
                 }
             }

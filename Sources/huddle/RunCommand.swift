@@ -47,7 +47,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Ed25519 identity file, created if absent, so the node keeps its public identity across runs (default: a fresh identity per run).")
     var identity: String?
 
-    @Option(name: .customLong("max-message-bytes"), help: "Largest reliable message body; larger sends get too_large.")
+    @Option(name: .customLong("max-message-bytes"), help: "Largest reliable message body; larger sends get too_large, and larger received messages are refused. Every member of a session must use the same value.")
     var maxMessageBytes: Int = 64 * 1024
 
     @Option(name: .customLong("max-unreliable-bytes"), help: "Largest unreliable (one datagram) message body.")
@@ -58,6 +58,12 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("store-limit"), help: "Most bytes of chunks this node stores.")
     var storeLimit: Int = 2 << 30
+
+    @Option(name: .customLong("max-members"), help: "Most members this node keeps in its membership table (failed and left ones included; the oldest of those make room). New members beyond it are refused.")
+    var maxMembers: Int = NodeConfiguration.defaultMaxMembers
+
+    @Option(name: .customLong("link-stall-seconds"), help: "A link whose peer reads nothing of what waits for it this long is closed.")
+    var linkStallSeconds: Double = NodeConfiguration.defaultLinkStallSeconds
 
     @Option(name: .customLong("link-rekey-seconds"), help: "A link's send key moves on (Noise REKEY) after this many seconds, or 256 MiB, whichever comes first.")
     var linkRekeySeconds: Double = NodeConfiguration.defaultLinkRekeyInterval
@@ -75,6 +81,9 @@ struct RunCommand: AsyncParsableCommand {
         guard maxAttachmentBytes > 0, maxAttachmentBytes <= attachmentLimit else {
             throw ValidationError("--max-attachment-bytes must be between 1 and \(attachmentLimit): other members refuse larger attachments")
         }
+        guard maxMembers >= 2, maxMembers <= 1 << 20 else { throw ValidationError("--max-members must be between 2 and 1048576") }
+        guard linkStallSeconds >= 1, linkStallSeconds <= 86_400 else { throw ValidationError("--link-stall-seconds must be between 1 and 86400") }
+        guard storeLimit >= 0 else { throw ValidationError("--store-limit must not be negative") }
         guard linkRekeySeconds >= 0.01, linkRekeySeconds <= 86_400 else { throw ValidationError("--link-rekey-seconds must be between 0.01 and 86400") }
     }
 
@@ -108,6 +117,8 @@ struct RunCommand: AsyncParsableCommand {
         config.maxAttachmentBytes = maxAttachmentBytes
         config.storeLimitBytes = storeLimit
         config.linkRekeyInterval = linkRekeySeconds
+        config.maxMembers = maxMembers
+        config.linkStallSeconds = linkStallSeconds
         do {
             try await NodeRunner.run(config)
         } catch {

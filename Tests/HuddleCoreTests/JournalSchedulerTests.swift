@@ -44,7 +44,8 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
     uploader.peerAnnounced(p3, id: "x", have: bits(6, [1, 3]), offer: bits(6, [1, 3]))
     #expect(uploader.offer("x", to: p2, now: 1)?.setCount == 0, "all sent once and held elsewhere: nothing to offer yet")
     #expect(uploader.offer("x", to: p2, now: 3.5).map { bit in (0..<6).filter { bit[$0] } } == [1, 3, 5], "what p2 still lacks, after reofferAfter")
-    #expect(uploader.onlyHere("x") == [5])
+    #expect(uploader.onlyHere("x").chunks == [0, 1, 2, 3, 4, 5], "nobody served the uploader a copy: every chunk is only claimed elsewhere")
+    #expect(uploader.onlyHere("x").claimed == 5)
     #expect(uploader.holderCounts("x") == [2, 2, 2, 2, 2, 1])
     #expect(uploader.completeHolders("x") == [me])
 }

@@ -118,7 +118,11 @@ private func haves(_ effects: [Journal.Effect]) -> [MemberID] {
     var p2Has = Bitfield(count: 5)
     p2Has[1] = true
     journal.peerAnnounced(p2, id: m.id, have: p2Has, offer: p2Has)
-    let plan = journal.handOffPlan(to: [p3, p2])
+    // p2 proved it holds chunk 1: it served this member a copy that verified.
+    let stored = journal.chunkArrived(m.id, 1, from: p2, valid: true)
+    #expect(!stored, "held here already: nothing to store")
+    let (plan, effects) = journal.handOffPlan(to: [p3, p2])
+    #expect(effects.isEmpty, "no chunk was only claimed elsewhere")
     #expect(plan.map(\.index) == [0, 2, 3, 4], "chunk 1 is held by p2 already")
     #expect(plan.map(\.peer) == [p2, p3, p2, p3], "round-robin over the peers in member order")
     let pushed = plan.map { (id: $0.id, index: $0.index) }
@@ -128,5 +132,5 @@ private func haves(_ effects: [Journal.Effect]) -> [MemberID] {
     now[3] = true
     journal.peerAnnounced(p2, id: m.id, have: now, offer: now)
     #expect(journal.handedOff(pushed) == 2, "chunks 0 and 3 are held elsewhere now")
-    #expect(journal.handOffPlan(to: []).isEmpty)
+    #expect(journal.handOffPlan(to: []).plan.isEmpty)
 }

@@ -34,7 +34,7 @@ private func changes(_ effects: [SessionEffect]) -> [MemberChange] { effects.com
     _ = c.broadcast.makeBroadcast(body: [2])
     #expect(c.linkUp(lower.id) == .hello(since: 1, nonApplication: 0), "the hello names the seq from when lower became known, not the seq now")
     // The journal hands off to them.
-    #expect(c.journal.handOffPlan(to: Array(c.live.subtracting([me.id]))).isEmpty)
+    #expect(c.journal.handOffPlan(to: Array(c.live.subtracting([me.id]))).plan.isEmpty)
 }
 
 @Test func aMemberThatLeavesIsClosedAndNoLongerDialed() {

@@ -1,3 +1,5 @@
+import HuddleCrypto
+
 /// The state of one attachment, as `attach.list` and attachment events name it.
 public enum AttachmentState: String, Sendable, Equatable {
     /// In the journal; some chunk may have a single live holder (or none yet known).
@@ -27,8 +29,13 @@ public enum AttachmentChange: String, Sendable, Equatable {
 ///   the journal entry was dropped there), never more often;
 /// - the state follows one rule (`state(of:now:)`), and `replicated`/`unavailable` are emitted
 ///   once per change into them; `complete` is emitted once; `progress` at most every 0.25 s;
-/// - the hand-off plan names each chunk only this member holds exactly once, spread round-robin
-///   over the remaining peers in member order.
+/// - the hand-off plan names each chunk no other member is proven to hold (`Swarm.onlyHere`)
+///   exactly once, spread round-robin over the remaining peers in member order; a chunk only
+///   claimed elsewhere is handed off too, and counted (`refusals[.unverifiedHolder]`);
+/// - the store never passes `storeLimitBytes` by what this member fetches: chunks are asked for
+///   only within it, a chunk that arrives unasked (a hand-off) is stored only within it, and an
+///   attachment whose fetching stops for it is reported once (`.storeFull`) until it goes on;
+/// - at most `servesPerPeer` chunk reads are in flight for one peer (`admitServe`, `served`).
 public struct Journal: Sendable {
     /// One attachment as this member knows it.
     public struct Record: Sendable {
@@ -49,7 +56,18 @@ public struct Journal: Sendable {
         case deleteStored(id: String)
         /// Something about the attachment changed: whoever waits on it should look again.
         case changed(id: String)
+        /// Fetching the attachment stopped: its next chunk would pass the store limit.
+        case storeFull(id: String)
+        /// The first refusal of this reason by the journal (later ones are only counted): log it.
+        case refused(Refusal)
     }
+
+    /// Chunk reads one peer may have in flight here (`admitServe` until `served`/`serveEnded`):
+    /// 4 MiB of 256 KiB chunks, above a requester's window of 3 per attachment for several
+    /// attachments at once; requests beyond it are refused and asked again after a timeout.
+    public static let servesPerPeer = 16
+    /// The default store limit (`huddle run --store-limit`).
+    public static let defaultStoreLimitBytes = 2 << 30
 
     /// How often an unchanged `have` is repeated to a peer that is still fetching.
     public static let haveRefresh = 1.0
@@ -62,9 +80,18 @@ public struct Journal: Sendable {
     private struct SentHave: Sendable { var have: Bitfield; var offer: Bitfield; var at: Double }
     /// Per peer and attachment: what was last sent, and when.
     private var sentHave: [MemberID: [String: SentHave]] = [:]
+    /// Most bytes of chunks this member stores (its own attachments and what it fetches).
+    public let storeLimitBytes: Int
+    /// Attachments whose fetching stopped at the store limit (reported once each).
+    public private(set) var stoppedByStore: Set<String> = []
+    /// Per peer, chunk reads admitted and not yet served.
+    private var serving: [MemberID: Int] = [:]
+    /// What the journal refused, by reason.
+    public private(set) var refusals = RefusalCounts()
 
-    public init(local: MemberID, seed: UInt64, settings: Swarm.Settings = Swarm.Settings()) {
+    public init(local: MemberID, seed: UInt64, settings: Swarm.Settings = Swarm.Settings(), storeLimitBytes: Int = Self.defaultStoreLimitBytes) {
         self.local = local
+        self.storeLimitBytes = storeLimitBytes
         swarm = Swarm(local: local, seed: seed, settings: settings)
     }
 
@@ -85,7 +112,8 @@ public struct Journal: Sendable {
             let id = manifest.id
             guard records[id] == nil, manifest.commits(to: key), manifest.isValid() else { return [] }
             records[id] = Record(manifest: manifest, key: key)
-            swarm.add(id: id, chunkCount: manifest.chunkCount, uploader: manifest.uploader, haveAll: manifest.uploader == local, now: now)
+            swarm.add(id: id, chunkCount: manifest.chunkCount, chunkBytes: Int(manifest.chunkSize) + AEAD.tagLength, uploader: manifest.uploader,
+                      haveAll: manifest.uploader == local, now: now)
             var out: [Effect] = [.emit(.added, id: id)]
             if swarm.have(id)?.isFull ?? false { out += markComplete(id) }
             return out + [.changed(id: id)]
@@ -94,6 +122,7 @@ public struct Journal: Sendable {
             r.state = .removed
             records[id] = r
             swarm.remove(id: id)
+            stoppedByStore.remove(id)
             for peer in sentHave.keys { sentHave[peer]?[id] = nil }
             return [.deleteStored(id: id), .emit(.removed, id: id), .changed(id: id)]
         }
@@ -107,8 +136,12 @@ public struct Journal: Sendable {
         sentHave = sentHave.filter { live.contains($0.key) }
     }
 
-    /// The link to `peer` closed: what it was told is forgotten, so it hears everything again.
-    public mutating func linkDown(_ peer: MemberID) { sentHave[peer] = nil }
+    /// The link to `peer` closed: what it was told is forgotten, so it hears everything again;
+    /// its chunk reads no longer count.
+    public mutating func linkDown(_ peer: MemberID) {
+        sentHave[peer] = nil
+        serving[peer] = nil
+    }
 
     /// A peer's `have`/`offer` for an attachment.
     public mutating func peerAnnounced(_ peer: MemberID, id: String, have: Bitfield, offer: Bitfield) {
@@ -117,9 +150,25 @@ public struct Journal: Sendable {
 
     // MARK: time
 
-    /// Chunk requests due now (as each chunk arrives, and on every tick).
+    /// Chunk requests due now (as each chunk arrives, and on every tick), within the store limit;
+    /// an attachment that stops at it is reported once (`.storeFull`), and again only after its
+    /// fetching went on in between.
     public mutating func requests(now: Double) -> [Effect] {
-        swarm.tick(now: now).map { .requestChunk(from: $0.peer, id: $0.id, index: $0.index) }
+        let budget = storeLimitBytes - swarm.storedBytes - swarm.requestedBytes
+        var out = swarm.tick(now: now, storeBudget: budget).map { Effect.requestChunk(from: $0.peer, id: $0.id, index: $0.index) }
+        let waiting = swarm.waitingForStore
+        for id in waiting.subtracting(stoppedByStore).sorted() {
+            out.append(.storeFull(id: id))
+            out += refuse(.storeFull)
+        }
+        // One that asked for chunks again (room was made) is reported anew if it stops again.
+        stoppedByStore = stoppedByStore.subtracting(out.compactMap { if case let .requestChunk(_, id, _) = $0 { id } else { nil } }).union(waiting)
+        return out
+    }
+
+    /// Counts a refusal; the first of its reason becomes a `.refused` effect.
+    private mutating func refuse(_ reason: Refusal) -> [Effect] {
+        refusals.add(reason) ? [.refused(reason)] : []
     }
 
     /// Requests, `have`s to the linked live peers (in member order), and state changes.
@@ -165,9 +214,38 @@ public struct Journal: Sendable {
         return swarm.have(id)?[index] ?? false
     }
 
-    /// This member sent chunk `index` to `peer`.
+    /// Chunk reads in flight for `peer` (admitted, not yet served or ended).
+    public func serves(to peer: MemberID) -> Int { serving[peer] ?? 0 }
+
+    /// Whether `peer`'s request for chunk `index` of `id` is served: this member must hold it, and
+    /// `peer` may have at most `servesPerPeer` reads in flight (refused and counted beyond). An
+    /// admitted read ends with `served` (the chunk was queued for `peer`) or `serveEnded`.
+    public mutating func admitServe(_ id: String, _ index: Int, to peer: MemberID) -> (admitted: Bool, effects: [Effect]) {
+        guard holds(id, index) else { return (false, []) }
+        guard serves(to: peer) < Self.servesPerPeer else { return (false, refuse(.chunkRequests)) }
+        serving[peer, default: 0] += 1
+        return (true, [])
+    }
+
+    /// An admitted chunk read for `peer` ended without sending it (missing, removed, no link).
+    public mutating func serveEnded(to peer: MemberID) {
+        let left = serves(to: peer) - 1
+        serving[peer] = left > 0 ? left : nil
+    }
+
+    /// This member sent chunk `index` to `peer` (ends an admitted read).
     public mutating func served(_ id: String, _ index: Int, to peer: MemberID, now: Double) {
+        serveEnded(to: peer)
         swarm.served(id: id, index: index, to: peer, now: now)
+    }
+
+    /// Whether a chunk that arrived intact and is new here may be stored: one that was asked for
+    /// is already within the store limit; one that came unasked (a hand-off) must fit it, else it
+    /// is refused and counted.
+    public mutating func admitChunk(_ id: String, _ index: Int) -> (admitted: Bool, effects: [Effect]) {
+        guard !swarm.isRequested(id, index) else { return (true, []) }
+        guard swarm.storedBytes + swarm.requestedBytes + swarm.chunkBytes(id) <= storeLimitBytes else { return (false, refuse(.storeFull)) }
+        return (true, [])
     }
 
     /// A chunk arrived from `peer`, `valid` when its hash matched the manifest. True when it is
@@ -197,16 +275,22 @@ public struct Journal: Sendable {
 
     // MARK: hand-off
 
-    /// What a graceful leave pushes: each chunk only this member holds, to `peers` (sorted here)
-    /// in turn.
-    public func handOffPlan(to peers: [MemberID]) -> [(peer: MemberID, id: String, index: Int)] {
+    /// What a graceful leave pushes: each chunk no other member is proven to hold, to `peers`
+    /// (sorted here) in turn. Chunks pushed although some peer says it holds them are counted
+    /// (`.unverifiedHolder`): a `have` alone never spares a chunk its hand-off.
+    public mutating func handOffPlan(to peers: [MemberID]) -> (plan: [(peer: MemberID, id: String, index: Int)], effects: [Effect]) {
         let targets = peers.sorted()
-        guard !targets.isEmpty else { return [] }
+        guard !targets.isEmpty else { return ([], []) }
         var plan: [(peer: MemberID, id: String, index: Int)] = []
+        var claimed = 0
         for id in swarm.ids where !(records[id]?.removed ?? true) {
-            for (n, index) in swarm.onlyHere(id).enumerated() { plan.append((targets[n % targets.count], id, index)) }
+            let only = swarm.onlyHere(id)
+            claimed += only.claimed
+            for (n, index) in only.chunks.enumerated() { plan.append((targets[n % targets.count], id, index)) }
         }
-        return plan
+        guard claimed > 0 else { return (plan, []) }
+        let first = refusals.add(.unverifiedHolder, claimed)
+        return (plan, first ? [.refused(.unverifiedHolder)] : [])
     }
 
     /// How many of the pushed chunks another live member now holds.

@@ -10,7 +10,12 @@
 ///   the uploader only for chunks no other member offers;
 /// - a request unanswered after `requestTimeout`, or answered with a chunk that fails its hash,
 ///   is asked of another holder (never again of the peer that sent a bad chunk); near the end
-///   (every missing chunk already requested) each missing chunk is also asked of a second holder.
+///   (every missing chunk already requested) each missing chunk is also asked of a second holder;
+/// - requests stay within a byte budget (`tick(now:storeBudget:)`): what is held here plus what is
+///   asked for never passes it, and attachments left waiting for it are named (`waitingForStore`);
+/// - a peer counts as another copy of a chunk for hand-off (`onlyHere`) only once it has served
+///   that chunk to this member and the copy verified: its `have` alone is a claim, which decides
+///   what to fetch from whom and the attachment's state, never what is safe to drop.
 public struct Swarm: Sendable {
     public struct Settings: Sendable {
         /// Chunks in flight per peer. Requests go out as each chunk arrives, so 3 (768 KiB)
@@ -32,11 +37,15 @@ public struct Swarm: Sendable {
     struct Transfer: Sendable {
         let chunkCount: Int
         let uploader: MemberID
+        /// Bytes a (full) sealed chunk takes in the store: what a request or a held chunk costs.
+        let chunkBytes: Int
         var have: Bitfield
         let addedAt: Double
         /// Per peer: what it holds, and what it offers us.
         var peerHave: [MemberID: Bitfield] = [:]
         var peerOffer: [MemberID: Bitfield] = [:]
+        /// Per peer: the chunks it served this member that verified (proven copies).
+        var proven: [MemberID: Bitfield] = [:]
         /// chunk → (peer, when) of requests in flight.
         var outstanding: [Int: [(peer: MemberID, at: Double)]] = [:]
         var bad: Set<[UInt64]> = []
@@ -51,6 +60,9 @@ public struct Swarm: Sendable {
     private var transfers: [String: Transfer] = [:]
     private var live: Set<MemberID> = []
     private var rng: SWIMRandom
+    /// Attachments with chunks some holder offers that the last `tick` did not ask for because
+    /// the store budget was spent.
+    public private(set) var waitingForStore: Set<String> = []
 
     public init(local: MemberID, seed: UInt64, settings: Settings = Settings()) {
         self.local = local
@@ -62,9 +74,10 @@ public struct Swarm: Sendable {
 
     /// Starts tracking an attachment. Until the uploader announces otherwise it is presumed to
     /// hold every chunk (it announced the attachment), so nothing looks unavailable too early.
-    public mutating func add(id: String, chunkCount: Int, uploader: MemberID, haveAll: Bool, now: Double) {
+    /// `chunkBytes`: what one sealed chunk takes in the store (0: not counted against a budget).
+    public mutating func add(id: String, chunkCount: Int, chunkBytes: Int = 0, uploader: MemberID, haveAll: Bool, now: Double) {
         guard transfers[id] == nil else { return }
-        var t = Transfer(chunkCount: chunkCount, uploader: uploader, have: Bitfield(count: chunkCount, full: haveAll), addedAt: now)
+        var t = Transfer(chunkCount: chunkCount, uploader: uploader, chunkBytes: max(0, chunkBytes), have: Bitfield(count: chunkCount, full: haveAll), addedAt: now)
         if uploader != local && live.contains(uploader) { t.peerHave[uploader] = Bitfield(count: chunkCount, full: true) }
         transfers[id] = t
     }
@@ -90,6 +103,7 @@ public struct Swarm: Sendable {
         for (id, var t) in transfers {
             t.peerHave = t.peerHave.filter { live.contains($0.key) }
             t.peerOffer = t.peerOffer.filter { live.contains($0.key) }
+            t.proven = t.proven.filter { live.contains($0.key) }
             for (index, asks) in t.outstanding {
                 let kept = asks.filter { live.contains($0.peer) }
                 t.outstanding[index] = kept.isEmpty ? nil : kept
@@ -128,6 +142,7 @@ public struct Swarm: Sendable {
         let isNew = !t.have[index]
         t.have[index] = true
         t.outstanding[index] = nil
+        if live.contains(peer) { t.proven[peer, default: Bitfield(count: t.chunkCount)][index] = true }
         transfers[id] = t
         return isNew
     }
@@ -160,9 +175,26 @@ public struct Swarm: Sendable {
         return offer
     }
 
-    /// Requests to send now.
-    public mutating func tick(now: Double) -> [Request] {
+    /// Bytes the chunks held here take (a last, shorter chunk counted as a full one).
+    public var storedBytes: Int { transfers.values.reduce(0) { $0 + $1.have.setCount * $1.chunkBytes } }
+
+    /// Bytes the chunks asked for and not yet arrived will take.
+    public var requestedBytes: Int {
+        transfers.values.reduce(0) { total, t in total + t.outstanding.values.reduce(0) { $0 + $1.count } * t.chunkBytes }
+    }
+
+    /// What one chunk of `id` costs the store.
+    public func chunkBytes(_ id: String) -> Int { transfers[id]?.chunkBytes ?? 0 }
+
+    /// Whether chunk `index` of `id` is asked of someone now (its bytes are already counted).
+    public func isRequested(_ id: String, _ index: Int) -> Bool { transfers[id]?.outstanding[index] != nil }
+
+    /// Requests to send now, spending at most `storeBudget` bytes of chunks on them (what the
+    /// store may still take beyond what it holds and what is already asked for).
+    public mutating func tick(now: Double, storeBudget: Int = .max) -> [Request] {
         var requests: [Request] = []
+        var budget = storeBudget
+        waitingForStore = []
         for id in transfers.keys.sorted() {
             guard var t = transfers[id], !t.have.isFull else { continue }
             for (index, asks) in t.outstanding {
@@ -183,6 +215,10 @@ public struct Swarm: Sendable {
             for chunk in endgame ? missing : unrequested {
                 let asked = Set(t.outstanding[chunk.index]?.map(\.peer) ?? [])
                 if endgame && asked.count >= 2 { continue }
+                guard t.chunkBytes <= budget else {
+                    waitingForStore.insert(id)
+                    break
+                }
                 // The holder with the most free window (then by id, for determinism). The uploader
                 // is asked only when no other member offers the chunk, even a busy one: it then
                 // sends each chunk about once, and the others spread it.
@@ -202,6 +238,7 @@ public struct Swarm: Sendable {
                 }
                 guard let peer = best?.peer ?? (uploaderFree && !othersOffer ? t.uploader : nil) else { continue }
                 load[peer, default: 0] += 1
+                budget -= t.chunkBytes
                 t.outstanding[chunk.index, default: []].append((peer, now))
                 requests.append(Request(peer: peer, id: id, index: chunk.index))
             }
@@ -245,9 +282,22 @@ public struct Swarm: Sendable {
         return (t.have.isFull ? [local] : []) + t.peerHave.filter { $0.value.isFull }.map(\.key).sorted()
     }
 
-    /// Chunks this member holds that no other live member holds (what a graceful leave hands off).
-    public func onlyHere(_ id: String) -> [Int] {
-        guard let t = transfers[id] else { return [] }
-        return (0..<t.chunkCount).filter { index in t.have[index] && !t.peerHave.values.contains { $0[index] } }
+    /// Chunks this member holds that no other live member is known to hold (what a graceful leave
+    /// hands off): known only from a peer that served this member the chunk intact and still says
+    /// it holds it. `claimed`: how many of them some peer merely says it holds.
+    public func onlyHere(_ id: String) -> (chunks: [Int], claimed: Int) {
+        guard let t = transfers[id] else { return ([], 0) }
+        var chunks: [Int] = [], claimed = 0
+        for index in 0..<t.chunkCount where t.have[index] {
+            var proven = false, said = false
+            for (peer, have) in t.peerHave where have[index] {
+                said = true
+                if t.proven[peer]?[index] ?? false { proven = true; break }
+            }
+            guard !proven else { continue }
+            chunks.append(index)
+            if said { claimed += 1 }
+        }
+        return (chunks, claimed)
     }
 }

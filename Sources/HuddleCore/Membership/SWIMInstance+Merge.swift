@@ -30,6 +30,10 @@ extension SWIMInstance {
                 refuse(.unsignedRecord, into: &actions)
                 return
             }
+            guard makeRoomForMember() else {
+                refuse(.memberTableFull, into: &actions)
+                return
+            }
             members[info.id] = record
             liveCount += 1
             addToProbeOrder(info.id)

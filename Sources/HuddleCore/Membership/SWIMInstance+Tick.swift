@@ -172,10 +172,25 @@ extension SWIMInstance {
             let limit = members[id]?.state == .left ? settings.reapLeftAfter : settings.reapFailedAfter
             if now - since > limit { gone.insert(id) }
         }
+        forget(gone)
+    }
+
+    /// Drops members from the table (reaped, or making room for a new one).
+    mutating func forget(_ gone: Set<MemberID>) {
         guard !gone.isEmpty else { return }
-        for id in gone { downSince[id] = nil; members[id] = nil; suspicions[id] = nil }
+        for id in gone { downSince[id] = nil; members[id] = nil; suspicions[id] = nil; claimToldAt[id] = nil }
         probeOrder.removeAll { gone.contains($0) }
         probeIndex = min(probeIndex, probeOrder.count)
+    }
+
+    /// Whether the table has room for one more member (`SWIMSettings.memberLimit`): when it is
+    /// full, the member down (failed or left) the longest is forgotten to make it; false when
+    /// every member in it is live.
+    mutating func makeRoomForMember() -> Bool {
+        guard members.count >= settings.memberLimit else { return true }
+        guard let oldest = downSince.min(by: { ($0.value, $0.key) < ($1.value, $1.key) })?.key else { return false }
+        forget([oldest])
+        return true
     }
 }
 

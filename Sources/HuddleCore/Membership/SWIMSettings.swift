@@ -72,6 +72,13 @@ public struct SWIMSettings: Sendable, Equatable {
     /// Largest encoded `SWIMMessage`, gossip included. The sealed datagram adds 41 bytes of AEAD
     /// framing and 18 of payload header, so 1,100 keeps every datagram ≤ 1,200 bytes (no IP fragments).
     public var maxMessageBytes: Int = 1_100
+    /// Most members the table holds, self and failed or left ones included. A new member beyond it
+    /// takes the place of the member that has been down (failed or left) the longest, else it is
+    /// refused (`Refusal.memberTableFull`): a hostile member cannot gossip fake members in without
+    /// end. Far above a full mesh of links (a few dozen members); the simulator raises it for its
+    /// thousands.
+    public var memberLimit: Int = Self.defaultMemberLimit
+    public static let defaultMemberLimit = 1024
 
     public init() {}
 

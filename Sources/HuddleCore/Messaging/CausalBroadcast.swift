@@ -14,6 +14,11 @@
 ///   `retainForFailed` and within `retainBytes`: a member failed by a partition that heals, or
 ///   paused, repairs what was sent without it; held-back and stored messages are bounded, and what
 ///   is refused for lack of room is repaired later, never lost;
+/// - what is held back from one origin is bounded in bytes (`holdbackBytesPerOrigin`), so a hostile
+///   origin that sends gaps fills only its own budget: past it, held broadcasts above a new
+///   message's seq make room for it (they are repaired later), a directed message (which has no
+///   repair) takes the place of held broadcasts, and whatever still does not fit is refused and
+///   counted (`refusals[.heldBytes]`); the next message in line is always taken;
 /// - a dependency on an origin this member has not heard of yet (its messages and the membership
 ///   news of it are still on their way) holds the message until the origin is known, until it
 ///   is known to be gone, or for at most `unknownOriginWait`.
@@ -31,6 +36,11 @@ public struct CausalBroadcast: Sendable {
         public var requestRange: UInt64 = 512
         /// Most messages held back waiting for predecessors or dependencies.
         public var holdbackLimit = 50_000
+        /// Most bytes (as `storedSize` counts them) held back from one origin. An honest origin
+        /// has more held here only when this member lags it by that much with a gap below: then
+        /// the excess is repaired in turn instead of waiting in memory.
+        public var holdbackBytesPerOrigin = Self.defaultHoldbackBytesPerOrigin
+        public static let defaultHoldbackBytesPerOrigin = 8 << 20
         /// Stored bytes at which the shell applies backpressure to new sends.
         public var storeLimitBytes = 64 << 20
         /// How long messages are kept for a member that failed, so that it can repair them when it
@@ -83,6 +93,10 @@ public struct CausalBroadcast: Sendable {
     private var directedSeen: [MemberID: ReplayWindow] = [:]
     static let directedOriginLimit = 4096
     public private(set) var heldCount = 0
+    /// Bytes held back per origin (broadcasts and directed messages), as `storedSize` counts them.
+    public private(set) var heldBytes: [MemberID: Int] = [:]
+    /// Messages refused by a budget, by reason (`.heldBytes`).
+    public private(set) var refusals = RefusalCounts()
     private var store: [MemberID: MessageRun] = [:]
     public private(set) var storedBytes = 0
     private var acks: [MemberID: [MemberID: UInt64]] = [:]
@@ -199,10 +213,9 @@ public struct CausalBroadcast: Sendable {
             goneOrigins.remove(origin)
             if var queue = held[origin] {
                 for s in queue.keys where s <= start {
-                    queue[s] = nil
-                    heldCount -= 1
+                    if let dropped = queue.removeValue(forKey: s) { unhold(dropped) }
                 }
-                held[origin] = queue
+                held[origin] = queue.isEmpty ? nil : queue
             }
         }
         awaitingBaseline = false
@@ -262,12 +275,16 @@ public struct CausalBroadcast: Sendable {
             if directedSeen[m.from] == nil, directedSeen.count >= Self.directedOriginLimit {
                 directedSeen = directedSeen.filter { members.contains($0.key) }
             }
-            guard directedSeen[m.from, default: ReplayWindow()].accept(m.counter) else {
+            // A replay is a duplicate; the counter counts as seen only once the message is held.
+            var seen = directedSeen[m.from, default: ReplayWindow()]
+            guard seen.accept(m.counter) else {
                 duplicates += 1
                 return []
             }
+            guard makeRoom(signed, evictingAbove: 0) else { return [] }
+            directedSeen[m.from] = seen
             heldDirected.append(signed)
-            heldCount += 1
+            hold(signed)
             noteUnknownDependencies(m)
             return release()
         }
@@ -292,10 +309,50 @@ public struct CausalBroadcast: Sendable {
             refusedForRoom += 1
             return []
         }
+        guard deliverableNow || makeRoom(signed, evictingAbove: m.seq) else { return [] }
         held[m.from, default: [:]][m.seq] = signed
-        heldCount += 1
+        hold(signed)
         noteUnknownDependencies(m)
         return release()
+    }
+
+    /// Counts a message into the hold-back (`held` or `heldDirected` already has it).
+    private mutating func hold(_ signed: SignedMessage) {
+        heldCount += 1
+        heldBytes[signed.message.from, default: 0] += Self.storedSize(signed)
+    }
+
+    /// Counts a message out of the hold-back (`held` or `heldDirected` no longer has it).
+    private mutating func unhold(_ signed: SignedMessage) {
+        heldCount -= 1
+        let origin = signed.message.from
+        let left = (heldBytes[origin] ?? 0) - Self.storedSize(signed)
+        heldBytes[origin] = left > 0 ? left : nil
+    }
+
+    /// Whether `signed` fits its origin's hold-back budget, after evicting that origin's held
+    /// broadcasts with a seq above `seq` (all of them for `seq` 0, a directed message), highest
+    /// first: they are repaired later, while what is lower is needed sooner. Refused (counted) when
+    /// it still does not fit.
+    private mutating func makeRoom(_ signed: SignedMessage, evictingAbove seq: UInt64) -> Bool {
+        let origin = signed.message.from, size = Self.storedSize(signed)
+        let budget = settings.holdbackBytesPerOrigin
+        // Sorted only when something above `seq` is held: a flood above everything held costs one scan.
+        if (heldBytes[origin] ?? 0) + size > budget, let queue = held[origin], queue.keys.contains(where: { $0 > seq }) {
+            for victim in queue.keys.sorted(by: >) where victim > seq {
+                guard (heldBytes[origin] ?? 0) + size > budget else { break }
+                if let evicted = held[origin]?.removeValue(forKey: victim) {
+                    unhold(evicted)
+                    refusals.add(.heldBytes)
+                }
+            }
+            if held[origin]?.isEmpty ?? false { held[origin] = nil }
+        }
+        guard (heldBytes[origin] ?? 0) + size <= budget else {
+            refusals.add(.heldBytes)
+            return false
+        }
+        return true
     }
 
     private func depsSatisfied(_ m: WireMessage) -> Bool {
@@ -351,7 +408,7 @@ public struct CausalBroadcast: Sendable {
                 guard var next = delivered[origin] else { continue }
                 while let signed = held[origin]?[next + 1], depsSatisfied(signed.message) {
                     held[origin]?[next + 1] = nil
-                    heldCount -= 1
+                    unhold(signed)
                     next += 1
                     out.append(accept(signed))
                     progress = true
@@ -361,8 +418,9 @@ public struct CausalBroadcast: Sendable {
             var index = 0
             while index < heldDirected.count {
                 if depsSatisfied(heldDirected[index].message) {
-                    out.append(.deliver(heldDirected.remove(at: index)))
-                    heldCount -= 1
+                    let signed = heldDirected.remove(at: index)
+                    unhold(signed)
+                    out.append(.deliver(signed))
                     progress = true
                 } else {
                     index += 1

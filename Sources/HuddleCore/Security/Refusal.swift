@@ -18,6 +18,26 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     case claimAboveIncarnation = "claim_above_incarnation"
     /// A datagram whose counter was already seen, or fell out of its sender's replay window.
     case replayedDatagram = "replayed_datagram"
+    /// A request (chunk, repair, push-pull) from a peer whose link already has `LinkBudget.backlogBytes`
+    /// queued: it is not answered (the peer asks again once its link drains).
+    case outboxFull = "outbox_full"
+    /// A link whose writer made no progress for the stall timeout while bytes waited: closed.
+    case stalledLink = "stalled_link"
+    /// A broadcast or directed message held back beyond its origin's hold-back byte budget
+    /// (`CausalBroadcast.Settings.holdbackBytesPerOrigin`); a broadcast is repaired later.
+    case heldBytes = "held_bytes"
+    /// A message whose body is larger than this member's receive limit.
+    case bodyTooLarge = "body_too_large"
+    /// A new member while the membership table holds `SWIMSettings.memberLimit` members, none of
+    /// them failed or left.
+    case memberTableFull = "member_table_full"
+    /// A chunk request from a peer that already has `Journal.servesPerPeer` chunk reads in flight here.
+    case chunkRequests = "chunk_requests"
+    /// A chunk not fetched or stored because the store would pass its limit.
+    case storeFull = "store_full"
+    /// A claim (`have`) that a peer holds a chunk it never served this member intact: not counted
+    /// as a copy when a leaving member decides what to hand off.
+    case unverifiedHolder = "unverified_holder"
 
     public static func < (a: Refusal, b: Refusal) -> Bool { a.rawValue < b.rawValue }
 }

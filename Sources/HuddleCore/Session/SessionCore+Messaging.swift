@@ -16,12 +16,20 @@ extension SessionCore {
         case busy(storedBytes: Int)
     }
 
-    /// Largest message bodies a send may carry.
+    /// Largest message bodies a send may carry, and the budgets every peer is held to.
     public struct Limits: Sendable {
-        /// Largest reliable body (`too_large` above it).
+        /// Largest reliable body: a send above it is refused (`too_large`), and so is a received
+        /// message above it (`Refusal.bodyTooLarge`, before it is verified or held). Every member
+        /// of a session must use the same value, as it uses the same key.
         public var reliable = 64 * 1024
         /// Largest unreliable body, so that it fits one datagram.
         public var unreliable = 1024
+        /// Most members in the membership table (`SWIMSettings.memberLimit`).
+        public var members = SWIMSettings.defaultMemberLimit
+        /// Most bytes held back per origin (`CausalBroadcast.Settings.holdbackBytesPerOrigin`).
+        public var holdbackBytesPerOrigin = CausalBroadcast.Settings.defaultHoldbackBytesPerOrigin
+        /// Most bytes of chunks the store holds (`Journal.storeLimitBytes`).
+        public var storeBytes = Journal.defaultStoreLimitBytes
         public init() {}
     }
 
@@ -93,6 +101,8 @@ extension SessionCore {
 
     /// A batch from its origin: its signature checked once against the origin's node key, then each message to broadcast.
     mutating func receiveBatch(_ batch: SignedBatch, now: Double) -> [SessionEffect] {
+        let oversized = batch.messages.count { !fitsReceiveLimit($0.message) }
+        guard oversized == 0 else { return refuse(.bodyTooLarge, oversized) }
         guard let key = swim.members[batch.origin]?.node else { return [] }
         guard MessageBatch.verify(batch, originKey: key, cache: &verifiedRoots) else {
             return [.forged(origin: batch.origin, count: batch.messages.count)]
@@ -104,6 +114,7 @@ extension SessionCore {
 
     /// A message from its origin or a relay: verified against the origin's node key, then to broadcast.
     mutating func receiveSigned(_ signed: SignedMessage, now: Double) -> [SessionEffect] {
+        guard fitsReceiveLimit(signed.message) else { return refuse(.bodyTooLarge) }
         guard let key = swim.members[signed.message.from]?.node else { return [] }
         guard MessageBatch.verify(signed, originKey: key, cache: &verifiedRoots) else {
             return [.forged(origin: signed.message.from, count: 1)]
@@ -111,9 +122,15 @@ extension SessionCore {
         return broadcastEffects(broadcast.receive(signed), now: now)
     }
 
-    /// A peer's repair request: the stored messages of `origin` in `from...to`, each sent alone with its proof.
+    /// A peer's repair request: the stored messages of `origin` in `from...to`, each sent alone
+    /// with its proof, at most `repairAnswerBytes` of bodies (at least one message; the peer asks
+    /// again for the rest).
     func answerRepair(origin: MemberID, from: UInt64, to: UInt64, peer: MemberID) -> [SessionEffect] {
-        let messages = broadcast.stored(origin: origin, from: from, to: to)
+        var bytes = 0
+        let messages = broadcast.stored(origin: origin, from: from, to: to).prefix { signed in
+            defer { bytes += signed.message.body.count }
+            return bytes == 0 || bytes + signed.message.body.count <= Self.repairAnswerBytes
+        }
         guard !messages.isEmpty else { return [] }
         return messages.map { .sendLink(peer, .message($0)) } + [.retransmitted(messages.count)]
     }

@@ -20,7 +20,13 @@ import HuddleCrypto
 /// - a catch-up (baseline, journal) is taken only from a peer this member asked for one (a join
 ///   push-pull), and only until that peer's reply; a baseline only while one is awaited;
 /// - a journal entry that adds an attachment is applied only when its manifest commits to the key
-///   it carries and names as uploader the member whose pinned node key signed it.
+///   it carries and names as uploader the member whose pinned node key signed it;
+/// - every peer has a budget (`SessionCore+Budgets.swift`): a message body above the receive limit
+///   is refused before it is verified or held; while a peer's link is backlogged (the shell says so)
+///   its requests for bulk answers (chunks, repairs, push-pull state) are refused, and a repair
+///   answer carries at most `repairAnswerBytes`; the hold-back (per origin), the member table, the
+///   chunk reads in flight per peer and the store have their bounds in the cores that own them.
+///   Every refusal is counted by reason, and the first of each becomes a `.refused` effect.
 public struct SessionCore: Sendable {
     public let local: MemberID
     let identity: Identity
@@ -61,8 +67,8 @@ public struct SessionCore: Sendable {
     public private(set) var catchUpFrom: Set<MemberID> = []
     /// Inputs refused by this core, by reason (membership's own are in `swim.refusals`).
     public private(set) var ownRefusals = RefusalCounts()
-    /// Every input refused, by reason: this core's and membership's.
-    public var refusals: RefusalCounts { ownRefusals.adding(swim.refusals) }
+    /// Every input refused, by reason: this core's, membership's, broadcast's and the journal's.
+    public var refusals: RefusalCounts { ownRefusals.adding(swim.refusals).adding(broadcast.refusals).adding(journal.refusals) }
     /// Link messages refused because their sender had no right to send them (a catch-up nobody
     /// asked for, a journal entry naming another uploader, a link for a pinned member id).
     public var refusedLinkMessages: Int {
@@ -75,9 +81,13 @@ public struct SessionCore: Sendable {
         self.local = local.id
         self.identity = identity
         self.limits = limits
+        var settings = settings
+        settings.memberLimit = limits.members
         swim = SWIMInstance(local: local, settings: settings, seed: swimSeed, signer: NodeKeySigner(identity))
-        broadcast = CausalBroadcast(local: local.id, awaitingBaseline: joining)
-        journal = Journal(local: local.id, seed: journalSeed)
+        var broadcastSettings = CausalBroadcast.Settings()
+        broadcastSettings.holdbackBytesPerOrigin = limits.holdbackBytesPerOrigin
+        broadcast = CausalBroadcast(local: local.id, awaitingBaseline: joining, settings: broadcastSettings)
+        journal = Journal(local: local.id, seed: journalSeed, storeLimitBytes: limits.storeBytes)
         planner = LinkPlanner(local: local.id)
     }
 
@@ -333,8 +343,12 @@ public struct SessionCore: Sendable {
     /// Everything a peer can say over its link, decided in one place. `addr` is the peer's
     /// advertised address. Chunk bodies are not here: the shell's link reader hands whole chunks
     /// to the journal.
-    public mutating func receiveLink(_ message: LinkMessage, from peer: MemberID, addr: String, now: Double) -> [SessionEffect] {
+    /// `backlogged`: the shell's queue to `peer` holds `LinkBudget.backlogBytes` or more, so its
+    /// requests for bulk answers are refused (`refusesWhileBacklogged`) until it reads.
+    public mutating func receiveLink(_ message: LinkMessage, from peer: MemberID, addr: String, now: Double, backlogged: Bool = false) -> [SessionEffect] {
+        if backlogged && Self.refusesWhileBacklogged(message) { return refuse(.outboxFull) }
         let congested = broadcast.isCongested
+        let counted = broadcast.refusals
         let out: [SessionEffect]
         switch message {
         case let .hello(since, count): out = linkHello(from: peer, since: since, nonApplication: count, now: now)
@@ -357,16 +371,18 @@ public struct SessionCore: Sendable {
         case let .have(id, have, offer):
             journal.peerAnnounced(peer, id: id, have: have, offer: offer)
             out = []
-        case let .chunkRequest(id, index): out = journal.holds(id, Int(index)) ? [.serveChunk(to: peer, id: id, index: Int(index))] : []
+        case let .chunkRequest(id, index):
+            let serve = journal.admitServe(id, Int(index), to: peer)
+            out = serve.effects.map(SessionEffect.journal) + (serve.admitted ? [.serveChunk(to: peer, id: id, index: Int(index))] : [])
         case let .chunkCorrupt(id, index): out = journal.holds(id, Int(index)) ? [.recheckChunk(id: id, index: Int(index), reportedBy: peer)] : []
         case .chunkHeader: out = []  // consumed by the shell's link reader
         }
-        return out + congestionCleared(since: congested)
+        return out + congestionCleared(since: congested) + firstRefusals(since: counted)
     }
 
     /// Counts a refused input; the first of its reason becomes a `.refused` effect (logged once).
-    mutating func refuse(_ reason: Refusal) -> [SessionEffect] {
-        ownRefusals.add(reason) ? [.refused(reason)] : []
+    mutating func refuse(_ reason: Refusal, _ n: Int = 1) -> [SessionEffect] {
+        ownRefusals.add(reason, n) ? [.refused(reason)] : []
     }
 
     /// Applies a journal entry from a delivered broadcast of `origin`, or (nil) from a joiner

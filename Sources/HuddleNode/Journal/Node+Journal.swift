@@ -19,6 +19,10 @@ extension Node {
                 let store = self.store
                 spawner.spawn { _ = try? await ChunkIO.run { store.remove(id) } }
             case let .changed(id): wake(.attachment(id))
+            case let .storeFull(id):
+                log.warning("stopped fetching attachment \(id): its next chunk would pass the store limit of \(journal.storeLimitBytes) bytes (--store-limit); it goes on once room is made")
+                wake(.attachment(id))
+            case let .refused(reason): logFirstRefusal(reason)
             }
         }
     }
@@ -84,6 +88,9 @@ extension Node {
         while true {
             guard let a = attachments[id], !a.removed else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
             if journal.swarm.have(id)?.isFull ?? false { break }
+            guard !journal.stoppedByStore.contains(id) else {
+                throw ControlError(code: .tooLarge, message: "attachment \(id) does not fit the store here: its limit is \(journal.storeLimitBytes) bytes")
+            }
             guard a.state != .unavailable else { throw ControlError(code: .unavailable, message: "attachment \(id) has chunks that no live member holds") }
             guard wait else { throw ControlError(code: .unavailable, message: "attachment \(id) is not complete here yet") }
             guard ContinuousClock.now < deadline else { throw ControlError(code: .timeout, message: "attachment \(id) did not complete in time") }
@@ -156,14 +163,11 @@ extension Node {
 
     // MARK: chunks
 
-    /// Most chunk reads one peer may have waiting on the file pool; requests beyond it are dropped
-    /// (the peer asks again after its request timeout), so a flood of requests cannot queue without bound.
-    static let readsPerPeer = 32
-
-    /// Reads a chunk this member holds on `ChunkIO`, then sends it to the peer (`chunkRead`).
+    /// Reads a chunk this member holds on `ChunkIO`, then sends it to the peer (`chunkRead`). The
+    /// session core admitted the read (`Journal.servesPerPeer` per peer); every way it ends tells
+    /// the journal (`served` or `serveEnded`).
     func serveChunk(id: String, index: Int, to link: LinkHandle) {
-        guard let a = attachments[id], chunkReads[link.peer.id, default: 0] < Self.readsPerPeer else { return }
-        chunkReads[link.peer.id, default: 0] += 1
+        guard let a = attachments[id] else { return core.journal.serveEnded(to: link.peer.id) }
         let manifest = a.manifest, store = self.store
         spawner.spawn { [self] in
             let sealed = (try? await ChunkIO.run { store.read(manifest, index) }) ?? nil
@@ -173,11 +177,12 @@ extension Node {
 
     private func chunkRead(id: String, index: Int, sealed: [UInt8]?, for link: LinkHandle) {
         let peer = link.peer.id
-        chunkReads[peer] = chunkReads[peer].flatMap { $0 > 1 ? $0 - 1 : nil }
-        guard journal.holds(id, index) else { return }  // removed, or dropped as damaged, meanwhile
+        // Removed, or dropped as damaged, meanwhile.
+        guard journal.holds(id, index) else { return core.journal.serveEnded(to: peer) }
         // Not hashed again here: the receiver checks every chunk against the manifest (DESIGN.md),
         // and never asks this member for that chunk again if it fails.
         guard let sealed else {
+            core.journal.serveEnded(to: peer)
             log.warning("chunk \(index) of \(id) is missing on disk; fetching it again")
             core.journal.lost(id, index)
             return
@@ -257,7 +262,10 @@ extension Node {
             requestChunks(now: now)
             return nil
         }
-        return a.manifest
+        // The store limit, checked before the write: a hand-off pushed unasked must fit it.
+        let admit = core.journal.admitChunk(id, index)
+        execute(admit.effects)
+        return admit.admitted ? a.manifest : nil
     }
 
     /// The write `chunkArrived` asked for finished (`written` false: it failed, and `error` says why).
@@ -298,7 +306,9 @@ extension Node {
         execute(core.flushBatch())
         var pushed: [(id: String, index: Int)] = []
         let store = self.store
-        for (peer, id, index) in journal.handOffPlan(to: peers) {
+        let (plan, effects) = core.journal.handOffPlan(to: peers)
+        execute(effects)
+        for (peer, id, index) in plan {
             guard let manifest = attachments[id]?.manifest else { continue }
             // Read off the actor, one chunk at a time (never the whole plan in memory).
             guard let sealed = (try? await ChunkIO.run { store.read(manifest, index) }) ?? nil, let link = links[peer] else { continue }

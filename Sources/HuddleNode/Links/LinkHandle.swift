@@ -35,6 +35,12 @@ final class LinkHandle: Sendable {
     func close() {
         outbox.close()
     }
+
+    /// Closes the connection at once and drops what is queued (a peer that does not read).
+    func abort() {
+        outbox.discard()
+        channel.close(promise: nil)
+    }
 }
 
 /// What a link's writer writes: a link message (encrypted), or a chunk (encrypted header,

@@ -31,8 +31,6 @@ actor Node {
     /// A `flushBatch` is scheduled on this actor.
     var flushScheduled = false
     nonisolated let store: ChunkStore
-    /// Per peer, chunk reads waiting on `ChunkIO` to be served to it.
-    var chunkReads: [MemberID: Int] = [:]
     /// Attachments whose stored copy is being checked against their hashes (`verifyStoredCopy`).
     var verifying: Set<String> = []
     var links: [MemberID: LinkHandle] = [:]
@@ -53,6 +51,8 @@ actor Node {
         var limits = SessionCore.Limits()
         limits.reliable = config.maxMessageBytes
         limits.unreliable = config.maxUnreliableBytes
+        limits.members = config.maxMembers
+        limits.storeBytes = config.storeLimitBytes
         core = SessionCore(local: local, identity: security.identity, limits: limits, joining: !config.join.isEmpty, swimSeed: SecureRandom.uint64(), journalSeed: SecureRandom.uint64())
     }
 
@@ -105,7 +105,7 @@ actor Node {
     }
 
     private func handle(_ message: LinkMessage, on link: LinkHandle) {
-        execute(core.receiveLink(message, from: link.peer.id, addr: link.peer.addr, now: now))
+        execute(core.receiveLink(message, from: link.peer.id, addr: link.peer.addr, now: now, backlogged: link.isBacklogged))
         switch message {
         case .pushPullReply: wake(.pushPullReply(link.peer.id))
         case .have: wake(.handOff)
@@ -167,7 +167,8 @@ actor Node {
                 log.warning("dropped \(count) message(s) or record(s) that claim origin \(origin) but are not signed by it")
             case let .unreadable(origin, what): log.warning("dropped an unreadable \(what) from \(origin)")
             case let .retransmitted(count): _ = counters.retransmits.wrappingAdd(count, ordering: .relaxed)
-            case let .serveChunk(peer, id, index): if let link = links[peer] { serveChunk(id: id, index: index, to: link) }
+            case let .serveChunk(peer, id, index):
+                if let link = links[peer] { serveChunk(id: id, index: index, to: link) } else { core.journal.serveEnded(to: peer) }
             case let .recheckChunk(id, index, peer): recheckChunk(id: id, index: index, reportedBy: peer)
             }
         }
@@ -197,6 +198,7 @@ actor Node {
     /// Drives membership and link upkeep; returns the seconds until it next has work.
     func tick() -> Double {
         execute(core.tick(now: now))
+        closeStalledLinks()
         return max(0, core.nextDeadline - now)
     }
 

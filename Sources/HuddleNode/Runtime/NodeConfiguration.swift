@@ -19,7 +19,13 @@ public struct NodeConfiguration: Sendable {
     /// Largest attachment `attach.add` accepts; never above what a manifest may describe.
     public var maxAttachmentBytes: Int = Self.defaultMaxAttachmentBytes
     public static let defaultMaxAttachmentBytes = Manifest.maximumSize
-    public var storeLimitBytes: Int = 2 << 30
+    public var storeLimitBytes: Int = Journal.defaultStoreLimitBytes
+    /// Most members this node keeps in its membership table (`SWIMSettings.memberLimit`).
+    public var maxMembers: Int = Self.defaultMaxMembers
+    public static let defaultMaxMembers = SWIMSettings.defaultMemberLimit
+    /// Seconds bytes may wait on a link whose peer reads none of them before the link is closed.
+    public var linkStallSeconds: Double = Self.defaultLinkStallSeconds
+    public static let defaultLinkStallSeconds = LinkBudget.defaultStallSeconds
     /// Handshakes (links and pairings) in progress at once from one source address, and in all;
     /// a connection over either bound is closed unanswered (`HandshakeGate`).
     public var handshakesPerAddress: Int = 16

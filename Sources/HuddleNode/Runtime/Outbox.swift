@@ -8,7 +8,9 @@ import Synchronization
 /// item queued and bulk items up to `bulkBatchBytes` (at least one), so a small message queued
 /// behind megabytes of chunks waits for one chunk's write, not for all of them.
 /// Guarantees: within each lane items come out in push order; after `close()` pushes are refused
-/// and the waiting writer is woken with nil once the queue is drained.
+/// and the waiting writer is woken with nil once the queue is drained; `waitingSince` says since
+/// when queued items have waited without the writer taking any (a writer stuck on a peer that
+/// does not read).
 final class Outbox<Element: Sendable>: Sendable {
     private struct State {
         var items: [Element] = []
@@ -19,6 +21,9 @@ final class Outbox<Element: Sendable>: Sendable {
         var itemBytes = 0
         var waiter: Waiter?
         var closed = false
+        /// When the items now queued started waiting: the first push into an empty outbox, or
+        /// the writer's last take that left some behind.
+        var waitingSince: ContinuousClock.Instant?
 
         var isEmpty: Bool { items.isEmpty && bulkHead == bulk.count }
 
@@ -48,6 +53,7 @@ final class Outbox<Element: Sendable>: Sendable {
                 bulkHead = 0
             }
             bytes -= taken
+            waitingSince = isEmpty ? nil : .now
             return out
         }
     }
@@ -63,6 +69,9 @@ final class Outbox<Element: Sendable>: Sendable {
     /// Bytes queued (both lanes) and not yet taken by the writer.
     var queuedBytes: Int { state.withLock { $0.bytes } }
 
+    /// Since when the items queued now have waited with no take by the writer; nil when empty.
+    var waitingSince: ContinuousClock.Instant? { state.withLock { $0.waitingSince } }
+
     /// Queues `item` (in the bulk lane when `bulk`); false when the outbox is closed. With `wake`
     /// false a waiting writer is not woken: the caller queues more and calls `wake()` once, so a
     /// burst costs the writer one wake-up and one write instead of one per item.
@@ -71,6 +80,7 @@ final class Outbox<Element: Sendable>: Sendable {
         let limit = bulkBatchBytes
         let woken: (Waiter, [Element])? = state.withLock { s in
             guard !s.closed else { return nil }
+            if s.isEmpty { s.waitingSince = .now }
             if bulk { s.bulk.append((item, bytes)) } else { s.items.append(item); s.itemBytes += bytes }
             s.bytes += bytes
             return wake ? s.handOff(bulkLimit: limit) : nil
@@ -112,6 +122,22 @@ final class Outbox<Element: Sendable>: Sendable {
             return .none
         }
         if let ready { take(ready) }
+    }
+
+    /// Refuses further pushes and drops everything queued; a waiting writer gets nil.
+    func discard() {
+        let woken: Waiter? = state.withLock { s in
+            s.closed = true
+            s.items = []
+            s.bulk = []
+            s.bulkHead = 0
+            s.bytes = 0
+            s.itemBytes = 0
+            s.waitingSince = nil
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        woken?(nil)
     }
 
     /// Refuses further pushes; a waiting writer gets what is still queued, then nil.

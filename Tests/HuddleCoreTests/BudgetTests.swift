@@ -1,0 +1,236 @@
+import HuddleCrypto
+import Testing
+@testable import HuddleCore
+
+/// Issue 20, item 4: every per-peer budget holds at its bound, what exceeds it is refused and
+/// counted by reason, and honest traffic still flows.
+private let a = MemberID(raw: 1), b = MemberID(raw: 2), c = MemberID(raw: 3)
+private let identities = [a: Identity(seed: [UInt8](repeating: 1, count: 32)), b: Identity(seed: [UInt8](repeating: 2, count: 32)),
+                          c: Identity(seed: [UInt8](repeating: 3, count: 32))]
+
+private func signed(_ m: WireMessage) -> SignedMessage { MessageBatch.sign([m], identity: identities[m.from]!)[0] }
+
+private func delivered(_ actions: [CausalBroadcast.Action]) -> [UInt64] {
+    actions.compactMap { if case let .deliver(s) = $0 { s.message.seq } else { nil } }
+}
+
+private func info(_ id: MemberID) -> MemberInfo {
+    MemberInfo(id: id, node: identities[id]!.publicKey, name: "\(id.raw)", addr: "m\(id.raw):1").signed(by: identities[id]!)
+}
+
+/// Two linked session cores, a (1) and b (2).
+private func pair(limits: SessionCore.Limits = .init()) -> (a: SessionCore, b: SessionCore) {
+    var x = SessionCore(local: info(a), identity: identities[a]!, limits: limits, joining: false, swimSeed: 1, journalSeed: 1)
+    var y = SessionCore(local: info(b), identity: identities[b]!, limits: limits, joining: false, swimSeed: 2, journalSeed: 2)
+    _ = x.receivePushPull(SWIMPushPull(join: false, members: [info(b)]), from: "m2:1", now: 1)
+    _ = y.receivePushPull(SWIMPushPull(join: false, members: [info(a)]), from: "m1:1", now: 1)
+    _ = y.receiveLink(x.linkUp(b), from: a, addr: "m1:1", now: 1)
+    _ = x.receiveLink(y.linkUp(a), from: b, addr: "m2:1", now: 1)
+    return (x, y)
+}
+
+// MARK: hold-back bytes per origin
+
+@Test func theHoldBackOfOneOriginStaysWithinItsByteBudgetAndOthersStillDeliver() {
+    let body = [UInt8](repeating: 7, count: 1000), size = 1000 + 128
+    var settings = CausalBroadcast.Settings()
+    settings.holdbackBytesPerOrigin = 10 * size
+    var receiver = CausalBroadcast(local: b, awaitingBaseline: false, settings: settings)
+    for o in [a, c] { _ = receiver.linkHello(origin: o, seq: 0) }
+    _ = receiver.setMembers([a, b, c], now: 0)
+    var origin = CausalBroadcast(local: a, awaitingBaseline: false)
+    let messages = (1...30).map { _ in signed(origin.makeBroadcast(body: body)) }
+    // Seq 1 is missing: everything after it waits. Only ten fit the budget.
+    for m in messages[1...] { #expect(delivered(receiver.receive(m)).isEmpty) }
+    #expect(receiver.heldBytes[a] == 10 * size, "exactly the budget is held")
+    #expect(receiver.heldCount == 10)
+    #expect(receiver.refusals[.heldBytes] == 19)
+    // Another origin is not held back by a's budget.
+    var other = CausalBroadcast(local: c, awaitingBaseline: false)
+    #expect(delivered(receiver.receive(signed(other.makeBroadcast(body: body)))) == [1])
+    // The next message in line is always taken; what it releases goes, and a lower seq that
+    // arrives later (a repair) evicts the highest held one to fit.
+    #expect(delivered(receiver.receive(messages[0])) == Array(1...11))
+    #expect(receiver.heldBytes[a] == nil)
+    for m in messages[12...21] { _ = receiver.receive(m) }  // seqs 13...22 held: the budget is full
+    _ = receiver.receive(messages[11])  // seq 12 is next in line: 12...22 delivered
+    #expect(receiver.delivered[a] == 22)
+    for m in messages[23...29] { _ = receiver.receive(m) }  // 24...30 held (7)
+    for m in messages[22...22] { _ = receiver.receive(m) }  // 23: next, releases all
+    #expect(receiver.delivered[a] == 30, "every refused message was delivered once asked again")
+    #expect(receiver.heldCount == 0)
+}
+
+@Test func aLowerSeqEvictsHigherHeldBroadcastsAndADirectedMessageEvictsBroadcasts() {
+    let body = [UInt8](repeating: 1, count: 1000), size = 1128
+    var settings = CausalBroadcast.Settings()
+    settings.holdbackBytesPerOrigin = 3 * size
+    var receiver = CausalBroadcast(local: b, awaitingBaseline: false, settings: settings)
+    _ = receiver.linkHello(origin: a, seq: 0)
+    _ = receiver.linkHello(origin: c, seq: 0)
+    _ = receiver.setMembers([a, b, c], now: 0)
+    var origin = CausalBroadcast(local: a, awaitingBaseline: false)
+    let m = (1...6).map { _ in signed(origin.makeBroadcast(body: body)) }
+    for x in m[3...5] { _ = receiver.receive(x) }  // 4, 5, 6 held
+    _ = receiver.receive(m[2])  // 3 evicts 6
+    #expect(receiver.heldCount == 3 && receiver.refusals[.heldBytes] == 1)
+    // A directed message (no repair exists for it) depending on c's seq 1 takes a broadcast's place.
+    var directed = origin.makeDirected(body: body, to: [b])
+    directed.deps = [.init(member: c, seq: 1)]
+    _ = receiver.receive(signed(directed))
+    #expect(receiver.heldCount == 3, "one broadcast made room")
+    #expect(receiver.heldBytes[a] == 3 * size)
+    var other = CausalBroadcast(local: c, awaitingBaseline: false)
+    let released = receiver.receive(signed(other.makeBroadcast(body: [9])))
+    #expect(released.contains { if case let .deliver(s) = $0 { s.message.seq == 0 && s.message.from == a } else { false } },
+            "the directed message is delivered once its dependency is")
+}
+
+// MARK: body limit on receive
+
+@Test func aBodyAboveTheReceiveLimitIsRefusedBeforeItIsHeldAndTheRestFlows() throws {
+    var (x, y) = pair()
+    let big = [UInt8](repeating: 1, count: 64 * 1024 + 1)
+    let oversized = signed(x.broadcast.makeDirected(body: big, to: [b]))
+    let refused = y.receiveLink(.message(oversized), from: a, addr: "m1:1", now: 2)
+    #expect(refused.contains(.refused(.bodyTooLarge)), "the first is logged")
+    #expect(y.refusals[.bodyTooLarge] == 1)
+    let flush = MessageBatch.sign([x.broadcast.makeDirected(body: big, to: [b]), x.broadcast.makeDirected(body: big, to: [b])], identity: identities[a]!)
+    let batch = try #require(SignedBatch(of: flush, for: b))
+    #expect(!y.receiveLink(.batch(batch), from: a, addr: "m1:1", now: 2).contains(.refused(.bodyTooLarge)), "only the first is logged")
+    #expect(y.refusals[.bodyTooLarge] == 3)
+    #expect(y.broadcast.heldCount == 0)
+    // At the limit, a message goes through.
+    let (_, sent) = try x.send(body: [UInt8](repeating: 2, count: 64 * 1024), to: nil, reliable: true)
+    #expect(sent.contains(.flushSoon))
+    var delivered = 0
+    for case let .sendToLinks(message) in x.flushBatch() {
+        for case .deliver in y.receiveLink(message, from: a, addr: "m1:1", now: 3) { delivered += 1 }
+    }
+    #expect(delivered == 1)
+}
+
+// MARK: member table
+
+@Test func theMemberTableStaysWithinItsLimitAndADownMemberMakesRoom() {
+    var settings = SWIMSettings.lan
+    settings.memberLimit = 4
+    var swim = SWIMInstance(local: info(a), settings: settings, seed: 1, signer: UncheckedMembershipSigner())
+    let fakes = (10..<20).map { MemberInfo(id: MemberID(raw: UInt64($0)), node: [UInt8](repeating: UInt8($0), count: 32), name: "fake", addr: "f:\($0)") }
+    let actions = swim.receivePushPull(fakes, join: false, from: "f:10", now: 1)
+    #expect(swim.members.count == 4, "self and three others")
+    #expect(swim.refusals[.memberTableFull] == 7)
+    #expect(actions.filter { if case .refused(.memberTableFull) = $0 { true } else { false } }.count == 1, "reported once")
+    // A member that failed makes room for a new one.
+    let known = swim.members.keys.filter { $0 != a }.sorted()
+    _ = swim.receive(SWIMMessage(sender: known[1], kind: .gossip, gossip: [.failed(known[0], incarnation: 0, from: known[1])]), from: "f:11", now: 2)
+    _ = swim.receivePushPull([info(c)], join: false, from: "m3:1", now: 3)
+    #expect(swim.members[c] != nil && swim.members[known[0]] == nil)
+    #expect(swim.members.count == 4)
+}
+
+// MARK: chunk requests in flight, backlog, repair answers
+
+private func heldAttachment(chunks: Int, local: MemberID, limit: Int = Journal.defaultStoreLimitBytes) -> (Journal, Manifest) {
+    let identity = identities[local] ?? .generate()
+    var m = Manifest(name: "f", size: UInt64(chunks * Manifest.defaultChunkSize), chunkSize: UInt32(Manifest.defaultChunkSize),
+                     chunkHashes: (0..<chunks).map { [UInt8](repeating: UInt8($0), count: 32) }, meta: [],
+                     uploader: local, uploaderNode: identity.publicKey, signature: [])
+    let key = [UInt8](repeating: 5, count: 32)
+    m.sign(with: identity, key: key)
+    var journal = Journal(local: local, seed: 1, storeLimitBytes: limit)
+    journal.setPeers([local, b, c])
+    _ = journal.apply(.add(m, key: key), now: 0)
+    return (journal, m)
+}
+
+@Test func chunkReadsInFlightPerPeerAreBoundedAndFreedWhenServed() {
+    var (journal, m) = heldAttachment(chunks: 40, local: a)
+    for index in 0..<Journal.servesPerPeer { #expect(journal.admitServe(m.id, index, to: b).admitted) }
+    let over = journal.admitServe(m.id, 20, to: b)
+    #expect(!over.admitted && over.effects == [.refused(.chunkRequests)])
+    #expect(journal.admitServe(m.id, 21, to: b).effects.isEmpty, "logged once, counted always")
+    #expect(journal.refusals[.chunkRequests] == 2)
+    #expect(journal.admitServe(m.id, 0, to: c).admitted, "another peer has its own budget")
+    journal.served(m.id, 0, to: b, now: 1)
+    #expect(journal.admitServe(m.id, 22, to: b).admitted, "a served chunk frees its slot")
+    journal.linkDown(b)
+    #expect(journal.serves(to: b) == 0)
+    #expect(!journal.admitServe(m.id, 99, to: c).admitted, "a chunk not held is never served")
+}
+
+@Test func aBackloggedPeersRequestsForBulkAnswersAreRefusedAndTheRestIsHandled() throws {
+    var (x, y) = pair()
+    _ = try x.send(body: [1], to: nil, reliable: true)
+    var batch: LinkMessage?
+    for case let .sendToLinks(message) in x.flushBatch() { batch = message }
+    let request = LinkMessage.request(origin: a, from: 1, to: 1)
+    #expect(x.receiveLink(request, from: b, addr: "m2:1", now: 2, backlogged: true) == [.refused(.outboxFull)])
+    #expect(x.receiveLink(.chunkRequest(id: "x", index: 0), from: b, addr: "m2:1", now: 2, backlogged: true).isEmpty, "counted, logged once")
+    #expect(x.refusals[.outboxFull] == 2)
+    #expect(x.receiveLink(request, from: b, addr: "m2:1", now: 2).contains(.retransmitted(1)), "answered once the link drained")
+    // A message from a backlogged peer is still taken.
+    let got = y.receiveLink(try #require(batch), from: a, addr: "m1:1", now: 2, backlogged: true)
+    #expect(got.contains { if case .deliver = $0 { true } else { false } })
+}
+
+@Test func aRepairAnswerCarriesAtMostItsByteBudget() throws {
+    var (x, _) = pair()
+    for _ in 0..<100 {
+        _ = try x.send(body: [UInt8](repeating: 3, count: 64 * 1024), to: nil, reliable: true)
+        _ = x.flushBatch()
+    }
+    let answer = x.receiveLink(.request(origin: a, from: 1, to: 100), from: b, addr: "m2:1", now: 2)
+    let sent = answer.filter { if case .sendLink(_, .message) = $0 { true } else { false } }.count
+    #expect(sent == SessionCore.repairAnswerBytes / (64 * 1024))
+    #expect(answer.contains(.retransmitted(sent)))
+}
+
+// MARK: the store limit
+
+@Test func fetchingStopsAtTheStoreLimitWithOneReportAndUnaskedChunksMustFit() {
+    let chunk = Manifest.defaultChunkSize + AEAD.tagLength
+    let identity = identities[c]!
+    var m = Manifest(name: "f", size: UInt64(6 * Manifest.defaultChunkSize), chunkSize: UInt32(Manifest.defaultChunkSize),
+                     chunkHashes: (0..<6).map { [UInt8](repeating: UInt8($0), count: 32) }, meta: [], uploader: c, uploaderNode: identity.publicKey, signature: [])
+    let key = [UInt8](repeating: 5, count: 32)
+    m.sign(with: identity, key: key)
+    var journal = Journal(local: a, seed: 1, storeLimitBytes: 2 * chunk)
+    journal.setPeers([a, b, c])
+    _ = journal.apply(.add(m, key: key), now: 0)
+    let all = Bitfield(count: 6, full: true)
+    journal.peerAnnounced(b, id: m.id, have: all, offer: all)
+    journal.peerAnnounced(c, id: m.id, have: all, offer: all)
+    let first = journal.requests(now: 1)
+    let asked = first.compactMap { if case let .requestChunk(_, _, index) = $0 { index } else { nil } }
+    #expect(asked.count == 2, "two chunks fit")
+    #expect(first.contains(.storeFull(id: m.id)) && first.contains(.refused(.storeFull)))
+    #expect(journal.requests(now: 1.1).isEmpty, "reported once, nothing more asked")
+    // An unasked chunk (a hand-off push) must fit too; an asked one is already counted.
+    let unasked = (0..<6).first { !asked.contains($0) }!
+    #expect(!journal.admitChunk(m.id, unasked).admitted)
+    #expect(journal.admitChunk(m.id, asked[0]).admitted)
+    for index in asked { _ = journal.chunkArrived(m.id, index, from: b, valid: true) }
+    #expect(journal.swarm.storedBytes == 2 * chunk)
+    #expect(journal.requests(now: 10).filter { if case .requestChunk = $0 { true } else { false } }.isEmpty, "the store is full")
+    #expect(journal.refusals[.storeFull] == 2)
+}
+
+// MARK: holders only after a verified serve
+
+@Test func aFakeHaveNeverSparesAChunkItsHandOff() {
+    var (journal, m) = heldAttachment(chunks: 4, local: a)
+    let all = Bitfield(count: 4, full: true)
+    journal.peerAnnounced(b, id: m.id, have: all, offer: all)  // b claims everything, proves nothing
+    let (plan, effects) = journal.handOffPlan(to: [b, c])
+    #expect(plan.map(\.index) == [0, 1, 2, 3], "every chunk is handed off")
+    #expect(effects == [.refused(.unverifiedHolder)] && journal.refusals[.unverifiedHolder] == 4)
+    // c serves chunk 2 intact and says it holds it: that copy counts.
+    journal.peerAnnounced(c, id: m.id, have: Bitfield(count: 4, full: true), offer: all)
+    _ = journal.chunkArrived(m.id, 2, from: c, valid: true)
+    #expect(journal.handOffPlan(to: [b, c]).plan.map(\.index) == [0, 1, 3])
+    // A copy that failed its hash proves nothing.
+    _ = journal.chunkArrived(m.id, 1, from: b, valid: false)
+    #expect(journal.handOffPlan(to: [b, c]).plan.map(\.index) == [0, 1, 3])
+    #expect(journal.state(of: m.id, now: 10) == .replicated, "the state still follows what peers say")
+}
