@@ -12,6 +12,12 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     case journalNotByUploader = "journal_not_by_uploader"
     /// A datagram whose counter was already seen, or fell out of its sender's replay window.
     case replayedDatagram = "replayed_datagram"
+    /// A datagram whose counter was more than `ReplayWindow.maximumJump` ahead of its sender's highest.
+    case counterJump = "counter_jump"
+    /// A datagram under the session key that the session-key form may not carry (anything but a
+    /// bare ping or the ack to this member's probe), or from a member this member holds a link's
+    /// datagram keys with (`SessionCore.receiveDatagram`).
+    case unauthenticatedDatagram = "unauthenticated_datagram"
 
     public static func < (a: Refusal, b: Refusal) -> Bool { a.rawValue < b.rawValue }
 }
