@@ -4,33 +4,14 @@ import HuddleCore
 import HuddleCrypto
 import Testing
 
-/// Sends `payloads`, each sealed with the session's datagram key, to `addr` over UDP.
-private func sendSealed(_ payloads: [DatagramPayload], to addr: String, key: SessionKey) throws {
-    let parts = addr.split(separator: ":")
-    guard parts.count == 2, let port = UInt16(parts[1]) else { throw TestTimeout(description: "bad address \(addr)") }
-    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-    guard fd >= 0 else { throw TestTimeout(description: "no UDP socket") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    inet_pton(AF_INET, String(parts[0]), &address.sin_addr)
-    let seal = DatagramSeal(key: key.subkey(.datagram))
-    for payload in payloads {
-        let datagram = seal.seal(payload.encoded())
-        let sent = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, datagram, datagram.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard sent == datagram.count else { throw TestTimeout(description: "sendto failed: \(String(cString: strerror(errno)))") }
-    }
-}
-
 /// Issue 20, item 1: a member holding the session key sends sealed datagrams whose counts are
 /// extreme. `suspect(<the receiver>, incarnation: UInt64.max)` used to trap the receiver (its
 /// refutation computed `incarnation + 1`), and the same value in an `alive` trapped it when it
 /// wrote the member event. Now every count above 2^53 − 1 is refused by the decoder (a dropped
 /// datagram, counted) — a suspicion above 2^53 − 2, so its subject can always refute it — and a
 /// suspicion at that bound is refuted: the node stays up and in the session, seen alive by the others.
+/// The attacker holds a link to the node (a key holder can), so its datagrams carry its full
+/// authority (issue 20, item 3: under the session key alone, gossip is refused outright).
 @Suite struct ExtremeCountProcessTests {
     @Test func sealedDatagramsWithExtremeCountsNeitherCrashNorMisleadANode() async throws {
         let cluster = try TestCluster("extreme")
@@ -41,6 +22,15 @@ private func sendSealed(_ payloads: [DatagramPayload], to addr: String, key: Ses
         guard let aID = MemberID(a.member), let bID = MemberID(b.member) else { Issue.record("bad member ids"); return }
         let key = try SessionKey.load(from: cluster.key)
         let mallory = MemberID(raw: 0xBAD)
+        let identity = Identity.generate()
+        let parts = a.addr.split(separator: ":")
+        let link = try ImpostorLink(host: String(parts[0]), port: UInt16(parts[1]) ?? 0, key: key, identity: identity,
+                                    info: MemberInfo(id: mallory, node: identity.publicKey, name: "mallory", addr: "127.0.0.1:9"))
+        defer { link.close() }
+        try await eventually("a to admit mallory's link") { (try await a.request("stats")["links"]?.intValue ?? 0) == 2 }
+        func sendSealed(_ payloads: [DatagramPayload], to addr: String) throws {
+            try sendUDP(sealedOnLink(payloads, link: link, from: mallory, to: aID), to: addr)
+        }
         let before = try await a.request("stats")["dropped_datagrams"]?.intValue ?? 0
         let top = WireReader.maximumCount
         func gossip(_ counter: UInt64, _ update: SWIMGossip) -> DatagramPayload {
@@ -56,13 +46,13 @@ private func sendSealed(_ payloads: [DatagramPayload], to addr: String, key: Ses
             gossip(.max, .suspect(bID, incarnation: 1, from: mallory)),
             DatagramPayload(sender: mallory, counter: 6, content: .message(WireMessage(from: mallory, counter: .max, seq: 0, to: nil, body: [1]))),
         ]
-        try sendSealed(refused, to: a.addr, key: key)
+        try sendSealed(refused, to: a.addr)
         try await eventually("a to count the refused datagrams") {
             (try await a.request("stats")["dropped_datagrams"]?.intValue ?? 0) >= before + Int64(refused.count)
         }
         // The highest suspicion allowed is decoded, and a refutes it with the highest incarnation,
         // which b still accepts: b comes to hold a at that incarnation, alive.
-        try sendSealed([gossip(7, .suspect(aID, incarnation: top - 1, from: mallory))], to: a.addr, key: key)
+        try sendSealed([gossip(7, .suspect(aID, incarnation: top - 1, from: mallory))], to: a.addr)
         try await eventually("b to see a alive at incarnation 2^53 - 1 (a's refutation)") {
             let record = try await b.request("members")["members"]?.arrayValue?.compactMap(\.objectValue).first { $0["member"]?.stringValue == a.member }
             return record?["incarnation"]?.intValue == Int64(top) && record?["state"]?.stringValue == "alive"

@@ -9,6 +9,8 @@ import Testing
 final class ImpostorLink {
     private let fd: Int32
     private var send: NoiseCipherState?
+    /// The link's datagram keys, as the impostor holds them: what it may seal datagrams with.
+    let datagramKeys: PairDatagramKeys
 
     init(host: String, port: UInt16, key: SessionKey, identity: Identity, info: MemberInfo) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -27,6 +29,7 @@ final class ImpostorLink {
         try Self.writeFrame(fd, reply)
         guard let result = handshake.result else { throw TestTimeout(description: "handshake incomplete") }
         self.send = result.send
+        datagramKeys = result.datagramKeys
     }
 
     func write(_ message: LinkMessage) throws {

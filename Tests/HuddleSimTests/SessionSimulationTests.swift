@@ -12,7 +12,7 @@ private func expectClean(_ report: SessionReport, _ label: String, sourceLocatio
     let everyone = report.survivors.count
     #expect(report.liveViews.values.allSatisfy { $0 == everyone }, "\(label): views \(report.liveViews)", sourceLocation: sourceLocation)
     let deliveries = report.logs.filter(\.stayed).map(\.deliveries.count)
-    print("session sim \(label): \(report.sent) sent, deliveries per member \(deliveries.min() ?? 0)–\(deliveries.max() ?? 0), \(report.datagrams) datagrams, \(report.linkMessages) link messages, \(report.repairRequests) repair requests")
+    print("session sim \(label): \(report.sent) sent, deliveries per member \(deliveries.min() ?? 0)–\(deliveries.max() ?? 0), \(report.datagrams) datagrams (\(report.sessionKeyedDatagrams) session-keyed, \(report.droppedDatagrams) did not open, refused \(Refusal.allCases.filter { report.refusals[$0] > 0 }.map { "\($0.rawValue) \(report.refusals[$0])" })), \(report.linkMessages) link messages, \(report.repairRequests) repair requests")
 }
 
 @Test func twentyMembersWithDatagramLossAndCrashesDeliverEverythingOnceInCausalOrder() async {
