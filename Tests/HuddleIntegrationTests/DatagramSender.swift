@@ -27,3 +27,24 @@ func sendUDP(_ datagrams: [[UInt8]], to addr: String) throws {
 func sealedOnLink(_ payloads: [DatagramPayload], link: ImpostorLink, from sender: MemberID, to recipient: MemberID) -> [[UInt8]] {
     payloads.map { PairDatagramSeal.seal($0.encoded(), from: sender, to: recipient, keyID: link.datagramKeys.sendID, key: link.datagramKeys.send) }
 }
+
+extension ImpostorLink {
+    /// The member id the impostor links as.
+    static let mallory = MemberID(raw: 0xBAD)
+
+    /// A key holder's own link to `node` (member `mallory`, a fresh node key), returned once the
+    /// node has admitted it — holding `links` links then — so its datagram keys are in place there.
+    static func admitted(by node: TestNode, key: SessionKey, links: Int64) async throws -> ImpostorLink {
+        let identity = Identity.generate()
+        let parts = node.addr.split(separator: ":")
+        let link = try ImpostorLink(host: String(parts[0]), port: UInt16(parts[1]) ?? 0, key: key, identity: identity,
+                                    info: MemberInfo(id: mallory, node: identity.publicKey, name: "mallory", addr: "127.0.0.1:9"))
+        do {
+            try await eventually("\(node.name) to admit mallory's link") { (try await node.request("stats")["links"]?.intValue ?? 0) == links }
+        } catch {
+            link.close()
+            throw error
+        }
+        return link
+    }
+}

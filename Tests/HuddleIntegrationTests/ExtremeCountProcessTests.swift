@@ -21,13 +21,9 @@ import Testing
         try await cluster.waitForFullMesh(2)
         guard let aID = MemberID(a.member), let bID = MemberID(b.member) else { Issue.record("bad member ids"); return }
         let key = try SessionKey.load(from: cluster.key)
-        let mallory = MemberID(raw: 0xBAD)
-        let identity = Identity.generate()
-        let parts = a.addr.split(separator: ":")
-        let link = try ImpostorLink(host: String(parts[0]), port: UInt16(parts[1]) ?? 0, key: key, identity: identity,
-                                    info: MemberInfo(id: mallory, node: identity.publicKey, name: "mallory", addr: "127.0.0.1:9"))
+        let mallory = ImpostorLink.mallory
+        let link = try await ImpostorLink.admitted(by: a, key: key, links: 2)
         defer { link.close() }
-        try await eventually("a to admit mallory's link") { (try await a.request("stats")["links"]?.intValue ?? 0) == 2 }
         func sendSealed(_ payloads: [DatagramPayload], to addr: String) throws {
             try sendUDP(sealedOnLink(payloads, link: link, from: mallory, to: aID), to: addr)
         }

@@ -38,13 +38,9 @@ struct SpoofedDatagramProcessTests {
         #expect(refusedBefore >= 0 && jumpsBefore >= 0, "stats.refused lists every reason")
 
         // Mallory: a key holder with a link of its own to a.
-        let mallory = MemberID(raw: 0xBAD)
-        let identity = Identity.generate()
-        let parts = a.addr.split(separator: ":")
-        let link = try ImpostorLink(host: String(parts[0]), port: UInt16(parts[1]) ?? 0, key: key, identity: identity,
-                                    info: MemberInfo(id: mallory, node: identity.publicKey, name: "mallory", addr: "127.0.0.1:9"))
+        let mallory = ImpostorLink.mallory
+        let link = try await ImpostorLink.admitted(by: a, key: key, links: 2)
         defer { link.close() }
-        try await eventually("a to admit mallory's link") { (try await a.request("stats")["links"]?.intValue ?? 0) == 2 }
 
         func asB(_ counter: UInt64, _ kind: SWIMMessage.Kind, _ gossip: [SWIMGossip] = []) -> DatagramPayload {
             DatagramPayload(sender: bID, counter: counter, content: .swim(SWIMMessage(sender: bID, kind: kind, gossip: gossip)))
