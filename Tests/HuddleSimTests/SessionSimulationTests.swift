@@ -29,6 +29,10 @@ private func expectClean(_ report: SessionReport, _ label: String, sourceLocatio
     #expect(report.survivors.count == 18)
     #expect(report.detection.values.allSatisfy { $0 != nil }, "every crash seen failed by every survivor: \(report.detection)")
     #expect(report.sent > 100)
+    // Datagrams between members not linked yet went in the session-key form, and honest members
+    // never tripped a datagram rule (the run is deterministic: a race here would show every time).
+    #expect(report.sessionKeyedDatagrams > 0 && report.sessionKeyedDatagrams * 20 < report.datagrams, "\(report.sessionKeyedDatagrams) of \(report.datagrams)")
+    #expect(report.droppedDatagrams == 0 && report.refusals.total == 0, "dropped \(report.droppedDatagrams), refused \(report.refusals)")
 }
 
 @Test func messagingAndAnAttachmentTogetherReachEverySurvivorWhole() async {

@@ -98,13 +98,12 @@ extension SessionCore {
     }
 
     /// Remembers where `member`'s link-keyed datagrams come from, when that is not the address it
-    /// advertises (a NAT, a relay): answers sent there are then sealed for it. Bounded by the
-    /// members holding keys.
+    /// advertises (a NAT, a relay): answers sent there are then sealed for it. One address per
+    /// member (its latest), and only members holding keys once the table passes 64 entries.
     private mutating func noteSource(_ source: String, of member: MemberID) {
         guard swim.members[member]?.addr != source, datagramSources[source] != member else { return }
-        if datagramSources.count >= max(64, 2 * datagramKeys.members.count) {
-            datagramSources = datagramSources.filter { datagramKeys.has($0.value) }
-        }
+        if let earlier = datagramSources.first(where: { $0.value == member })?.key { datagramSources[earlier] = nil }
+        if datagramSources.count >= 64 { datagramSources = datagramSources.filter { datagramKeys.has($0.value) } }
         datagramSources[source] = member
     }
 
