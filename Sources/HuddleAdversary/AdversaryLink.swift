@@ -17,6 +17,8 @@ public struct AdversaryError: Error, CustomStringConvertible {
 public final class AdversaryLink {
     private let fd: Int32
     private var send: NoiseCipherState
+    /// The link's datagram keys, as the adversary holds them: what it may seal datagrams with.
+    public let datagramKeys: PairDatagramKeys
 
     /// Links to `host:port` as `info` (which the node checks against `identity` only by the key the
     /// handshake proves, as it does for everyone). `receiveBuffer`: a socket receive buffer this
@@ -49,6 +51,7 @@ public final class AdversaryLink {
             guard let result = handshake.result else { throw AdversaryError("handshake incomplete") }
             self.fd = fd
             send = result.send
+            datagramKeys = result.datagramKeys
         } catch {
             Glibc.close(fd)
             throw error

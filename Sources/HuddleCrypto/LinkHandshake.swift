@@ -68,7 +68,8 @@ public struct LinkHandshake: Sendable {
         if state.isComplete {
             guard let remote = remotePayload else { throw CryptoError("link handshake finished without the peer's identity") }
             let (send, receive) = try state.split()
-            result = LinkHandshakeResult(remoteIdentity: remote.identity, remoteAppPayload: remote.app, send: send, receive: receive, handshakeHash: state.handshakeHash)
+            result = LinkHandshakeResult(remoteIdentity: remote.identity, remoteAppPayload: remote.app, send: send, receive: receive,
+                                         handshakeHash: state.handshakeHash, datagramKeys: try PairDatagramKeys.derive(from: state))
         }
         return reply
     }
@@ -86,11 +87,13 @@ public struct LinkHandshake: Sendable {
 }
 
 /// What a finished link handshake yields: the peer's verified identity and app payload, and the
-/// transport ciphers for this side.
+/// transport ciphers and datagram keys for this side.
 public struct LinkHandshakeResult: Sendable {
     public let remoteIdentity: [UInt8]
     public let remoteAppPayload: [UInt8]
     public var send: NoiseCipherState
     public var receive: NoiseCipherState
     public let handshakeHash: [UInt8]
+    /// This link's datagram keys (`PairDatagramKeys`), oriented for this side.
+    public let datagramKeys: PairDatagramKeys
 }

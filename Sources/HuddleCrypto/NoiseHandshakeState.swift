@@ -165,6 +165,14 @@ public struct NoiseHandshakeState: Sendable {
         return initiator ? (c1, c2) : (c2, c1)
     }
 
+    /// Three secrets (each the hash's length) for another use of the finished handshake, the same
+    /// at both ends and independent of the transport keys; a different `label` gives unrelated
+    /// secrets (see `NoiseSymmetricState.export`).
+    public func export(label: [UInt8]) throws -> [[UInt8]] {
+        guard isComplete else { throw CryptoError("the Noise handshake is not complete") }
+        return symmetric.export(label: label)
+    }
+
     /// The DH for `token` from this side's point of view (es: initiator's e with responder's s).
     private func dh(_ token: NoisePattern.Token) throws -> [UInt8] {
         func need<T>(_ value: T?, _ what: String) throws -> T {

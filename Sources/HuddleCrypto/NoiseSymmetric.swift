@@ -142,6 +142,14 @@ struct NoiseSymmetricState: Sendable {
         return plaintext
     }
 
+    /// Secrets for another use of the finished handshake: HKDF(ck, HASH(label)) with three
+    /// outputs. The chaining key holds every DH result, so these keys are as secret as the
+    /// transport keys (and independent of them: `split` uses an empty input), unlike the
+    /// handshake hash, which anyone who holds the PSK and saw the transcript can compute.
+    func export(label: [UInt8]) -> [[UInt8]] {
+        hashFunction.hkdf(chainingKey: chainingKey, hashFunction.hash(label), outputs: 3)
+    }
+
     func split() -> (NoiseCipherState, NoiseCipherState) {
         let out = hashFunction.hkdf(chainingKey: chainingKey, [], outputs: 2)
         return (NoiseCipherState(key: Array(out[0].prefix(32))), NoiseCipherState(key: Array(out[1].prefix(32))))

@@ -69,6 +69,10 @@ public struct SessionReport: Sendable {
     public var logs: [DeliveryLog] = []
     public var sent = 0
     public var datagrams = 0
+    /// Datagrams sent in the session-key form (to a member without a link yet), and datagrams that
+    /// did not open at their receiver (its keys for the sender were gone, or not there yet).
+    public var sessionKeyedDatagrams = 0
+    public var droppedDatagrams = 0
     public var linkMessages = 0
     public var chunkTransfers = 0
     public var repairRequests = 0
@@ -118,7 +122,7 @@ public struct SessionSimulation {
     private enum Event {
         case start(Int)
         case tick(Int)
-        case datagram(to: Int, from: Int, DatagramPayload)
+        case datagram(to: Int, from: Int, [UInt8])
         case linkOpen(dialer: Int, peer: Int)
         case link(to: Int, from: Int, generation: UInt64, LinkMessage)
         case chunk(to: Int, from: Int, generation: UInt64, id: String, index: Int, hash: [UInt8])
@@ -150,7 +154,8 @@ public struct SessionSimulation {
     private var scheduledTick: [Double]
     private var lastTick: [Double]
     static let minimumTickGap = 0.005
-    private var datagramCounter: [UInt64]
+    /// The session key's datagram seal (the key drawn from the seeded generator).
+    private let sessionSeal: DatagramSeal
     private var links: [Int: Link] = [:]  // key: lower index * members + higher index
     private var dialing: Set<Int> = []    // key: dialer * members + peer
     private var pendingPushPull: [Int: Bool] = [:]  // key: from * members + to → join
@@ -194,7 +199,9 @@ public struct SessionSimulation {
         crashed = Array(repeating: false, count: s.members)
         scheduledTick = Array(repeating: .infinity, count: s.members)
         lastTick = Array(repeating: -.infinity, count: s.members)
-        datagramCounter = Array(repeating: 0, count: s.members)
+        var sessionKey: [UInt8] = []
+        for _ in 0..<4 { withUnsafeBytes(of: rng.next().littleEndian) { sessionKey += $0 } }
+        sessionSeal = DatagramSeal(key: sessionKey)
         held = Array(repeating: [:], count: s.members)
         logs = infos.map { DeliveryLog(member: $0.id.description, baseline: [:], deliveries: [], stayed: true) }
         clocks = Array(repeating: [:], count: s.members)
@@ -255,15 +262,24 @@ public struct SessionSimulation {
             scheduledTick[i] = .infinity
             lastTick[i] = now
             execute(i, cores[i]!.tick(now: now))
-        case let .datagram(to, from, payload):
+        case let .datagram(to, from, bytes):
             guard isUp(to), reachable(to, from) else { return }
-            execute(to, cores[to]!.receiveDatagram(payload, from: infos[from].addr, now: now))
+            // Opened as the node's receive thread opens it: with the keys the receiver holds now.
+            guard let opened = try? DatagramOpener(local: infos[to].id, session: sessionSeal, keys: cores[to]!.datagramKeys).open(bytes) else {
+                report.droppedDatagrams += 1
+                return
+            }
+            execute(to, cores[to]!.receiveDatagram(opened, from: infos[from].addr, now: now))
         case let .linkOpen(dialer, peer):
             dialing.remove(dialer * scenario.members + peer)
             guard isUp(dialer), isUp(peer), reachable(dialer, peer), links[linkKey(dialer, peer)] == nil else { return }
             generation += 1
             links[linkKey(dialer, peer)] = Link(generation: generation, upAt: now)
             trace?.record(.linkUp, at: now, UInt64(dialer), UInt64(peer))
+            // As the link handshake's exporter: one key per direction that only these two ends hold.
+            let keys = linkDatagramKeys()
+            cores[dialer]!.installDatagramKeys(keys, for: infos[peer].id, current: true, now: now)
+            cores[peer]!.installDatagramKeys(keys.reversed, for: infos[dialer].id, current: true, now: now)
             for (a, b) in [(dialer, peer), (peer, dialer)] {
                 // As `Node.register`: what waits in the batch goes out first, then the hello.
                 execute(a, cores[a]!.flushBatch())
@@ -352,13 +368,12 @@ public struct SessionSimulation {
         var replies = 0
         for effect in effects {
             switch effect {
-            case let .sendDatagram(content, to):
-                guard let j = indexByAddr[to] else { continue }
-                datagramCounter[i] += 1
+            case let .sendDatagram(payload, to, sealing):
+                guard let j = indexByAddr[to], let sealed = cores[i]!.datagramKeys.seal(payload, sealing, session: sessionSeal) else { continue }
                 report.datagrams += 1
+                if sealing == .session { report.sessionKeyedDatagrams += 1 }
                 guard rng.unit() >= scenario.loss, reachable(i, j) else { continue }
-                let payload = DatagramPayload(sender: infos[i].id, counter: datagramCounter[i], content: content)
-                queue.schedule(.datagram(to: j, from: i, payload), at: now + scenario.delay + rng.uniform(0, scenario.jitter))
+                queue.schedule(.datagram(to: j, from: i, sealed), at: now + scenario.delay + rng.uniform(0, scenario.jitter))
             case let .pushPull(addr, join):
                 guard let j = indexByAddr[addr], j != i else { continue }
                 if links[linkKey(i, j)] != nil {
@@ -468,6 +483,13 @@ public struct SessionSimulation {
         guard let link = links[linkKey(a, b)] else { return }
         report.linkMessages += 1
         queue.schedule(.link(to: b, from: a, generation: link.generation, message), at: arrival(from: a, to: b, bytes: Self.linkMessageBytes))
+    }
+
+    /// Datagram keys for a new link, drawn from the seeded generator, oriented for its dialer.
+    private mutating func linkDatagramKeys() -> PairDatagramKeys {
+        var seed: [UInt8] = []
+        for _ in 0..<4 { withUnsafeBytes(of: rng.next().littleEndian) { seed += $0 } }
+        return PairDatagramKeys(seed: seed)
     }
 
     /// A TCP connect and handshake: a round trip and a half, if the peer is up and reachable.

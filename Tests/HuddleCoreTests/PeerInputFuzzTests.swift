@@ -126,11 +126,22 @@ private struct Cores {
     var journal = Journal(local: local, seed: 1)
     var activity = ActivityRegister()
     var replay = ReplayWindow()
+    /// Link keys held with the senders of what decodes as a datagram payload (up to 64): each is
+    /// also sealed under its sender's key, opened, and its counter checked, as the node would.
+    var keys = DatagramKeyring()
+    static let sessionSeal = DatagramSeal(key: [UInt8](repeating: 7, count: 32))
 
     mutating func feed(_ bytes: [UInt8], now: Double) {
         if let message = try? LinkMessage.decode(bytes) { feed(message, from: MemberID(raw: 2), now: now) }
+        _ = try? DatagramOpener(local: local, session: Self.sessionSeal, keys: keys).open(bytes)
         if let payload = try? DatagramPayload.decode(bytes) {
             _ = replay.accept(payload.counter)
+            let sender = PairDatagramKeys(seed: withUnsafeBytes(of: payload.sender.raw) { Array($0) })
+            if !keys.has(payload.sender) && keys.members.count < 64 { keys.install(sender.reversed, for: payload.sender, current: true, now: now) }
+            let sealed = PairDatagramSeal.seal(bytes, from: payload.sender, to: local, keyID: sender.sendID, key: sender.send)
+            if let opened = try? DatagramOpener(local: local, session: Self.sessionSeal, keys: keys).open(sealed), case let .link(serial) = opened.form {
+                _ = keys.check(opened.payload.sender, serial: serial, counter: opened.payload.counter)
+            }
             if case let .swim(m) = payload.content { _ = swim.receive(m, from: "h:2", now: now) }
         }
         if let m = try? SWIMMessage.decode(bytes) { _ = swim.receive(m, from: "h:2", now: now) }

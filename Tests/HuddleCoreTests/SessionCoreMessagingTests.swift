@@ -25,6 +25,9 @@ private struct Pair {
         _ = b.receivePushPull(SWIMPushPull(join: false, members: [aInfo]), from: "a:1", now: 1)
         _ = b.receiveLink(a.linkUp(bInfo.id), from: aInfo.id, addr: "a:1", now: 1)
         _ = a.receiveLink(b.linkUp(aInfo.id), from: bInfo.id, addr: "b:1", now: 1)
+        let keys = PairDatagramKeys(seed: [1, 2])
+        a.installDatagramKeys(keys, for: bInfo.id, current: true, now: 1)
+        b.installDatagramKeys(keys.reversed, for: aInfo.id, current: true, now: 1)
     }
 }
 
@@ -104,7 +107,8 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
 @Test func anUnreliableSendIsOneDatagramPerLiveRecipient() throws {
     var p = Pair()
     let (message, effects) = try p.a.send(body: [5], to: nil, reliable: false)
-    #expect(effects == [.sendDatagram(.message(message), to: "b:1"), .deliverUnreliable(message)])
+    let payload = DatagramPayload(sender: p.aInfo.id, counter: 1, content: .message(message))
+    #expect(effects == [.sendDatagram(payload, to: "b:1", sealing: .link(p.bInfo.id, serial: 1)), .deliverUnreliable(message)])
     #expect(message.seq == 0)
 }
 

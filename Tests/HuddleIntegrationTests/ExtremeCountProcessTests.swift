@@ -1,29 +1,9 @@
 import Foundation
+import HuddleAdversary
 import HuddleControl
 import HuddleCore
 import HuddleCrypto
 import Testing
-
-/// Sends `payloads`, each sealed with the session's datagram key, to `addr` over UDP.
-private func sendSealed(_ payloads: [DatagramPayload], to addr: String, key: SessionKey) throws {
-    let parts = addr.split(separator: ":")
-    guard parts.count == 2, let port = UInt16(parts[1]) else { throw TestTimeout(description: "bad address \(addr)") }
-    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-    guard fd >= 0 else { throw TestTimeout(description: "no UDP socket") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    inet_pton(AF_INET, String(parts[0]), &address.sin_addr)
-    let seal = DatagramSeal(key: key.subkey(.datagram))
-    for payload in payloads {
-        let datagram = seal.seal(payload.encoded())
-        let sent = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, datagram, datagram.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard sent == datagram.count else { throw TestTimeout(description: "sendto failed: \(String(cString: strerror(errno)))") }
-    }
-}
 
 /// Issue 20, item 1: a member holding the session key sends sealed datagrams whose counts are
 /// extreme. `suspect(<the receiver>, incarnation: UInt64.max)` used to trap the receiver (its
@@ -31,6 +11,8 @@ private func sendSealed(_ payloads: [DatagramPayload], to addr: String, key: Ses
 /// wrote the member event. Now every count above 2^53 − 1 is refused by the decoder (a dropped
 /// datagram, counted) — a suspicion above 2^53 − 2 — and a suspicion at that bound is refused as a
 /// claim above the member's own incarnation: the node stays up and in the session, seen alive by the others.
+/// The attacker holds a link to the node (a key holder can), so its datagrams carry its full
+/// authority (issue 20, item 3: under the session key alone, gossip is refused outright).
 @Suite struct ExtremeCountProcessTests {
     @Test func sealedDatagramsWithExtremeCountsNeitherCrashNorMisleadANode() async throws {
         let cluster = try TestCluster("extreme")
@@ -40,7 +22,12 @@ private func sendSealed(_ payloads: [DatagramPayload], to addr: String, key: Ses
         try await cluster.waitForFullMesh(2)
         guard let aID = MemberID(a.member), let bID = MemberID(b.member) else { Issue.record("bad member ids"); return }
         let key = try SessionKey.load(from: cluster.key)
-        let mallory = MemberID(raw: 0xBAD)
+        let mallory = AdversaryLink.mallory
+        let link = try await AdversaryLink.admitted(by: a, key: key, links: 2)
+        defer { link.close() }
+        func sendSealed(_ payloads: [DatagramPayload], to addr: String) throws {
+            try sendUDP(sealedOnLink(payloads, link: link, from: mallory, to: aID), to: addr)
+        }
         let before = try await a.request("stats")["dropped_datagrams"]?.intValue ?? 0
         let top = WireReader.maximumCount
         func gossip(_ counter: UInt64, _ update: SWIMGossip) -> DatagramPayload {
@@ -56,7 +43,7 @@ private func sendSealed(_ payloads: [DatagramPayload], to addr: String, key: Ses
             gossip(.max, .suspect(bID, incarnation: 1, from: mallory)),
             DatagramPayload(sender: mallory, counter: 6, content: .message(WireMessage(from: mallory, counter: .max, seq: 0, to: nil, body: [1]))),
         ]
-        try sendSealed(refused, to: a.addr, key: key)
+        try sendSealed(refused, to: a.addr)
         try await eventually("a to count the refused datagrams") {
             (try await a.request("stats")["dropped_datagrams"]?.intValue ?? 0) >= before + Int64(refused.count)
         }
@@ -64,7 +51,7 @@ private func sendSealed(_ payloads: [DatagramPayload], to addr: String, key: Ses
         // incarnation, so a claim far above it names a record that never was (it is not refuted,
         // which would let anyone burn a member's incarnations).
         let refusedBefore = try await a.request("stats")["refused"]?.objectValue?["claim_above_incarnation"]?.intValue ?? 0
-        try sendSealed([gossip(7, .suspect(aID, incarnation: top - 1, from: mallory))], to: a.addr, key: key)
+        try sendSealed([gossip(7, .suspect(aID, incarnation: top - 1, from: mallory))], to: a.addr)
         try await eventually("a to refuse the claim above its incarnation") {
             (try await a.request("stats")["refused"]?.objectValue?["claim_above_incarnation"]?.intValue ?? 0) > refusedBefore
         }

@@ -224,9 +224,14 @@ final class TestCluster: @unchecked Sendable {
         return node
     }
 
+    /// Every running node sees `count` members alive and holds a link to each of the others (so
+    /// their datagram keys are in place: unreliable sends reach them).
     func waitForFullMesh(_ count: Int) async throws {
         for node in nodes where node.process.isRunning {
             try await eventually("\(node.name) to see \(count) alive members") { try await node.aliveMembers() == count }
+            try await eventually("\(node.name) to hold a link to each of the \(count - 1) others") {
+                (try await node.request("stats")["links"]?.intValue ?? 0) >= Int64(count - 1)
+            }
         }
     }
 

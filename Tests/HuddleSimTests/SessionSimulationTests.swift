@@ -13,7 +13,7 @@ private func expectClean(_ report: SessionReport, _ label: String, hostile: Bool
     let everyone = report.survivors.count
     #expect(report.liveViews.values.allSatisfy { $0 == everyone }, "\(label): views \(report.liveViews)", sourceLocation: sourceLocation)
     let deliveries = report.logs.filter(\.stayed).map(\.deliveries.count)
-    print("session sim \(label): \(report.sent) sent, deliveries per member \(deliveries.min() ?? 0)–\(deliveries.max() ?? 0), \(report.datagrams) datagrams, \(report.linkMessages) link messages, \(report.repairRequests) repair requests")
+    print("session sim \(label): \(report.sent) sent, deliveries per member \(deliveries.min() ?? 0)–\(deliveries.max() ?? 0), \(report.datagrams) datagrams (\(report.sessionKeyedDatagrams) session-keyed, \(report.droppedDatagrams) did not open, refused \(Refusal.allCases.filter { report.refusals[$0] > 0 }.map { "\($0.rawValue) \(report.refusals[$0])" })), \(report.linkMessages) link messages, \(report.repairRequests) repair requests")
 }
 
 @Test func twentyMembersWithDatagramLossAndCrashesDeliverEverythingOnceInCausalOrder() async {
@@ -30,6 +30,10 @@ private func expectClean(_ report: SessionReport, _ label: String, hostile: Bool
     #expect(report.survivors.count == 18)
     #expect(report.detection.values.allSatisfy { $0 != nil }, "every crash seen failed by every survivor: \(report.detection)")
     #expect(report.sent > 100)
+    // Datagrams between members not linked yet went in the session-key form, and honest members
+    // never tripped a datagram rule (the run is deterministic: a race here would show every time).
+    #expect(report.sessionKeyedDatagrams > 0 && report.sessionKeyedDatagrams * 20 < report.datagrams, "\(report.sessionKeyedDatagrams) of \(report.datagrams)")
+    #expect(report.droppedDatagrams == 0 && report.refusals.total == 0, "dropped \(report.droppedDatagrams), refused \(report.refusals)")
 }
 
 @Test func messagingAndAnAttachmentTogetherReachEverySurvivorWhole() async {

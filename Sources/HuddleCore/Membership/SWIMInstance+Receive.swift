@@ -23,7 +23,7 @@ extension SWIMInstance {
         case let .pingReq(seq, target, targetAddr):
             guard target != local.id else { break }
             self.seq &+= 1
-            relays[self.seq] = Relay(requester: from, seq: seq, nackAt: now + settings.probeTimeout * settings.nackFraction)
+            relays[self.seq] = Relay(requester: from, target: target, seq: seq, nackAt: now + settings.probeTimeout * settings.nackFraction)
             actions.append(self.message(.ping(seq: self.seq, target: target), to: targetAddr))
         case let .nack(seq):
             if var p = probe, p.seq == seq {

@@ -96,6 +96,8 @@ public struct SWIMInstance: Sendable {
     /// A ping this member sends on behalf of `requester` (indirect probe).
     struct Relay: Sendable {
         var requester: String
+        /// The member pinged: only its ack completes the relay.
+        var target: MemberID
         var seq: UInt32
         var nackAt: Double
     }

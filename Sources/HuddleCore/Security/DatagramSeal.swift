@@ -1,7 +1,10 @@
 import HuddleCrypto
 
-/// Seals datagrams under the session's datagram subkey: `version (1) | nonce (24) | XChaCha20-Poly1305`.
-/// A datagram that fails to open is dropped before any of it is parsed.
+/// The session-key form: seals datagrams under the session's datagram subkey,
+/// `version (1) | nonce (24) | XChaCha20-Poly1305`. A datagram that fails to open is dropped before
+/// any of it is parsed. Every key holder can seal this form under any member id, so its sender is
+/// only a claim: it carries only a bare ping or ack before a link exists (`SessionCore+Datagrams`);
+/// everything else goes link-keyed (`PairDatagramSeal`).
 public struct DatagramSeal: Sendable {
     public static let version: UInt8 = 1
     private let key: [UInt8]

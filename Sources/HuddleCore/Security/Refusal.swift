@@ -38,6 +38,12 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     /// A claim (`have`) that a peer holds a chunk it never served this member intact: not counted
     /// as a copy when a leaving member decides what to hand off.
     case unverifiedHolder = "unverified_holder"
+    /// A datagram whose counter was more than `ReplayWindow.maximumJump` ahead of its sender's highest.
+    case counterJump = "counter_jump"
+    /// A datagram under the session key that the session-key form may not carry (anything but a
+    /// bare ping or the ack to this member's probe), or from a member this member holds a link's
+    /// datagram keys with (`SessionCore.receiveDatagram`).
+    case unauthenticatedDatagram = "unauthenticated_datagram"
 
     public static func < (a: Refusal, b: Refusal) -> Bool { a.rawValue < b.rawValue }
 }

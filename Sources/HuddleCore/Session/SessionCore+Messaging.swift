@@ -37,7 +37,8 @@ extension SessionCore {
     /// must stay within the link's message limit (one message alone may be larger, up to the body limit).
     public static let batchBytes = 256 * 1024
 
-    /// Sends a message: an unreliable one as a datagram to each live recipient, a reliable one
+    /// Sends a message: an unreliable one as a datagram to each live recipient this member holds
+    /// link keys with (best effort: one without a link yet misses it), a reliable one
     /// into the batch the next `flushBatch` signs. Delivered here too when this member is a
     /// recipient (`.deliverOwn`, `.deliverUnreliable`).
     public mutating func send(body: [UInt8], to: [MemberID]?, reliable: Bool) throws(SendRefusal) -> (WireMessage, [SessionEffect]) {
@@ -51,8 +52,9 @@ extension SessionCore {
             let message = broadcast.makeUnreliable(body: body, to: to)
             var out: [SessionEffect] = []
             for target in (to ?? swim.members.keys.sorted()) where target != local {
-                if let info = swim.members[target], info.state == .alive || info.state == .suspect {
-                    out.append(.sendDatagram(.message(message), to: info.addr))
+                if let info = swim.members[target], info.state == .alive || info.state == .suspect,
+                   let datagram = unreliableDatagram(message, to: target, addr: info.addr) {
+                    out.append(datagram)
                 }
             }
             if here { out.append(.deliverUnreliable(message)) }

@@ -27,6 +27,9 @@ import HuddleCrypto
 ///   answer carries at most `repairAnswerBytes`; the hold-back (per origin), the member table, the
 ///   chunk reads in flight per peer and the store have their bounds in the cores that own them.
 ///   Every refusal is counted by reason, and the first of each becomes a `.refused` effect.
+/// - a datagram has a member's authority only under the keys of this member's link with it; the
+///   session-key form carries only a bare ping or the ack to this member's own probe, and only
+///   from a member it holds no link keys with (`SessionCore+Datagrams`).
 public struct SessionCore: Sendable {
     public let local: MemberID
     let identity: Identity
@@ -53,9 +56,18 @@ public struct SessionCore: Sendable {
     private var digestSentTo: Set<MemberID> = []
     private var journalAt = -Double.infinity
     private var digestAt = -Double.infinity
-    /// Per datagram sender, the counters seen; at most `replayWindowLimit` senders, members first.
-    private var replayWindows: [MemberID: ReplayWindow] = [:]
+    /// Per claimed sender of session-key datagrams, the counters seen; at most
+    /// `replayWindowLimit` senders, members first. (Link-keyed datagrams are checked per key, in
+    /// `datagramKeys`.)
+    var replayWindows: [MemberID: ReplayWindow] = [:]
     public static let replayWindowLimit = 4096
+    /// The datagram keys of this member's links: who may send it what (`SessionCore+Datagrams`).
+    public internal(set) var datagramKeys = DatagramKeyring()
+    /// The counter of this member's session-key datagrams (link-keyed ones count per key).
+    var sessionDatagrams: UInt64 = 0
+    /// The UDP source address each member's link-keyed datagrams last came from, where it is not
+    /// the address it advertises (so an answer sent there is sealed for it).
+    var datagramSources: [String: MemberID] = [:]
     /// Batch roots whose signature was checked.
     var verifiedRoots = VerifiedRoots()
     /// This member's messages since the last flush: signed together, then sent on its links.
@@ -108,6 +120,7 @@ public struct SessionCore: Sendable {
     /// digest of broadcast and activity to every link (every `digestInterval`).
     public mutating func tick(now: Double) -> [SessionEffect] {
         let congested = broadcast.isCongested
+        datagramKeys.expire(now: now)
         var out = membership(swim.tick(now: now), now: now) + planner.tick(now: now).map { .dial($0.addr) }
         // Compared as `nextDeadline` computes them, so a tick at that deadline always does the work
         // (`now - at >= interval` can round below the interval there, and the shell would spin).
@@ -142,10 +155,11 @@ public struct SessionCore: Sendable {
         wasCongested && !broadcast.isCongested ? [.congestionCleared] : []
     }
 
-    /// When `tick` next has work: the earliest deadline of membership, the journal and the digest.
+    /// When `tick` next has work: the earliest deadline of membership, the journal, the digest and
+    /// the expiry of retired datagram keys.
     public var nextDeadline: Double {
         let digest = planner.linked.isEmpty ? Double.infinity : digestAt + Self.digestInterval
-        return min(swim.nextDeadline, journalAt + Self.journalInterval, digest)
+        return min(swim.nextDeadline, journalAt + Self.journalInterval, digest, datagramKeys.nextExpiry)
     }
 
     /// Live members with a link up, in member order.
@@ -176,36 +190,12 @@ public struct SessionCore: Sendable {
         return out + merged
     }
 
-    /// A datagram that opened under the session key, from UDP address `source`: refused when its
-    /// counter was seen (or fell out of the sender's window); a SWIM message only from its own
-    /// sender; an unreliable message only from a live member as its own origin, and only when it
-    /// is for this member.
-    public mutating func receiveDatagram(_ payload: DatagramPayload, from source: String, now: Double) -> [SessionEffect] {
-        let congested = broadcast.isCongested
-        return receiveDatagramContent(payload, from: source, now: now) + congestionCleared(since: congested)
-    }
-
-    private mutating func receiveDatagramContent(_ payload: DatagramPayload, from source: String, now: Double) -> [SessionEffect] {
-        if replayWindows[payload.sender] == nil && replayWindows.count >= Self.replayWindowLimit {
-            replayWindows = replayWindows.filter { swim.members[$0.key] != nil }
-        }
-        guard replayWindows[payload.sender, default: ReplayWindow()].accept(payload.counter) else { return refuse(.replayedDatagram) }
-        switch payload.content {
-        case let .swim(message):
-            guard message.sender == payload.sender else { return [] }
-            return receive(message, from: source, now: now)
-        case let .message(m):
-            guard m.from == payload.sender, m.seq == 0, isLive(m.from), m.to?.contains(local) ?? true else { return [] }
-            return [.deliverUnreliable(m)]
-        }
-    }
-
     /// Carries out what membership decided, and its consequences for the other cores.
     mutating func membership(_ actions: [SWIMAction], now: Double) -> [SessionEffect] {
         var out: [SessionEffect] = []
         for action in actions {
             switch action {
-            case let .send(message, to): out.append(.sendDatagram(.swim(message), to: to))
+            case let .send(message, to): if let datagram = datagram(message, to: to) { out.append(datagram) }
             case let .pushPull(addr, join): out.append(.pushPull(to: addr, join: join))
             case let .refused(reason): out.append(.refused(reason))
             case let .emit(change, info):
@@ -219,6 +209,7 @@ public struct SessionCore: Sendable {
                     if let dial = planner.want(info.id, addr: info.addr, now: now) { out.append(.dial(dial.addr)) }
                 case .failed, .left:
                     planner.forget(info.id)
+                    datagramKeys.forget(info.id)
                     out.append(.closeLink(info.id))
                 }
             }
@@ -269,6 +260,7 @@ public struct SessionCore: Sendable {
         digestSentTo.remove(peer)
         journal.linkDown(peer)
         planner.linkDown(peer)
+        datagramKeys.retire(peer, now: now)
         return settled ? membership(swim.linkLost(peer, now: now), now: now) : []
     }
 

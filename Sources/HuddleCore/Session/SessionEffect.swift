@@ -1,7 +1,8 @@
 /// What the session core asks its shell (the node, or the simulator) to do, in order.
 public enum SessionEffect: Sendable, Equatable {
-    /// Send a SWIM message or an unreliable message as one datagram to `host:port`.
-    case sendDatagram(DatagramPayload.Content, to: String)
+    /// Send a SWIM message or an unreliable message as one datagram to `host:port`, sealed as
+    /// `sealing` says (`DatagramKeyring.seal`).
+    case sendDatagram(DatagramPayload, to: String, sealing: DatagramSealing)
     /// Exchange full membership state with `host:port` over its link (dialing it first if needed).
     case pushPull(to: String, join: Bool)
     /// Send one link message to `peer` (dropped when no link to it is up).
@@ -42,4 +43,13 @@ public enum SessionEffect: Sendable, Equatable {
     case repairRequest(peer: MemberID, origin: MemberID, from: UInt64, to: UInt64)
     /// What the journal decided (chunk requests, haves, attachment events, deletions).
     case journal(Journal.Effect)
+}
+
+/// How the shell seals a datagram the core sends; the core chose it (`SessionCore+Datagrams`).
+public enum DatagramSealing: Sendable, Equatable {
+    /// The session-key form (`DatagramSeal`): only a bare ping or ack, to a member this member
+    /// holds no link keys with.
+    case session
+    /// Under the send key `serial` of the link keys held with `recipient` (`PairDatagramSeal`).
+    case link(MemberID, serial: UInt64)
 }

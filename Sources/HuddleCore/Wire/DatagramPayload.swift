@@ -1,5 +1,6 @@
 /// The plaintext inside a sealed datagram: `version | sender | counter | kind | fields`.
-/// The (sender, counter) pair feeds the receiver's replay window.
+/// The counter feeds the receiver's replay window: the window of the link key it opened under
+/// (the sender counts per key), or, in the session-key form, the claimed sender's.
 public struct DatagramPayload: Sendable, Equatable {
     public var sender: MemberID
     public var counter: UInt64

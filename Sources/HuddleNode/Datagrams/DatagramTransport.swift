@@ -2,7 +2,8 @@ import Foundation
 import HuddleCore
 import NIOCore
 
-/// UDP on the listen port: sealed datagrams in (opened on a receive thread), the node's datagram
+/// UDP on the listen port: sealed datagrams in (opened on a receive thread with the node's current
+/// `DatagramOpener`: the session key and its links' keys), the node's datagram
 /// outbox out. A datagram the kernel refuses to send is lost like any other UDP datagram; the
 /// socket stays open (see `UDPSocket`).
 enum DatagramTransport {
@@ -14,7 +15,7 @@ enum DatagramTransport {
     static func run(_ socket: UDPSocket, node: Node) async {
         // Opened datagrams go from the receive thread to the node in order; when the node falls
         // behind by this many, newer datagrams are dropped (UDP semantics, memory stays bounded).
-        let (inbound, feed) = AsyncStream.makeStream(of: (DatagramPayload, String).self, bufferingPolicy: .bufferingOldest(8192))
+        let (inbound, feed) = AsyncStream.makeStream(of: (OpenedDatagram, String).self, bufferingPolicy: .bufferingOldest(8192))
         let receiver = Thread {
             var buffer = [UInt8](repeating: 0, count: 65_536)
             loop: while true {
@@ -24,12 +25,12 @@ enum DatagramTransport {
                 case .timeout: continue
                 case let .datagram(length, from):
                     let bytes = Array(buffer[..<length])
-                    guard let plain = try? node.seal.open(bytes), let payload = try? DatagramPayload.decode(plain) else {
+                    guard let opened = try? node.datagramOpener.current.open(bytes) else {
                         _ = node.counters.droppedDatagrams.wrappingAdd(1, ordering: .relaxed)
                         continue
                     }
-                    if case .swim = payload.content { node.counters.addDatagramReceived(.gossip, bytes: length) } else { node.counters.addDatagramReceived(.messages, bytes: length) }
-                    if case .dropped = feed.yield((payload, hostPort(from))) {
+                    if case .swim = opened.payload.content { node.counters.addDatagramReceived(.gossip, bytes: length) } else { node.counters.addDatagramReceived(.messages, bytes: length) }
+                    if case .dropped = feed.yield((opened, hostPort(from))) {
                         _ = node.counters.droppedDatagrams.wrappingAdd(1, ordering: .relaxed)
                     }
                 }
@@ -48,8 +49,8 @@ enum DatagramTransport {
                 }
                 socket.close()
             }
-            for await (payload, source) in inbound {
-                await node.datagramReceived(payload, from: source)
+            for await (datagram, source) in inbound {
+                await node.datagramReceived(datagram, from: source)
             }
             node.datagramOutbox.close()
         }

@@ -78,7 +78,7 @@ enum LinkSession {
                 let peer = try MemberInfo.decode(result.remoteAppPayload)
                 guard peer.node == result.remoteIdentity else { throw NodeError("peer's member record names another node key") }
                 let link = LinkHandle(peer: peer, dialer: role == .initiator ? node.local.id : peer.id, channel: channel.channel)
-                guard await node.register(link) else {
+                guard await node.register(link, datagramKeys: result.datagramKeys) else {
                     registered?.resume(.success(peer.id))
                     return
                 }

@@ -64,11 +64,10 @@ extension Node {
 
     // MARK: datagrams
 
-    func sendDatagram(_ content: DatagramPayload.Content, to addr: String) {
-        guard let address = datagramAddress(addr) else { return }
-        datagramCounter += 1
-        let sealed = seal.seal(DatagramPayload(sender: local.id, counter: datagramCounter, content: content).encoded())
-        if case .swim = content { counters.addDatagramSent(.gossip, bytes: sealed.count) } else { counters.addDatagramSent(.messages, bytes: sealed.count) }
+    /// Seals a datagram the core decided to send, as it said (`DatagramKeyring.seal`), and queues it.
+    func sendDatagram(_ payload: DatagramPayload, to addr: String, sealing: DatagramSealing) {
+        guard let address = datagramAddress(addr), let sealed = core.datagramKeys.seal(payload, sealing, session: seal) else { return }
+        if case .swim = payload.content { counters.addDatagramSent(.gossip, bytes: sealed.count) } else { counters.addDatagramSent(.messages, bytes: sealed.count) }
         datagramOutbox.push(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: sealed)), bytes: sealed.count)
     }
 
@@ -82,9 +81,10 @@ extension Node {
         return address
     }
 
-    /// A datagram that opened under the session key: replay-checked, then handled. `source` is the
-    /// sender's UDP address (`host:port`), where SWIM sends its answers.
-    func datagramReceived(_ payload: DatagramPayload, from source: String) {
-        execute(core.receiveDatagram(payload, from: source, now: now))
+    /// A datagram that opened (on the receive thread, `DatagramOpener`): the core judges its form
+    /// and counter, then handles it. `source` is the sender's UDP address (`host:port`), where SWIM
+    /// sends its answers.
+    func datagramReceived(_ datagram: OpenedDatagram, from source: String) {
+        execute(core.receiveDatagram(datagram, from: source, now: now))
     }
 }

@@ -22,6 +22,10 @@ actor Node {
     nonisolated let spawner = TaskSpawner()
     nonisolated let datagramOutbox = Outbox<AddressedEnvelope<ByteBuffer>>()
     nonisolated let seal: DatagramSeal
+    /// What the UDP receive thread opens datagrams with: the session key and the links' keys.
+    nonisolated let datagramOpener: DatagramOpenerBox
+    /// `core.datagramKeys.generation` when `datagramOpener` was last replaced.
+    private var publishedKeys: UInt64 = 0
     let started = ContinuousClock.now
 
     /// Every protocol decision (HuddleCore's `SessionCore`); the node executes its effects.
@@ -36,7 +40,6 @@ actor Node {
     var links: [MemberID: LinkHandle] = [:]
     var events = EventLog()
     private var dialsInFlight: Set<String> = []
-    var datagramCounter: UInt64 = 0
     var datagramAddresses: [String: SocketAddress] = [:]
     private(set) var stopping = false
     private var stopped = false
@@ -54,6 +57,14 @@ actor Node {
         limits.members = config.maxMembers
         limits.storeBytes = config.storeLimitBytes
         core = SessionCore(local: local, identity: security.identity, limits: limits, joining: !config.join.isEmpty, swimSeed: SecureRandom.uint64(), journalSeed: SecureRandom.uint64())
+        datagramOpener = DatagramOpenerBox(DatagramOpener(local: local.id, session: seal, keys: core.datagramKeys))
+    }
+
+    /// Hands the receive thread an opener with the current link keys, when they changed.
+    func publishDatagramKeys() {
+        guard core.datagramKeys.generation != publishedKeys else { return }
+        publishedKeys = core.datagramKeys.generation
+        datagramOpener.replace(with: DatagramOpener(local: local.id, session: seal, keys: core.datagramKeys))
     }
 
     /// Seconds since the node started: the time the protocol cores see.
@@ -75,8 +86,9 @@ actor Node {
 
     // MARK: links
 
-    /// Adds an authenticated link; false when it must be closed (self, a member that left, a losing duplicate).
-    func register(_ link: LinkHandle) -> Bool {
+    /// Adds an authenticated link and its datagram keys; false when it must be closed (self, a
+    /// member that left, a losing duplicate — whose keys are still kept for a moment, retired).
+    func register(_ link: LinkHandle, datagramKeys: PairDatagramKeys) -> Bool {
         guard !stopping else { return false }
         let peer = link.peer.id
         do { try core.admitLink(link.peer) } catch {
@@ -88,9 +100,15 @@ actor Node {
             return false
         }
         if let existing = links[peer] {
-            guard LinkPlanner.keepsNewLink(newDialedBy: link.dialer, existingDialedBy: existing.dialer) else { return false }
+            guard LinkPlanner.keepsNewLink(newDialedBy: link.dialer, existingDialedBy: existing.dialer) else {
+                core.installDatagramKeys(datagramKeys, for: peer, current: false, now: now)
+                publishDatagramKeys()
+                return false
+            }
             existing.close()
         }
+        core.installDatagramKeys(datagramKeys, for: peer, current: true, now: now)
+        publishDatagramKeys()
         execute(core.flushBatch())
         links[peer] = link
         link.send(core.linkUp(peer).encoded())
@@ -135,7 +153,7 @@ actor Node {
     func execute(_ effects: [SessionEffect]) {
         for effect in effects {
             switch effect {
-            case let .sendDatagram(content, to): sendDatagram(content, to: to)
+            case let .sendDatagram(payload, to, sealing): sendDatagram(payload, to: to, sealing: sealing)
             case let .pushPull(addr, join):
                 if let link = links.values.first(where: { $0.peer.addr == addr }) {
                     link.send(core.pushPullRequest(to: link.peer.id, join: join).encoded())
@@ -172,6 +190,7 @@ actor Node {
             case let .recheckChunk(id, index, peer): recheckChunk(id: id, index: index, reportedBy: peer)
             }
         }
+        publishDatagramKeys()
     }
 
     private func flushScheduledBatch() {
@@ -211,7 +230,7 @@ actor Node {
         stopping = true
         log.info("leaving the session")
         for effect in core.leave(now: now) {
-            if case let .sendDatagram(.swim(message), _) = effect {
+            if case let .sendDatagram(payload, _, _) = effect, case let .swim(message) = payload.content {
                 let encoded = LinkMessage.swim(message).encoded()
                 for link in links.values { link.send(encoded) }
             }
