@@ -98,6 +98,30 @@ struct HostileMemberTests {
         await events.stop()
     }
 
+    /// Members invented by the hundred, each with a node key of its own and a record it signed (a
+    /// key holder can make as many as it likes): the table holds at most `--max-members`, the rest
+    /// are refused and counted, and the honest members stay.
+    @Test func invitedMembersByTheHundredStayWithinTheMemberTable() async throws {
+        let cluster = try TestCluster("hostile-fakes")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a", extra: ["--max-members", "32"])
+        let b = try await cluster.start("b")
+        try await cluster.waitForFullMesh(2)
+        let mallory = try await Mallory(linkedTo: a, key: cluster.key)
+        let fakes = (0..<200).map { i -> MemberInfo in
+            let identity = Identity.generate()
+            return MemberInfo(id: MemberID(raw: 0xFA4E_0000 + UInt64(i)), node: identity.publicKey, name: "fake\(i)", addr: "127.0.0.1:9").signed(by: identity)
+        }
+        try mallory.link.write(.pushPull(SWIMPushPull(join: false, members: fakes)))
+        try await eventually("a to refuse members beyond its table") { try await refused(.memberTableFull, at: a) > 0 }
+        let members = try await a.request("members")["members"]?.arrayValue ?? []
+        #expect(members.count <= 32, "a holds \(members.count) members")
+        #expect(members.contains { $0.objectValue?["member"]?.stringValue == b.member }, "b is still a member")
+        _ = try await b.request("send", ["text": "still heard"])
+        try await eventually("a to deliver b's message") { (try await a.request("stats")["messages_delivered"]?.intValue ?? 0) >= 1 }
+        #expect(a.process.isRunning)
+    }
+
     @Test func aCatchUpNobodyAskedForIsRefusedAndAReplayedDirectedMessageIsDeliveredOnce() async throws {
         let cluster = try TestCluster("hostile-state")
         defer { cluster.shutdown() }
