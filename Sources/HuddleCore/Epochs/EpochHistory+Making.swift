@@ -28,9 +28,11 @@ extension EpochHistory {
 
     /// When this member should re-issue the pending removals: now when it is the member designated
     /// to, `reissueDelay` after they were found otherwise; nil when there is nothing to re-issue or
-    /// this member may not (it does not hold the current key, or is not an admin when admins are set).
+    /// this member may not (it does not hold the current key by the roster, or is not an admin when
+    /// admins are set). The session core wakes at this time.
     public var reissueDeadline: Double? {
-        guard let since = pendingSince, current != nil, !isRemoved, mayMake(nodeKey) else { return nil }
+        guard let since = pendingSince, current != nil, !isRemoved, mayMake(nodeKey),
+              entries[head]?.roster?.contains(nodeKey) ?? true else { return nil }
         return designatedReissuer == nodeKey ? since : since + settings.reissueDelay
     }
 
@@ -48,7 +50,7 @@ extension EpochHistory {
     /// Re-issues the pending removals on top of the head when `reissueDeadline` has come: the change
     /// to send, or nil when nothing is due.
     public mutating func reissue(members: [[UInt8]], now: Double, using rng: inout some RandomNumberGenerator) -> EpochChange? {
-        guard let deadline = reissueDeadline, now >= deadline, entries[head]?.roster?.contains(nodeKey) ?? true else { return nil }
+        guard let deadline = reissueDeadline, now >= deadline else { return nil }
         return try? make(removing: [], members: members, now: now, using: &rng)
     }
 

@@ -322,10 +322,9 @@ public struct EpochHistory: Sendable {
     /// keys older than the grace, node keys not seen for the grace, and excess remembered removals.
     mutating func prune(now: Double) {
         while chain.count > 1 {
-            let next = chain[1]
-            let expired = endedAt[next].map { now - $0 > settings.grace } ?? false
+            let expired = endedAt[root].map { now - $0 > settings.grace } ?? false
             guard expired || entries.count > settings.maxChanges else { break }
-            forgetRoot(newRoot: next)
+            forgetRoot(newRoot: chain[1])
         }
         for (hash, ended) in endedAt where now - ended > settings.grace { keys[hash] = nil }
         for (node, seen) in lastSeen where now - seen > settings.grace { lastSeen[node] = nil }
