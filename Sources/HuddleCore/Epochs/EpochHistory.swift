@@ -104,8 +104,8 @@ public struct EpochHistory: Sendable {
     var keys: [[UInt8]: SessionKey] = [:]
     /// When each epoch stopped being the head here (nil for the head).
     var endedAt: [[UInt8]: Double] = [:]
-    /// Changes whose parent is not known yet, oldest first.
-    var waiting: [EpochChange] = []
+    /// Changes whose parent is not known yet, with their hashes, oldest first.
+    var waiting: [(hash: [UInt8], change: EpochChange)] = []
     /// When this member last saw each node key (a member the caller named, or `observe`d).
     var lastSeen: [[UInt8]: Double] = [:]
     /// Since when a removal has been missing from the winning branch.
@@ -148,7 +148,8 @@ public struct EpochHistory: Sendable {
 
     /// Every kept change, parent first (to hand a member whose history differs).
     public var changes: [EpochChange] {
-        entries.values.compactMap(\.change).sorted { $0.epoch != $1.epoch ? $0.epoch < $1.epoch : bytesPrecede($0.hash, $1.hash) }
+        entries.sorted { $0.value.epoch != $1.value.epoch ? $0.value.epoch < $1.value.epoch : bytesPrecede($0.key, $1.key) }
+            .compactMap(\.value.change)
     }
 
     /// The winning branch's changes after `ancestor` (after the root when `ancestor` is not on it).
@@ -175,7 +176,7 @@ public struct EpochHistory: Sendable {
         let before = (head: head, removed: isRemoved, key: current)
         guard entries[change.parent] != nil else {
             if change.epoch <= entries[root]?.epoch ?? 0 { return .refused(.stale) }
-            waiting.append(change)
+            waiting.append((hash, change))
             if waiting.count > settings.maxWaiting { waiting.removeFirst(waiting.count - settings.maxWaiting) }
             return .waiting
         }
@@ -218,9 +219,9 @@ public struct EpochHistory: Sendable {
         var progress = true
         while progress {
             progress = false
-            for (i, change) in waiting.enumerated() where entries[change.parent] != nil {
+            for (i, (hash, change)) in waiting.enumerated() where entries[change.parent] != nil {
                 waiting.remove(at: i)
-                _ = insert(change, hash: change.hash, now: now)
+                _ = insert(change, hash: hash, now: now)
                 progress = true
                 break
             }
