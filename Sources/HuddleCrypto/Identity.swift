@@ -58,4 +58,13 @@ public struct Identity: Sendable {
     }
 
     public var publicKeyHex: String { hexString(publicKey) }
+
+    /// This identity's X25519 secret key: the Ed25519 secret key converted as libsodium does
+    /// (`crypto_sign_ed25519_sk_to_curve25519`). Internal, so the secret never leaves this module:
+    /// `SealedBox.open(_:with:)` uses it to open what was sealed to the node key.
+    func x25519SecretKey() -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        _ = crypto_sign_ed25519_sk_to_curve25519(&out, secretKey)
+        return out
+    }
 }

@@ -147,6 +147,8 @@ private struct Cores {
         if let m = try? SWIMMessage.decode(bytes) { _ = swim.receive(m, from: "h:2", now: now) }
         if let state = try? SWIMPushPull.decode(bytes) { _ = swim.receivePushPull(state.members, join: state.join, from: "h:2", now: now) }
         if let entry = try? JournalEntry.decode(bytes) { _ = journal.apply(entry, now: now) }
+        _ = try? EpochChange.decode(bytes)
+        _ = try? EpochGrant.decode(bytes)
         var reassembler = LinkReassembler(limit: 1 << 16)
         _ = try? reassembler.add(bytes)
     }

@@ -1,0 +1,182 @@
+import HuddleCrypto
+
+/// One epoch change: a member (`maker`) moves the session from the epoch whose head is `parent` to
+/// epoch `epoch` with a new random session key, handed to every node key of the new epoch's
+/// **roster** sealed to that node key, and removes `removed` for good. Signed by the maker's node key.
+///
+/// Guarantees of a change that `validate()` accepts (the rules about *who* may make it, and where
+/// it goes in the history, are `EpochHistory`'s):
+/// - it is canonical: removed node keys and the roster sorted and unique, so one content has one
+///   encoding and one `hash` (Ed25519 signatures are deterministic);
+/// - the maker is on its own roster and removes neither itself nor anyone on the roster;
+/// - the signature is the maker's over everything else, so no byte can change in transit;
+/// - `keyCheck` commits to the one key every recipient opens (`openKey` checks it), so a maker
+///   cannot hand different recipients different keys unnoticed.
+///
+/// Wire form (big-endian, `encoded()`): version 1 (u8), session id (8), epoch (u64, a count),
+/// parent (32), maker member id (u64), maker node key (32), removed count (u16) and node keys
+/// (32 each), key check (32), roster count (u16) and per recipient node key (32) and sealed key
+/// (88), signature (64). Every count is checked against the bytes left before anything is made.
+public struct EpochChange: Sendable, Equatable {
+    /// One member of the new epoch's roster and the new key sealed to its node key.
+    public struct Recipient: Sendable, Equatable {
+        public var node: [UInt8]
+        /// `SealedBox` of the key (32) and the epoch number (u64) to `node`: `sealedKeyLength` bytes.
+        public var sealedKey: [UInt8]
+        public init(node: [UInt8], sealedKey: [UInt8]) { self.node = node; self.sealedKey = sealedKey }
+    }
+
+    public var session: [UInt8]
+    public var epoch: UInt64
+    public var parent: [UInt8]
+    public var maker: MemberID
+    public var makerNode: [UInt8]
+    public var removed: [[UInt8]]
+    public var keyCheck: [UInt8]
+    public var recipients: [Recipient]
+    public var signature: [UInt8]
+
+    /// Most node keys one change removes, and most on one roster: the decoder's bounds.
+    public static let maxRemoved = 256
+    public static let maxRoster = 1024
+    static let nodeKeyLength = 32
+    static let sealedPlaintextLength = SessionKey.length + 8
+    public static let sealedKeyLength = sealedPlaintextLength + SealedBox.overhead
+    static let version: UInt8 = 1
+    static let signingDomain = Array("huddle-epoch-change v1".utf8)
+    static let hashDomain = Array("huddle-epoch-change-hash v1".utf8)
+
+    public init(session: [UInt8], epoch: UInt64, parent: [UInt8], maker: MemberID, makerNode: [UInt8],
+                removed: [[UInt8]], keyCheck: [UInt8], recipients: [Recipient], signature: [UInt8]) {
+        self.session = session; self.epoch = epoch; self.parent = parent; self.maker = maker; self.makerNode = makerNode
+        self.removed = removed; self.keyCheck = keyCheck; self.recipients = recipients; self.signature = signature
+    }
+
+    /// The new epoch's roster: the node keys the key was handed to.
+    public var roster: [[UInt8]] { recipients.map(\.node) }
+
+    /// Names this change (and the epoch it makes): BLAKE2b-256 of its whole encoding, signature included.
+    public var hash: [UInt8] { BLAKE2b.hash(Self.hashDomain + encoded(), length: 32) }
+
+    // MARK: making and opening
+
+    /// A change made and signed by `identity`: `key` sealed to each of `roster` (any order; sorted
+    /// here), ephemeral keys derived from `sealSeed` per recipient. Throws when a roster node key
+    /// cannot be sealed to.
+    static func make(session: [UInt8], epoch: UInt64, parent: [UInt8], maker: MemberID, identity: Identity,
+                     removed: [[UInt8]], roster: [[UInt8]], key: [UInt8], sealSeed: [UInt8]) throws(SealedBoxError) -> EpochChange {
+        let plaintext = key + bigEndian(epoch)
+        var recipients: [Recipient] = []
+        for node in sortedUnique(roster) {
+            let seed = BLAKE2b.hash(node, length: 32, key: sealSeed)
+            recipients.append(Recipient(node: node, sealedKey: try SealedBox.seal(plaintext, to: node, ephemeralSeed: seed)))
+        }
+        var change = EpochChange(session: session, epoch: epoch, parent: parent, maker: maker, makerNode: identity.publicKey,
+                                 removed: sortedUnique(removed), keyCheck: SessionKey.keyCheck(key), recipients: recipients, signature: [])
+        change.signature = identity.sign(change.signedBytes())
+        return change
+    }
+
+    /// The new epoch's key, opened by `identity` from its recipient entry and checked: the epoch
+    /// number sealed with it and the key check must match. Nil when `identity` is not a recipient
+    /// or its entry does not open or check.
+    public func openKey(with identity: Identity) -> SessionKey? {
+        guard let entry = recipients.first(where: { $0.node == identity.publicKey }) else { return nil }
+        return Self.openSealed(entry.sealedKey, identity: identity, epoch: epoch, session: session, head: hash, keyCheck: keyCheck)
+    }
+
+    /// Opens a sealed epoch key (from a change or a grant) and checks it against its epoch and key check.
+    static func openSealed(_ box: [UInt8], identity: Identity, epoch: UInt64, session: [UInt8], head: [UInt8], keyCheck: [UInt8]) -> SessionKey? {
+        guard let plain = try? SealedBox.open(box, with: identity), plain.count == sealedPlaintextLength else { return nil }
+        let key = Array(plain.prefix(SessionKey.length))
+        guard Array(plain.suffix(8)) == bigEndian(epoch), SessionKey.keyCheck(key) == keyCheck else { return nil }
+        return try? SessionKey(bytes: key, epoch: epoch, sessionID: session, head: head)
+    }
+
+    // MARK: validity
+
+    /// Nil when the change is well formed and signed by its maker; the reason otherwise.
+    public func validate() -> EpochRefusal? {
+        guard epoch >= 1 else { return .malformed }
+        guard isSortedUnique(removed), isSortedUnique(roster) else { return .malformed }
+        let roster = Set(self.roster)
+        guard roster.contains(makerNode), !removed.contains(where: roster.contains) else { return .malformed }
+        guard Identity.verify(signature: signature, message: signedBytes(), publicKey: makerNode) else { return .badSignature }
+        return nil
+    }
+
+    // MARK: codec
+
+    func signedBytes() -> [UInt8] {
+        var w = WireWriter(capacity: 128 + recipients.count * 120)
+        w.raw(Self.signingDomain)
+        encodeUnsigned(into: &w)
+        return w.bytes
+    }
+
+    private func encodeUnsigned(into w: inout WireWriter) {
+        w.u8(Self.version); w.raw(session); w.u64(epoch); w.raw(parent); w.member(maker); w.raw(makerNode)
+        w.u16(UInt16(truncatingIfNeeded: removed.count)); for node in removed { w.raw(node) }
+        w.raw(keyCheck)
+        w.u16(UInt16(truncatingIfNeeded: recipients.count))
+        for r in recipients { w.raw(r.node); w.raw(r.sealedKey) }
+    }
+
+    public func encode(into w: inout WireWriter) {
+        encodeUnsigned(into: &w)
+        w.raw(signature)
+    }
+
+    public func encoded() -> [UInt8] {
+        var w = WireWriter(capacity: 256 + recipients.count * 120)
+        encode(into: &w)
+        return w.bytes
+    }
+
+    public static func decode(from r: inout WireReader) throws(WireError) -> EpochChange {
+        guard try r.u8("epoch change version") == version else { throw WireError("unknown epoch change version") }
+        let session = try r.raw(SessionKey.sessionIDLength, "session id")
+        let epoch = try r.count("epoch")
+        let parent = try r.raw(SessionKey.headLength, "parent")
+        let maker = try r.member("maker")
+        let makerNode = try r.raw(nodeKeyLength, "maker node key")
+        let removedCount = try r.count16(minItemSize: nodeKeyLength, "removed")
+        guard removedCount <= maxRemoved else { throw WireError("an epoch change removing \(removedCount) node keys (at most \(maxRemoved))") }
+        var removed: [[UInt8]] = []
+        for _ in 0..<removedCount { removed.append(try r.raw(nodeKeyLength, "removed node key")) }
+        let keyCheck = try r.raw(32, "key check")
+        let rosterCount = try r.count16(minItemSize: nodeKeyLength + sealedKeyLength, "roster")
+        guard rosterCount <= maxRoster else { throw WireError("an epoch change to \(rosterCount) node keys (at most \(maxRoster))") }
+        var recipients: [Recipient] = []
+        recipients.reserveCapacity(rosterCount)
+        for _ in 0..<rosterCount {
+            recipients.append(Recipient(node: try r.raw(nodeKeyLength, "roster node key"), sealedKey: try r.raw(sealedKeyLength, "sealed key")))
+        }
+        let signature = try r.raw(64, "epoch change signature")
+        return EpochChange(session: session, epoch: epoch, parent: parent, maker: maker, makerNode: makerNode,
+                           removed: removed, keyCheck: keyCheck, recipients: recipients, signature: signature)
+    }
+
+    /// Decodes one change that fills `bytes` exactly.
+    public static func decode(_ bytes: [UInt8]) throws(WireError) -> EpochChange {
+        var r = WireReader(bytes)
+        let change = try decode(from: &r)
+        try r.expectEnd("epoch change")
+        return change
+    }
+}
+
+/// `a` before `b` in byte order: the order of node keys and hashes everywhere in the epoch rules.
+func bytesPrecede(_ a: [UInt8], _ b: [UInt8]) -> Bool { a.lexicographicallyPrecedes(b) }
+
+func sortedUnique(_ keys: [[UInt8]]) -> [[UInt8]] {
+    var out: [[UInt8]] = []
+    for key in keys.sorted(by: bytesPrecede) where out.last != key { out.append(key) }
+    return out
+}
+
+private func isSortedUnique(_ keys: [[UInt8]]) -> Bool {
+    zip(keys, keys.dropFirst()).allSatisfy { bytesPrecede($0, $1) }
+}
+
+func bigEndian(_ v: UInt64) -> [UInt8] { withUnsafeBytes(of: v.bigEndian) { Array($0) } }

@@ -1,0 +1,103 @@
+import HuddleCrypto
+
+/// Making epoch changes: `rekey`, `remove`, and the re-issue of removals lost to a concurrent change.
+extension EpochHistory {
+    /// Moves the session to a new epoch with a new key, removing nobody (routine rotation).
+    /// `members`: the node keys of the members the caller knows in the current epoch (alive,
+    /// suspected, failed but remembered); the roster adds the current roster's node keys seen within
+    /// the grace and this member, and leaves out every removed node key. Returns the change to send
+    /// to every member; this member has already moved to it.
+    public mutating func rekey(members: [[UInt8]], now: Double, using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
+        try make(removing: [], members: members, now: now, using: &rng)
+    }
+
+    /// Moves the session to a new epoch whose key `nodes` are not handed, and removes them for good.
+    public mutating func remove(_ nodes: [[UInt8]], members: [[UInt8]], now: Double, using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
+        guard !nodes.isEmpty else { throw .nobodyToRemove }
+        guard !nodes.contains(nodeKey) else { throw .removingSelf }
+        return try make(removing: nodes, members: members, now: now, using: &rng)
+    }
+
+    /// Node keys removed somewhere (a losing branch) but not on the winning branch, that are still on
+    /// the head's roster: they may hold the current key, so a change must remove them.
+    public var pendingRemovals: [[UInt8]] {
+        guard let roster = entries[head]?.roster else { return [] }
+        let removedOnChain = ancestryRemovals(of: head)
+        return removedNodes.keys.filter { roster.contains($0) && !removedOnChain.contains($0) }.sorted(by: bytesPrecede)
+    }
+
+    /// When this member should re-issue the pending removals: now when it is the member designated
+    /// to, `reissueDelay` after they were found otherwise; nil when there is nothing to re-issue or
+    /// this member may not (it does not hold the current key by the roster, or is not an admin when
+    /// admins are set). The session core wakes at this time.
+    public var reissueDeadline: Double? {
+        guard let since = pendingSince, current != nil, !isRemoved, mayMake(nodeKey),
+              entries[head]?.roster?.contains(nodeKey) ?? true else { return nil }
+        return designatedReissuer == nodeKey ? since : since + settings.reissueDelay
+    }
+
+    /// The member that re-issues at once: the lowest node key among the makers of the changes that
+    /// made the pending removals, still on the head's roster and not removed (admins only when set);
+    /// else the lowest such node key on the roster.
+    var designatedReissuer: [UInt8]? {
+        let pending = Set(pendingRemovals)
+        guard !pending.isEmpty, let roster = entries[head]?.roster else { return nil }
+        let able = roster.filter { removedNodes[$0] == nil && mayMake($0) }
+        let makers = entries.values.filter { $0.removed.contains(where: pending.contains) }.compactMap(\.makerNode).filter(able.contains)
+        return (makers.isEmpty ? Array(able) : makers).min(by: bytesPrecede)
+    }
+
+    /// Re-issues the pending removals on top of the head when `reissueDeadline` has come: the change
+    /// to send, or nil when nothing is due.
+    public mutating func reissue(members: [[UInt8]], now: Double, using rng: inout some RandomNumberGenerator) -> EpochChange? {
+        guard let deadline = reissueDeadline, now >= deadline else { return nil }
+        return try? make(removing: [], members: members, now: now, using: &rng)
+    }
+
+    func mayMake(_ node: [UInt8]) -> Bool { settings.admins.isEmpty || settings.admins.contains(node) }
+
+    /// Makes, keeps and returns a change on top of the head removing `removing` and every pending removal.
+    mutating func make(removing: [[UInt8]], members: [[UInt8]], now: Double, using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
+        guard let key = current, !isRemoved else { throw .notHandedCurrentKey }
+        guard mayMake(nodeKey) else { throw .notAdmin }
+        // A member handed the key by a grant is not on the roster: only the roster makes the next epoch.
+        guard entries[head]?.roster?.contains(nodeKey) ?? true else { throw .notOnRoster }
+        let removed = sortedUnique(removing + pendingRemovals)
+        guard removed.count <= EpochChange.maxRemoved else { throw .tooMany }
+        for node in members { lastSeen[node] = now }
+        let excluded = Set(removed).union(removedNodes.keys)
+        let roster = rosterFor(members: members, excluding: excluded, now: now)
+        let newKey = randomBytes(32, &rng), sealSeed = randomBytes(32, &rng)
+        let change: EpochChange
+        do {
+            change = try EpochChange.make(session: sessionID, epoch: epoch + 1, parent: key.head, maker: local, identity: identity,
+                                          removed: removed, roster: roster, key: newKey, sealSeed: sealSeed)
+        } catch { throw .cannotSeal }
+        if let refusal = insert(change, hash: change.hash, now: now) { throw .refused(refusal) }
+        settle(now: now)
+        return change
+    }
+
+    /// The roster of a new epoch: this member, `members`, and the head's roster entries seen within
+    /// the grace, without `excluded` and node keys nothing can be sealed to; at most
+    /// `EpochChange.maxRoster`, the most recently seen kept first.
+    func rosterFor(members: [[UInt8]], excluding excluded: Set<[UInt8]>, now: Double) -> [[UInt8]] {
+        let carried = (entries[head]?.roster ?? []).filter { node in lastSeen[node].map { now - $0 <= settings.grace } ?? false }
+        var candidates = Set(members).union(carried)
+        candidates.remove(nodeKey)
+        let ordered = candidates.filter { !excluded.contains($0) && SealedBox.canSeal(to: $0) }
+            .sorted { a, b in
+                let seenA = lastSeen[a] ?? 0, seenB = lastSeen[b] ?? 0
+                return seenA != seenB ? seenA > seenB : bytesPrecede(a, b)
+            }
+        return [nodeKey] + ordered.prefix(EpochChange.maxRoster - 1)
+    }
+}
+
+/// `n` bytes from `rng` (the node passes the system's secure generator; the simulator a seeded one).
+func randomBytes(_ n: Int, _ rng: inout some RandomNumberGenerator) -> [UInt8] {
+    var out: [UInt8] = []
+    out.reserveCapacity(n + 8)
+    while out.count < n { out += bigEndian(rng.next()) }
+    return Array(out.prefix(n))
+}

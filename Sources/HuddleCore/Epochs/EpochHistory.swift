@@ -1,0 +1,363 @@
+import HuddleCrypto
+
+// Epochs: how removal, rotation, concurrency and grace work (issue 21).
+//
+// A session lives through **epochs**. Epoch 0's session key is the one `huddle keygen` made; every
+// **epoch change** (`EpochChange`) moves the session to a new random key, one epoch higher, handed
+// to each node key of the new epoch's **roster** sealed to that node key (`SealedBox`), signed by
+// the member that made it. Every subkey (link PSK, datagram key, chunk header key) is derived from
+// the current epoch's key, so a node key that is not handed the new key can no longer link, open a
+// datagram or read a chunk header made after the change.
+//
+// - **Rotation** (`rekey`) makes a change that removes nobody: routine, and forward secrecy for the
+//   whole session (a key that leaks later opens nothing sent after the next rotation).
+// - **Removal** (`remove`) makes a change whose roster leaves the removed node keys out and names
+//   them in `removed`. A removed node key is refused for good, with every key it ever held: its
+//   changes, its handshakes with an old key, a grant to it. The roster is the members the maker
+//   knows, plus the previous roster's node keys seen within the grace (so a member that is merely
+//   offline is still handed the key), minus everyone removed.
+// - **History is a tree, the session follows one branch.** Changes name their parent by hash. Two
+//   members making epoch n+1 at once make siblings. Every member picks the same branch from the
+//   same set of changes, level by level from the oldest epoch it remembers: among the children of
+//   the chosen epoch, a child whose maker is removed anywhere in a sibling's subtree is out (a member
+//   being removed cannot outrun its removal, even by forking from an older epoch); of the rest (all
+//   of them if none is left) the lowest change hash wins. The winning branch's tip is the **head**:
+//   the current epoch. Only one change per (parent, maker) is kept — the lowest hash — so a member
+//   signing two at once still leaves one answer.
+// - **A removal is never lost.** Removals count wherever they are (`removedNodes`: every kept
+//   change's, on any branch), so a node key removed on a losing branch is refused at once. Its key
+//   may still be on the winning branch's roster, though, so the removal is **re-issued** on top of
+//   the head: by the maker of the losing change that removed it, if that maker is on the head's
+//   roster (else by the lowest node key on it), at once; by every member on the roster after
+//   `reissueDelay` if no re-issue arrived by then. Every change a member makes also carries every
+//   removal still missing from the winning branch.
+// - **Nobody stranded.** A member that was offline through rotations still holds an older key. The
+//   handshake tries the current key, then the keys of earlier epochs within the grace
+//   (`handshakeKeys`); a member holding such a key is let in (`admission`) if its node key was on
+//   that epoch's roster, or the next one's, and was never removed; anyone else with an old key is
+//   refused, and a key older than the grace opens nothing (the handshake fails at its first
+//   message, as a wrong key does). The member let in is handed over the winning changes after its
+//   epoch, and a grant (`EpochGrant`) of the current key sealed to it when the current roster
+//   leaves it out (`handover`).
+// - **Grace.** An epoch's key is kept, and accepted, for `grace` (7 days) after the epoch ended
+//   here; changes on top of an epoch that ended longer ago are refused as stale (the history is
+//   final after the grace), and the oldest epochs are forgotten past `maxChanges`. What a member
+//   remembers is bounded: at most `maxChanges` changes (each at most `EpochChange.maxRoster`
+//   recipients), `maxWaiting` changes waiting for their parent, `maxRemembered` removed node keys
+//   beyond the changes that removed them, and when it last saw each node key of the head's roster.
+// - **Authority.** By default every member on an epoch's roster may make the next epoch (everyone
+//   holding the key is equal). With `admins` set, only those node keys may. Without admins a hostile
+//   member can remove honest ones — its change is signed, so everyone sees who did it — and a
+//   member that only holds the key file of epoch 0 may make the first change (epoch 0 has no
+//   signed roster).
+// - **What a removed member keeps.** Everything it already received: the keys of the epochs it was
+//   on, the messages, attachments and chunk keys sent under them, and whatever it captured on the
+//   wire in those epochs. Nothing made after the change that removed it is readable to it: new
+//   messages, datagrams and attachment keys travel only under the new epoch's subkeys.
+// - **A member restarted from its key file** knows its epoch's key and head but not the rosters
+//   before it: it accepts the first change on top of its epoch from any maker (it checks the
+//   signature, the key check and its own sealed key), and converges with the others as it hears
+//   their changes.
+
+/// The epoch core: the pure rules of the session's epoch history — which epoch changes to accept,
+/// which branch the session follows when changes are concurrent, which key this member holds now,
+/// who is removed, who may come back with an old key, and when a lost removal must be re-issued.
+/// No I/O, no clock (`now` is passed in), randomness only from the generator it is given.
+///
+/// Guarantees: members that hold the same set of changes have the same head and the same removed
+/// node keys, whatever order the changes came in; every member on the head's roster holds the
+/// head's key (it opens it from the change, or from a grant); a removed node key is never handed a
+/// key by a change this member makes, never admitted, never granted; everything it keeps is bounded
+/// by `EpochSettings`. See the note at the top of this file for the rules.
+public struct EpochHistory: Sendable {
+    /// One epoch this member knows: the root (the epoch it started from, or the oldest it still
+    /// remembers), or one made by a kept change.
+    struct Entry: Sendable {
+        var change: EpochChange?
+        var epoch: UInt64
+        var parent: [UInt8]?
+        /// Nil for a root whose roster is not known (epoch 0, or an epoch loaded from a key file).
+        var roster: Set<[UInt8]>?
+        var removed: [[UInt8]]
+        var makerNode: [UInt8]?
+        var children: [[UInt8]] = []
+    }
+
+    public let identity: Identity
+    public let local: MemberID
+    public let settings: EpochSettings
+    public let sessionID: [UInt8]
+
+    var entries: [[UInt8]: Entry] = [:]
+    var root: [UInt8]
+    /// Removals in the forgotten history below the root: removed for every change still kept.
+    var rootRemoved: Set<[UInt8]> = []
+    /// Node keys removed by changes no longer kept (forgotten, or on dropped branches), oldest first.
+    var rememberedRemovals: [(node: [UInt8], by: [UInt8])] = []
+    /// The tip of the winning branch: the current epoch.
+    public private(set) var head: [UInt8]
+    /// The winning branch, root first.
+    public private(set) var chain: [[UInt8]] = []
+    /// Every node key removed anywhere (kept changes, remembered removals), with who removed it.
+    public private(set) var removedNodes: [[UInt8]: [UInt8]] = [:]
+    /// The keys this member holds, by head.
+    var keys: [[UInt8]: SessionKey] = [:]
+    /// When each epoch stopped being the head here (nil for the head).
+    var endedAt: [[UInt8]: Double] = [:]
+    /// Changes whose parent is not known yet, with their hashes, oldest first.
+    var waiting: [(hash: [UInt8], change: EpochChange)] = []
+    /// When this member last saw each node key (a member the caller named, or `observe`d).
+    var lastSeen: [[UInt8]: Double] = [:]
+    /// Since when a removal has been missing from the winning branch.
+    public private(set) var pendingSince: Double?
+    /// Heads whose key this member tried to open and could not (not tried again).
+    var unopenable: Set<[UInt8]> = []
+
+    /// Starts from the key this member holds (from its key file, or epoch 0's).
+    public init(key: SessionKey, identity: Identity, local: MemberID, settings: EpochSettings = EpochSettings()) {
+        self.identity = identity
+        self.local = local
+        self.settings = settings
+        sessionID = key.sessionID
+        root = key.head
+        head = key.head
+        chain = [key.head]
+        entries[key.head] = Entry(change: nil, epoch: key.epoch, parent: nil, roster: nil, removed: [], makerNode: nil)
+        keys[key.head] = key
+    }
+
+    // MARK: what the session core reads
+
+    /// The current epoch's number.
+    public var epoch: UInt64 { entries[head]?.epoch ?? 0 }
+
+    /// The current epoch's key, when this member holds it (nil when removed or waiting for a grant).
+    public var current: SessionKey? { keys[head] }
+
+    /// The node key of this member.
+    public var nodeKey: [UInt8] { identity.publicKey }
+
+    /// Whether this member's node key is removed.
+    public var isRemoved: Bool { removedNodes[nodeKey] != nil }
+
+    /// The current epoch's roster (nil when this member started at this epoch and never saw it signed).
+    public var roster: Set<[UInt8]>? { entries[head]?.roster }
+
+    /// The change that made the current epoch (nil at the root).
+    public var headChange: EpochChange? { entries[head]?.change }
+
+    /// Every kept change, parent first (to hand a member whose history differs).
+    public var changes: [EpochChange] {
+        entries.sorted { $0.value.epoch != $1.value.epoch ? $0.value.epoch < $1.value.epoch : bytesPrecede($0.key, $1.key) }
+            .compactMap(\.value.change)
+    }
+
+    /// The winning branch's changes after `ancestor` (after the root when `ancestor` is not on it).
+    public func changes(after ancestor: [UInt8]) -> [EpochChange] {
+        let start = chain.firstIndex(of: ancestor).map { $0 + 1 } ?? 1
+        return chain.dropFirst(start).compactMap { entries[$0]?.change }
+    }
+
+    /// Notes that `node` was seen as a member now (linked, or alive in membership): its roster entry
+    /// is carried into the next epoch for the grace after this.
+    public mutating func observe(_ node: [UInt8], now: Double) {
+        guard entries[head]?.roster?.contains(node) ?? true else { return }
+        lastSeen[node] = max(lastSeen[node] ?? now, now)
+    }
+
+    // MARK: receiving changes
+
+    /// Receives an epoch change from a peer (or from this member: `rekey` and `remove` use it).
+    public mutating func receive(_ change: EpochChange, now: Double) -> EpochReceipt {
+        guard change.session == sessionID else { return .refused(.otherSession) }
+        let hash = change.hash
+        if entries[hash] != nil || waiting.contains(where: { $0.hash == hash }) { return .duplicate }
+        if let reason = change.validate() { return .refused(reason) }
+        let before = (head: head, removed: isRemoved, key: current)
+        guard entries[change.parent] != nil else {
+            if change.epoch <= entries[root]?.epoch ?? 0 { return .refused(.stale) }
+            waiting.append((hash, change))
+            if waiting.count > settings.maxWaiting { waiting.removeFirst(waiting.count - settings.maxWaiting) }
+            return .waiting
+        }
+        if let reason = insert(change, hash: hash, now: now) { return .refused(reason) }
+        releaseWaiting(now: now)
+        settle(now: now)
+        return receipt(before: before)
+    }
+
+    /// What changed for this member since `before`.
+    func receipt(before: (head: [UInt8], removed: Bool, key: SessionKey?)) -> EpochReceipt {
+        if isRemoved { return before.removed ? .recorded : .removed(by: removedNodes[nodeKey] ?? []) }
+        guard head != before.head || current != before.key else { return .recorded }
+        if let current { return .moved(current) }
+        return .notHanded
+    }
+
+    /// Checks `change` against its (known) parent and keeps it; the reason when refused.
+    mutating func insert(_ change: EpochChange, hash: [UInt8], now: Double) -> EpochRefusal? {
+        guard let parent = entries[change.parent] else { return .stale }
+        guard change.epoch == parent.epoch + 1 else { return .malformed }
+        if let ended = endedAt[change.parent], now - ended > settings.grace { return .stale }
+        let before = ancestryRemovals(of: change.parent)
+        if before.contains(change.makerNode) { return .makerRemoved }
+        if let roster = parent.roster, !roster.contains(change.makerNode) { return .makerNotOnRoster }
+        if !settings.admins.isEmpty && !settings.admins.contains(change.makerNode) { return .notAdmin }
+        if change.roster.contains(where: before.contains) { return .readdsRemoved }
+        if let sibling = parent.children.first(where: { entries[$0]?.makerNode == change.makerNode }) {
+            guard bytesPrecede(hash, sibling) else { return .equivocation }
+            drop(subtree: sibling)
+        }
+        entries[hash] = Entry(change: change, epoch: change.epoch, parent: change.parent, roster: Set(change.roster),
+                              removed: change.removed, makerNode: change.makerNode)
+        entries[change.parent]?.children.append(hash)
+        return nil
+    }
+
+    /// Keeps every waiting change whose parent is now known (and theirs, in turn).
+    mutating func releaseWaiting(now: Double) {
+        var progress = true
+        while progress {
+            progress = false
+            for (i, (hash, change)) in waiting.enumerated() where entries[change.parent] != nil {
+                waiting.remove(at: i)
+                _ = insert(change, hash: hash, now: now)
+                progress = true
+                break
+            }
+        }
+    }
+
+    /// Removes `hash` and everything after it (a change replaced by its maker's lower one).
+    mutating func drop(subtree hash: [UInt8]) {
+        guard let entry = entries.removeValue(forKey: hash) else { return }
+        if let parent = entry.parent { entries[parent]?.children.removeAll { $0 == hash } }
+        keys[hash] = nil
+        endedAt[hash] = nil
+        for child in entry.children { drop(subtree: child) }
+    }
+
+    /// Node keys removed on the way from the forgotten past to `hash` (inclusive).
+    func ancestryRemovals(of hash: [UInt8]) -> Set<[UInt8]> {
+        var out = rootRemoved
+        var cursor: [UInt8]? = hash
+        while let h = cursor, let entry = entries[h] {
+            out.formUnion(entry.removed)
+            cursor = entry.parent
+        }
+        return out
+    }
+
+    // MARK: the winning branch
+
+    /// Recomputes the head, the removed node keys, the keys this member holds and the pending
+    /// re-issue after the kept changes changed; then forgets what is past the bounds.
+    mutating func settle(now: Double) {
+        chooseHead()
+        collectRemovals()
+        openKeys()
+        for hash in entries.keys where hash != head && endedAt[hash] == nil { endedAt[hash] = now }
+        endedAt[head] = nil
+        if let roster = entries[head]?.roster {
+            for node in roster where lastSeen[node] == nil { lastSeen[node] = now }
+        }
+        pendingSince = pendingRemovals.isEmpty ? nil : (pendingSince ?? now)
+        prune(now: now)
+    }
+
+    /// Walks from the root, at each epoch taking the winning child (see the note at the top).
+    mutating func chooseHead() {
+        let subtree = subtreeRemovals()
+        var cursor = root
+        var path = [root]
+        while let children = entries[cursor]?.children, !children.isEmpty {
+            let eligible = children.filter { child in
+                guard let maker = entries[child]?.makerNode else { return true }
+                return !children.contains { $0 != child && subtree[$0]?.contains(maker) == true }
+            }
+            let pool = eligible.isEmpty ? children : eligible
+            cursor = pool.min(by: bytesPrecede) ?? cursor
+            path.append(cursor)
+        }
+        head = cursor
+        chain = path
+    }
+
+    /// Per kept epoch, every node key removed in it or after it.
+    func subtreeRemovals() -> [[UInt8]: Set<[UInt8]>] {
+        var out: [[UInt8]: Set<[UInt8]>] = [:]
+        for (hash, entry) in entries.sorted(by: { $0.value.epoch > $1.value.epoch }) {
+            out[hash, default: []].formUnion(entry.removed)
+            if let parent = entry.parent, let mine = out[hash] { out[parent, default: []].formUnion(mine) }
+        }
+        return out
+    }
+
+    /// `removedNodes`: every kept change's removals, the forgotten ones, and those below the root.
+    mutating func collectRemovals() {
+        var all: [[UInt8]: [UInt8]] = [:]
+        for (node, by) in rememberedRemovals { all[node] = by }
+        for node in rootRemoved where all[node] == nil { all[node] = [] }
+        // Who removed a node key: the winning branch's change when there is one, else the oldest
+        // (then lowest-hash) change that did.
+        let onChain = Set(chain)
+        let others = entries.filter { !onChain.contains($0.key) }
+            .sorted { $0.value.epoch != $1.value.epoch ? $0.value.epoch < $1.value.epoch : bytesPrecede($0.key, $1.key) }
+        for entry in chain.compactMap({ entries[$0] }) + others.map(\.value) {
+            for node in entry.removed where all[node] == nil || all[node] == [] { all[node] = entry.makerNode ?? [] }
+        }
+        removedNodes = all
+    }
+
+    /// Opens this member's key of every epoch on the winning branch that it does not hold yet.
+    mutating func openKeys() {
+        for hash in chain where keys[hash] == nil && !unopenable.contains(hash) {
+            guard let change = entries[hash]?.change else { continue }
+            if let key = change.openKey(with: identity) { keys[hash] = key } else { unopenable.insert(hash) }
+        }
+    }
+
+    // MARK: bounds
+
+    /// Forgets epochs that ended longer than the grace ago (and the oldest past `maxChanges`),
+    /// keys older than the grace, node keys not seen for the grace, and excess remembered removals.
+    mutating func prune(now: Double) {
+        while chain.count > 1 {
+            let expired = endedAt[root].map { now - $0 > settings.grace } ?? false
+            guard expired || entries.count > settings.maxChanges else { break }
+            forgetRoot(newRoot: chain[1])
+        }
+        for (hash, ended) in endedAt where now - ended > settings.grace { keys[hash] = nil }
+        for (node, seen) in lastSeen where now - seen > settings.grace { lastSeen[node] = nil }
+        let seenBound = 2 * EpochChange.maxRoster
+        if lastSeen.count > seenBound {
+            for (node, _) in lastSeen.sorted(by: { $0.value < $1.value }).prefix(lastSeen.count - seenBound) { lastSeen[node] = nil }
+        }
+        unopenable = unopenable.filter { entries[$0] != nil }
+        if rememberedRemovals.count > settings.maxRemembered { rememberedRemovals.removeFirst(rememberedRemovals.count - settings.maxRemembered) }
+    }
+
+    /// Makes `newRoot` (the root's child on the winning branch) the root: the old root and every
+    /// other branch from it are forgotten, their removals remembered.
+    mutating func forgetRoot(newRoot: [UInt8]) {
+        guard let old = entries[root] else { return }
+        for child in old.children where child != newRoot { forget(subtree: child) }
+        rootRemoved.formUnion(old.removed)
+        entries[root] = nil
+        keys[root] = nil
+        endedAt[root] = nil
+        entries[newRoot]?.parent = nil
+        root = newRoot
+        chain.removeFirst()
+    }
+
+    /// Drops a losing branch, remembering who it removed.
+    mutating func forget(subtree hash: [UInt8]) {
+        guard let entry = entries[hash] else { return }
+        for node in entry.removed { rememberedRemovals.append((node, entry.makerNode ?? [])) }
+        for child in entry.children { forget(subtree: child) }
+        entries[hash] = nil
+        keys[hash] = nil
+        endedAt[hash] = nil
+    }
+}

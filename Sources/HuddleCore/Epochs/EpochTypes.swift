@@ -1,0 +1,116 @@
+import HuddleCrypto
+
+/// Why the epoch rules refused an epoch change, a grant, or a member holding an old key. The raw
+/// values are the snake_case names the session core will count under `refused` (the integration
+/// step adds each as a `Refusal` case).
+public enum EpochRefusal: String, CaseIterable, Sendable, Comparable {
+    /// A change or grant of another session (its session id is not ours).
+    case otherSession = "epoch_other_session"
+    /// A change that breaks the record's rules: not canonical, epoch not its parent's plus one, the
+    /// maker not on its own roster, removing someone on its roster.
+    case malformed = "epoch_malformed"
+    /// A change whose signature is not its maker's.
+    case badSignature = "epoch_bad_signature"
+    /// A change made by a node key that is not on its parent epoch's roster.
+    case makerNotOnRoster = "epoch_maker_not_on_roster"
+    /// A change made by a node key removed before it (in the change's own history).
+    case makerRemoved = "epoch_maker_removed"
+    /// A change made by a node key that is not an admin, when admins are set.
+    case notAdmin = "epoch_not_admin"
+    /// A change that hands the key to a node key removed before it.
+    case readdsRemoved = "epoch_readds_removed"
+    /// A change on top of an epoch that ended longer than the grace ago (or was forgotten).
+    case stale = "epoch_stale"
+    /// A second change by the same maker on the same parent, ordered after the one kept.
+    case equivocation = "epoch_equivocation"
+    /// A removed node key, with any key it holds.
+    case removedNode = "removed_node"
+    /// An old key whose holder was on neither that epoch's roster nor the next one's.
+    case notOnRoster = "not_on_roster"
+    /// A key of an epoch this member no longer keeps (older than the grace, or never known).
+    case outsideGrace = "epoch_outside_grace"
+    /// A grant that is not for this member, not for the current head, or does not open and check.
+    case badGrant = "epoch_bad_grant"
+
+    public static func < (a: EpochRefusal, b: EpochRefusal) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// What receiving an epoch change (or a grant) did.
+public enum EpochReceipt: Sendable, Equatable {
+    /// Refused, and not kept.
+    case refused(EpochRefusal)
+    /// Already known (or already waiting).
+    case duplicate
+    /// Its parent is not known yet: kept aside (at most `EpochSettings.maxWaiting`) until it is.
+    case waiting
+    /// Kept; the winning history did not move (a losing sibling, or a change this member needs no
+    /// key from).
+    case recorded
+    /// The winning history moved and this member holds the new head's key: switch links,
+    /// datagrams and the key file to it.
+    case moved(SessionKey)
+    /// This member's node key is removed: it is out of the session.
+    case removed(by: [UInt8])
+    /// The winning history moved to an epoch whose key this member was not handed (and it is not
+    /// removed): it asks a member for a grant, by linking with the newest key it holds.
+    case notHanded
+}
+
+/// Whether a member whose link handshake proved it holds some epoch's key is let in.
+public enum EpochAdmission: Sendable, Equatable {
+    /// It holds the current key.
+    case current
+    /// It holds an older key within the grace and was on that epoch's roster (or the next one's)
+    /// and never removed: let it in and hand it over (`EpochHistory.handover`).
+    case behind
+    case refused(EpochRefusal)
+}
+
+/// What a member that came back holding an older epoch's key is handed: the epoch changes of the
+/// winning history after the epoch it holds, parent first, and a grant of the current key when
+/// the current roster does not hand it the key already.
+public struct EpochHandover: Sendable, Equatable {
+    public var changes: [EpochChange]
+    public var grant: EpochGrant?
+}
+
+/// Why this member could not make an epoch change.
+public enum EpochError: Error, Sendable, Equatable {
+    /// It does not hold the current epoch's key (removed, or waiting for a grant).
+    case notHandedCurrentKey
+    /// Admins are set and this node key is not one.
+    case notAdmin
+    case removingSelf
+    /// Nothing to remove.
+    case nobodyToRemove
+    /// More node keys to remove than one change carries (`EpochChange.maxRemoved`).
+    case tooMany
+    /// This member holds the current key by a grant, not by the roster: only the roster makes the next epoch.
+    case notOnRoster
+    /// The new key could not be sealed to a roster node key (never for keys `SealedBox.canSeal` accepts).
+    case cannotSeal
+    /// The epoch rules refused the change this member made (they never should: a bug).
+    case refused(EpochRefusal)
+}
+
+/// The bounds and policy of the epoch rules.
+public struct EpochSettings: Sendable {
+    /// How long an epoch's key is still accepted after the epoch ended (`--rekey-grace`), and how
+    /// long a roster entry nobody has seen is carried into the next epoch: 7 days.
+    public var grace: Double = 7 * 24 * 3600
+    /// Most epoch changes remembered; the oldest epochs are forgotten first (then the grace is shorter).
+    public var maxChanges = 128
+    /// Most changes kept waiting for their parent; the oldest is dropped when full.
+    public var maxWaiting = 32
+    /// Most removed node keys remembered beyond the changes that removed them.
+    public var maxRemembered = 4096
+    /// Most keys a handshake tries (the current one first, then newest to oldest).
+    public var maxHandshakeKeys = 32
+    /// How long after a removal is found lost (its change lost to a concurrent one) every member on
+    /// the roster re-issues it, when the member designated to do so has not.
+    public var reissueDelay: Double = 30
+    /// Node keys that may make epoch changes; empty means every member may (`--admins`).
+    public var admins: Set<[UInt8]> = []
+
+    public init() {}
+}

@@ -1,0 +1,116 @@
+import Foundation
+import HuddleCrypto
+import PropertyBased
+import Testing
+@testable import HuddleCore
+
+/// Issue 21: a property-based fuzzer over the epoch inputs a peer can send — epoch changes and
+/// grants, made valid, re-encoded with extreme numbers and counts, damaged (bit flips, truncation,
+/// random tails, bytes alone) — through the decoders and into an `EpochHistory`, whose admission,
+/// handover and re-issue then run. A trap ends the process, so passing means no input trapped.
+/// Runs a tenth of `HUDDLE_FUZZ_COUNT` (default 20,000) inputs: each one verifies a signature.
+private let fuzzCount = max(200, (Int(ProcessInfo.processInfo.environment["HUDDLE_FUZZ_COUNT"] ?? "") ?? 20_000) / 10)
+
+private let extremes: [UInt64] = [0, 1, 2, 255, 256, 65_535, 65_536, UInt64(UInt32.max), WireReader.maximumCount,
+                                  WireReader.maximumCount + 1, .max - 1, .max]
+
+private struct EpochFuzzInput: Sendable {
+    var base: Int
+    var numbers: [UInt64]
+    var bytes: [UInt8]
+    var damage: Int
+    var position: Int
+
+    func number(_ i: Int) -> UInt64 { numbers.isEmpty ? 0 : numbers[i % numbers.count] }
+}
+
+/// A few valid changes and a grant of one session, made once (sealing is the slow part).
+private struct Pool: Sendable {
+    let group: EpochGroup
+    let changes: [EpochChange]
+    let grant: EpochGrant
+
+    init() {
+        var g = EpochGroup(3, seed: 77)
+        var made: [EpochChange] = []
+        if let a = try? g.rekey(0, now: 1) { made.append(a); g.deliver([a], to: [1, 2], now: 1) }
+        if let b = try? g.remove(1, [2], now: 2) { made.append(b); g.deliver([b], to: [0], now: 2) }
+        var forked = EpochGroup(3, seed: 77)
+        if let c = try? forked.rekey(2, now: 1) { made.append(c) }
+        let stranger = Identity(seed: [UInt8](repeating: 42, count: 32))
+        grant = EpochGrant(session: g.genesis.sessionID, epoch: 2, head: made.count > 1 ? made[1].hash : [], recipient: stranger.publicKey,
+                           sealedKey: (try? SealedBox.seal([UInt8](repeating: 1, count: 40), to: stranger.publicKey)) ?? [])
+        group = g
+        changes = made
+    }
+}
+
+private let pool = Pool()
+
+private let inputGen = Generator<EpochFuzzInput, Shrink.None<EpochFuzzInput>> { rng in
+    func number() -> UInt64 { Bool.random(using: &rng) ? extremes.randomElement(using: &rng) ?? 0 : UInt64.random(in: 0 ... .max, using: &rng) }
+    return EpochFuzzInput(base: Int.random(in: 0...3, using: &rng),
+                          numbers: (0..<Int.random(in: 1...8, using: &rng)).map { _ in number() },
+                          bytes: (0..<Int.random(in: 0...120, using: &rng)).map { _ in UInt8.random(in: 0 ... .max, using: &rng) },
+                          damage: Int.random(in: 0...5, using: &rng),
+                          position: Int.random(in: 0...8192, using: &rng))
+}
+
+extension EpochFuzzInput {
+    /// An encoding of a pool record, with extreme numbers written into its fields and counts.
+    var encoding: [UInt8] {
+        if base == 3 { return pool.grant.encoded() }
+        var change = pool.changes[base % pool.changes.count]
+        switch number(0) % 4 {
+        case 0: change.epoch = number(1)
+        case 1: change.removed = Array(repeating: Array(bytes.prefix(32)) + [UInt8](repeating: 0, count: max(0, 32 - bytes.count)), count: Int(number(2) % 3))
+        case 2: change.recipients = Array(change.recipients.prefix(Int(number(2) % 3)))
+        default: break
+        }
+        // Half the time signed again by its maker, so the change gets past the signature to the rules.
+        if number(6) % 2 == 0, let maker = pool.group.members.first(where: { $0.nodeKey == change.makerNode }) {
+            change.signature = maker.identity.sign(change.signedBytes())
+        }
+        var bytes = change.encoded()
+        // Sometimes a count field says more than the bytes hold.
+        if number(3) % 3 == 0, bytes.count > 92 {
+            let at = number(4) % 2 == 0 ? 89 : 89 + 2 + 32 * change.removed.count + 32
+            if at + 1 < bytes.count { bytes[at] = UInt8(truncatingIfNeeded: number(5) >> 8); bytes[at + 1] = UInt8(truncatingIfNeeded: number(5)) }
+        }
+        return bytes
+    }
+
+    var damaged: [UInt8] {
+        var b = encoding
+        switch damage {
+        case 1: if !b.isEmpty { b[position % b.count] ^= UInt8(truncatingIfNeeded: 1 << (number(0) % 8)) }
+        case 2: b = Array(b.prefix(position % (b.count + 1)))
+        case 3: b += bytes
+        case 4: b = bytes
+        case 5: b = [1] + pool.group.genesis.sessionID + bytes
+        default: break
+        }
+        return b
+    }
+}
+
+@Test func noEpochInputAPeerCanSendTrapsTheDecodersOrTheEpochCore() async {
+    var core = pool.group.members[0]
+    var rng = SWIMRandom(seed: 5)
+    var now = 10.0, fed = 0
+    await propertyCheck(count: fuzzCount, input: inputGen) { input in
+        if fed % 200 == 0 { core = pool.group.members[fed % 400 == 0 ? 0 : 2] }
+        fed += 1
+        now += 1
+        let bytes = input.damaged
+        if let change = try? EpochChange.decode(bytes) {
+            _ = core.receive(change, now: now)
+            _ = core.admission(of: change.makerNode, holding: change.parent, now: now)
+            _ = core.handover(to: change.makerNode, holding: change.parent, now: now, using: &rng)
+        }
+        if let grant = try? EpochGrant.decode(bytes) { _ = core.receive(grant, now: now) }
+        _ = core.reissue(members: pool.group.nodes, now: now, using: &rng)
+        _ = core.handshakeKeys(now: now)
+    }
+    #expect(fed == fuzzCount)
+}
