@@ -112,12 +112,12 @@ import Testing
         // A grant is good for its recipient only, and only with the key the change committed to.
         var other = EpochGroup(4, seed: 32)
         other.deliver([one, two], to: [1], now: 3)
-        #expect(other.members[1].receive(grant, now: 3) == .refused(.badGrant))
+        #expect(other.members[1].receive(grant, now: 3) == .refused(.epochBadGrant))
         var forged = grant
         forged.sealedKey = try SealedBox.seal([UInt8](repeating: 7, count: 32) + bigEndian(2), to: g.node(3))
         var fresh = EpochGroup(4, seed: 32)
         fresh.deliver([one, two], to: [3], now: 3)
-        #expect(fresh.members[3].receive(forged, now: 3) == .refused(.badGrant), "a key that does not match the key check")
+        #expect(fresh.members[3].receive(forged, now: 3) == .refused(.epochBadGrant), "a key that does not match the key check")
         #expect(fresh.members[3].receive(grant, now: 3) == .moved(g.members[0].current!))
     }
 

@@ -99,12 +99,12 @@ import Testing
                                           identity: g.members[2].identity, removed: [], roster: [g.node(0), g.node(2)],
                                           key: [UInt8](repeating: 1, count: 32), sealSeed: [UInt8](repeating: 2, count: 32))
         #expect(change.validate() == nil)
-        #expect(g.members[0].receive(change, now: 3) == .refused(.makerRemoved))
+        #expect(g.members[0].receive(change, now: 3) == .refused(.epochMakerRemoved))
         // And one that hands the key back to a removed node key, by a member in good standing.
         let readd = try EpochChange.make(session: g.genesis.sessionID, epoch: 2, parent: removal.hash, maker: MemberID(raw: 2),
                                          identity: g.members[1].identity, removed: [], roster: [g.node(1), g.node(2)],
                                          key: [UInt8](repeating: 1, count: 32), sealSeed: [UInt8](repeating: 2, count: 32))
-        #expect(g.members[0].receive(readd, now: 3) == .refused(.readdsRemoved))
+        #expect(g.members[0].receive(readd, now: 3) == .refused(.epochReaddsRemoved))
     }
 
     @Test func aForgedOrForeignChangeIsRefused() throws {
@@ -113,12 +113,12 @@ import Testing
         var forged = change
         forged.removed = [g.node(1)]
         forged.recipients.removeAll { $0.node == g.node(1) }
-        #expect(g.members[1].receive(forged, now: 1) == .refused(.badSignature))
+        #expect(g.members[1].receive(forged, now: 1) == .refused(.epochBadSignature))
         var other = EpochGroup(2, seed: 7)
-        #expect(other.members[1].receive(change, now: 1) == .refused(.otherSession))
+        #expect(other.members[1].receive(change, now: 1) == .refused(.epochOtherSession))
         change.epoch = 5
         change.signature = g.members[0].identity.sign(change.signedBytes())
-        #expect(g.members[1].receive(change, now: 1) == .refused(.malformed), "epoch is not the parent's plus one")
+        #expect(g.members[1].receive(change, now: 1) == .refused(.epochMalformed), "epoch is not the parent's plus one")
     }
 
     @Test func onlyAdminsMakeChangesWhenAdminsAreSet() throws {
@@ -129,7 +129,7 @@ import Testing
         #expect(throws: EpochError.notAdmin) { try g.rekey(1, now: 1) }
         var open = EpochGroup(3, seed: 8)
         let byNonAdmin = try open.rekey(1, now: 1)
-        #expect(g.members[2].receive(byNonAdmin, now: 1) == .refused(.notAdmin))
+        #expect(g.members[2].receive(byNonAdmin, now: 1) == .refused(.epochNotAdmin))
         let byAdmin = try g.remove(0, [1], now: 2)
         #expect(g.deliver([byAdmin], to: [2], now: 2)[2] == .moved(g.members[0].current!))
     }
@@ -144,7 +144,7 @@ import Testing
         g.deliver([low, high], to: [1], now: 2)
         g.deliver([high, low], to: [2], now: 2)
         #expect(g.members[1].head == low.hash && g.members[2].head == low.hash)
-        #expect(g.members[1].receive(high, now: 3) == .refused(.equivocation) || g.members[1].receive(high, now: 3) == .duplicate)
+        #expect(g.members[1].receive(high, now: 3) == .refused(.epochEquivocation) || g.members[1].receive(high, now: 3) == .duplicate)
         #expect(g.members[1].current == g.members[2].current)
     }
 
@@ -187,10 +187,10 @@ import Testing
         let first = try g.rekey(0, now: 0)
         g.deliver([first], to: [1, 2], now: 0)
         #expect(g.members[1].admission(of: g.node(2), holding: g.genesis.head, now: 50) == .behind)
-        #expect(g.members[1].admission(of: g.node(2), holding: g.genesis.head, now: 101) == .refused(.outsideGrace))
+        #expect(g.members[1].admission(of: g.node(2), holding: g.genesis.head, now: 101) == .refused(.epochOutsideGrace))
         var late = EpochHistory(key: g.genesis, identity: g.members[2].identity, local: MemberID(raw: 3), settings: settings)
         let fork = try late.rekey(members: g.nodes, now: 150, using: &g.rng)
-        #expect(g.members[1].receive(fork, now: 150) == .refused(.stale))
+        #expect(g.members[1].receive(fork, now: 150) == .refused(.epochStale))
         let second = try g.rekey(0, now: 200)
         _ = g.members[1].receive(second, now: 200)
         #expect(g.members[1].handshakeKeys(now: 200).map(\.epoch) == [2, 1], "epoch 0's key is gone")

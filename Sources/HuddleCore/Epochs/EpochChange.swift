@@ -96,12 +96,12 @@ public struct EpochChange: Sendable, Equatable {
     // MARK: validity
 
     /// Nil when the change is well formed and signed by its maker; the reason otherwise.
-    public func validate() -> EpochRefusal? {
-        guard epoch >= 1 else { return .malformed }
-        guard isSortedUnique(removed), isSortedUnique(roster) else { return .malformed }
+    public func validate() -> Refusal? {
+        guard epoch >= 1 else { return .epochMalformed }
+        guard isSortedUnique(removed), isSortedUnique(roster) else { return .epochMalformed }
         let roster = Set(self.roster)
-        guard roster.contains(makerNode), !removed.contains(where: roster.contains) else { return .malformed }
-        guard Identity.verify(signature: signature, message: signedBytes(), publicKey: makerNode) else { return .badSignature }
+        guard roster.contains(makerNode), !removed.contains(where: roster.contains) else { return .epochMalformed }
+        guard Identity.verify(signature: signature, message: signedBytes(), publicKey: makerNode) else { return .epochBadSignature }
         return nil
     }
 

@@ -23,7 +23,7 @@ extension EpochHistory {
         if removedNodes[node] != nil { return .refused(.removedNode) }
         if keyHead == head { return .current }
         guard let entry = entries[keyHead], keys[keyHead] != nil, let ended = endedAt[keyHead], now - ended <= settings.grace else {
-            return .refused(.outsideGrace)
+            return .refused(.epochOutsideGrace)
         }
         if entry.roster?.contains(node) == true { return .behind }
         if entry.children.contains(where: { entries[$0]?.roster?.contains(node) == true }) { return .behind }
@@ -53,14 +53,14 @@ extension EpochHistory {
     /// current head (the changes of the handover come first), when the key it opens matches that
     /// change's key check.
     public mutating func receive(_ grant: EpochGrant, now: Double) -> EpochReceipt {
-        guard grant.session == sessionID else { return .refused(.otherSession) }
+        guard grant.session == sessionID else { return .refused(.epochOtherSession) }
         if isRemoved { return .refused(.removedNode) }
         guard grant.recipient == nodeKey, grant.head == head, let change = entries[head]?.change, grant.epoch == change.epoch else {
-            return .refused(.badGrant)
+            return .refused(.epochBadGrant)
         }
         if current != nil { return .duplicate }
         guard let key = EpochChange.openSealed(grant.sealedKey, identity: identity, epoch: change.epoch, session: sessionID,
-                                               head: head, keyCheck: change.keyCheck) else { return .refused(.badGrant) }
+                                               head: head, keyCheck: change.keyCheck) else { return .refused(.epochBadGrant) }
         keys[head] = key
         unopenable.remove(head)
         settle(now: now)

@@ -169,13 +169,13 @@ public struct EpochHistory: Sendable {
 
     /// Receives an epoch change from a peer (or from this member: `rekey` and `remove` use it).
     public mutating func receive(_ change: EpochChange, now: Double) -> EpochReceipt {
-        guard change.session == sessionID else { return .refused(.otherSession) }
+        guard change.session == sessionID else { return .refused(.epochOtherSession) }
         let hash = change.hash
         if entries[hash] != nil || waiting.contains(where: { $0.hash == hash }) { return .duplicate }
         if let reason = change.validate() { return .refused(reason) }
         let before = (head: head, removed: isRemoved, key: current)
         guard entries[change.parent] != nil else {
-            if change.epoch <= entries[root]?.epoch ?? 0 { return .refused(.stale) }
+            if change.epoch <= entries[root]?.epoch ?? 0 { return .refused(.epochStale) }
             waiting.append((hash, change))
             if waiting.count > settings.maxWaiting { waiting.removeFirst(waiting.count - settings.maxWaiting) }
             return .waiting
@@ -195,17 +195,17 @@ public struct EpochHistory: Sendable {
     }
 
     /// Checks `change` against its (known) parent and keeps it; the reason when refused.
-    mutating func insert(_ change: EpochChange, hash: [UInt8], now: Double) -> EpochRefusal? {
-        guard let parent = entries[change.parent] else { return .stale }
-        guard change.epoch == parent.epoch + 1 else { return .malformed }
-        if let ended = endedAt[change.parent], now - ended > settings.grace { return .stale }
+    mutating func insert(_ change: EpochChange, hash: [UInt8], now: Double) -> Refusal? {
+        guard let parent = entries[change.parent] else { return .epochStale }
+        guard change.epoch == parent.epoch + 1 else { return .epochMalformed }
+        if let ended = endedAt[change.parent], now - ended > settings.grace { return .epochStale }
         let before = ancestryRemovals(of: change.parent)
-        if before.contains(change.makerNode) { return .makerRemoved }
-        if let roster = parent.roster, !roster.contains(change.makerNode) { return .makerNotOnRoster }
-        if !settings.admins.isEmpty && !settings.admins.contains(change.makerNode) { return .notAdmin }
-        if change.roster.contains(where: before.contains) { return .readdsRemoved }
+        if before.contains(change.makerNode) { return .epochMakerRemoved }
+        if let roster = parent.roster, !roster.contains(change.makerNode) { return .epochMakerNotOnRoster }
+        if !settings.admins.isEmpty && !settings.admins.contains(change.makerNode) { return .epochNotAdmin }
+        if change.roster.contains(where: before.contains) { return .epochReaddsRemoved }
         if let sibling = parent.children.first(where: { entries[$0]?.makerNode == change.makerNode }) {
-            guard bytesPrecede(hash, sibling) else { return .equivocation }
+            guard bytesPrecede(hash, sibling) else { return .epochEquivocation }
             drop(subtree: sibling)
         }
         entries[hash] = Entry(change: change, epoch: change.epoch, parent: change.parent, roster: Set(change.roster),

@@ -1,44 +1,10 @@
 import HuddleCrypto
 
-/// Why the epoch rules refused an epoch change, a grant, or a member holding an old key. The raw
-/// values are the snake_case names the session core will count under `refused` (the integration
-/// step adds each as a `Refusal` case).
-public enum EpochRefusal: String, CaseIterable, Sendable, Comparable {
-    /// A change or grant of another session (its session id is not ours).
-    case otherSession = "epoch_other_session"
-    /// A change that breaks the record's rules: not canonical, epoch not its parent's plus one, the
-    /// maker not on its own roster, removing someone on its roster.
-    case malformed = "epoch_malformed"
-    /// A change whose signature is not its maker's.
-    case badSignature = "epoch_bad_signature"
-    /// A change made by a node key that is not on its parent epoch's roster.
-    case makerNotOnRoster = "epoch_maker_not_on_roster"
-    /// A change made by a node key removed before it (in the change's own history).
-    case makerRemoved = "epoch_maker_removed"
-    /// A change made by a node key that is not an admin, when admins are set.
-    case notAdmin = "epoch_not_admin"
-    /// A change that hands the key to a node key removed before it.
-    case readdsRemoved = "epoch_readds_removed"
-    /// A change on top of an epoch that ended longer than the grace ago (or was forgotten).
-    case stale = "epoch_stale"
-    /// A second change by the same maker on the same parent, ordered after the one kept.
-    case equivocation = "epoch_equivocation"
-    /// A removed node key, with any key it holds.
-    case removedNode = "removed_node"
-    /// An old key whose holder was on neither that epoch's roster nor the next one's.
-    case notOnRoster = "not_on_roster"
-    /// A key of an epoch this member no longer keeps (older than the grace, or never known).
-    case outsideGrace = "epoch_outside_grace"
-    /// A grant that is not for this member, not for the current head, or does not open and check.
-    case badGrant = "epoch_bad_grant"
-
-    public static func < (a: EpochRefusal, b: EpochRefusal) -> Bool { a.rawValue < b.rawValue }
-}
 
 /// What receiving an epoch change (or a grant) did.
 public enum EpochReceipt: Sendable, Equatable {
     /// Refused, and not kept.
-    case refused(EpochRefusal)
+    case refused(Refusal)
     /// Already known (or already waiting).
     case duplicate
     /// Its parent is not known yet: kept aside (at most `EpochSettings.maxWaiting`) until it is.
@@ -63,7 +29,7 @@ public enum EpochAdmission: Sendable, Equatable {
     /// It holds an older key within the grace and was on that epoch's roster (or the next one's)
     /// and never removed: let it in and hand it over (`EpochHistory.handover`).
     case behind
-    case refused(EpochRefusal)
+    case refused(Refusal)
 }
 
 /// What a member that came back holding an older epoch's key is handed: the epoch changes of the
@@ -90,7 +56,7 @@ public enum EpochError: Error, Sendable, Equatable {
     /// The new key could not be sealed to a roster node key (never for keys `SealedBox.canSeal` accepts).
     case cannotSeal
     /// The epoch rules refused the change this member made (they never should: a bug).
-    case refused(EpochRefusal)
+    case refused(Refusal)
 }
 
 /// The bounds and policy of the epoch rules.

@@ -45,6 +45,36 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     /// datagram keys with (`SessionCore.receiveDatagram`).
     case unauthenticatedDatagram = "unauthenticated_datagram"
 
+    // Epoch changes, grants and old keys (issue 21; `EpochHistory`).
+
+    /// A change or grant of another session (its session id is not ours).
+    case epochOtherSession = "epoch_other_session"
+    /// A change that breaks the record's rules: not canonical, epoch not its parent's plus one, the
+    /// maker not on its own roster, removing someone on its roster.
+    case epochMalformed = "epoch_malformed"
+    /// A change whose signature is not its maker's.
+    case epochBadSignature = "epoch_bad_signature"
+    /// A change made by a node key that is not on its parent epoch's roster.
+    case epochMakerNotOnRoster = "epoch_maker_not_on_roster"
+    /// A change made by a node key removed before it (in the change's own history).
+    case epochMakerRemoved = "epoch_maker_removed"
+    /// A change made by a node key that is not an admin, when admins are set.
+    case epochNotAdmin = "epoch_not_admin"
+    /// A change that hands the key to a node key removed before it.
+    case epochReaddsRemoved = "epoch_readds_removed"
+    /// A change on top of an epoch that ended longer than the grace ago (or was forgotten).
+    case epochStale = "epoch_stale"
+    /// A second change by the same maker on the same parent, ordered after the one kept.
+    case epochEquivocation = "epoch_equivocation"
+    /// A removed node key, with any key it holds.
+    case removedNode = "removed_node"
+    /// An old key whose holder was on neither that epoch's roster nor the next one's.
+    case notOnRoster = "not_on_roster"
+    /// A key of an epoch this member no longer keeps (older than the grace, or never known).
+    case epochOutsideGrace = "epoch_outside_grace"
+    /// A grant that is not for this member, not for the current head, or does not open and check.
+    case epochBadGrant = "epoch_bad_grant"
+
     public static func < (a: Refusal, b: Refusal) -> Bool { a.rawValue < b.rawValue }
 }
 
