@@ -419,7 +419,11 @@ public struct SessionSimulation {
                 trace?.record(.repairRequest, at: now, UInt64(i), peer.raw, origin.raw, from, to)
                 if let j = indexByID[peer] { sendLink(from: i, to: j, .request(origin: origin, from: from, to: to)) }
             case let .serveChunk(peer, id, index):
-                guard let j = indexByID[peer], let hash = held[i][id]?[index], let gen = links[linkKey(i, j)]?.generation else { continue }
+                // As `Node.serveChunk`: an admitted read that cannot be sent ends (no link, not held).
+                guard let j = indexByID[peer], let hash = held[i][id]?[index], let gen = links[linkKey(i, j)]?.generation else {
+                    cores[i]!.journal.serveEnded(to: peer)
+                    continue
+                }
                 let length = manifest.map { $0.plainLength(of: index) + AEAD.tagLength } ?? Self.chunkSize
                 report.chunkTransfers += 1
                 queue.schedule(.chunk(to: j, from: i, generation: gen, id: id, index: index, hash: hash), at: arrival(from: i, to: j, bytes: length))

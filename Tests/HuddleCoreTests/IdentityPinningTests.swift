@@ -199,3 +199,19 @@ private func claim(_ failed: Bool, about member: MemberInfo, incarnation: UInt64
     _ = b.receive(gossip(from: aInfo, [.alive(a.swim.local)]), from: "a:1", now: 3)
     #expect(b.swim.members[aInfo.id]?.incarnation == 1 && b.swim.members[aInfo.id]?.proof == a.swim.local.proof)
 }
+
+@Test func linksFromPeersThatAreNotMembersAreBounded() throws {
+    var b = core(bInfo, bIdentity, knowing: [aInfo])
+    for i in 0..<SessionCore.strangerLinkLimit {
+        let stranger = MemberInfo(id: MemberID(raw: 1000 + UInt64(i)), node: attacker.publicKey, name: "s", addr: "s:1")
+        try b.admitLink(stranger)
+        _ = b.linkUp(stranger.id)
+    }
+    let one = MemberInfo(id: MemberID(raw: 5000), node: attacker.publicKey, name: "s", addr: "s:1")
+    #expect(throws: SessionCore.LinkRefusal.tooManyStrangers) { try b.admitLink(one) }
+    #expect(b.refusals[.strangerLinks] == 1)
+    try b.admitLink(aInfo)  // a member is still admitted
+    // A stranger that became a member (its push-pull arrived) no longer counts.
+    _ = b.linkDown(MemberID(raw: 1000), settled: false, now: 2)
+    try b.admitLink(one)
+}

@@ -16,6 +16,8 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     case unsignedClaim = "unsigned_claim"
     /// A claim about this member above its own incarnation (only it raises its incarnation).
     case claimAboveIncarnation = "claim_above_incarnation"
+    /// A link from a peer that is not a member while `SessionCore.strangerLinkLimit` such links are up.
+    case strangerLinks = "stranger_links"
     /// A datagram whose counter was already seen, or fell out of its sender's replay window.
     case replayedDatagram = "replayed_datagram"
     /// A request (chunk, repair, push-pull) from a peer whose link already has `LinkBudget.backlogBytes`

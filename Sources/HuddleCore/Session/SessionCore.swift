@@ -224,12 +224,27 @@ public struct SessionCore: Sendable {
         case ownID, left
         /// The member id is pinned to another node key than the one the handshake proved.
         case anotherNodeKey
+        /// `strangerLinkLimit` links to peers that are not members yet are up already.
+        case tooManyStrangers
     }
+
+    /// Most links up at once to peers that are not in the member table.
+    public static let strangerLinkLimit = 64
 
     /// Whether a link whose handshake proved `peer.node` may serve as the link to member `peer.id`.
     public mutating func admitLink(_ peer: MemberInfo) throws(LinkRefusal) {
         if peer.id == local { throw .ownID }
-        guard let known = swim.members[peer.id] else { return }
+        guard let known = swim.members[peer.id] else {
+            // A joiner links before it is a member (its push-pull comes over the link): a few such
+            // links at once, so that invented member ids cannot open links without bound (links
+            // to members are bounded by the member table).
+            let strangers = planner.linked.count { swim.members[$0] == nil }
+            guard strangers < Self.strangerLinkLimit else {
+                ownRefusals.add(.strangerLinks)
+                throw .tooManyStrangers
+            }
+            return
+        }
         if known.state == .left { throw .left }
         guard known.node == peer.node else {
             ownRefusals.add(.linkForPinnedMember)
