@@ -187,7 +187,20 @@ public struct SessionCore: Sendable {
         }
         let merged = membership(swim.receivePushPull(state.members, join: state.join, from: addr, now: now), now: now)
         out.append(.sendLink(peer, .pushPullReply(SWIMPushPull(join: state.join, members: swim.pushPullState()))))
-        return out + merged
+        return out + merged + announceJoiner(peer, joined: merged)
+    }
+
+    /// The sponsor of a joiner that this push-pull made known passes the joiner's signed record on
+    /// over every link at once. Gossip alone spreads a signed record (about 140 bytes, 7 to a
+    /// datagram) slowly when many members join together, and a member cannot deliver a message
+    /// that depends on an origin it has not heard of: at N = 100 starting within 1 s, an attachment
+    /// reached every member 3.6 s after it was added instead of 0.16 s. Once per member (only when
+    /// it is first known), so repeated push-pulls are not multiplied.
+    private func announceJoiner(_ peer: MemberID, joined effects: [SessionEffect]) -> [SessionEffect] {
+        for case let .member(.joined, info) in effects where info.id == peer {
+            return [.sendToLinks(.swim(SWIMMessage(sender: local, kind: .gossip, gossip: [.alive(info)])))]
+        }
+        return []
     }
 
     /// Carries out what membership decided, and its consequences for the other cores.
