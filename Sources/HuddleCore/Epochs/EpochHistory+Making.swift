@@ -70,7 +70,7 @@ extension EpochHistory {
         let newKey = randomBytes(32, &rng), sealSeed = randomBytes(32, &rng)
         let change: EpochChange
         do {
-            change = try EpochChange.make(session: sessionID, epoch: epoch + 1, parent: key.head, maker: local, identity: identity,
+            change = try EpochChange.make(session: sessionID, epoch: epoch &+ 1, parent: key.head, maker: local, identity: identity,
                                           removed: removed, roster: roster, key: newKey, sealSeed: sealSeed)
         } catch { throw .cannotSeal }
         if let refusal = insert(change, hash: change.hash, now: now) { throw .refused(refusal) }

@@ -197,7 +197,8 @@ public struct EpochHistory: Sendable {
     /// Checks `change` against its (known) parent and keeps it; the reason when refused.
     mutating func insert(_ change: EpochChange, hash: [UInt8], now: Double) -> Refusal? {
         guard let parent = entries[change.parent] else { return .epochStale }
-        guard change.epoch == parent.epoch + 1 else { return .epochMalformed }
+        // Epochs are counts (the decoder refuses any above 2^53 − 1): the next one cannot wrap.
+        guard change.epoch == parent.epoch &+ 1 else { return .epochMalformed }
         if let ended = endedAt[change.parent], now - ended > settings.grace { return .epochStale }
         let before = ancestryRemovals(of: change.parent)
         if before.contains(change.makerNode) { return .epochMakerRemoved }

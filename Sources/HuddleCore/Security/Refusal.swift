@@ -105,5 +105,10 @@ public struct RefusalCounts: Sendable, Equatable {
     }
 
     /// All refusals of all reasons.
-    public var total: Int { counts.values.reduce(0) { $0.addingReportingOverflow($1).overflow ? .max : $0 + $1 } }
+    public var total: Int {
+        counts.values.reduce(0) { sum, n in
+            let (next, overflow) = sum.addingReportingOverflow(n)
+            return overflow ? .max : next
+        }
+    }
 }

@@ -95,8 +95,11 @@ actor Node {
             switch error {
             case .ownID: log.warning("refused a link to ourselves at \(link.remoteAddress)")
             case .left: break
-            case .anotherNodeKey: log.warning("refused a link from \(link.remoteAddress): member \(peer) is pinned to another node key")
-            case .tooManyStrangers: if core.refusals[.strangerLinks] == 1 { log.warning("refused a link from \(link.remoteAddress): \(SessionCore.strangerLinkLimit) links from non-members are up; further ones are counted in stats.refused") }
+            // Counted by the core; logged the first time only, like every refusal (a peer can repeat them).
+            case .anotherNodeKey:
+                if core.refusals[.linkForPinnedMember] == 1 { log.warning("refused a link from \(link.remoteAddress): member \(peer) is pinned to another node key; further ones are counted in stats.refused") }
+            case .tooManyStrangers:
+                if core.refusals[.strangerLinks] == 1 { log.warning("refused a link from \(link.remoteAddress): \(SessionCore.strangerLinkLimit) links from non-members are up; further ones are counted in stats.refused") }
             }
             return false
         }
