@@ -34,6 +34,11 @@ public enum ControlRequest: Sendable, Equatable {
     case leave(timeoutMs: Int64?)
     /// A one-time pairing code: valid for `ttlMs` (default 600,000), for `uses` pairings (default 1).
     case invite(ttlMs: Int64?, uses: Int?)
+    /// Removes a member (a member id, 16 hex digits) or a node key (64 hex digits) from the
+    /// session for good and rotates the session key to everyone else (issue 21).
+    case remove(member: String)
+    /// Rotates the session key, removing nobody.
+    case rekey
 
     /// What `send` asked for: the body, the recipients (member ids, 16 hex digits; nil for all).
     public struct Send: Sendable, Equatable {
@@ -110,6 +115,12 @@ public enum ControlRequest: Sendable, Equatable {
             guard let id = r["id"]?.stringValue else { throw bad("attach.remove needs \"id\"") }
             return .attachRemove(id: id)
         case "leave": return .leave(timeoutMs: try optionalMilliseconds(r, "timeout_ms"))
+        case "rekey": return .rekey
+        case "remove":
+            guard let target = r["member"]?.stringValue, isMemberID(target) || isNodeKey(target) else {
+                throw bad("remove needs \"member\": a member id (16 hex digits) or a node key (64 hex digits)")
+            }
+            return .remove(member: target)
         case "invite":
             let ttl = try optionalMilliseconds(r, "ttl_ms")
             if let ttl, ttl < 1_000 || ttl > maximumInviteTTLMs { throw bad("\"ttl_ms\" must be between 1000 and \(maximumInviteTTLMs) (7 days)") }
@@ -128,6 +139,11 @@ public enum ControlRequest: Sendable, Equatable {
     /// A member id as the control protocol writes it: 16 hex digits.
     public static func isMemberID(_ text: String) -> Bool {
         text.utf8.count == 16 && text.utf8.allSatisfy { $0.isHexDigit }
+    }
+
+    /// A node key as the control protocol writes it: 64 hex digits.
+    public static func isNodeKey(_ text: String) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { $0.isHexDigit }
     }
 
     private static func decodeSend(_ r: JSONObject) throws(ControlError) -> Send {

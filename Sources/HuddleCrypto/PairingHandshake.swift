@@ -87,17 +87,31 @@ public enum PairingHandshake {
             return confirmation(isk, role: "joiner")
         }
 
-        /// The last frame: the session key and its epoch.
-        public func receiveKey(_ frame: [UInt8]) throws(PairingError) -> (key: [UInt8], epoch: UInt64) {
+        /// The last frame: the session key with its epoch, session id and head (issue 21). A
+        /// record of the key and epoch alone (before epochs were carried whole) is accepted at
+        /// epoch 0, where the key names its own session id and head.
+        public func receiveKey(_ frame: [UInt8]) throws(PairingError) -> SessionKey {
             guard let isk else { throw .malformed("a key before the answer") }
             guard frame.count > AEAD.nonceLength else { throw .malformed("a sealed key of \(frame.count) bytes") }
             let plain: [UInt8]
             do {
                 plain = try AEAD.open(Array(frame.dropFirst(AEAD.nonceLength)), ad: magic, nonce: Array(frame.prefix(AEAD.nonceLength)), key: sealingKey(isk))
             } catch { throw .malformed("the sealed key does not open") }
-            guard plain.count == SessionKey.length + 8 else { throw .malformed("a session key record of \(plain.count) bytes") }
-            let epoch = plain.suffix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            return (Array(plain.prefix(SessionKey.length)), epoch)
+            let base = SessionKey.length + 8
+            guard plain.count == base || plain.count == base + SessionKey.sessionIDLength + SessionKey.headLength else {
+                throw .malformed("a session key record of \(plain.count) bytes")
+            }
+            let bytes = Array(plain.prefix(SessionKey.length))
+            let epoch = plain[SessionKey.length..<base].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            do {
+                guard plain.count > base else {
+                    guard epoch == 0 else { throw PairingError.malformed("an epoch \(epoch) key without its session id and head") }
+                    return try SessionKey(bytes: bytes)
+                }
+                let session = Array(plain[base..<(base + SessionKey.sessionIDLength)])
+                let head = Array(plain.suffix(SessionKey.headLength))
+                return try SessionKey(bytes: bytes, epoch: epoch, sessionID: session, head: head)
+            } catch let error as PairingError { throw error } catch { throw .malformed("the session key record: \(error)") }
         }
     }
 
@@ -122,9 +136,10 @@ public enum PairingHandshake {
             frame.count == 32 && constantTimeEqual(frame, confirmation(isk, role: "joiner"))
         }
 
-        /// The key frame: the session key and its epoch, sealed for the joiner.
-        public func sealKey(_ key: SessionKey, epoch: UInt64, nonce: [UInt8] = AEAD.randomNonce()) -> [UInt8] {
-            let plain = key.bytes + withUnsafeBytes(of: epoch.bigEndian) { Array($0) }
+        /// The key frame: the session key of the current epoch with its epoch number, session id and
+        /// head, sealed for the joiner (a newly paired node starts on the current epoch).
+        public func sealKey(_ key: SessionKey, nonce: [UInt8] = AEAD.randomNonce()) -> [UInt8] {
+            let plain = key.bytes + withUnsafeBytes(of: key.epoch.bigEndian) { Array($0) } + key.sessionID + key.head
             return nonce + AEAD.seal(plain, ad: magic, nonce: nonce, key: sealingKey(isk))
         }
     }

@@ -37,6 +37,8 @@ public struct SessionScenario: Sendable {
     /// (`HostileMember`), besides running an honest core: nothing it says may mislead the others.
     public var hostile: Int?
     public var attackInterval = 0.5
+    /// Epoch changes (issue 21): at `at`, member `by` removes member `remove` (nil: a rekey).
+    public var epochChanges: [(by: Int, at: Double, remove: Int?)] = []
     /// Keep a `SimTrace` of deliveries, membership changes, link changes, chunks and faults.
     public var trace = false
     public init() {}
@@ -107,6 +109,14 @@ public struct SessionReport: Sendable {
     /// Dependencies delivered late, checked as each delivery happens (`record`): the logs keep no
     /// dependencies, which at N = 100 would be gigabytes of member strings.
     public var dependencyViolations: [String] = []
+    /// Per survivor (removed members excluded): the epoch it ends on, and its head.
+    public var epochs: [Int: UInt64] = [:]
+    public var epochHeads: [Int: [UInt8]] = [:]
+    /// Members removed (they saw their own removal), and links to them still up at the end.
+    public var removed: [Int] = []
+    public var linksToRemoved = 0
+    /// When each survivor moved to the epoch it ends on.
+    public var movedAt: [Int: Double] = [:]
     public var violations: [String] { dependencyViolations + DeliveryChecker.violations(logs) }
 }
 
@@ -131,6 +141,8 @@ public struct SessionSimulation {
         case partitionStarts, partitionEnds
         case attach
         case attack(round: Int)
+        case epochChange(Int)
+        case closeAfterQueued(Int, Int, generation: UInt64)
     }
 
     private struct Link {
@@ -154,8 +166,13 @@ public struct SessionSimulation {
     private var scheduledTick: [Double]
     private var lastTick: [Double]
     static let minimumTickGap = 0.005
-    /// The session key's datagram seal (the key drawn from the seeded generator).
-    private let sessionSeal: DatagramSeal
+    /// The session key (drawn from the seeded generator), and per member the session-key datagram
+    /// seal of the epoch it is on and of the earlier epochs it still opens.
+    private let sessionKey: SessionKey
+    private var seals: [DatagramSeal]
+    private var olderSeals: [[DatagramSeal]]
+    /// Members whose own removal reached them.
+    private var removed: Set<Int> = []
     private var links: [Int: Link] = [:]  // key: lower index * members + higher index
     private var dialing: Set<Int> = []    // key: dialer * members + peer
     private var pendingPushPull: [Int: Bool] = [:]  // key: from * members + to → join
@@ -199,9 +216,11 @@ public struct SessionSimulation {
         crashed = Array(repeating: false, count: s.members)
         scheduledTick = Array(repeating: .infinity, count: s.members)
         lastTick = Array(repeating: -.infinity, count: s.members)
-        var sessionKey: [UInt8] = []
-        for _ in 0..<4 { withUnsafeBytes(of: rng.next().littleEndian) { sessionKey += $0 } }
-        sessionSeal = DatagramSeal(key: sessionKey)
+        var keyBytes: [UInt8] = []
+        for _ in 0..<4 { withUnsafeBytes(of: rng.next().littleEndian) { keyBytes += $0 } }
+        sessionKey = (try? SessionKey(bytes: keyBytes)) ?? SessionKey.generate()
+        seals = Array(repeating: DatagramSeal(key: sessionKey.subkey(.datagram)), count: s.members)
+        olderSeals = Array(repeating: [], count: s.members)
         held = Array(repeating: [:], count: s.members)
         logs = infos.map { DeliveryLog(member: $0.id.description, baseline: [:], deliveries: [], stayed: true) }
         clocks = Array(repeating: [:], count: s.members)
@@ -221,6 +240,7 @@ public struct SessionSimulation {
             queue.schedule(.partitionEnds, at: p.until)
         }
         if let a = scenario.attachment { queue.schedule(.attach, at: a.at) }
+        for (k, change) in scenario.epochChanges.enumerated() { queue.schedule(.epochChange(k), at: change.at) }
         if let h = scenario.hostile, h < scenario.members {
             hostile = HostileMember(info: infos[h], identity: identities[h])
             queue.schedule(.attack(round: 0), at: sendingFrom)
@@ -241,7 +261,8 @@ public struct SessionSimulation {
         switch event {
         case let .start(i):
             guard cores[i] == nil, !crashed[i] else { return }
-            var core = SessionCore(local: infos[i], identity: identities[i], joining: i != 0, swimSeed: rng.next(), journalSeed: rng.next())
+            var core = SessionCore(local: infos[i], identity: identities[i], joining: i != 0, swimSeed: rng.next(), journalSeed: rng.next(),
+                                   sessionKey: sessionKey, epochRandom: SWIMRandom(seed: rng.next()))
             trace?.record(.start, at: now, UInt64(i))
             var effects: [SessionEffect] = []
             if i != 0 {
@@ -265,14 +286,15 @@ public struct SessionSimulation {
         case let .datagram(to, from, bytes):
             guard isUp(to), reachable(to, from) else { return }
             // Opened as the node's receive thread opens it: with the keys the receiver holds now.
-            guard let opened = try? DatagramOpener(local: infos[to].id, session: sessionSeal, keys: cores[to]!.datagramKeys).open(bytes) else {
+            guard let opened = try? DatagramOpener(local: infos[to].id, session: seals[to], keys: cores[to]!.datagramKeys, older: olderSeals[to]).open(bytes) else {
                 report.droppedDatagrams += 1
                 return
             }
             execute(to, cores[to]!.receiveDatagram(opened, from: infos[from].addr, now: now))
         case let .linkOpen(dialer, peer):
             dialing.remove(dialer * scenario.members + peer)
-            guard isUp(dialer), isUp(peer), reachable(dialer, peer), links[linkKey(dialer, peer)] == nil else { return }
+            guard isUp(dialer), isUp(peer), reachable(dialer, peer), links[linkKey(dialer, peer)] == nil,
+                  admitsEpoch(dialer: dialer, peer: peer) else { return }
             generation += 1
             links[linkKey(dialer, peer)] = Link(generation: generation, upAt: now)
             trace?.record(.linkUp, at: now, UInt64(dialer), UInt64(peer))
@@ -284,6 +306,7 @@ public struct SessionSimulation {
                 // As `Node.register`: what waits in the batch goes out first, then the hello.
                 execute(a, cores[a]!.flushBatch())
                 sendLink(from: a, to: b, cores[a]!.linkUp(infos[b].id))
+                execute(a, cores[a]!.epochLinkUp(infos[b].id, now: now))
                 if let join = pendingPushPull.removeValue(forKey: a * scenario.members + b) {
                     sendLink(from: a, to: b, cores[a]!.pushPullRequest(to: infos[b].id, join: join))
                 }
@@ -327,6 +350,18 @@ public struct SessionSimulation {
             manifest = m
             held[a.uploader][m.id] = Dictionary(uniqueKeysWithValues: hashes.enumerated().map { ($0, $1) })
             execute(a.uploader, cores[a.uploader]!.addAttachment(m, key: key, now: now))
+        case let .closeAfterQueued(a, b, gen):
+            if links[linkKey(a, b)]?.generation == gen { closeLink(a, b) }
+        case let .epochChange(k):
+            let change = scenario.epochChanges[k]
+            guard isUp(change.by) else { return }
+            do {
+                let made = try change.remove.map { try cores[change.by]!.remove(nodes: [infos[$0].node], now: now) } ?? cores[change.by]!.rekey(now: now)
+                trace?.record(.epoch, at: now, UInt64(change.by), made.0.epoch)
+                execute(change.by, made.1)
+            } catch {
+                // Not this member's to make now (it holds no current key yet): nothing happens.
+            }
         case let .attack(round):
             guard let h = scenario.hostile, now < sendingFrom + scenario.sendFor else { return }
             queue.schedule(.attack(round: round + 1), at: now + scenario.attackInterval)
@@ -369,7 +404,7 @@ public struct SessionSimulation {
         for effect in effects {
             switch effect {
             case let .sendDatagram(payload, to, sealing):
-                guard let j = indexByAddr[to], let sealed = cores[i]!.datagramKeys.seal(payload, sealing, session: sessionSeal) else { continue }
+                guard let j = indexByAddr[to], let sealed = cores[i]!.datagramKeys.seal(payload, sealing, session: seals[i]) else { continue }
                 report.datagrams += 1
                 if sealing == .session { report.sessionKeyedDatagrams += 1 }
                 guard rng.unit() >= scenario.loss, reachable(i, j) else { continue }
@@ -389,7 +424,13 @@ public struct SessionSimulation {
             case let .dial(addr):
                 if let j = indexByAddr[addr] { dial(i, j) }
             case let .closeLink(member):
-                if let j = indexByID[member], links[linkKey(i, j)] != nil { closeLink(i, j) }
+                guard let j = indexByID[member], let link = links[linkKey(i, j)] else { continue }
+                if cores[i]!.removedMembers.contains(member) || cores[i]!.epochs.isRemoved {
+                    // As `LinkHandle.close`: what is queued (the change that removes it) goes out first.
+                    queue.schedule(.closeAfterQueued(i, j, generation: link.generation), at: max(now, lastArrival[i * scenario.members + j] ?? now))
+                } else {
+                    closeLink(i, j)
+                }
             case let .member(change, info):
                 trace?.record(.memberChange, at: now, UInt64(i), info.id.raw, UInt64(change.hashValueForTrace))
                 if change == .failed || change == .left, scenario.partition == nil, i != scenario.hostile,
@@ -410,7 +451,14 @@ public struct SessionSimulation {
                 record(i, signed.message)
                 if now < sendingFrom + scenario.sendFor, rng.unit() < scenario.replyProbability { replies += 1 }
             case let .deliverOwn(m): record(i, m)
-            case .deliverUnreliable, .refused, .congestionCleared, .activityChanged, .unreadable, .recheckChunk: break
+            case .deliverUnreliable, .refused, .congestionCleared, .activityChanged, .unreadable, .recheckChunk, .memberRemoved: break
+            case let .epochMoved(key):
+                // As `Node.moveToEpoch`: session-key datagrams under the new epoch's key.
+                seals[i] = DatagramSeal(key: key.subkey(.datagram))
+                olderSeals[i] = cores[i]!.handshakeKeys(now: now).dropFirst().prefix(DatagramOpener.maximumOlderSeals).map { DatagramSeal(key: $0.subkey(.datagram)) }
+                report.movedAt[i] = now
+            case .epochRemoved:
+                removed.insert(i)
             case .flushSoon: needsFlush.insert(i)
             case let .forged(_, count): report.forged += count
             case .retransmitted: break
@@ -459,6 +507,20 @@ public struct SessionSimulation {
     }
 
     // MARK: network
+
+    /// As the link handshake: the dialer offers its newest keys in turn, the peer tries every key
+    /// it holds; then each end's admission rule decides on the key that matched.
+    private mutating func admitsEpoch(dialer: Int, peer: Int) -> Bool {
+        let offered = cores[peer]!.handshakeKeys(now: now).map(\.head)
+        guard let key = cores[dialer]!.handshakeKeys(now: now).prefix(3).first(where: { offered.contains($0.head) }) else { return false }
+        do {
+            try cores[dialer]!.admitEpoch(infos[peer], keyHead: key.head, now: now)
+            try cores[peer]!.admitEpoch(infos[dialer], keyHead: key.head, now: now)
+        } catch {
+            return false
+        }
+        return true
+    }
 
     private func linkKey(_ a: Int, _ b: Int) -> Int { min(a, b) * scenario.members + max(a, b) }
 
@@ -544,8 +606,18 @@ public struct SessionSimulation {
     }
 
     private mutating func finish(_ end: Double) -> SessionReport {
-        report.survivors = survivorsNow()
-        for i in 0..<scenario.members where !isUp(i) { logs[i].stayed = false }
+        // Removed: a member that saw its own removal, or that a member still in the session removed.
+        for i in survivorsNow() where !removed.contains(i) {
+            for j in 0..<scenario.members where cores[i]!.removedMembers.contains(infos[j].id) { removed.insert(j) }
+        }
+        report.survivors = survivorsNow().filter { !removed.contains($0) }
+        for i in 0..<scenario.members where !isUp(i) || removed.contains(i) { logs[i].stayed = false }
+        report.removed = removed.sorted()
+        report.linksToRemoved = links.keys.filter { removed.contains($0 / scenario.members) || removed.contains($0 % scenario.members) }.count
+        for i in report.survivors {
+            report.epochs[i] = cores[i]!.epoch
+            report.epochHeads[i] = cores[i]!.epochs.head
+        }
         for i in report.survivors {
             let core = cores[i]!
             logs[i].baseline = Dictionary(uniqueKeysWithValues: core.applicationClock(core.broadcast.baseline).map { ($0.key.description, $0.value) })
@@ -578,6 +650,7 @@ extension MemberChange {
         case .failed: 4
         case .left: 5
         case .updated: 6
+        case .removed: 7
         }
     }
 }

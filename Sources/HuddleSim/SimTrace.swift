@@ -9,7 +9,7 @@ public struct SimTrace: Sendable, Equatable {
     public enum Kind: UInt8, Sendable {
         case datagram = 1, pushPullRequest, pushPullReply, memberChange, crash, pause, resume, leave, start
         case delivery, repairRequest, membersSet, join
-        case linkUp, linkDown, chunk
+        case linkUp, linkDown, chunk, epoch
     }
 
     /// How many records went in.

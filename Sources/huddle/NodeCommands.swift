@@ -99,6 +99,40 @@ struct LeaveCommand: AsyncParsableCommand {
     }
 }
 
+struct RemoveCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "remove",
+        abstract: "Remove a member from the session for good and rotate the session key to everyone else.",
+        discussion: """
+            MEMBER is a member id (16 hex digits, from `huddle members`) or a node key (64 hex digits): \
+            the key is removed, with every run of that node. The new key is sealed to each remaining \
+            member's node key; the removed node cannot link, send, receive or fetch from then on. It \
+            keeps what it had already received. Replies once every remaining live member is on the new epoch.
+            """
+    )
+    @Argument(help: "Member id (16 hex digits) or node key (64 hex digits) to remove.") var member: String
+    @OptionGroup var options: ControlOptions
+
+    func run() async throws {
+        try await options.perform("remove", ["member": .string(member)]) { reply in
+            print("removed \(member); the session is on epoch \(plain(reply["epoch"]))")
+        }
+    }
+}
+
+struct RekeyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rekey",
+        abstract: "Rotate the session key, removing nobody.",
+        discussion: "Members offline during the rotation are handed the new key when they come back (within --rekey-grace)."
+    )
+    @OptionGroup var options: ControlOptions
+
+    func run() async throws {
+        try await options.perform("rekey") { reply in print("the session is on epoch \(plain(reply["epoch"]))") }
+    }
+}
+
 /// Prints rows under a header, each column as wide as its widest cell.
 func printTable(header: [String], rows: [[String]]) {
     let widths = header.indices.map { i in ([header[i]] + rows.map { $0[i] }).map(\.count).max() ?? 0 }

@@ -68,7 +68,22 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .customLong("link-rekey-seconds"), help: "A link's send key moves on (Noise REKEY) after this many seconds, or 256 MiB, whichever comes first.")
     var linkRekeySeconds: Double = NodeConfiguration.defaultLinkRekeyInterval
 
+    @Option(name: .customLong("rekey-every"), help: "Rotate the session key routinely this often (e.g. 1h, 1d; default: never). Members offline meanwhile are handed the new key when they come back.")
+    var rekeyEvery: String?
+
+    @Option(name: .customLong("rekey-grace"), help: "How long after a rotation a member holding the previous key (offline during it, on that epoch's roster, never removed) is still let back in and handed the current key.")
+    var rekeyGrace: String = "7d"
+
+    @Option(name: .long, help: "File of node keys (64 hex digits, one a line; # comments) that alone may remove members and rekey. Default: every member may.")
+    var admins: String?
+
     func validate() throws {
+        if let rekeyEvery {
+            guard let seconds = parseDuration(rekeyEvery), seconds >= 1 else { throw ValidationError("--rekey-every: \"\(rekeyEvery)\" is not a duration of at least 1s (e.g. 90s, 10m, 2h, 1d)") }
+            _ = seconds
+        }
+        guard let grace = parseDuration(rekeyGrace), grace >= 1 else { throw ValidationError("--rekey-grace: \"\(rekeyGrace)\" is not a duration of at least 1s (e.g. 1h, 7d)") }
+        _ = grace
         if invite != nil {
             guard !join.isEmpty else { throw ValidationError("--invite needs --join HOST:PORT: the member that made the code") }
         } else {
@@ -119,6 +134,14 @@ struct RunCommand: AsyncParsableCommand {
         config.linkRekeyInterval = linkRekeySeconds
         config.maxMembers = maxMembers
         config.linkStallSeconds = linkStallSeconds
+        config.rekeyEvery = rekeyEvery.flatMap(parseDuration)
+        config.rekeyGrace = parseDuration(rekeyGrace) ?? NodeConfiguration.defaultRekeyGrace
+        if let admins {
+            do { config.admins = try NodeConfiguration.loadAdmins(admins) } catch {
+                FileHandle.standardError.write(Data("huddle: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+        }
         do {
             try await NodeRunner.run(config)
         } catch {

@@ -65,7 +65,7 @@ private struct FuzzInput: Sendable {
 
     /// The message, encoded as the kind says.
     var encoding: [UInt8] {
-        switch kind % 16 {
+        switch kind % 17 {
         case 0: LinkMessage.hello(since: number(0), nonApplication: number(1)).encoded()
         case 1: LinkMessage.pushPull(SWIMPushPull(join: number(9) % 2 == 0, members: [info])).encoded()
         case 2: LinkMessage.swim(SWIMMessage(sender: member(8), kind: .gossip, gossip: [gossip])).encoded()
@@ -84,7 +84,8 @@ private struct FuzzInput: Sendable {
         case 14: JournalEntry.add(Manifest(name: "m", size: number(0), chunkSize: UInt32(truncatingIfNeeded: number(1)),
                                            chunkHashes: (0..<count(2, max: 4)).map { _ in [UInt8](repeating: 1, count: 32) }, meta: bytes,
                                            uploader: member(3), uploaderNode: signer.publicKey, signature: []), key: Array(bytes.prefix(32))).encoded()
-        default: batchEncoding
+        case 15: batchEncoding
+        default: LinkMessage.epochHead(epoch: number(0), head: Array((bytes + [UInt8](repeating: 0, count: 32)).prefix(32)), holdsKey: number(1) % 2 == 0).encoded()
         }
     }
 
@@ -169,7 +170,7 @@ private struct Cores {
         case let .journal(entries): for e in entries { _ = journal.apply(e, now: now) }
         case let .have(id, have, offer): journal.peerAnnounced(peer, id: id, have: have, offer: offer)
         case let .chunkRequest(id, index), let .chunkCorrupt(id, index): _ = journal.holds(id, Int(index))
-        case .chunkHeader: break
+        case .chunkHeader, .epochChanges, .epochGrant, .epochHead: break  // epochs: EpochInputFuzzTests
         }
     }
 

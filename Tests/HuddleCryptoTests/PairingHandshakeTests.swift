@@ -17,9 +17,10 @@ private func exchange(joinerPassword: [UInt8], memberPassword: [UInt8]) throws -
     #expect(PairingHandshake.isHello(joiner.hello))
     let confirm = try joiner.receiveAnswer(answer)
     #expect(member.confirms(confirm))
-    let key = SessionKey.generate()
-    let (bytes, epoch) = try joiner.receiveKey(member.sealKey(key, epoch: 3))
-    #expect(bytes == key.bytes && epoch == 3)
+    let genesis = SessionKey.generate()
+    let key = try SessionKey(bytes: SessionKey.generate().bytes, epoch: 3, sessionID: genesis.sessionID, head: [UInt8](repeating: 7, count: 32))
+    #expect(try joiner.receiveKey(member.sealKey(key)) == key, "the epoch, session id and head come with the key")
+    #expect(try joiner.receiveKey(member.sealKey(genesis)) == genesis)
 }
 
 @Test func aWrongCodeIsDetectedOnBothSidesBeforeTheKeyIsSent() throws {
@@ -34,7 +35,7 @@ private func exchange(joinerPassword: [UInt8], memberPassword: [UInt8]) throws -
 @Test func neitherTheCodeNorTheKeyCrossesInTheFrames() throws {
     var (joiner, member, answer) = try exchange(joinerPassword: password, memberPassword: password)
     let key = SessionKey.generate()
-    let frames = [joiner.hello, answer, try joiner.receiveAnswer(answer), member.sealKey(key, epoch: 0)]
+    let frames = [joiner.hello, answer, try joiner.receiveAnswer(answer), member.sealKey(key)]
     for frame in frames {
         #expect(!frame.contains(subsequence: password) && !frame.contains(subsequence: key.bytes))
         #expect(!frame.contains(subsequence: Array("abandon".utf8)))

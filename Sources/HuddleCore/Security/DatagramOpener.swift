@@ -22,21 +22,31 @@ public struct OpenedDatagram: Sendable, Equatable {
 /// Guarantees: nothing is parsed before the AEAD check but the seal's clear header; a datagram
 /// opens as `.link` only under a receive key of the member its header names, only when sealed for
 /// `local`, and only when its payload names that same member as sender; at most one AEAD check per
-/// datagram unless two of a member's keys share an id (2⁻³² per pair).
+/// datagram unless two of a member's keys share an id (2⁻³² per pair). The session-key form is
+/// tried under the current epoch's key, then under at most `maximumOlderSeals` keys of earlier
+/// epochs still within the grace (`older`, issue 21: a member that missed a rotation still pings):
+/// after a rotation, a session-key datagram that fails costs up to 1 + that many AEAD checks.
 public struct DatagramOpener: Sendable {
     public let local: MemberID
     let session: DatagramSeal
     let entries: [MemberID: [DatagramKeyring.Entry]]
+    let older: [DatagramSeal]
+    /// Most earlier epochs' session keys a datagram is tried under.
+    public static let maximumOlderSeals = 2
 
-    public init(local: MemberID, session: DatagramSeal, keys: DatagramKeyring) {
-        self.local = local; self.session = session; entries = keys.entries
+    public init(local: MemberID, session: DatagramSeal, keys: DatagramKeyring, older: [DatagramSeal] = []) {
+        self.local = local; self.session = session; entries = keys.entries; self.older = Array(older.prefix(Self.maximumOlderSeals))
     }
 
     public func open(_ datagram: [UInt8]) throws(WireError) -> OpenedDatagram {
         guard let version = datagram.first else { throw WireError("empty datagram") }
         switch version {
         case DatagramSeal.version:
-            return OpenedDatagram(try DatagramPayload.decode(try session.open(datagram)), form: .session)
+            if let plain = try? session.open(datagram) { return OpenedDatagram(try DatagramPayload.decode(plain), form: .session) }
+            for seal in older {
+                if let plain = try? seal.open(datagram) { return OpenedDatagram(try DatagramPayload.decode(plain), form: .session) }
+            }
+            throw WireError("datagram failed to open")
         case PairDatagramSeal.version:
             let (sender, keyID) = try PairDatagramSeal.header(datagram)
             for entry in entries[sender] ?? [] where entry.keys.receiveID == keyID {

@@ -42,6 +42,7 @@ extension SessionCore {
     /// (see above), then handled. A SWIM message only as its own sender's; an unreliable message
     /// only from a live member as its own origin, and only when it is for this member.
     public mutating func receiveDatagram(_ datagram: OpenedDatagram, from source: String, now: Double) -> [SessionEffect] {
+        if epochs.isRemoved { return [] }
         let congested = broadcast.isCongested
         let out: [SessionEffect]
         switch datagram.form {
@@ -72,6 +73,8 @@ extension SessionCore {
 
     private mutating func receiveSessionKeyed(_ payload: DatagramPayload, from source: String, now: Double) -> [SessionEffect] {
         let sender = payload.sender
+        // A removed node key with the key of an epoch it was on (still opened within the grace).
+        if removedMembers.contains(sender) { return refuse(.removedNode) }
         guard !datagramKeys.has(sender), case let .swim(message) = payload.content, message.sender == sender,
               message.gossip.isEmpty, sessionFormCarries(message.kind, from: sender) else {
             return refuse(.unauthenticatedDatagram)

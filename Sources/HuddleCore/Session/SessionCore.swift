@@ -43,6 +43,22 @@ public struct SessionCore: Sendable {
     public internal(set) var applicationSeqs = ApplicationSeqs()
     /// This member's pairing invitations (issue 22).
     public var invitations = InvitationBook()
+    /// The session's epoch history (issue 21, `SessionCore+Epochs`): the current key, who is removed.
+    public internal(set) var epochs: EpochHistory
+    /// Per linked peer, its node key and the head of the epoch whose key its link's handshake proved.
+    var epochLinks: [MemberID: (node: [UInt8], keyHead: [UInt8])] = [:]
+    /// Per linked peer, the epoch head it last said it is on (`LinkMessage.epochHead`).
+    public internal(set) var peerHeads: [MemberID: [UInt8]] = [:]
+    /// Members whose node key is removed: out of `live`, never linked, their events not shown.
+    public internal(set) var removedMembers: Set<MemberID> = []
+    /// Where new epoch keys and grants' ephemeral keys come from (the node: the system's secure
+    /// generator; the simulator: a seeded one).
+    var epochRandom: any RandomNumberGenerator & Sendable
+    /// `huddle run --rekey-every`: seconds an epoch lasts before this member rotates (nil: never).
+    public internal(set) var rekeyEvery: Double?
+    /// When this member's next routine rotation is due (the current epoch's start, plus
+    /// `rekeyEvery` and up to a quarter more, drawn at random so members rarely rotate at once).
+    var rekeyAt = Double.infinity
     /// How often the journal runs (chunk requests, haves, states) and a digest goes to every link.
     public static let journalInterval = 0.05
     public static let digestInterval = 0.1
@@ -78,7 +94,7 @@ public struct SessionCore: Sendable {
     /// send a baseline or journal entries.
     public private(set) var catchUpFrom: Set<MemberID> = []
     /// Inputs refused by this core, by reason (membership's own are in `swim.refusals`).
-    public private(set) var ownRefusals = RefusalCounts()
+    public internal(set) var ownRefusals = RefusalCounts()
     /// Every input refused, by reason: this core's, membership's, broadcast's and the journal's.
     public var refusals: RefusalCounts { ownRefusals.adding(swim.refusals).adding(broadcast.refusals).adding(journal.refusals) }
     /// Link messages refused because their sender had no right to send them (a catch-up nobody
@@ -89,8 +105,13 @@ public struct SessionCore: Sendable {
 
     /// `joining`: this member waits for a sponsor's baseline before delivering anything.
     /// `identity` is this member's key pair (its public half is `local.node`).
-    public init(local: MemberInfo, identity: Identity, limits: Limits = Limits(), settings: SWIMSettings = .lan, joining: Bool, swimSeed: UInt64, journalSeed: UInt64) {
+    /// `sessionKey`: the key this member holds (its key file's epoch; a fixed epoch-0 key when nil,
+    /// for tests that do not look at epochs); `epochSettings`: grace and admins (`EpochSettings`).
+    public init(local: MemberInfo, identity: Identity, limits: Limits = Limits(), settings: SWIMSettings = .lan, joining: Bool, swimSeed: UInt64, journalSeed: UInt64,
+                sessionKey: SessionKey? = nil, epochSettings: EpochSettings = EpochSettings(), epochRandom: (any RandomNumberGenerator & Sendable)? = nil) {
         self.local = local.id
+        epochs = EpochHistory(key: sessionKey ?? Self.placeholderKey, identity: identity, local: local.id, settings: epochSettings)
+        self.epochRandom = epochRandom ?? SystemRandomNumberGenerator()
         self.identity = identity
         self.limits = limits
         var settings = settings
@@ -106,12 +127,13 @@ public struct SessionCore: Sendable {
     // MARK: membership
 
     /// Members that count as in the session: alive or merely suspected.
+    /// A member whose node key is removed is never live, whatever membership says.
     public var live: Set<MemberID> {
-        Set(swim.members.values.filter { $0.state == .alive || $0.state == .suspect }.map(\.id))
+        Set(swim.members.values.filter { ($0.state == .alive || $0.state == .suspect) && !removedMembers.contains($0.id) }.map(\.id))
     }
 
     public func isLive(_ member: MemberID) -> Bool {
-        guard let info = swim.members[member] else { return false }
+        guard let info = swim.members[member], !removedMembers.contains(member) else { return false }
         return info.state == .alive || info.state == .suspect
     }
 
@@ -119,6 +141,8 @@ public struct SessionCore: Sendable {
     /// Everything due at `now`: membership, dials, the journal (every `journalInterval`), and a
     /// digest of broadcast and activity to every link (every `digestInterval`).
     public mutating func tick(now: Double) -> [SessionEffect] {
+        // A removed member is out of the session: it decides nothing more.
+        if epochs.isRemoved { return [] }
         let congested = broadcast.isCongested
         datagramKeys.expire(now: now)
         var out = membership(swim.tick(now: now), now: now) + planner.tick(now: now).map { .dial($0.addr) }
@@ -132,7 +156,7 @@ public struct SessionCore: Sendable {
             digestAt = now
             out += digests(now: now)
         }
-        return out + congestionCleared(since: congested)
+        return out + epochTick(now: now) + congestionCleared(since: congested)
     }
 
     /// The digest of broadcast and activity: to every link when it changed (or `digestRefresh`
@@ -159,7 +183,7 @@ public struct SessionCore: Sendable {
     /// the expiry of retired datagram keys.
     public var nextDeadline: Double {
         let digest = planner.linked.isEmpty ? Double.infinity : digestAt + Self.digestInterval
-        return min(swim.nextDeadline, journalAt + Self.journalInterval, digest, datagramKeys.nextExpiry)
+        return min(swim.nextDeadline, journalAt + Self.journalInterval, digest, datagramKeys.nextExpiry, epochDeadline)
     }
 
     /// Live members with a link up, in member order.
@@ -212,6 +236,12 @@ public struct SessionCore: Sendable {
             case let .pushPull(addr, join): out.append(.pushPull(to: addr, join: join))
             case let .refused(reason): out.append(.refused(reason))
             case let .emit(change, info):
+                // A removed node key's records (gossiped on by members that have not heard yet)
+                // show nothing and bring no link back.
+                if epochs.removedNodes[info.node] != nil {
+                    out += evict(info, announce: false, now: now)
+                    continue
+                }
                 out.append(.member(change, info))
                 let live = self.live
                 out += broadcastEffects(broadcast.setMembers(live, now: now), now: now)
@@ -220,7 +250,7 @@ public struct SessionCore: Sendable {
                 switch change {
                 case .joined, .alive, .updated, .suspect:
                     if let dial = planner.want(info.id, addr: info.addr, now: now) { out.append(.dial(dial.addr)) }
-                case .failed, .left:
+                case .failed, .left, .removed:
                     planner.forget(info.id)
                     datagramKeys.forget(info.id)
                     out.append(.closeLink(info.id))
@@ -235,6 +265,8 @@ public struct SessionCore: Sendable {
     /// Why a link is not admitted.
     public enum LinkRefusal: Error, Equatable, Sendable {
         case ownID, left
+        /// The epoch rules refused the key its handshake proved, or its node key (`EpochHistory.admission`).
+        case epoch(Refusal)
         /// The member id is pinned to another node key than the one the handshake proved.
         case anotherNodeKey
         /// `strangerLinkLimit` links to peers that are not members yet are up already.
@@ -245,8 +277,10 @@ public struct SessionCore: Sendable {
     public static let strangerLinkLimit = 64
 
     /// Whether a link whose handshake proved `peer.node` may serve as the link to member `peer.id`.
-    public mutating func admitLink(_ peer: MemberInfo) throws(LinkRefusal) {
+    /// `keyHead`: the head of the epoch whose key the handshake used (nil: the current one).
+    public mutating func admitLink(_ peer: MemberInfo, keyHead: [UInt8]? = nil, now: Double = 0) throws(LinkRefusal) {
         if peer.id == local { throw .ownID }
+        try admitEpoch(peer, keyHead: keyHead, now: now)
         guard let known = swim.members[peer.id] else {
             // A joiner links before it is a member (its push-pull comes over the link): a few such
             // links at once, so that invented member ids cannot open links without bound (links
@@ -289,6 +323,8 @@ public struct SessionCore: Sendable {
         journal.linkDown(peer)
         planner.linkDown(peer)
         datagramKeys.retire(peer, now: now)
+        epochLinks[peer] = nil
+        peerHeads[peer] = nil
         return settled ? membership(swim.linkLost(peer, now: now), now: now) : []
     }
 
@@ -366,6 +402,7 @@ public struct SessionCore: Sendable {
     /// `backlogged`: the shell's queue to `peer` holds `LinkBudget.backlogBytes` or more, so its
     /// requests for bulk answers are refused (`refusesWhileBacklogged`) until it reads.
     public mutating func receiveLink(_ message: LinkMessage, from peer: MemberID, addr: String, now: Double, backlogged: Bool = false) -> [SessionEffect] {
+        if epochs.isRemoved { return [] }
         if backlogged && Self.refusesWhileBacklogged(message) { return refuse(.outboxFull) }
         let congested = broadcast.isCongested
         let counted = broadcast.refusals
@@ -396,6 +433,9 @@ public struct SessionCore: Sendable {
             out = serve.effects.map(SessionEffect.journal) + (serve.admitted ? [.serveChunk(to: peer, id: id, index: Int(index))] : [])
         case let .chunkCorrupt(id, index): out = journal.holds(id, Int(index)) ? [.recheckChunk(id: id, index: Int(index), reportedBy: peer)] : []
         case .chunkHeader: out = []  // consumed by the shell's link reader
+        case let .epochChanges(changes): out = receiveEpochChanges(changes, from: peer, now: now)
+        case let .epochGrant(grant): out = epochOutcome(epochs.receive(grant, now: now), from: peer, now: now)
+        case let .epochHead(_, head, holdsKey): out = receiveEpochHead(head, holdsKey: holdsKey, from: peer, now: now)
         }
         return out + congestionCleared(since: congested) + firstRefusals(since: counted)
     }

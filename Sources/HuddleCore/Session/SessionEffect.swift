@@ -1,3 +1,5 @@
+import HuddleCrypto
+
 /// What the session core asks its shell (the node, or the simulator) to do, in order.
 public enum SessionEffect: Sendable, Equatable {
     /// Send a SWIM message or an unreliable message as one datagram to `host:port`, sealed as
@@ -43,6 +45,15 @@ public enum SessionEffect: Sendable, Equatable {
     case repairRequest(peer: MemberID, origin: MemberID, from: UInt64, to: UInt64)
     /// What the journal decided (chunk requests, haves, attachment events, deletions).
     case journal(Journal.Effect)
+    /// This member moved to a new epoch and holds its key (issue 21): new links, session-key
+    /// datagrams and the key file use it from now on (`SessionKey.rewrite(at:)`).
+    case epochMoved(SessionKey)
+    /// This member's node key was removed from the session by the member with node key `by`
+    /// (its member id when known): it holds no key of the session any more.
+    case epochRemoved(by: [UInt8], member: MemberID?)
+    /// A member's node key was removed (by `by`, when the remover's member id is known): its
+    /// links are closed and it is refused from now on. Shown as a `member` event `removed`.
+    case memberRemoved(MemberInfo, by: MemberID?)
 }
 
 /// How the shell seals a datagram the core sends; the core chose it (`SessionCore+Datagrams`).

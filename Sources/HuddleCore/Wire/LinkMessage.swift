@@ -1,3 +1,5 @@
+import HuddleCrypto
+
 /// Everything a member says to another over an established link. Encoded as
 /// `version (1) | kind (1) | fields`; an unknown version or kind is a decode error, which closes the link.
 public enum LinkMessage: Sendable, Equatable {
@@ -37,12 +39,27 @@ public enum LinkMessage: Sendable, Equatable {
     /// encrypted by its uploader and checked against the manifest, so the link does not encrypt
     /// it again; this header is encrypted and authenticated like every link message.
     case chunkHeader(id: String, index: UInt32, length: UInt32)
+    /// Epoch changes (issue 21), parent first: a member passes on every change that moved it, and
+    /// hands a member behind the changes it missed. Each is signed by its maker and checked by
+    /// `EpochHistory`, so any member may relay them.
+    case epochChanges([EpochChange])
+    /// The current epoch key sealed to the receiver's node key, for a member behind that the
+    /// current roster leaves out (`EpochHistory.handover`).
+    case epochGrant(EpochGrant)
+    /// The epoch the sender is on (its head) and whether it holds that epoch's key: sent right
+    /// after the hello on every link and whenever the sender moves. A peer on another head, or
+    /// without the key, is handed what it misses.
+    case epochHead(epoch: UInt64, head: [UInt8], holdsKey: Bool)
+
+    /// Most epoch changes one `epochChanges` message carries.
+    public static let maximumEpochChanges = 16
 
     public static let version: UInt8 = 1
 
     private enum Kind: UInt8 {
         case hello = 1, pushPull = 2, message = 3, pushPullReply = 4, swim = 5, digest = 6, request = 7, baseline = 8, activity = 9
         case journal = 10, have = 11, chunkRequest = 12, chunkHeader = 13, batch = 14, chunkCorrupt = 15
+        case epochChanges = 16, epochGrant = 17, epochHead = 18
     }
 
     public func encoded() -> [UInt8] {
@@ -83,6 +100,13 @@ public enum LinkMessage: Sendable, Equatable {
             w.u8(Kind.chunkCorrupt.rawValue); w.string16(id); w.u32(index)
         case let .chunkHeader(id, index, length):
             w.u8(Kind.chunkHeader.rawValue); w.string16(id); w.u32(index); w.u32(length)
+        case let .epochChanges(changes):
+            w.u8(Kind.epochChanges.rawValue); w.u16(UInt16(truncatingIfNeeded: changes.count))
+            for change in changes { change.encode(into: &w) }
+        case let .epochGrant(grant):
+            w.u8(Kind.epochGrant.rawValue); grant.encode(into: &w)
+        case let .epochHead(epoch, head, holdsKey):
+            w.u8(Kind.epochHead.rawValue); w.u64(epoch); w.raw(head); w.u8(holdsKey ? 1 : 0)
         }
         return w.bytes
     }
@@ -92,6 +116,7 @@ public enum LinkMessage: Sendable, Equatable {
         switch self {
         case let .batch(batch): 128 + batch.tree.count * 33 + batch.messages.reduce(0) { $0 + $1.message.body.count + 64 }
         case let .message(signed): 512 + signed.message.body.count
+        case let .epochChanges(changes): 64 + changes.reduce(0) { $0 + 256 + $1.recipients.count * 120 }
         default: 64
         }
     }
@@ -143,6 +168,21 @@ public enum LinkMessage: Sendable, Equatable {
         case .chunkCorrupt: result = .chunkCorrupt(id: try r.string16("attachment id"), index: try r.u32("chunk index"))
         case .chunkHeader:
             result = .chunkHeader(id: try r.string16("attachment id"), index: try r.u32("chunk index"), length: try r.u32("chunk length"))
+        case .epochChanges:
+            let n = try r.count16(minItemSize: 1, "epoch changes")
+            guard n <= maximumEpochChanges else { throw WireError("\(n) epoch changes in one message (at most \(maximumEpochChanges))") }
+            var changes: [EpochChange] = []
+            for _ in 0..<n { changes.append(try EpochChange.decode(from: &r)) }
+            result = .epochChanges(changes)
+        case .epochGrant: result = .epochGrant(try EpochGrant.decode(from: &r))
+        case .epochHead:
+            let epoch = try r.count("epoch")
+            let head = try r.raw(SessionKey.headLength, "epoch head")
+            switch try r.u8("holds-key flag") {
+            case 0: result = .epochHead(epoch: epoch, head: head, holdsKey: false)
+            case 1: result = .epochHead(epoch: epoch, head: head, holdsKey: true)
+            default: throw WireError("bad holds-key flag")
+            }
         case nil: throw WireError("unknown link message kind")
         }
         try r.expectEnd("link message")

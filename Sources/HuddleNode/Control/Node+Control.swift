@@ -78,6 +78,8 @@ extension Node {
             try removeAttachment(attachment)
             return ControlReply.ok(id: id, [:])
         case let .invite(ttlMs, uses): return ControlReply.ok(id: id, invite(ttlMs: ttlMs, uses: uses))
+        case let .remove(member): return ControlReply.ok(id: id, try await removeOp(member))
+        case .rekey: return ControlReply.ok(id: id, try await rekeyOp())
         case let .leave(timeoutMs):
             let handedOff = await handOff(timeout: timeoutMs.map { Duration.milliseconds($0) } ?? .seconds(30))
             var reply: [UInt8] = []
@@ -95,13 +97,13 @@ extension Node {
             "node": .string(hexString(local.node)),
             "name": .string(local.name),
             "addr": .string(local.addr),
-            "session": .string(security.sessionKey.fingerprint),
+            "session": .string(currentKey.fingerprint),
             "members": .int(Int64(liveCount)),
             "clock": clockJSON(core.applicationClock(broadcast.delivered)),
             "baseline": clockJSON(core.applicationClock(broadcast.baseline)),
             "uptime_ms": .int(Int64(now * 1000)),
-            // Key rotation (issue 21) does not exist yet: every session is in its first epoch.
-            "epoch": .int(0),
+            // The session key's epoch in use here (0 before any rotation; issue 21).
+            "epoch": .int(Int64(clamping: core.epoch)),
         ]
     }
 

@@ -40,10 +40,18 @@ enum LinkSession {
         }
     }
 
+    /// A link handshake that did not finish (a wrong key, a closed connection, a bad message): a
+    /// dialer tries the next older key it holds (the peer may not have heard of the newest epoch).
+    struct HandshakeFailed: Error, CustomStringConvertible {
+        let description: String
+    }
+
     /// Runs one link from handshake to close. `registered` learns the peer once the node has the
     /// link (or why it never will); `ticket`, the accepted connection's handshake slot, is given
-    /// back as soon as the handshake has ended either way.
-    static func run(_ channel: FrameChannel, role: LinkHandshake.Role, node: Node, registered: OneShot<MemberID>?, ticket: HandshakeTicket? = nil) async {
+    /// back as soon as the handshake has ended either way. A dialer uses `key`; a responder tries
+    /// the first message under every key `Node.handshakeKeys` offers (the current epoch's first),
+    /// and the node's admission rule decides whether the epoch that opened it lets the peer in.
+    static func run(_ channel: FrameChannel, role: LinkHandshake.Role, key: SessionKey? = nil, node: Node, registered: OneShot<MemberID>?, ticket: HandshakeTicket? = nil) async {
         let remote = channel.channel.remoteAddress.map(hostPort) ?? "unknown"
         defer { ticket?.release() }
         do {
@@ -51,34 +59,26 @@ enum LinkSession {
                 var frames = FrameIterator(inbound.makeAsyncIterator())
                 let timeout = channel.channel.eventLoop.scheduleTask(in: handshakeTimeout) { channel.channel.close(promise: nil) }
                 defer { timeout.cancel() }
-                var handshake = try LinkHandshake(role: role, sessionKey: node.security.sessionKey, identity: node.security.identity, appPayload: node.local.encoded())
                 func writeFrame(_ bytes: [UInt8]) async throws {
                     var buffer = channel.channel.allocator.buffer(capacity: bytes.count + 2)
                     buffer.writeFrame(bytes)
                     node.counters.addSent(.gossip, buffer.readableBytes)
                     try await outbound.write(buffer)
                 }
-                if role == .initiator { try await writeFrame(try handshake.start()) }
-                var first = role == .responder
-                while handshake.result == nil {
-                    guard let frame = try await frames.next() else { throw NodeError("connection closed during the handshake") }
-                    node.counters.addReceived(.gossip, frame.readableBytes + 2)
-                    let bytes = Array(frame.readableBytesView)
-                    // A listen port also takes pairings by invitation code: they open with their own hello.
-                    if first && PairingHandshake.isHello(bytes) {
-                        try await PairingSession.respond(hello: bytes, frames: &frames, write: writeFrame, remote: remote, node: node)
-                        return
-                    }
-                    first = false
-                    if let reply = try handshake.receive(bytes) { try await writeFrame(reply) }
+                let done: (result: LinkHandshakeResult, keyHead: [UInt8])
+                do {
+                    guard let finished = try await handshake(role: role, key: key, node: node, frames: &frames, write: writeFrame, remote: remote) else { return }
+                    done = finished
+                } catch {
+                    throw HandshakeFailed(description: "\(error)")
                 }
+                let result = done.result
                 timeout.cancel()
                 ticket?.release()
-                guard let result = handshake.result else { return }
                 let peer = try MemberInfo.decode(result.remoteAppPayload)
                 guard peer.node == result.remoteIdentity else { throw NodeError("peer's member record names another node key") }
                 let link = LinkHandle(peer: peer, dialer: role == .initiator ? node.local.id : peer.id, channel: channel.channel)
-                guard await node.register(link, datagramKeys: result.datagramKeys) else {
+                guard await node.register(link, datagramKeys: result.datagramKeys, keyHead: done.keyHead) else {
                     registered?.resume(.success(peer.id))
                     return
                 }
@@ -86,9 +86,57 @@ enum LinkSession {
                 await runTransport(link, result: result, frames: &frames, node: node)
             }
         } catch {
-            registered?.resume(.failure(NodeError("handshake with \(remote) failed: \(error)")))
+            if let failed = error as? HandshakeFailed {
+                registered?.resume(.failure(failed))
+            } else {
+                registered?.resume(.failure(NodeError("handshake with \(remote) failed: \(error)")))
+            }
             node.log.info("refused link from \(remote): \(error)")
         }
+    }
+
+    /// The handshake's messages: the finished handshake and the head of the epoch whose key it
+    /// used, or nil when the connection was a pairing by invitation code (answered here).
+    private static func handshake(role: LinkHandshake.Role, key: SessionKey?, node: Node, frames: inout FrameIterator,
+                                  write: (_ bytes: [UInt8]) async throws -> Void, remote: String) async throws -> (result: LinkHandshakeResult, keyHead: [UInt8])? {
+        let payload = node.local.encoded()
+        var handshake: LinkHandshake?
+        var keyHead: [UInt8] = []
+        if role == .initiator {
+            guard let key else { throw NodeError("a dialer needs a session key") }
+            var dialer = try LinkHandshake(role: .initiator, sessionKey: key, identity: node.security.identity, appPayload: payload)
+            try await write(try dialer.start())
+            handshake = dialer
+            keyHead = key.head
+        }
+        while handshake?.result == nil {
+            guard let frame = try await frames.next() else { throw NodeError("connection closed during the handshake") }
+            node.counters.addReceived(.gossip, frame.readableBytes + 2)
+            let bytes = Array(frame.readableBytesView)
+            guard var current = handshake else {
+                // The responder's first message. A listen port also takes pairings by invitation
+                // code: they open with their own hello.
+                if PairingHandshake.isHello(bytes) {
+                    try await PairingSession.respond(hello: bytes, frames: &frames, write: write, remote: remote, node: node)
+                    return nil
+                }
+                for candidate in await node.handshakeKeys() {
+                    var attempt = try LinkHandshake(role: .responder, sessionKey: candidate, identity: node.security.identity, appPayload: payload)
+                    let reply: [UInt8]?
+                    do { reply = try attempt.receive(bytes) } catch { continue }
+                    if let reply { try await write(reply) }
+                    handshake = attempt
+                    keyHead = candidate.head
+                    break
+                }
+                guard handshake != nil else { throw NodeError("the first handshake message opens under no session key this node holds") }
+                continue
+            }
+            if let reply = try current.receive(bytes) { try await write(reply) }
+            handshake = current
+        }
+        guard let result = handshake?.result else { return nil }
+        return (result, keyHead)
     }
 
     /// Seconds on a monotonic clock, for the link ciphers' rekey timer.
@@ -231,16 +279,31 @@ enum LinkSession {
 }
 
 extension Node {
+    /// Most session keys a dialer tries, newest first: the peer may not have heard of the newest
+    /// epoch yet (it is handed it once linked).
+    static let dialKeys = 3
+
     /// Opens a link to `addr` and returns the member there once the node has registered the link.
+    /// The handshake uses the current epoch's key; when it fails, the next older ones within the grace.
     nonisolated func dial(_ addr: String) async throws -> MemberID {
-        let channel = try await LinkSession.connect(addr, timeout: .seconds(5))
-        return try await withCheckedThrowingContinuation { continuation in
-            let once = OneShot(continuation)
-            spawner.spawn { [self] in
-                await LinkSession.run(channel, role: .initiator, node: self, registered: once)
-                once.resume(.failure(NodeError("link to \(addr) closed before it was registered")))
+        let keys = await handshakeKeys()
+        guard !keys.isEmpty else { throw NodeError("this node holds no key of the session (it was removed)") }
+        var failure: Error = NodeError("no key to link to \(addr) with")
+        for key in keys.prefix(Self.dialKeys) {
+            let channel = try await LinkSession.connect(addr, timeout: .seconds(5))
+            do {
+                return try await withCheckedThrowingContinuation { continuation in
+                    let once = OneShot(continuation)
+                    spawner.spawn { [self] in
+                        await LinkSession.run(channel, role: .initiator, key: key, node: self, registered: once)
+                        once.resume(.failure(NodeError("link to \(addr) closed before it was registered")))
+                    }
+                }
+            } catch let error as LinkSession.HandshakeFailed {
+                failure = NodeError("handshake with \(addr) failed: \(error)")
             }
         }
+        throw failure
     }
 }
 

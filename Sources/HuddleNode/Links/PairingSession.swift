@@ -28,12 +28,12 @@ enum PairingSession {
         guard let reply = try await frames.next(), member.confirms(Array(reply.readableBytesView)) else { return }
         confirmed = true
         await node.pairingEnded(nameplate: hello.nameplate, from: remote, confirmed: true)
-        try await write(member.sealKey(node.security.sessionKey, epoch: 0))
+        try await write(member.sealKey(await node.currentKey))
     }
 
     /// The new host's side: connects to a member at `addr` and returns the session key it sent.
     /// Throws `PairingError` (a wrong code, a refusal) or `NodeError` (no connection) in one line.
-    static func join(addr: String, nameplate: UInt32, password: [UInt8]) async throws -> (key: SessionKey, epoch: UInt64) {
+    static func join(addr: String, nameplate: UInt32, password: [UInt8]) async throws -> SessionKey {
         let channel = try await LinkSession.connect(addr, timeout: .seconds(10))
         return try await channel.executeThenClose { inbound, outbound in
             var frames = FrameIterator(inbound.makeAsyncIterator())
@@ -51,8 +51,7 @@ enum PairingSession {
             var joiner = try PairingHandshake.Joiner(nameplate: nameplate, password: password)
             try await write(joiner.hello)
             try await write(try joiner.receiveAnswer(try await read("answer")))
-            let (key, epoch) = try joiner.receiveKey(try await read("key"))
-            return (try SessionKey(bytes: key), epoch)
+            return try joiner.receiveKey(try await read("key"))
         }
     }
 }

@@ -10,17 +10,20 @@ extension Node {
             "node": .string(hexString(info.node)),
             "name": .string(info.name),
             "addr": .string(info.addr),
-            "state": .string(info.state.description),
+            "state": .string(core.removedMembers.contains(info.id) || (info.id == local.id && core.epochs.isRemoved) ? "removed" : info.state.description),
             "incarnation": .int(Int64(clamping: info.incarnation)),
             "self": .bool(info.id == local.id),
         ])
     }
 
-    func emitMember(_ change: MemberChange, _ info: MemberInfo) {
-        if change == .joined || change == .left || change == .failed {
-            log.info("member \(info.id) (\(info.name) at \(info.addr)) \(change.rawValue)")
+    /// A `member` event; `by` (the member that removed it) only with `removed`.
+    func emitMember(_ change: MemberChange, _ info: MemberInfo, by: MemberID? = nil) {
+        if change == .joined || change == .left || change == .failed || change == .removed {
+            log.info("member \(info.id) (\(info.name) at \(info.addr)) \(change.rawValue)\(by.map { " by \($0)" } ?? "")")
         }
-        events.append("member", topic: .members, ["change": .string(change.rawValue), "member": memberJSON(info)])
+        var fields: JSONObject = ["change": .string(change.rawValue), "member": memberJSON(info)]
+        if change == .removed { fields["by"] = by.map { .string($0.description) } ?? .null }
+        events.append("member", topic: .members, fields)
     }
 
     func clockJSON(_ clock: [MemberID: UInt64]) -> JSON {

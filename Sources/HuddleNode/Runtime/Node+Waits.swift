@@ -15,6 +15,8 @@ enum WaitReason: Hashable, Sendable {
     case linkClosed
     /// The node has left.
     case stopped
+    /// The epoch moved here, or a peer said which epoch it is on.
+    case epoch
 }
 
 extension Node {

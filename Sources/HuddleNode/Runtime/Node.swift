@@ -5,7 +5,8 @@ import HuddleCore
 import HuddleCrypto
 import NIOCore
 
-/// The secrets a node proves itself with on every link.
+/// The secrets a node proves itself with on every link: its identity, and the session key it
+/// started with (the key of the current epoch is `Node.currentKey`, which moves on with the session).
 struct LinkSecurity: Sendable {
     let sessionKey: SessionKey
     let identity: Identity
@@ -21,7 +22,10 @@ actor Node {
     nonisolated let log: Logger
     nonisolated let spawner = TaskSpawner()
     nonisolated let datagramOutbox = Outbox<AddressedEnvelope<ByteBuffer>>()
-    nonisolated let seal: DatagramSeal
+    /// The session-key datagram seal of the current epoch (issue 21: it moves with the epoch).
+    var seal: DatagramSeal
+    /// The key of the epoch the session is on here; `config.keyPath` holds it.
+    var currentKey: SessionKey
     /// What the UDP receive thread opens datagrams with: the session key and the links' keys.
     nonisolated let datagramOpener: DatagramOpenerBox
     /// `core.datagramKeys.generation` when `datagramOpener` was last replaced.
@@ -51,21 +55,33 @@ actor Node {
         self.config = config
         log = NodeLogHandler.logger(name: local.name)
         seal = DatagramSeal(key: security.sessionKey.subkey(.datagram))
+        currentKey = security.sessionKey
+        var epochSettings = EpochSettings()
+        epochSettings.grace = config.rekeyGrace
+        epochSettings.admins = Set(config.admins)
         var limits = SessionCore.Limits()
         limits.reliable = config.maxMessageBytes
         limits.unreliable = config.maxUnreliableBytes
         limits.members = config.maxMembers
         limits.storeBytes = config.storeLimitBytes
-        core = SessionCore(local: local, identity: security.identity, limits: limits, joining: !config.join.isEmpty, swimSeed: SecureRandom.uint64(), journalSeed: SecureRandom.uint64())
+        core = SessionCore(local: local, identity: security.identity, limits: limits, joining: !config.join.isEmpty, swimSeed: SecureRandom.uint64(), journalSeed: SecureRandom.uint64(),
+                           sessionKey: security.sessionKey, epochSettings: epochSettings)
+        core.rotate(every: config.rekeyEvery, now: 0)
         datagramOpener = DatagramOpenerBox(DatagramOpener(local: local.id, session: seal, keys: core.datagramKeys))
     }
 
-    /// Hands the receive thread an opener with the current link keys, when they changed.
-    func publishDatagramKeys() {
-        guard core.datagramKeys.generation != publishedKeys else { return }
+    /// Hands the receive thread an opener with the current link keys, when they changed (or, with
+    /// `force`, the epoch did): session-key datagrams open under the current epoch's key and the
+    /// newest earlier ones within the grace.
+    func publishDatagramKeys(force: Bool = false) {
+        guard force || core.datagramKeys.generation != publishedKeys else { return }
         publishedKeys = core.datagramKeys.generation
-        datagramOpener.replace(with: DatagramOpener(local: local.id, session: seal, keys: core.datagramKeys))
+        let older = core.handshakeKeys(now: now).dropFirst().prefix(DatagramOpener.maximumOlderSeals).map { DatagramSeal(key: $0.subkey(.datagram)) }
+        datagramOpener.replace(with: DatagramOpener(local: local.id, session: seal, keys: core.datagramKeys, older: Array(older)))
     }
+
+    /// The keys a link handshake may use now, the current epoch's first (`SessionCore.handshakeKeys`).
+    func handshakeKeys() -> [SessionKey] { core.handshakeKeys(now: now) }
 
     /// Seconds since the node started: the time the protocol cores see.
     var now: Double {
@@ -88,13 +104,17 @@ actor Node {
 
     /// Adds an authenticated link and its datagram keys; false when it must be closed (self, a
     /// member that left, a losing duplicate — whose keys are still kept for a moment, retired).
-    func register(_ link: LinkHandle, datagramKeys: PairDatagramKeys) -> Bool {
+    /// `keyHead`: the epoch whose key the handshake proved.
+    func register(_ link: LinkHandle, datagramKeys: PairDatagramKeys, keyHead: [UInt8]) -> Bool {
         guard !stopping else { return false }
         let peer = link.peer.id
-        do { try core.admitLink(link.peer) } catch {
+        do { try core.admitLink(link.peer, keyHead: keyHead, now: now) } catch {
             switch error {
             case .ownID: log.warning("refused a link to ourselves at \(link.remoteAddress)")
             case .left: break
+            // Counted by the core (its reason); logged the first time only.
+            case let .epoch(reason):
+                if core.refusals[reason] == 1 { log.warning("refused a link from \(link.remoteAddress) (node \(hexString(link.peer.node).prefix(16))): \(reason.rawValue); further ones are counted in stats.refused") }
             // Counted by the core; logged the first time only, like every refusal (a peer can repeat them).
             case .anotherNodeKey:
                 if core.refusals[.linkForPinnedMember] == 1 { log.warning("refused a link from \(link.remoteAddress): member \(peer) is pinned to another node key; further ones are counted in stats.refused") }
@@ -116,6 +136,7 @@ actor Node {
         execute(core.flushBatch())
         links[peer] = link
         link.send(core.linkUp(peer).encoded())
+        execute(core.epochLinkUp(peer, now: now))
         return true
     }
 
@@ -131,6 +152,7 @@ actor Node {
         switch message {
         case .pushPullReply: wake(.pushPullReply(link.peer.id))
         case .have: wake(.handOff)
+        case .epochHead: wake(.epoch)
         default: break
         }
     }
@@ -192,6 +214,11 @@ actor Node {
             case let .serveChunk(peer, id, index):
                 if let link = links[peer] { serveChunk(id: id, index: index, to: link) } else { core.journal.serveEnded(to: peer) }
             case let .recheckChunk(id, index, peer): recheckChunk(id: id, index: index, reportedBy: peer)
+            case let .epochMoved(key): moveToEpoch(key)
+            case let .epochRemoved(by, member):
+                log.warning("this node was removed from the session by node \(hexString(by).prefix(16))\(member.map { " (member \($0))" } ?? ""): it holds no key of the session any more")
+                wake(.epoch)
+            case let .memberRemoved(info, by): emitMember(.removed, info, by: by)
             }
         }
         publishDatagramKeys()

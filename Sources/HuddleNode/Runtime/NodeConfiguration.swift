@@ -1,3 +1,5 @@
+import Foundation
+import HuddleCrypto
 import HuddleCore
 
 /// Everything `huddle run` was told: where to listen, whom to join, where the key and control socket are.
@@ -34,6 +36,13 @@ public struct NodeConfiguration: Sendable {
     public var linkRekeyInterval: Double = Self.defaultLinkRekeyInterval
     public static let defaultLinkRekeyInterval = LinkSealer.defaultRekeyInterval
     public var linkRekeyBytes: Int = LinkSealer.defaultRekeyBytes
+    /// `--rekey-every`: seconds between routine rotations of the session key (nil: none).
+    public var rekeyEvery: Double?
+    /// `--rekey-grace`: how long an older epoch's key still lets its holder back in (`EpochSettings.grace`).
+    public var rekeyGrace: Double = Self.defaultRekeyGrace
+    public static let defaultRekeyGrace = EpochSettings().grace
+    /// `--admins`: node keys that may remove and rekey (empty: every member may).
+    public var admins: [[UInt8]] = []
 
     public init(keyPath: String, controlPath: String) {
         self.keyPath = keyPath
@@ -66,5 +75,23 @@ extension NodeConfiguration {
     /// Parses a `--listen` value (`HOST:PORT`, `:PORT` or `[v6]:PORT`).
     public static func parseListen(_ text: String) throws -> (host: String, port: Int) {
         try parseHostPort(text)
+    }
+}
+
+extension NodeConfiguration {
+    /// Reads an `--admins` file: node keys (64 hex digits), one a line; blank lines and `#` comments skipped.
+    public static func loadAdmins(_ path: String) throws(NodeError) -> [[UInt8]] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw NodeError("cannot read the admins file \(path)") }
+        var keys: [[UInt8]] = []
+        for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+            if line.isEmpty { continue }
+            guard let key = bytesFromHex(line), key.count == 32 else {
+                throw NodeError("\(path):\(n + 1): not a node key (64 hex digits): \(line)")
+            }
+            keys.append(key)
+        }
+        guard !keys.isEmpty else { throw NodeError("the admins file \(path) names no node key") }
+        return keys
     }
 }

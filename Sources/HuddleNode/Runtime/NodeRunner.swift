@@ -111,7 +111,7 @@ public enum NodeRunner {
         let code: InvitationCode
         do { code = try InvitationCode.parse(text) } catch { throw NodeError("\(error)") }
         guard access(keyOut, F_OK) != 0 else { throw NodeError("\(keyOut) exists; pairing never overwrites a key file (choose another --key-out)") }
-        let (key, _) = try await PairingSession.join(addr: addr, nameplate: code.nameplate, password: Array(code.text.utf8))
+        let key = try await PairingSession.join(addr: addr, nameplate: code.nameplate, password: Array(code.text.utf8))
         do { try key.write(to: keyOut) } catch { throw NodeError("cannot write the session key to \(keyOut): \(error)") }
         return key.fingerprint
     }

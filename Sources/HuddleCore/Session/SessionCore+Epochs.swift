@@ -1,0 +1,249 @@
+import HuddleCrypto
+
+/// Epochs in the session (issue 21): the rules that join `EpochHistory` to links, membership,
+/// broadcast and the journal. The history itself (which changes count, fork choice, grace, who may
+/// come back with an old key) is `EpochHistory`'s; see the note at the top of EpochHistory.swift.
+///
+/// - **How a change travels: flooded over links.** The member that makes a change sends it on
+///   every link; every member that a change moves passes it on, at once, on every link except the
+///   one it came from (and except peers that said they are on that head already), then tells every
+///   link its new head (`epochHead`). Links are reliable and ordered, so every member linked to one
+///   that moved receives it; a member that was not linked then (paused, partitioned, restarted) is
+///   handed what it misses when its next link comes up: each side sends its head right after the
+///   hello, and a peer whose head differs (or who lacks the head's key) is sent the winning
+///   changes after the epoch its link's key proved, and a grant when the current roster leaves it
+///   out (`EpochHistory.handover`). A causal broadcast would add nothing: a change is signed by
+///   its maker already, every member must act on it at once (not after its causal predecessors),
+///   and a restarted member (a new member id) or a joiner never receives broadcasts from before
+///   its baseline — it needs the hand-over on link-up anyway.
+/// - **A link is admitted by the key it proved** (`admitEpoch`): the current key, or an older
+///   one within the grace held by a node key on that epoch's roster (or the next's) and never
+///   removed; a removed node key never, with any key.
+/// - **Moving** (`epochMoved`): the shell switches to the new key (new links, session-key
+///   datagrams, the key file). Links already up stay up: their transport keys come from their own
+///   ephemeral Diffie–Hellman, which no holder of the session key, old or new, can compute.
+/// - **Removal** (`evict`): a member whose node key is removed leaves `live` at once (broadcast
+///   stops waiting for its acknowledgements, the journal stops counting it as a holder), its links
+///   are closed, its link datagram keys dropped, its session-key datagrams refused, and every later
+///   record about it is ignored. Its broadcasts that members delivered before the removal are still
+///   relayed (repair) and delivered: others' messages may depend on them.
+/// - **This member removed**: it closes every link and decides nothing more (`tick`, links and
+///   datagrams are ignored); its handshake has no key left to offer.
+extension SessionCore {
+    /// The key a core made without one starts from (tests that do not look at epochs).
+    static var placeholderKey: SessionKey {
+        (try? SessionKey(bytes: [UInt8](repeating: 0, count: SessionKey.length))) ?? SessionKey.generate()
+    }
+
+    /// The keys a link handshake may use now, the current one first (`EpochHistory.handshakeKeys`);
+    /// none once this member is removed.
+    public func handshakeKeys(now: Double) -> [SessionKey] {
+        epochs.isRemoved ? [] : epochs.handshakeKeys(now: now)
+    }
+
+    /// The epoch the session is on here.
+    public var epoch: UInt64 { epochs.epoch }
+
+    /// Whether a link whose handshake proved the key of epoch `keyHead` (nil: the current one) may
+    /// serve `peer`: the epoch rules' admission; a refusal is counted by its reason.
+    public mutating func admitEpoch(_ peer: MemberInfo, keyHead: [UInt8]?, now: Double) throws(LinkRefusal) {
+        if epochs.isRemoved { throw .epoch(.removedNode) }
+        let head = keyHead ?? epochs.head
+        if case let .refused(reason) = epochs.admission(of: peer.node, holding: head, now: now) {
+            ownRefusals.add(reason)
+            throw .epoch(reason)
+        }
+        epochLinks[peer.id] = (peer.node, head)
+        epochs.observe(peer.node, now: now)
+    }
+
+    /// What goes on a link right after its hello: this member's head, and what a peer whose link
+    /// proved an older key needs (the changes after it, and a grant).
+    public mutating func epochLinkUp(_ peer: MemberID, now: Double) -> [SessionEffect] {
+        var out: [SessionEffect] = [.sendLink(peer, headMessage)]
+        if let link = epochLinks[peer], link.keyHead != epochs.head { out += handover(to: peer, now: now) }
+        return out
+    }
+
+    private var headMessage: LinkMessage {
+        .epochHead(epoch: epochs.epoch, head: epochs.head, holdsKey: epochs.current != nil)
+    }
+
+    // MARK: making changes
+
+    /// Rotates the session key, removing nobody (`rekey`, `--rekey-every`). Returns the change (its
+    /// epoch is the new one) and what to do: send it on every link, switch to its key.
+    public mutating func rekey(now: Double) throws(EpochError) -> (EpochChange, [SessionEffect]) {
+        try make(removing: [], now: now)
+    }
+
+    /// Removes `nodes` (node keys) for good and rotates the key to everyone else (`remove`).
+    public mutating func remove(nodes: [[UInt8]], now: Double) throws(EpochError) -> (EpochChange, [SessionEffect]) {
+        guard !nodes.isEmpty else { throw .nobodyToRemove }
+        return try make(removing: nodes, now: now)
+    }
+
+    private mutating func make(removing nodes: [[UInt8]], now: Double) throws(EpochError) -> (EpochChange, [SessionEffect]) {
+        let before = epochs.head
+        let members = epochMembers
+        var rng = epochRandom
+        defer { epochRandom = rng }
+        let change: EpochChange
+        do {
+            change = nodes.isEmpty ? try epochs.rekey(members: members, now: now, using: &rng)
+                                   : try epochs.remove(nodes, members: members, now: now, using: &rng)
+        } catch {
+            if error == .notAdmin { ownRefusals.add(.epochNotAdmin) }
+            throw error
+        }
+        guard let key = epochs.current else { throw .notHandedCurrentKey }
+        return (change, epochMoved(key, previous: before, from: nil, now: now))
+    }
+
+    /// The node keys of every member this member knows (any state: a member that failed or left may
+    /// come back with its key file), not removed, self excluded; in member order.
+    var epochMembers: [[UInt8]] {
+        swim.members.values.filter { $0.id != local && epochs.removedNodes[$0.node] == nil }
+            .sorted { $0.id < $1.id }.map(\.node)
+    }
+
+    /// Routine rotation and re-issued removals that are due.
+    mutating func epochTick(now: Double) -> [SessionEffect] {
+        let before = epochs.head
+        if let deadline = epochs.reissueDeadline, now >= deadline,
+           epochs.reissue(members: epochMembers, now: now, using: &epochRandom) != nil, let key = epochs.current {
+            return epochMoved(key, previous: before, from: nil, now: now)
+        }
+        guard now >= rekeyAt else { return [] }
+        do { return try rekey(now: now).1 } catch {
+            // Not this member's to make (not an admin, not on the roster, waiting for a grant):
+            // another member rotates, or this one tries again after another period.
+            scheduleRekey(now: now)
+            return []
+        }
+    }
+
+    /// When `tick` has epoch work next: a due re-issue or rotation.
+    var epochDeadline: Double {
+        min(epochs.reissueDeadline ?? .infinity, rekeyAt)
+    }
+
+    /// Rotates the key routinely every `seconds` (and up to a quarter more) from `now` on; nil: never.
+    public mutating func rotate(every seconds: Double?, now: Double) {
+        rekeyEvery = seconds
+        scheduleRekey(now: now)
+    }
+
+    /// Sets the next routine rotation, `rekeyEvery` (and up to a quarter more) after `now`.
+    mutating func scheduleRekey(now: Double) {
+        guard let every = rekeyEvery, every > 0 else { rekeyAt = .infinity; return }
+        let spread = Double(epochRandom.next() >> 11) / Double(1 << 53)
+        rekeyAt = now + every * (1 + spread / 4)
+    }
+
+    // MARK: receiving
+
+    /// Epoch changes a peer sent (made, passed on, or handed over).
+    mutating func receiveEpochChanges(_ changes: [EpochChange], from peer: MemberID, now: Double) -> [SessionEffect] {
+        var out: [SessionEffect] = []
+        for change in changes {
+            let before = epochs.head
+            let receipt = epochs.receive(change, now: now)
+            if case .moved = receipt, epochs.head == change.hash { peerHeads[peer] = change.hash }
+            out += epochOutcome(receipt, previous: before, from: peer, now: now)
+        }
+        return out
+    }
+
+    /// A peer's head: a peer on another head than this member's, or without its key, is handed
+    /// what this member can give it (nothing when its link's key is not admitted any more).
+    mutating func receiveEpochHead(_ head: [UInt8], holdsKey: Bool, from peer: MemberID, now: Double) -> [SessionEffect] {
+        peerHeads[peer] = head
+        guard head != epochs.head || !holdsKey else { return [] }
+        return handover(to: peer, now: now)
+    }
+
+    /// The hand-over to a linked peer by the key its link proved: the changes, one per message, and the grant.
+    mutating func handover(to peer: MemberID, now: Double) -> [SessionEffect] {
+        guard let link = epochLinks[peer],
+              let handover = epochs.handover(to: link.node, holding: link.keyHead, now: now, using: &epochRandom) else { return [] }
+        var out = handover.changes.map { SessionEffect.sendLink(peer, .epochChanges([$0])) }
+        if let grant = handover.grant { out.append(.sendLink(peer, .epochGrant(grant))) }
+        return out
+    }
+
+    /// What a receipt from `source` (nil: this member) means for the session.
+    mutating func epochOutcome(_ receipt: EpochReceipt, previous: [UInt8]? = nil, from source: MemberID?, now: Double) -> [SessionEffect] {
+        switch receipt {
+        case let .refused(reason): return refuse(reason)
+        case .duplicate, .waiting: return []
+        case .recorded: return applyRemovals(now: now)
+        case .notHanded:
+            // Peers see this member on the head without its key and hand it a grant.
+            return applyRemovals(now: now) + [.sendToLinks(headMessage)]
+        case let .moved(key): return epochMoved(key, previous: previous, from: source, now: now)
+        case let .removed(by): return removedHere(by: by, now: now)
+        }
+    }
+
+    /// This member moved to `key`'s epoch: the shell switches; the changes that moved it go on to
+    /// every link but `source` (and peers already on the head); every link hears the new head;
+    /// removals take effect.
+    mutating func epochMoved(_ key: SessionKey, previous: [UInt8]?, from source: MemberID?, now: Double) -> [SessionEffect] {
+        scheduleRekey(now: now)
+        var out: [SessionEffect] = [.epochMoved(key)]
+        let fresh = epochs.changes(after: previous ?? epochs.head)
+        for peer in planner.linked.sorted() where peer != source && peerHeads[peer] != epochs.head {
+            out += fresh.map { .sendLink(peer, .epochChanges([$0])) }
+        }
+        out.append(.sendToLinks(headMessage))
+        return out + applyRemovals(now: now)
+    }
+
+    /// Evicts every known member whose node key is now removed, with a `removed` event.
+    mutating func applyRemovals(now: Double) -> [SessionEffect] {
+        var out: [SessionEffect] = []
+        for info in swim.members.values.sorted(by: { $0.id < $1.id })
+        where info.id != local && !removedMembers.contains(info.id) && epochs.removedNodes[info.node] != nil {
+            out += evict(info, announce: true, now: now)
+        }
+        // Links up to peers not in the member table yet (a joiner) whose node key is removed.
+        for (peer, link) in epochLinks.sorted(by: { $0.key < $1.key }) where swim.members[peer] == nil && epochs.removedNodes[link.node] != nil {
+            out.append(.closeLink(peer))
+        }
+        return out
+    }
+
+    /// Takes a member whose node key is removed out of the session (see the note above).
+    mutating func evict(_ info: MemberInfo, announce: Bool, now: Double) -> [SessionEffect] {
+        guard info.id != local, removedMembers.insert(info.id).inserted else { return [] }
+        planner.forget(info.id)
+        datagramKeys.forget(info.id)
+        let live = self.live
+        var out = broadcastEffects(broadcast.setMembers(live, now: now), now: now)
+        broadcast.memberLeft(info.id, now: now)
+        journal.setPeers(live)
+        out.append(.closeLink(info.id))
+        if announce {
+            out.append(.memberRemoved(info, by: memberID(of: epochs.removedNodes[info.node] ?? [])))
+        }
+        return out
+    }
+
+    /// This member's own node key was removed: it closes every link and stops.
+    mutating func removedHere(by: [UInt8], now: Double) -> [SessionEffect] {
+        let remover = memberID(of: by)
+        var out: [SessionEffect] = [.epochRemoved(by: by, member: remover)]
+        if let me = swim.members[local] { out.append(.memberRemoved(me, by: remover)) }
+        for peer in planner.linked.sorted() { out.append(.closeLink(peer)) }
+        rekeyAt = .infinity
+        return out
+    }
+
+    /// The member id a node key runs as here: a live one first, then the lowest.
+    func memberID(of node: [UInt8]) -> MemberID? {
+        if node == epochs.nodeKey { return local }
+        let runs = swim.members.values.filter { $0.node == node }
+        return (runs.filter { $0.state == .alive || $0.state == .suspect }.min { $0.id < $1.id } ?? runs.min { $0.id < $1.id })?.id
+    }
+}

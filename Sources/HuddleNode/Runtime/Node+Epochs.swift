@@ -1,0 +1,79 @@
+import HuddleControl
+import HuddleCore
+import HuddleCrypto
+
+/// The shell's part of epochs (issue 21): switching to a new epoch's key, and the `remove` and
+/// `rekey` ops. The rules are the session core's (`SessionCore+Epochs`).
+extension Node {
+    /// The session moved to `key`'s epoch here: new links and session-key datagrams use it from
+    /// now on (links already up keep their own transport keys), and the key file is rewritten
+    /// atomically (temporary file, fsync, rename, mode 0600) so a restart starts from this epoch.
+    func moveToEpoch(_ key: SessionKey) {
+        currentKey = key
+        seal = DatagramSeal(key: key.subkey(.datagram))
+        publishDatagramKeys(force: true)
+        do {
+            try key.rewrite(at: config.keyPath)
+            log.info("session \(key.fingerprint) is on epoch \(key.epoch) now; \(config.keyPath) holds its key")
+        } catch {
+            log.error("session \(key.fingerprint) is on epoch \(key.epoch) now, but \(config.keyPath) could not be rewritten (a restart starts from the older epoch and is handed this one): \(error)")
+        }
+        wake(.epoch)
+    }
+
+    /// Longest `remove` and `rekey` wait for every remaining live member to say it is on the new epoch.
+    static let epochReplyWait = Duration.seconds(15)
+
+    /// `remove`: `target` is a member id (16 hex digits) or a node key (64 hex digits).
+    func removeOp(_ target: String) async throws(ControlError) -> JSONObject {
+        let node: [UInt8]
+        if ControlRequest.isMemberID(target), let id = MemberID(target) {
+            guard let info = swim.members[id] else { throw ControlError(code: .notFound, message: "no member \(target)") }
+            node = info.node
+        } else if let key = bytesFromHex(target), key.count == 32 {
+            node = key
+        } else {
+            throw ControlError(code: .badRequest, message: "\"member\" must be a member id (16 hex digits) or a node key (64 hex digits)")
+        }
+        guard node != local.node else { throw ControlError(code: .badRequest, message: "a member cannot remove itself (use leave)") }
+        return try await rotate { core, now throws(EpochError) in try core.remove(nodes: [node], now: now) }
+    }
+
+    /// `rekey`: the same rotation with nobody removed.
+    func rekeyOp() async throws(ControlError) -> JSONObject {
+        try await rotate { core, now throws(EpochError) in try core.rekey(now: now) }
+    }
+
+    /// Makes the change, carries it out, and replies once every remaining live member said it is on
+    /// the new epoch (or a later one), or after `epochReplyWait` (the change is made either way).
+    private func rotate(_ make: (inout SessionCore, Double) throws(EpochError) -> (EpochChange, [SessionEffect])) async throws(ControlError) -> JSONObject {
+        let (change, effects): (EpochChange, [SessionEffect])
+        do { (change, effects) = try make(&core, now) } catch { throw Self.controlError(error) }
+        execute(effects)
+        let head = change.hash
+        let deadline = ContinuousClock.now + Self.epochReplyWait
+        while !everyoneOn(head) && ContinuousClock.now < deadline {
+            await wait(for: .epoch, until: deadline)
+        }
+        return ["epoch": .int(Int64(clamping: core.epoch))]
+    }
+
+    /// Whether every live member linked here said it is on `head`, or the session moved past it.
+    private func everyoneOn(_ head: [UInt8]) -> Bool {
+        guard core.epochs.head == head else { return true }
+        return core.live.subtracting([local.id]).allSatisfy { core.peerHeads[$0] == head }
+    }
+
+    private static func controlError(_ error: EpochError) -> ControlError {
+        switch error {
+        case .notAdmin: ControlError(code: .notMember, message: "this node is not an admin of the session (huddle run --admins): it may not remove or rekey")
+        case .notHandedCurrentKey: ControlError(code: .notMember, message: "this node does not hold the current epoch's key (removed, or waiting for it)")
+        case .notOnRoster: ControlError(code: .notMember, message: "this node holds the current key by a grant, not by the roster: only the roster makes the next epoch")
+        case .removingSelf: ControlError(code: .badRequest, message: "a member cannot remove itself (use leave)")
+        case .nobodyToRemove: ControlError(code: .badRequest, message: "nobody to remove")
+        case .tooMany: ControlError(code: .badRequest, message: "too many node keys to remove at once (at most \(EpochChange.maxRemoved))")
+        case .cannotSeal: ControlError(code: .badRequest, message: "the new key cannot be sealed to a roster node key")
+        case let .refused(reason): ControlError(code: .internal, message: "the epoch rules refused this member's own change (\(reason.rawValue))")
+        }
+    }
+}
