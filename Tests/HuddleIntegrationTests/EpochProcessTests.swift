@@ -1,0 +1,204 @@
+import Foundation
+import HuddleControl
+import HuddleCrypto
+import HuddleSim
+import Testing
+
+/// Removal and rotation of the session key between real processes (issue 21). Every node has its
+/// own copy of the key file: a node rewrites its file when the session moves to a new epoch.
+private func startOwnKey(_ cluster: TestCluster, _ name: String, join: [String]? = nil, identity: Bool = false) async throws -> TestNode {
+    let path = "\(cluster.dir)/\(name).key"
+    if !FileManager.default.fileExists(atPath: path) {
+        try FileManager.default.copyItem(atPath: cluster.key, toPath: path)
+        chmod(path, 0o600)
+    }
+    return try await cluster.start(name, join: join, key: path, extra: identity ? ["--identity", "\(cluster.dir)/\(name).id"] : [])
+}
+
+private func epoch(_ node: TestNode) async throws -> Int64 { try await node.request("status")["epoch"]?.intValue ?? -1 }
+
+private func keyFileEpoch(_ cluster: TestCluster, _ name: String) throws -> UInt64 { try SessionKey.load(from: "\(cluster.dir)/\(name).key").epoch }
+
+/// Keeps sending numbered messages from `node` until cancelled; returns how many were accepted.
+private func steadySender(_ node: TestNode, prefix: String) -> Task<Int, Never> {
+    Task {
+        guard let client = try? await node.client() else { return 0 }
+        var sent = 0
+        while !Task.isCancelled {
+            if (try? await client.request("send", ["text": .string("\(prefix)-\(sent)")])) != nil { sent += 1 }
+            try? await Task.sleep(for: .milliseconds(15))
+        }
+        await client.close()
+        return sent
+    }
+}
+
+/// Every node in `nodes` delivered every message any of them delivered from `senders`, once, in
+/// causal order (DeliveryChecker), and `expected` messages in all from each sender.
+private func expectExactlyOnce(_ nodes: [TestNode], _ collectors: [EventCollector], expected: [String: Int], sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    try await eventually("every remaining member to deliver every message", within: 60) {
+        for collector in collectors {
+            let log = await collector.messages().compactMap(Delivered.init)
+            for (from, count) in expected where log.filter({ $0.from == from }).count < count { return false }
+        }
+        return true
+    }
+    var logs: [DeliveryLog] = []
+    for (node, collector) in zip(nodes, collectors) {
+        let status = try await node.request("status")
+        var baseline: [String: UInt64] = [:]
+        for (k, v) in status["baseline"]?.objectValue ?? [:] { baseline[k] = UInt64(v.intValue ?? 0) }
+        logs.append(DeliveryLog(member: node.name, baseline: baseline, deliveries: await collector.messages().compactMap(Delivered.init).map(\.record), stayed: true))
+    }
+    let problems = DeliveryChecker.violations(logs)
+    #expect(problems.isEmpty, "\(problems.prefix(5))", sourceLocation: sourceLocation)
+    for log in logs {
+        for (from, count) in expected {
+            #expect(log.deliveries.filter { $0.from == from }.count == count, "\(log.member) from \(from)", sourceLocation: sourceLocation)
+        }
+    }
+}
+
+@Suite(.timeLimit(.minutes(5)))
+struct EpochProcessTests {
+    @Test func aRemovedMemberOfFiveIsCutOffWhileTheOtherFourLoseNothing() async throws {
+        let cluster = try TestCluster("remove")
+        defer { cluster.shutdown() }
+        var nodes: [TestNode] = []
+        for name in ["a", "b", "c", "d", "e"] { nodes.append(try await startOwnKey(cluster, name)) }
+        try await cluster.waitForFullMesh(5)
+        let (remover, removed) = (nodes[0], nodes[4])
+        let remaining = Array(nodes.prefix(4))
+        var collectors: [EventCollector] = []
+        for node in nodes { collectors.append(try await EventCollector.subscribe(node, topics: ["messages", "members"])) }
+        let senders = remaining.map { steadySender($0, prefix: $0.name) }
+        try await Task.sleep(for: .milliseconds(300))
+        let reply = try await remover.request("remove", ["member": .string(removed.member)], within: 60)
+        #expect(reply["epoch"]?.intValue == 1)
+        try await Task.sleep(for: .milliseconds(300))
+        var sent: [String: Int] = [:]
+        for (node, task) in zip(remaining, senders) {
+            task.cancel()
+            sent[node.member] = await task.value
+        }
+        for node in remaining { try await eventually("\(node.name) on epoch 1") { try await epoch(node) == 1 } }
+        for node in remaining { #expect(try keyFileEpoch(cluster, node.name) == 1, "\(node.name)'s key file moved to epoch 1") }
+        #expect(try keyFileEpoch(cluster, "e") == 0, "the removed member keeps only the key it had")
+        // Everyone, the removed member included, sees it removed by the remover.
+        for (node, collector) in zip(nodes, collectors) {
+            try await eventually("\(node.name) to see e removed") {
+                await collector.memberChanges("removed").contains { $0["member"]?.objectValue?["member"]?.stringValue == removed.member }
+            }
+            let event = await collector.memberChanges("removed").first { $0["member"]?.objectValue?["member"]?.stringValue == removed.member }
+            #expect(event?["by"]?.stringValue == remover.member, "\(node.name): removed by \(remover.member)")
+        }
+        try await expectExactlyOnce(remaining, Array(collectors.prefix(4)), expected: sent)
+
+        // After the removal: the four exchange messages and an attachment; the removed member
+        // receives nothing, sends nothing that arrives, holds no link and does not fetch.
+        _ = try? await removed.request("send", ["text": "from the removed member"])
+        _ = try await remover.request("send", ["text": "after the removal"])
+        let file = "\(cluster.dir)/after.bin"
+        try Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }).write(to: URL(fileURLWithPath: file))
+        let attachment = try await remover.request("attach.add", ["path": .string(file)])
+        let id = attachment["attachment"]?.objectValue?["id"]?.stringValue ?? ""
+        for node in remaining.dropFirst() {
+            let out = "\(cluster.dir)/\(node.name)-after.bin"
+            _ = try await node.request("attach.get", ["id": .string(id), "path": .string(out), "timeout_ms": 60_000], within: 90)
+            #expect(FileManager.default.contents(atPath: out) == FileManager.default.contents(atPath: file))
+        }
+        for collector in collectors.prefix(4) {
+            try await eventually("the message after the removal to arrive") { await collector.messages().contains { $0["text"]?.stringValue == "after the removal" } }
+            #expect(await !collector.messages().contains { $0["text"]?.stringValue == "from the removed member" })
+        }
+        #expect(await !collectors[4].messages().contains { $0["text"]?.stringValue == "after the removal" })
+        let list = try await removed.request("attach.list")
+        #expect(!(list["attachments"]?.arrayValue ?? []).contains { $0.objectValue?["id"]?.stringValue == id }, "the removed member never hears of the new attachment")
+        #expect(try await removed.request("stats")["links"]?.intValue == 0)
+        for node in remaining {
+            #expect(try await node.aliveMembers() == 4)
+            #expect(try await node.request("stats")["links"]?.intValue == 3)
+        }
+        for collector in collectors { await collector.stop() }
+    }
+
+    @Test func rekeysUnderSteadyLoadLoseNothing() async throws {
+        let cluster = try TestCluster("rekey")
+        defer { cluster.shutdown() }
+        var nodes: [TestNode] = []
+        for name in ["a", "b", "c"] { nodes.append(try await startOwnKey(cluster, name)) }
+        try await cluster.waitForFullMesh(3)
+        var collectors: [EventCollector] = []
+        for node in nodes { collectors.append(try await EventCollector.subscribe(node, topics: ["messages"])) }
+        let senders = nodes.map { steadySender($0, prefix: $0.name) }
+        for (round, node) in [nodes[1], nodes[2]].enumerated() {
+            try await Task.sleep(for: .milliseconds(300))
+            let reply = try await node.request("rekey", within: 60)
+            #expect(reply["epoch"]?.intValue == Int64(round + 1))
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        var sent: [String: Int] = [:]
+        for (node, task) in zip(nodes, senders) {
+            task.cancel()
+            sent[node.member] = await task.value
+        }
+        for node in nodes { try await eventually("\(node.name) on epoch 2") { try await epoch(node) == 2 } }
+        try await expectExactlyOnce(nodes, collectors, expected: sent)
+        // A link made now uses the new key: the stats show no refusals among honest members.
+        for node in nodes { #expect(field(try await node.request("stats"), "refused", "removed_node") <= 0) }
+        for collector in collectors { await collector.stop() }
+    }
+
+    @Test func aPausedOrRestartedMemberComesBackButARemovedOneIsRefused() async throws {
+        let cluster = try TestCluster("comeback")
+        defer { cluster.shutdown() }
+        let a = try await startOwnKey(cluster, "a", identity: true)
+        let b = try await startOwnKey(cluster, "b", identity: true)
+        var c = try await startOwnKey(cluster, "c", identity: true)
+        try await cluster.waitForFullMesh(3)
+
+        // Paused through a rotation: back without a `join`.
+        kill(c.process.processIdentifier, SIGSTOP)
+        var resumed = false
+        defer { if !resumed { kill(c.process.processIdentifier, SIGCONT) } }
+        _ = try await a.request("rekey", within: 60)
+        kill(c.process.processIdentifier, SIGCONT)
+        resumed = true
+        try await eventually("the paused member on epoch 1", within: 60) { try await epoch(c) == 1 }
+        try await eventually("three members alive everywhere", within: 60) {
+            for node in [a, b, c] where try await node.aliveMembers() != 3 { return false }
+            return true
+        }
+        #expect(try keyFileEpoch(cluster, "c") == 1)
+
+        // Down through a rotation, restarted with its identity and its old key file: let back in.
+        c.kill()
+        _ = try await c.waitForExit()
+        _ = try await b.request("rekey", within: 60)
+        #expect(try keyFileEpoch(cluster, "c") == 1, "c's file still holds the epoch it had")
+        c = try await startOwnKey(cluster, "c", join: [a.addr], identity: true)
+        try await eventually("the restarted member on epoch 2", within: 60) { try await epoch(c) == 2 }
+        try await eventually("the restarted member to see everyone", within: 60) { try await c.aliveMembers() == 3 }
+        #expect(try keyFileEpoch(cluster, "c") == 2)
+
+        // Removed, then restarted with its identity and the key it held: refused by everyone.
+        let node = try await c.request("status")["node"]?.stringValue ?? ""
+        _ = try await a.request("remove", ["member": .string(node)], within: 60)
+        try await eventually("the removed member cut off") {
+            let (seenByA, seenByB) = (try await a.aliveMembers(), try await b.aliveMembers())
+            return seenByA == 2 && seenByB == 2
+        }
+        c.kill()
+        _ = try await c.waitForExit()
+        #expect(try keyFileEpoch(cluster, "c") == 2, "a removed member is never handed the new key")
+        c = try await startOwnKey(cluster, "c", join: [a.addr, b.addr], identity: true)
+        try await eventually("its links refused as a removed node key", within: 60) {
+            field(try await a.request("stats"), "refused", "removed_node") > 0
+        }
+        #expect(try await c.aliveMembers() == 1)
+        let (aliveAtA, aliveAtB) = (try await a.aliveMembers(), try await b.aliveMembers())
+        #expect(aliveAtA == 2 && aliveAtB == 2)
+        let (epochA, epochC) = (try await epoch(a), try await epoch(c))
+        #expect(epochA == 3 && epochC == 2)
+    }
+}
