@@ -101,10 +101,12 @@ extension SessionCore {
     }
 
     /// The node keys of every member this member knows (any state: a member that failed or left may
-    /// come back with its key file), not removed, self excluded; in member order.
+    /// come back with its key file) and of peers linked before they are members (a joiner), not
+    /// removed, self excluded; in member order.
     var epochMembers: [[UInt8]] {
-        swim.members.values.filter { $0.id != local && epochs.removedNodes[$0.node] == nil }
-            .sorted { $0.id < $1.id }.map(\.node)
+        let known = swim.members.values.filter { $0.id != local }.sorted { $0.id < $1.id }.map(\.node)
+        let joining = epochLinks.filter { swim.members[$0.key] == nil }.sorted { $0.key < $1.key }.map(\.value.node)
+        return (known + joining).filter { epochs.removedNodes[$0] == nil }
     }
 
     /// Routine rotation and re-issued removals that are due.

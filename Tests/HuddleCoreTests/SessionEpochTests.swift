@@ -1,0 +1,115 @@
+import HuddleCrypto
+import Testing
+@testable import HuddleCore
+
+/// Pure tests of how `SessionCore` joins the epoch rules to links, membership and datagrams
+/// (issue 21), with injected time and seeded randomness. Three cores know each other; link
+/// messages are passed by hand, as the shell would.
+private struct Trio {
+    var cores: [SessionCore]
+    let infos: [MemberInfo]
+    let genesis: SessionKey
+
+    init(settings: EpochSettings = EpochSettings()) {
+        genesis = (try? SessionKey(bytes: [UInt8](repeating: 42, count: 32))) ?? SessionKey.generate()
+        var infos: [MemberInfo] = []
+        var cores: [SessionCore] = []
+        for raw in UInt64(1)...3 {
+            let identity = Identity(seed: [UInt8](repeating: UInt8(raw), count: 32))
+            let info = MemberInfo(id: MemberID(raw: raw), node: identity.publicKey, name: "m\(raw)", addr: "m\(raw):1").signed(by: identity)
+            infos.append(info)
+            cores.append(SessionCore(local: info, identity: identity, joining: false, swimSeed: raw, journalSeed: raw,
+                                     sessionKey: genesis, epochSettings: settings, epochRandom: SWIMRandom(seed: raw)))
+        }
+        self.infos = infos
+        self.cores = cores
+        for i in 0..<3 { _ = self.cores[i].receivePushPull(SWIMPushPull(join: false, members: infos), from: "m1:1", now: 0) }
+    }
+
+    /// Links `a` and `b` with the key of epoch `keyHead` (nil: current) and returns what each sent after its hello.
+    mutating func link(_ a: Int, _ b: Int, keyHead: [UInt8]? = nil, now: Double) throws -> [[SessionEffect]] {
+        try cores[a].admitLink(infos[b], keyHead: keyHead, now: now)
+        try cores[b].admitLink(infos[a], keyHead: keyHead, now: now)
+        return [(a, b), (b, a)].map { x, y in
+            _ = cores[x].linkUp(infos[y].id)
+            return cores[x].epochLinkUp(infos[y].id, now: now)
+        }
+    }
+
+    /// Delivers every link message in `effects` from `from` (to one peer, or to every linked one), until quiet.
+    mutating func run(_ effects: [SessionEffect], from: Int, now: Double) {
+        var queue = [(from, effects)]
+        while let (sender, batch) = queue.first {
+            queue.removeFirst()
+            for effect in batch {
+                var targets: [(Int, LinkMessage)] = []
+                switch effect {
+                case let .sendLink(peer, message): if let j = index(peer) { targets = [(j, message)] }
+                case let .sendToLinks(message): targets = cores[sender].planner.linked.sorted().compactMap { index($0) }.map { ($0, message) }
+                default: break
+                }
+                for (j, message) in targets where cores[j].planner.linked.contains(infos[sender].id) {
+                    switch message {
+                    case .epochChanges, .epochGrant, .epochHead:
+                        queue.append((j, cores[j].receiveLink(message, from: infos[sender].id, addr: infos[sender].addr, now: now)))
+                    default: break
+                    }
+                }
+            }
+        }
+    }
+
+    func index(_ id: MemberID) -> Int? { infos.firstIndex { $0.id == id } }
+}
+
+private func moved(_ effects: [SessionEffect]) -> [UInt64] { effects.compactMap { if case let .epochMoved(k) = $0 { k.epoch } else { nil } } }
+
+@Test func aRemovalReachesEveryLinkedMemberAndCutsTheRemovedOneOff() throws {
+    var t = Trio()
+    for (a, b) in [(0, 1), (0, 2), (1, 2)] { _ = try t.link(a, b, now: 1) }
+    let (change, effects) = try t.cores[0].remove(nodes: [t.infos[2].node], now: 2)
+    #expect(change.epoch == 1 && moved(effects) == [1])
+    #expect(effects.contains(.closeLink(t.infos[2].id)))
+    #expect(effects.contains(.memberRemoved(t.cores[0].swim.members[t.infos[2].id]!, by: t.infos[0].id)))
+    t.run(effects, from: 0, now: 2)
+    #expect(t.cores[1].epoch == 1 && t.cores[1].epochs.current != nil)
+    #expect(t.cores[2].epochs.isRemoved && t.cores[2].epochs.current == nil, "the removed member learns it, and holds no new key")
+    for i in 0..<2 { #expect(t.cores[i].live == [t.infos[0].id, t.infos[1].id]) }
+    #expect(t.cores[2].handshakeKeys(now: 3).isEmpty && t.cores[2].tick(now: 3).isEmpty, "a removed member decides nothing more")
+    // Its node key is refused on a link, with the old key or any other, and counted.
+    #expect(throws: SessionCore.LinkRefusal.epoch(.removedNode)) { try t.cores[1].admitLink(t.infos[2], keyHead: t.genesis.head, now: 3) }
+    #expect(t.cores[1].refusals[.removedNode] == 1)
+}
+
+@Test func aMemberBehindIsHandedTheChangesWhenItLinksWithTheOldKey() throws {
+    var t = Trio()
+    _ = try t.link(0, 1, now: 1)
+    // Member 2 is offline (no link) while 0 rotates twice.
+    let (_, first) = try t.cores[0].rekey(now: 2)
+    t.run(first, from: 0, now: 2)
+    let (_, second) = try t.cores[1].rekey(now: 3)
+    t.run(second, from: 1, now: 3)
+    #expect(t.cores[0].epoch == 2 && t.cores[1].epoch == 2 && t.cores[2].epoch == 0)
+    // It comes back with the epoch-0 key: the handshake tries older keys within the grace.
+    #expect(t.cores[0].handshakeKeys(now: 4).map(\.head).contains(t.genesis.head))
+    let after = try t.link(0, 2, keyHead: t.genesis.head, now: 4)
+    t.run(after[0], from: 0, now: 4)
+    #expect(t.cores[2].epoch == 2 && t.cores[2].epochs.current == t.cores[0].epochs.current, "handed both changes, it holds the current key")
+}
+
+@Test func aStrangerWithAnOldKeyIsRefusedAndSoIsANonAdmin() throws {
+    var settings = EpochSettings()
+    let admin = Identity(seed: [UInt8](repeating: 1, count: 32)).publicKey
+    settings.admins = [admin]
+    var t = Trio(settings: settings)
+    _ = try t.link(0, 1, now: 1)
+    #expect(throws: EpochError.notAdmin) { _ = try t.cores[1].rekey(now: 2) }
+    #expect(t.cores[1].refusals[.epochNotAdmin] == 1)
+    let (_, effects) = try t.cores[0].rekey(now: 2)
+    t.run(effects, from: 0, now: 2)
+    // A node key the maker never knew holds only the epoch-0 key: not on any roster, refused.
+    let stranger = Identity(seed: [UInt8](repeating: 9, count: 32))
+    let info = MemberInfo(id: MemberID(raw: 9), node: stranger.publicKey, name: "x", addr: "x:1").signed(by: stranger)
+    #expect(throws: SessionCore.LinkRefusal.epoch(.notOnRoster)) { try t.cores[0].admitLink(info, keyHead: t.genesis.head, now: 3) }
+    #expect(t.cores[0].refusals[.notOnRoster] == 1)
+}
