@@ -33,6 +33,17 @@ private func steadySender(_ node: TestNode, prefix: String) -> Task<Int, Never> 
     }
 }
 
+/// Lets the senders run a moment longer, stops them, and returns how many each sent (by member).
+private func stopAfterAMoment(_ senders: [Task<Int, Never>], of nodes: [TestNode]) async -> [String: Int] {
+    try? await Task.sleep(for: .milliseconds(300))
+    var sent: [String: Int] = [:]
+    for (node, task) in zip(nodes, senders) {
+        task.cancel()
+        sent[node.member] = await task.value
+    }
+    return sent
+}
+
 /// Every node in `nodes` delivered every message any of them delivered from `senders`, once, in
 /// causal order (DeliveryChecker), and `expected` messages in all from each sender.
 private func expectExactlyOnce(_ nodes: [TestNode], _ collectors: [EventCollector], expected: [String: Int], sourceLocation: SourceLocation = #_sourceLocation) async throws {
@@ -75,12 +86,7 @@ struct EpochProcessTests {
         try await Task.sleep(for: .milliseconds(300))
         let reply = try await remover.request("remove", ["member": .string(removed.member)], within: 60)
         #expect(reply["epoch"]?.intValue == 1)
-        try await Task.sleep(for: .milliseconds(300))
-        var sent: [String: Int] = [:]
-        for (node, task) in zip(remaining, senders) {
-            task.cancel()
-            sent[node.member] = await task.value
-        }
+        let sent = await stopAfterAMoment(senders, of: remaining)
         for node in remaining { try await eventually("\(node.name) on epoch 1") { try await epoch(node) == 1 } }
         for node in remaining { #expect(try keyFileEpoch(cluster, node.name) == 1, "\(node.name)'s key file moved to epoch 1") }
         #expect(try keyFileEpoch(cluster, "e") == 0, "the removed member keeps only the key it had")
@@ -136,12 +142,7 @@ struct EpochProcessTests {
             let reply = try await node.request("rekey", within: 60)
             #expect(reply["epoch"]?.intValue == Int64(round + 1))
         }
-        try await Task.sleep(for: .milliseconds(300))
-        var sent: [String: Int] = [:]
-        for (node, task) in zip(nodes, senders) {
-            task.cancel()
-            sent[node.member] = await task.value
-        }
+        let sent = await stopAfterAMoment(senders, of: nodes)
         for node in nodes { try await eventually("\(node.name) on epoch 2") { try await epoch(node) == 2 } }
         try await expectExactlyOnce(nodes, collectors, expected: sent)
         // A link made now uses the new key: the stats show no refusals among honest members.
