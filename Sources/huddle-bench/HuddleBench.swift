@@ -11,8 +11,8 @@ struct HuddleBench: AsyncParsableCommand {
         discussion: "Rows print as each scenario ends. Set HUDDLE_BENCH_KEEP=1 to keep every cluster's directory (node logs n*.log) for diagnosis.")
 
     @Flag(help: "Short runs (under 3 minutes): what CI may run as a smoke test.") var quick = false
-    @Option(help: "Comma-separated scenarios: latency, throughput, membership, stability, attachment, transfer-latency, crypto, attack, scale (session: the session simulator's row of scale alone).")
-    var scenarios = "latency,throughput,membership,stability,attachment,transfer-latency,crypto,attack,scale"
+    @Option(help: "Comma-separated scenarios: latency, throughput, membership, stability, attachment, transfer-latency, crypto, attack, removal, scale (session: the session simulator's row of scale alone).")
+    var scenarios = "latency,throughput,membership,stability,attachment,transfer-latency,crypto,attack,removal,scale"
     @Option(help: "Write the results as Markdown to this file (e.g. BENCHMARKS.md).") var out: String?
     @Option(help: "The huddle binary to run (default: the one next to this executable).") var huddle: String?
 
@@ -51,6 +51,7 @@ struct HuddleBench: AsyncParsableCommand {
             await record("latency during transfer") { try await s.latencyDuringTransfer(mib: quick ? 16 : 100) }
         }
         if wanted.contains("attack") { await record("under attack") { try await s.underAttack() } }
+        if wanted.contains("removal") { for n in quick ? [8] : [8, 24] { await record("removal N=\(n)") { try await s.removal(n: n) } } }
         if wanted.contains("scale") { await record("scale") { s.scale() } }
         // The session simulator's row alone (`scale` includes it).
         if wanted.contains("session") && !wanted.contains("scale") { await record("session") { [s.sessionScale()] } }

@@ -202,6 +202,66 @@ struct HostScenarios {
         #expect(problems.isEmpty, "\(problems.prefix(10))")
     }
 
+    /// 5 hosts; e is cut off, and while it is, a removes d (issue 21). After the heal, e comes back
+    /// on the new epoch without a join (it was on the old epoch's roster: it is handed the change),
+    /// sees d removed, and a, b, c, e exchange messages; d is refused by everyone.
+    @Test(.enabled(if: runScenarios)) func removalWhileAHostIsPartitionedAwayReachesItAfterTheHeal() async throws {
+        let lab = try HostLab("removal", hosts: 5)
+        defer { lab.teardown() }
+        let nodes = try await lab.startAll()
+        var streams: [HostEvents] = []
+        for node in nodes { streams.append(try await HostEvents.subscribe(node, topics: ["members", "messages"])) }
+        let (remover, removed, away) = (0, 3, 4)
+        let stay = [0, 1, 2, 3]
+        try lab.partition(stay, [away])
+        let cut = ContinuousClock.now
+        let removedAt = ContinuousClock.now
+        let reply = try await nodes[remover].request("remove", ["member": .string(nodes[removed].member)])
+        let removeSeconds = (ContinuousClock.now - removedAt).seconds
+        #expect(reply["epoch"]?.intValue == 1)
+        // The cut lasts at least 8 s in all (a fault duration, not a speed assumption).
+        let held = Duration.seconds(8) - (ContinuousClock.now - cut)
+        if held > .zero { try await Task.sleep(for: held) }
+        #expect(try await nodes[away].request("status")["epoch"]?.intValue == 0, "the host cut off has not heard of the removal")
+        try lab.heal()
+        let healed = ContinuousClock.now
+        let remaining = [0, 1, 2, 4]
+        do {
+            try await eventually("the host that was away on epoch 1 with d removed", within: 90) {
+                guard try await nodes[away].request("status")["epoch"]?.intValue == 1 else { return false }
+                return try await nodes[away].state(of: nodes[removed].member) == "removed"
+            }
+            try await eventually("one view of the four", within: 90) {
+                for i in remaining where try await nodes[i].aliveMembers() != Set(remaining.map { nodes[$0].member }) { return false }
+                return true
+            }
+        } catch {
+            Issue.record("\(error)\n\(lab.logs)")
+            return
+        }
+        let backSeconds = (ContinuousClock.now - healed).seconds
+        var texts: Set<String> = []
+        for s in [0, away] {
+            for i in 0..<10 {
+                let text = "after-removal-\(nodes[s].name)-\(i)"
+                _ = try await nodes[s].request("send", ["text": .string(text)])
+                texts.insert(text)
+            }
+        }
+        _ = try? await nodes[removed].request("send", ["text": "from-the-removed-host"])
+        try await eventually("the post-heal messages at the four", within: 60) {
+            for i in remaining where Set(await streams[i].messages().compactMap { $0["text"]?.stringValue }).intersection(texts).count < texts.count { return false }
+            return true
+        }
+        for i in remaining { #expect(await !streams[i].messages().contains { $0["text"]?.stringValue == "from-the-removed-host" }) }
+        #expect(Set(await streams[removed].messages().compactMap { $0["text"]?.stringValue }).intersection(texts).isEmpty, "the removed host receives nothing new")
+        let problems = try await deliveryViolations(remaining.map { streams[$0] })
+        for stream in streams { await stream.stop() }
+        report("removal while e is cut off: remove replied in \(f1(removeSeconds)) s; e on the new epoch, d removed and one view \(f1(backSeconds)) s after the heal, no join"
+            + (problems.isEmpty ? "" : ", \(problems.count) VIOLATIONS"))
+        #expect(problems.isEmpty, "\(problems.prefix(10))")
+    }
+
     /// A host stopped (SIGSTOP) for 2 s is never marked failed; one stopped for 20 s is, and after
     /// SIGCONT it is alive again everywhere as the same member (refuted or re-merged).
     @Test(.enabled(if: runScenarios)) func pausedHostsShortIsKeptLongIsFailedThenReturns() async throws {
