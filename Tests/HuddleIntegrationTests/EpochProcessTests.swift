@@ -241,4 +241,23 @@ struct EpochProcessTests {
         let members = try await a.request("members")["members"]?.arrayValue ?? []
         #expect(members.contains { $0.objectValue?["member"]?.stringValue == c.member && $0.objectValue?["state"]?.stringValue == "removed" })
     }
+
+    @Test func aNodePairedAfterARotationGetsTheCurrentEpoch() async throws {
+        let cluster = try TestCluster("pairepoch")
+        defer { cluster.shutdown() }
+        let a = try await startOwnKey(cluster, "a")
+        _ = try await startOwnKey(cluster, "b")
+        try await cluster.waitForFullMesh(2)
+        _ = try await a.request("rekey", within: 60)
+        let code = try #require(try await a.request("invite")["code"]?.stringValue)
+        let keyOut = "\(cluster.dir)/c.key"
+        let c = try await cluster.start("c", join: [a.addr], keyArguments: ["--invite", code, "--key-out", keyOut])
+        try await eventually("the paired node on epoch 1 with both others", within: 60) {
+            let status = try await c.request("status")
+            return status["epoch"]?.intValue == 1 && status["members"]?.intValue == 3
+        }
+        let key = try SessionKey.load(from: keyOut)
+        let original = try SessionKey.load(from: cluster.key)
+        #expect(key.epoch == 1 && key.sessionID == original.sessionID && key != original, "the paired node holds the current epoch's key, in the same session")
+    }
 }

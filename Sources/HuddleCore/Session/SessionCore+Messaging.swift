@@ -42,6 +42,8 @@ extension SessionCore {
     /// into the batch the next `flushBatch` signs. Delivered here too when this member is a
     /// recipient (`.deliverOwn`, `.deliverUnreliable`).
     public mutating func send(body: [UInt8], to: [MemberID]?, reliable: Bool) throws(SendRefusal) -> (WireMessage, [SessionEffect]) {
+        // A removed member has no session to send to (issue 21).
+        guard !epochs.isRemoved else { throw .notMember(local) }
         let limit = reliable ? limits.reliable : limits.unreliable
         guard body.count <= limit else { throw .tooLarge(size: body.count, limit: limit, reliable: reliable) }
         for target in to ?? [] where target != local {

@@ -27,6 +27,9 @@ import HuddleCrypto
 ///   answer carries at most `repairAnswerBytes`; the hold-back (per origin), the member table, the
 ///   chunk reads in flight per peer and the store have their bounds in the cores that own them.
 ///   Every refusal is counted by reason, and the first of each becomes a `.refused` effect.
+/// - the session key is the current epoch's (`SessionCore+Epochs`): a link is admitted only for the
+///   epoch its handshake's key proves and a node key the epoch rules let in; a removed node key is
+///   out of `live`, never linked, its datagrams refused; a removed member decides nothing more;
 /// - a datagram has a member's authority only under the keys of this member's link with it; the
 ///   session-key form carries only a bare ping or the ack to this member's own probe, and only
 ///   from a member it holds no link keys with (`SessionCore+Datagrams`).
