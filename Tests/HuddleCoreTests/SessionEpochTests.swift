@@ -113,3 +113,16 @@ private func moved(_ effects: [SessionEffect]) -> [UInt64] { effects.compactMap 
     #expect(throws: SessionCore.LinkRefusal.epoch(.notOnRoster)) { try t.cores[0].admitLink(info, keyHead: t.genesis.head, now: 3) }
     #expect(t.cores[0].refusals[.notOnRoster] == 1)
 }
+
+@Test func aRoutineRotationComesDueAndTheNextOneIsScheduledFromTheMove() throws {
+    var t = Trio()
+    _ = try t.link(0, 1, now: 1)
+    t.cores[0].rotate(every: 10, now: 1)
+    #expect(t.cores[0].rekeyAt >= 11 && t.cores[0].rekeyAt <= 13.5 && t.cores[0].nextDeadline <= t.cores[0].rekeyAt)
+    #expect(moved(t.cores[0].tick(now: 5)).isEmpty, "not due yet")
+    let effects = t.cores[0].tick(now: 14)
+    #expect(moved(effects) == [1])
+    t.run(effects, from: 0, now: 14)
+    #expect(t.cores[1].epoch == 1, "member 1 (no --rekey-every) follows")
+    #expect(moved(t.cores[0].tick(now: 15)).isEmpty && t.cores[0].rekeyAt >= 24, "the next rotation is a period after this one")
+}
