@@ -147,6 +147,15 @@ public struct Swarm: Sendable {
         return isNew
     }
 
+    /// An unasked chunk (a hand-off) was admitted and is being stored: until it arrives it counts
+    /// as asked for (of this member), so its bytes count against the store budget and it is not
+    /// requested meanwhile.
+    public mutating func admitted(id: String, index: Int, now: Double) {
+        guard var t = transfers[id], index >= 0, index < t.chunkCount, t.outstanding[index] == nil else { return }
+        t.outstanding[index] = [(local, now)]
+        transfers[id] = t
+    }
+
     /// This member sent chunk `index` to `peer` (for super-seeding).
     public mutating func served(id: String, index: Int, to peer: MemberID, now: Double) {
         guard transfers[id]?.uploader == local, transfers[id]?.served[index] == nil else { return }

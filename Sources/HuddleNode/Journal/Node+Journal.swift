@@ -263,7 +263,7 @@ extension Node {
             return nil
         }
         // The store limit, checked before the write: a hand-off pushed unasked must fit it.
-        let admit = core.journal.admitChunk(id, index)
+        let admit = core.journal.admitChunk(id, index, now: now)
         execute(admit.effects)
         return admit.admitted ? a.manifest : nil
     }
