@@ -188,16 +188,23 @@ private func heldAttachment(chunks: Int, local: MemberID, limit: Int = Journal.d
 
 // MARK: the store limit
 
-@Test func fetchingStopsAtTheStoreLimitWithOneReportAndUnaskedChunksMustFit() {
+/// Member a's journal with a store limit of `chunks` chunks, and c's six-chunk attachment in it.
+private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Manifest, chunk: Int) {
     let chunk = Manifest.defaultChunkSize + AEAD.tagLength
     let identity = identities[c]!
     var m = Manifest(name: "f", size: UInt64(6 * Manifest.defaultChunkSize), chunkSize: UInt32(Manifest.defaultChunkSize),
                      chunkHashes: (0..<6).map { [UInt8](repeating: UInt8($0), count: 32) }, meta: [], uploader: c, uploaderNode: identity.publicKey, signature: [])
     let key = [UInt8](repeating: 5, count: 32)
     m.sign(with: identity, key: key)
-    var journal = Journal(local: a, seed: 1, storeLimitBytes: 2 * chunk)
+    var journal = Journal(local: a, seed: 1, storeLimitBytes: chunks * chunk)
     journal.setPeers([a, b, c])
     _ = journal.apply(.add(m, key: key), now: 0)
+    return (journal, m, chunk)
+}
+
+@Test func fetchingStopsAtTheStoreLimitWithOneReportAndUnaskedChunksMustFit() {
+    let (start, m, chunk) = storeLimitedJournal(chunks: 2)
+    var journal = start
     let all = Bitfield(count: 6, full: true)
     journal.peerAnnounced(b, id: m.id, have: all, offer: all)
     journal.peerAnnounced(c, id: m.id, have: all, offer: all)
@@ -216,21 +223,12 @@ private func heldAttachment(chunks: Int, local: MemberID, limit: Int = Journal.d
     #expect(journal.refusals[.storeFull] == 2)
 }
 
-// MARK: holders only after a verified serve
-
 /// Unasked chunks (a hand-off push) admitted while none of them is stored yet (a link stores
 /// several at once) are counted together: the second one that would pass the limit is refused,
 /// and an admitted one is not asked of anyone while it is written.
 @Test func unaskedChunksBeingStoredAtOnceStayWithinTheStoreLimit() {
-    let chunk = Manifest.defaultChunkSize + AEAD.tagLength
-    let identity = identities[c]!
-    var m = Manifest(name: "f", size: UInt64(6 * Manifest.defaultChunkSize), chunkSize: UInt32(Manifest.defaultChunkSize),
-                     chunkHashes: (0..<6).map { [UInt8](repeating: UInt8($0), count: 32) }, meta: [], uploader: c, uploaderNode: identity.publicKey, signature: [])
-    let key = [UInt8](repeating: 5, count: 32)
-    m.sign(with: identity, key: key)
-    var journal = Journal(local: a, seed: 1, storeLimitBytes: chunk)
-    journal.setPeers([a, b, c])
-    _ = journal.apply(.add(m, key: key), now: 0)
+    let (start, m, chunk) = storeLimitedJournal(chunks: 1)
+    var journal = start
     #expect(journal.admitChunk(m.id, 4, now: 1).admitted, "one unasked chunk fits")
     #expect(!journal.admitChunk(m.id, 5, now: 1).admitted, "a second one, while the first is written, does not")
     let all = Bitfield(count: 6, full: true)
@@ -242,6 +240,9 @@ private func heldAttachment(chunks: Int, local: MemberID, limit: Int = Journal.d
     #expect(stored)
     #expect(journal.swarm.storedBytes == chunk && journal.swarm.requestedBytes == 0)
 }
+
+// MARK: holders only after a verified serve
+
 
 @Test func aFakeHaveNeverSparesAChunkItsHandOff() {
     var (journal, m) = heldAttachment(chunks: 4, local: a)
