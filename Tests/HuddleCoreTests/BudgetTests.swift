@@ -188,16 +188,23 @@ private func heldAttachment(chunks: Int, local: MemberID, limit: Int = Journal.d
 
 // MARK: the store limit
 
-@Test func fetchingStopsAtTheStoreLimitWithOneReportAndUnaskedChunksMustFit() {
+/// Member a's journal with a store limit of `chunks` chunks, and c's six-chunk attachment in it.
+private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Manifest, chunk: Int) {
     let chunk = Manifest.defaultChunkSize + AEAD.tagLength
     let identity = identities[c]!
     var m = Manifest(name: "f", size: UInt64(6 * Manifest.defaultChunkSize), chunkSize: UInt32(Manifest.defaultChunkSize),
                      chunkHashes: (0..<6).map { [UInt8](repeating: UInt8($0), count: 32) }, meta: [], uploader: c, uploaderNode: identity.publicKey, signature: [])
     let key = [UInt8](repeating: 5, count: 32)
     m.sign(with: identity, key: key)
-    var journal = Journal(local: a, seed: 1, storeLimitBytes: 2 * chunk)
+    var journal = Journal(local: a, seed: 1, storeLimitBytes: chunks * chunk)
     journal.setPeers([a, b, c])
     _ = journal.apply(.add(m, key: key), now: 0)
+    return (journal, m, chunk)
+}
+
+@Test func fetchingStopsAtTheStoreLimitWithOneReportAndUnaskedChunksMustFit() {
+    let (start, m, chunk) = storeLimitedJournal(chunks: 2)
+    var journal = start
     let all = Bitfield(count: 6, full: true)
     journal.peerAnnounced(b, id: m.id, have: all, offer: all)
     journal.peerAnnounced(c, id: m.id, have: all, offer: all)
@@ -208,15 +215,34 @@ private func heldAttachment(chunks: Int, local: MemberID, limit: Int = Journal.d
     #expect(journal.requests(now: 1.1).isEmpty, "reported once, nothing more asked")
     // An unasked chunk (a hand-off push) must fit too; an asked one is already counted.
     let unasked = (0..<6).first { !asked.contains($0) }!
-    #expect(!journal.admitChunk(m.id, unasked).admitted)
-    #expect(journal.admitChunk(m.id, asked[0]).admitted)
+    #expect(!journal.admitChunk(m.id, unasked, now: 2).admitted)
+    #expect(journal.admitChunk(m.id, asked[0], now: 2).admitted)
     for index in asked { _ = journal.chunkArrived(m.id, index, from: b, valid: true) }
     #expect(journal.swarm.storedBytes == 2 * chunk)
     #expect(journal.requests(now: 10).filter { if case .requestChunk = $0 { true } else { false } }.isEmpty, "the store is full")
     #expect(journal.refusals[.storeFull] == 2)
 }
 
+/// Unasked chunks (a hand-off push) admitted while none of them is stored yet (a link stores
+/// several at once) are counted together: the second one that would pass the limit is refused,
+/// and an admitted one is not asked of anyone while it is written.
+@Test func unaskedChunksBeingStoredAtOnceStayWithinTheStoreLimit() {
+    let (start, m, chunk) = storeLimitedJournal(chunks: 1)
+    var journal = start
+    #expect(journal.admitChunk(m.id, 4, now: 1).admitted, "one unasked chunk fits")
+    #expect(!journal.admitChunk(m.id, 5, now: 1).admitted, "a second one, while the first is written, does not")
+    let all = Bitfield(count: 6, full: true)
+    journal.peerAnnounced(b, id: m.id, have: all, offer: all)
+    let asked = journal.requests(now: 1.5).compactMap { if case let .requestChunk(_, _, index) = $0 { index } else { nil } }
+    #expect(!asked.contains(4), "the chunk being written is not asked for")
+    #expect(asked.isEmpty, "the store is spent")
+    let stored = journal.chunkArrived(m.id, 4, from: b, valid: true)
+    #expect(stored)
+    #expect(journal.swarm.storedBytes == chunk && journal.swarm.requestedBytes == 0)
+}
+
 // MARK: holders only after a verified serve
+
 
 @Test func aFakeHaveNeverSparesAChunkItsHandOff() {
     var (journal, m) = heldAttachment(chunks: 4, local: a)

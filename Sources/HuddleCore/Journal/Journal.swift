@@ -241,10 +241,14 @@ public struct Journal: Sendable {
 
     /// Whether a chunk that arrived intact and is new here may be stored: one that was asked for
     /// is already within the store limit; one that came unasked (a hand-off) must fit it, else it
-    /// is refused and counted.
-    public mutating func admitChunk(_ id: String, _ index: Int) -> (admitted: Bool, effects: [Effect]) {
-        guard !swarm.isRequested(id, index) else { return (true, []) }
-        guard swarm.storedBytes + swarm.requestedBytes + swarm.chunkBytes(id) <= storeLimitBytes else { return (false, refuse(.storeFull)) }
+    /// is refused and counted. An admitted chunk counts as asked for until it arrives
+    /// (`chunkArrived`, `Swarm.admitted`), so chunks being written at once (a link stores several
+    /// concurrently) never pass the limit together, nor does a write slower than a request timeout.
+    public mutating func admitChunk(_ id: String, _ index: Int, now: Double) -> (admitted: Bool, effects: [Effect]) {
+        if !swarm.isRequested(id, index) {
+            guard swarm.storedBytes + swarm.requestedBytes + swarm.chunkBytes(id) <= storeLimitBytes else { return (false, refuse(.storeFull)) }
+        }
+        swarm.admitted(id: id, index: index, now: now)
         return (true, [])
     }
 

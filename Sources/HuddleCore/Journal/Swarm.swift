@@ -147,6 +147,17 @@ public struct Swarm: Sendable {
         return isNew
     }
 
+    /// A chunk that arrived intact was admitted and is being stored: until it arrives here
+    /// (`chunkArrived`) it counts as asked for, so its bytes count against the store budget and it
+    /// is not requested meanwhile. An unasked one (a hand-off) counts as asked of this member; an
+    /// asked one's request timer starts again now, so a slow local write (a loaded machine) never
+    /// lets its request time out and its bytes be spent twice.
+    public mutating func admitted(id: String, index: Int, now: Double) {
+        guard var t = transfers[id], index >= 0, index < t.chunkCount else { return }
+        t.outstanding[index] = (t.outstanding[index] ?? [(local, now)]).map { ($0.peer, now) }
+        transfers[id] = t
+    }
+
     /// This member sent chunk `index` to `peer` (for super-seeding).
     public mutating func served(id: String, index: Int, to peer: MemberID, now: Double) {
         guard transfers[id]?.uploader == local, transfers[id]?.served[index] == nil else { return }

@@ -1,6 +1,7 @@
 import Foundation
 import HuddleCore
 import HuddleCrypto
+import Synchronization
 
 /// Encrypted chunks on disk: one file per attachment, `<data dir>/chunks/<attachment>`, with chunk
 /// `index` at `index × (chunk size + tag)` (a sparse file until every chunk is in), and a byte limit.
@@ -36,19 +37,7 @@ struct ChunkStore: Sendable {
         let fd = open(path(id), O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var complete = false
-        let bytes = [UInt8](unsafeUninitializedCapacity: length) { buffer, count in
-            var done = 0
-            while done < length {
-                let n = pread(fd, buffer.baseAddress! + done, length - done, off_t(offset + done))
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { break }
-                done += n
-            }
-            count = done
-            complete = done == length
-        }
-        return complete ? bytes : nil
+        return Self.readExactly(fd, at: offset, length: length)
     }
 
     /// Chunk `index` of `manifest`'s attachment, as stored (sealed).
@@ -93,23 +82,72 @@ struct ChunkStore: Sendable {
     }
 
     /// Encrypts a file chunk by chunk into the store (never holding it whole) and returns its
-    /// unsigned manifest fields and the new attachment key.
-    func importFile(path: String, chunkSize: Int, storeAs id: String) throws -> (hashes: [[UInt8]], size: UInt64, key: [UInt8]) {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw NodeError("cannot read \(path)") }
-        defer { try? handle.close() }
+    /// unsigned manifest fields and the new attachment key. `workers` threads (this one and
+    /// `workers - 1` more, at this thread's nice value) each seal, store and hash every
+    /// `workers`-th chunk: sealing and hashing 100 MiB takes ~0.2 s of one core, and every member
+    /// waits for it before the first chunk can go out. The file's size is taken once at the start;
+    /// a file that shrinks meanwhile fails the import.
+    func importFile(path: String, chunkSize: Int, storeAs id: String, workers: Int = 1) throws -> (hashes: [[UInt8]], size: UInt64, key: [UInt8]) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw NodeError("cannot read \(path)") }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_size >= 0 else { throw NodeError("cannot read \(path)") }
+        let size = Int(info.st_size)
+        let count = (size + chunkSize - 1) / chunkSize
         let key = SecureRandom.bytes(32)
-        var hashes: [[UInt8]] = []
-        var size: UInt64 = 0
-        while true {
-            let data = try handle.read(upToCount: chunkSize) ?? Data()
-            if data.isEmpty { break }
-            let sealed = ChunkCipher.seal(Array(data), index: hashes.count, key: key)
-            try write(id, at: Self.place(of: hashes.count, chunkSize: chunkSize, plainLength: data.count).offset, sealed)
-            hashes.append(ChunkCipher.hash(sealed))
-            size += UInt64(data.count)
-            if data.count < chunkSize { break }
+        let hashes = Mutex([[UInt8]](repeating: [], count: count))
+        let failure = Mutex<NodeError?>(nil)
+        let work: @Sendable (Int, Int) -> Void = { worker, of in
+            for index in stride(from: worker, to: count, by: of) {
+                let length = min(chunkSize, size - index * chunkSize)
+                do {
+                    guard let plain = Self.readExactly(fd, at: index * chunkSize, length: length) else {
+                        throw NodeError("\(path) changed while it was read")
+                    }
+                    let sealed = ChunkCipher.seal(plain, index: index, key: key)
+                    try write(id, at: Self.place(of: index, chunkSize: chunkSize, plainLength: length).offset, sealed)
+                    let hash = ChunkCipher.hash(sealed)
+                    hashes.withLock { $0[index] = hash }
+                } catch {
+                    failure.withLock { $0 = $0 ?? (error as? NodeError ?? NodeError("\(error)")) }
+                    return
+                }
+                if failure.withLock({ $0 != nil }) { return }
+            }
         }
-        return (hashes, size, key)
+        let helpers = max(1, min(workers, count)) - 1
+        let niceness = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+        let done = DispatchSemaphore(value: 0)
+        for helper in 0..<helpers {
+            let thread = Thread {
+                _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness)
+                work(helper + 1, helpers + 1)
+                done.signal()
+            }
+            thread.start()
+        }
+        work(0, helpers + 1)
+        for _ in 0..<helpers { done.wait() }
+        if let error = failure.withLock({ $0 }) { throw error }
+        return (hashes.withLock { $0 }, UInt64(size), key)
+    }
+
+    /// `length` bytes of `fd` at `offset`; nil when fewer are there or the read fails.
+    private static func readExactly(_ fd: Int32, at offset: Int, length: Int) -> [UInt8]? {
+        var complete = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: length) { buffer, count in
+            var done = 0
+            while done < length {
+                let n = pread(fd, buffer.baseAddress! + done, length - done, off_t(offset + done))
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { break }
+                done += n
+            }
+            count = done
+            complete = done == length
+        }
+        return complete ? bytes : nil
     }
 }
 

@@ -53,7 +53,7 @@ extension Node {
         let staging = "import-\(hexString(SecureRandom.bytes(8)))"
         let imported: (hashes: [[UInt8]], size: UInt64, key: [UInt8])
         do {
-            imported = try await BulkWork.run { try store.importFile(path: path, chunkSize: Manifest.defaultChunkSize, storeAs: staging) }
+            imported = try await BulkWork.run { try store.importFile(path: path, chunkSize: Manifest.defaultChunkSize, storeAs: staging, workers: ProcessInfo.processInfo.activeProcessorCount) }
         } catch {
             _ = try? await BulkWork.run { store.remove(staging) }
             throw ControlError(code: .ioError, message: "cannot read \(path): \(error)")
@@ -263,7 +263,7 @@ extension Node {
             return nil
         }
         // The store limit, checked before the write: a hand-off pushed unasked must fit it.
-        let admit = core.journal.admitChunk(id, index)
+        let admit = core.journal.admitChunk(id, index, now: now)
         execute(admit.effects)
         return admit.admitted ? a.manifest : nil
     }

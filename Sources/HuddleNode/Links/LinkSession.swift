@@ -15,12 +15,19 @@ enum LinkSession {
     /// Largest chunk body accepted from a peer (a 1 MiB chunk and its tag at most).
     static let maximumChunk = (1 << 20) + 64
 
-    /// Wraps a new TCP channel in framing and an async interface (called on its event loop).
+    /// Largest read from a link's socket. Reads of up to 64 KiB (NIO's default) cut nearly every
+    /// 64 KiB chunk frame in two, and a cut frame is copied (`FrameDecoder`).
+    static let maximumRead = 1 << 20
+
+    /// Wraps a new TCP channel in framing and an async interface (called on its event loop). At
+    /// most 4 reads wait for the link's reader (NIO stops reading the socket beyond that), so a
+    /// link buffers at most 4 × `maximumRead` bytes the reader has not taken.
     static func wrap(_ channel: Channel) throws -> FrameChannel {
-        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder()))
+        try channel.syncOptions?.setOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: maximumRead))
+        try channel.pipeline.syncOperations.addHandler(FrameDecoder())
         return try FrameChannel(
             wrappingChannelSynchronously: channel,
-            configuration: .init(isOutboundHalfClosureEnabled: true)
+            configuration: .init(backPressureStrategy: .init(lowWatermark: 2, highWatermark: 4), isOutboundHalfClosureEnabled: true)
         )
     }
 
@@ -211,70 +218,93 @@ enum LinkSession {
         return buffer
     }
 
+    /// Chunk bodies of one link being checked and stored at once (`storeChunk`). An honest peer
+    /// sends at most `Swarm.Settings.window` (3) requested chunks at a time.
+    static let chunkTasksPerLink = 4
+
     /// Reads the link's frames until it closes: decrypts, reassembles and hands the node what each
-    /// read brought; then closes the link.
+    /// read brought; then closes the link. A chunk body is checked and stored by a task of its own
+    /// (at most `chunkTasksPerLink` per link; the reader waits for one to end beyond that), so the
+    /// messages behind it on the link are not held up by its hash, the node's actor or the write:
+    /// measured at N = 4 while 100 MiB went to every member, a message waited a median 3.6 ms
+    /// (p99 46 ms) behind each chunk the reader was storing. Chunk tasks run at low priority, so
+    /// the node's actor takes the messages' work before their bookkeeping.
     private static func readTransport(_ link: LinkHandle, receive: NoiseCipherState, frames: inout FrameIterator, node: Node) async {
         var cipher = LinkOpener(receive)
         var reassembler = LinkReassembler(limit: maximumMessage)
-        do {
-            var rawChunk: (id: String, index: UInt32, length: Int, body: [UInt8])?
-            var messageBytes = 0
-            while let batch = try await frames.nextBatch() {
-                // Everything one read brought is handed to the node in one call, in order.
-                var messages: [LinkMessage] = []
-                for frame in batch {
-                    if var chunk = rawChunk {
-                        rawChunk = nil
-                        chunk.body.append(contentsOf: frame.readableBytesView)
-                        guard chunk.body.count >= chunk.length else {
-                            rawChunk = chunk
+        await withTaskGroup(of: Void.self) { chunkTasks in
+            var running = 0
+            do {
+                var rawChunk: (id: String, index: UInt32, length: Int, body: [UInt8])?
+                var messageBytes = 0
+                while let batch = try await frames.nextBatch() {
+                    // Everything one read brought is handed to the node in one call, in order.
+                    var messages: [LinkMessage] = []
+                    for frame in batch {
+                        if var chunk = rawChunk {
+                            rawChunk = nil
+                            chunk.body.append(contentsOf: frame.readableBytesView)
+                            guard chunk.body.count >= chunk.length else {
+                                rawChunk = chunk
+                                continue
+                            }
+                            guard chunk.body.count == chunk.length else { throw NodeError("chunk body longer than its header said") }
+                            node.counters.addReceived(.chunks, chunk.length)
+                            // What came before the chunk reaches the node before it.
+                            if !messages.isEmpty { await node.linkReceived(link, messages) }
+                            messages = []
+                            if running >= chunkTasksPerLink {
+                                await chunkTasks.next()
+                                running -= 1
+                            }
+                            let (id, index, body) = (chunk.id, Int(chunk.index), chunk.body)
+                            chunkTasks.addTask(priority: .low) { await storeChunk(id: id, index: index, body: body, from: link, node: node) }
+                            running += 1
                             continue
                         }
-                        guard chunk.body.count == chunk.length else { throw NodeError("chunk body longer than its header said") }
-                        node.counters.addReceived(.chunks, chunk.length)
-                        if !messages.isEmpty { await node.linkReceived(link, messages) }
-                        messages = []
-                        // Hashed here, off the node's actor, so messages on other links are not held up.
-                        let hash = ChunkCipher.hash(chunk.body), index = Int(chunk.index)
-                        if let manifest = await node.chunkArrived(id: chunk.id, index: index, hash: hash, from: link) {
-                            let store = node.store, body = chunk.body
-                            var failure: String?
-                            do { try await ChunkIO.run { try store.write(manifest, index, body) } } catch { failure = "\(error)" }
-                            await node.chunkWritten(id: chunk.id, index: index, from: link.peer.id, error: failure)
+                        let rekeysBefore = cipher.rekeys
+                        let record = try frame.withUnsafeReadableBytes { try cipher.open($0) }
+                        if cipher.rekeys > rekeysBefore { _ = node.counters.linkRekeysReceived.wrappingAdd(1, ordering: .relaxed) }
+                        // Every frame of a message counts, not only the one that completes it.
+                        messageBytes += frame.readableBytes + 2
+                        guard let bytes = try reassembler.add(record) else { continue }
+                        let message = try LinkMessage.decode(bytes)
+                        defer { messageBytes = 0 }
+                        switch message {
+                        case let .chunkHeader(id, index, length):
+                            guard length > 0, length <= UInt32(maximumChunk) else { throw NodeError("chunk of \(length) bytes (must be 1...\(maximumChunk))") }
+                            node.counters.addReceived(.chunks, messageBytes)
+                            rawChunk = (id, index, Int(length), [])
+                            rawChunk?.body.reserveCapacity(Int(length))
+                            continue
+                        case .message, .batch:
+                            node.counters.addReceived(.messages, messageBytes)
+                        default:
+                            node.counters.addReceived(.gossip, messageBytes)
                         }
-                        continue
+                        messages.append(message)
                     }
-                    let rekeysBefore = cipher.rekeys
-                    let record = try frame.withUnsafeReadableBytes { try cipher.open($0) }
-                    if cipher.rekeys > rekeysBefore { _ = node.counters.linkRekeysReceived.wrappingAdd(1, ordering: .relaxed) }
-                    // Every frame of a message counts, not only the one that completes it.
-                    messageBytes += frame.readableBytes + 2
-                    guard let bytes = try reassembler.add(record) else { continue }
-                    let message = try LinkMessage.decode(bytes)
-                    defer { messageBytes = 0 }
-                    switch message {
-                    case let .chunkHeader(id, index, length):
-                        guard length > 0, length <= UInt32(maximumChunk) else { throw NodeError("chunk of \(length) bytes (must be 1...\(maximumChunk))") }
-                        node.counters.addReceived(.chunks, messageBytes)
-                        rawChunk = (id, index, Int(length), [])
-                        rawChunk?.body.reserveCapacity(Int(length))
-                        continue
-                    case .message, .batch:
-                        node.counters.addReceived(.messages, messageBytes)
-                    default:
-                        node.counters.addReceived(.gossip, messageBytes)
-                    }
-                    messages.append(message)
+                    if !messages.isEmpty { await node.linkReceived(link, messages) }
                 }
-                if !messages.isEmpty { await node.linkReceived(link, messages) }
+            } catch {
+                _ = node.counters.droppedFrames.wrappingAdd(1, ordering: .relaxed)
+                node.log.warning("closing the link to \(link.peer.id): bad frame (\(error))")
+                link.channel.close(promise: nil)
             }
-        } catch {
-            _ = node.counters.droppedFrames.wrappingAdd(1, ordering: .relaxed)
-            node.log.warning("closing the link to \(link.peer.id): bad frame (\(error))")
-            link.channel.close(promise: nil)
         }
         link.close()
         await node.linkClosed(link)
+    }
+
+    /// Checks a received chunk body against its manifest hash (off the node's actor) and, when the
+    /// node admits it (`Node.chunkArrived`), writes it on `ChunkIO` and reports `chunkWritten`.
+    private static func storeChunk(id: String, index: Int, body: [UInt8], from link: LinkHandle, node: Node) async {
+        let hash = ChunkCipher.hash(body)
+        guard let manifest = await node.chunkArrived(id: id, index: index, hash: hash, from: link) else { return }
+        let store = node.store
+        var failure: String?
+        do { try await ChunkIO.run { try store.write(manifest, index, body) } } catch { failure = "\(error)" }
+        await node.chunkWritten(id: id, index: index, from: link.peer.id, error: failure)
     }
 }
 

@@ -9,8 +9,9 @@ import NIOPosix
 /// - `ChunkIO`: one chunk read or written for a transfer (serving a peer, storing what arrived),
 ///   at normal priority, since transfers wait on it.
 ///
-/// (Hashing received chunks stays on the link's task: moving it to a pool measured ~10 % slower
-/// transfers at N = 8 for no clear gain in message latency.) Guarantees: file work never holds a
+/// (Received chunks are hashed by the link's chunk tasks on the cooperative pool,
+/// `LinkSession.storeChunk`: moving hashing to a thread pool measured ~10 % slower transfers at
+/// N = 8 for no clear gain in message latency.) Guarantees: file work never holds a
 /// cooperative thread (one per core) or the node's actor.
 struct FileWorkPool: Sendable {
     private let pool: NIOThreadPool
