@@ -143,6 +143,47 @@ struct Scenarios {
 
     // MARK: membership
 
+    /// Seconds from `fault` until the last of `watchers` emits the `member` event saying `member`
+    /// failed. Every watcher is subscribed before the fault, and each event is timed as it arrives,
+    /// so the figure does not include a polling round over the watchers' control sockets.
+    func secondsUntilAllReportFailed(_ cluster: HuddleCluster, member: String, watchers: [Int],
+                                     fault: () -> Void) async throws -> Double {
+        var clients: [ControlClient] = []
+        defer { for client in clients { Task { await client.close() } } }
+        for w in watchers {
+            let client = try await ControlClient.connect(path: cluster.controls[w])
+            _ = try await client.request("subscribe", ["topics": ["members"]])
+            clients.append(client)
+        }
+        let start = ContinuousClock.now
+        fault()
+        return try await withThrowingTaskGroup(of: Double?.self) { group in
+            for client in clients {
+                group.addTask {
+                    for try await event in await client.events() {
+                        guard event["event"]?.stringValue == "member", event["change"]?.stringValue == "failed",
+                              event["member"]?.objectValue?["member"]?.stringValue == member else { continue }
+                        return (ContinuousClock.now - start).seconds
+                    }
+                    return nil
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(60))
+                throw BenchError(description: "timed out waiting for every member to report \(member) failed")
+            }
+            var last = 0.0
+            for _ in clients {
+                guard let seconds = try await group.next() ?? nil else {
+                    throw BenchError(description: "a watcher's event stream ended before it reported \(member) failed")
+                }
+                last = max(last, seconds)
+            }
+            group.cancelAll()
+            return last
+        }
+    }
+
     /// Crash detection: time until every other member reports a killed (`kill -9`) member failed;
     /// then the same for frozen members (SIGSTOP, never resumed: their connections stay open, as
     /// when a host vanishes), which only probes can detect. At N = 24 the same cluster first runs
@@ -164,17 +205,9 @@ struct Scenarios {
             let victim = n - 1 - r
             let watchers = Array(0..<victim)
             let member = cluster.members[victim]
-            let start = ContinuousClock.now
-            if r < repeats { cluster.kill(victim) } else { cluster.freeze(victim) }
-            try await waitFor("every member to report \(member) failed", seconds: 60) {
-                for w in watchers {
-                    let list = try await cluster.request(cluster.controls[w], "members")["members"]?.arrayValue ?? []
-                    let state = list.compactMap(\.objectValue).first { $0["member"]?.stringValue == member }?["state"]?.stringValue
-                    if state != "failed" { return false }
-                }
-                return true
+            let d = try await secondsUntilAllReportFailed(cluster, member: member, watchers: watchers) {
+                if r < repeats { cluster.kill(victim) } else { cluster.freeze(victim) }
             }
-            let d = (ContinuousClock.now - start).seconds
             if r < repeats { detections.append(d) } else { frozen.append(d) }
         }
         let loadNote = load.map { "; under CPU load (\(loadSeconds) s, \($0.threads) hog threads, before the kills): \($0.failed) false positives (\($0.suspected) suspect)" } ?? ""
