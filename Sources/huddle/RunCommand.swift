@@ -65,6 +65,9 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .customLong("link-stall-seconds"), help: "A link whose peer reads nothing of what waits for it this long is closed.")
     var linkStallSeconds: Double = NodeConfiguration.defaultLinkStallSeconds
 
+    @Option(name: .customLong("handshake-timeout-seconds"), help: "A connection whose link handshake (or pairing) has not finished after this long is dropped; at most 16 such handshakes from one address wait at once.")
+    var handshakeTimeoutSeconds: Double = NodeConfiguration.defaultHandshakeTimeoutSeconds
+
     @Option(name: .customLong("link-rekey-seconds"), help: "A link's send key moves on (Noise REKEY) after this many seconds, or 256 MiB, whichever comes first.")
     var linkRekeySeconds: Double = NodeConfiguration.defaultLinkRekeyInterval
 
@@ -98,6 +101,7 @@ struct RunCommand: AsyncParsableCommand {
         }
         guard maxMembers >= 2, maxMembers <= 1 << 20 else { throw ValidationError("--max-members must be between 2 and 1048576") }
         guard linkStallSeconds >= 1, linkStallSeconds <= 86_400 else { throw ValidationError("--link-stall-seconds must be between 1 and 86400") }
+        guard handshakeTimeoutSeconds >= 1, handshakeTimeoutSeconds <= 3_600 else { throw ValidationError("--handshake-timeout-seconds must be between 1 and 3600") }
         guard storeLimit >= 0 else { throw ValidationError("--store-limit must not be negative") }
         guard linkRekeySeconds >= 0.01, linkRekeySeconds <= 86_400 else { throw ValidationError("--link-rekey-seconds must be between 0.01 and 86400") }
     }
@@ -134,6 +138,7 @@ struct RunCommand: AsyncParsableCommand {
         config.linkRekeyInterval = linkRekeySeconds
         config.maxMembers = maxMembers
         config.linkStallSeconds = linkStallSeconds
+        config.handshakeTimeoutSeconds = handshakeTimeoutSeconds
         config.rekeyEvery = rekeyEvery.flatMap(parseDuration)
         config.rekeyGrace = parseDuration(rekeyGrace) ?? NodeConfiguration.defaultRekeyGrace
         if let admins {

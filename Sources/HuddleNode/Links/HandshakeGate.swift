@@ -4,7 +4,7 @@ import Synchronization
 /// at most `perAddress` from one source address, `total` in all. A connection over either bound
 /// is closed at once, before any work, so one address cannot hold every slot while another
 /// member still links. A slot is held from accept until the handshake ends either way (at most
-/// `LinkSession.handshakeTimeout`).
+/// `NodeConfiguration.handshakeTimeoutSeconds`).
 final class HandshakeGate: Sendable {
     let perAddress: Int
     let total: Int

@@ -8,8 +8,14 @@ import NIOPosix
 typealias FrameChannel = NIOAsyncChannel<[ByteBuffer], ByteBuffer>
 
 enum LinkSession {
-    /// How long a handshake may take before the connection is dropped.
-    static let handshakeTimeout = TimeAmount.seconds(10)
+    /// How long a handshake may take before the connection is dropped, where no node configures it
+    /// (`NodeConfiguration.handshakeTimeoutSeconds` does for the links a node runs).
+    static let handshakeTimeout = TimeAmount.seconds(Int64(NodeConfiguration.defaultHandshakeTimeoutSeconds))
+
+    /// The handshake bound `node` runs its links with.
+    static func handshakeTimeout(of node: Node) -> TimeAmount {
+        .milliseconds(Int64(node.config.handshakeTimeoutSeconds * 1000))
+    }
     /// Largest link message accepted from a peer (a message body plus its header).
     static let maximumMessage = WireMessage.maximumBody + 64 * 1024
     /// Largest chunk body accepted from a peer (a 1 MiB chunk and its tag at most).
@@ -64,7 +70,7 @@ enum LinkSession {
         do {
             try await channel.executeThenClose { inbound, outbound in
                 var frames = FrameIterator(inbound.makeAsyncIterator())
-                let timeout = channel.channel.eventLoop.scheduleTask(in: handshakeTimeout) { channel.channel.close(promise: nil) }
+                let timeout = channel.channel.eventLoop.scheduleTask(in: handshakeTimeout(of: node)) { channel.channel.close(promise: nil) }
                 defer { timeout.cancel() }
                 func writeFrame(_ bytes: [UInt8]) async throws {
                     var buffer = channel.channel.allocator.buffer(capacity: bytes.count + 2)

@@ -31,6 +31,10 @@ public struct NodeConfiguration: Sendable {
     /// Handshakes (links and pairings) in progress at once from one source address, and in all;
     /// a connection over either bound is closed unanswered (`HandshakeGate`).
     public var handshakesPerAddress: Int = 16
+    /// Seconds a link handshake (or a pairing answered here) may take before its connection is
+    /// dropped and its slot freed.
+    public var handshakeTimeoutSeconds: Double = Self.defaultHandshakeTimeoutSeconds
+    public static let defaultHandshakeTimeoutSeconds: Double = 10
     public var handshakesInAll: Int = 256
     /// A link's send key moves on after this many seconds or bytes of records (`LinkSealer`).
     public var linkRekeyInterval: Double = Self.defaultLinkRekeyInterval
