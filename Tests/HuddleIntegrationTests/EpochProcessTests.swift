@@ -6,7 +6,7 @@ import Testing
 
 /// Removal and rotation of the session key between real processes (issue 21). Every node has its
 /// own copy of the key file: a node rewrites its file when the session moves to a new epoch.
-private func startOwnKey(_ cluster: TestCluster, _ name: String, join: [String]? = nil, identity: Bool = false) async throws -> TestNode {
+func startOwnKey(_ cluster: TestCluster, _ name: String, join: [String]? = nil, identity: Bool = false) async throws -> TestNode {
     let path = "\(cluster.dir)/\(name).key"
     if !FileManager.default.fileExists(atPath: path) {
         try FileManager.default.copyItem(atPath: cluster.key, toPath: path)
@@ -15,7 +15,7 @@ private func startOwnKey(_ cluster: TestCluster, _ name: String, join: [String]?
     return try await cluster.start(name, join: join, key: path, extra: identity ? ["--identity", "\(cluster.dir)/\(name).id"] : [])
 }
 
-private func epoch(_ node: TestNode) async throws -> Int64 { try await node.request("status")["epoch"]?.intValue ?? -1 }
+func epoch(_ node: TestNode) async throws -> Int64 { try await node.request("status")["epoch"]?.intValue ?? -1 }
 
 private func keyFileEpoch(_ cluster: TestCluster, _ name: String) throws -> UInt64 { try SessionKey.load(from: "\(cluster.dir)/\(name).key").epoch }
 

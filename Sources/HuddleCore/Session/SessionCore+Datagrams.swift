@@ -114,10 +114,13 @@ extension SessionCore {
 
     /// The datagram that carries a SWIM message to `addr`: link-keyed when this member holds keys
     /// for the member there; otherwise in the session form, if at all — a ping or an ack, without
-    /// its gossip.
+    /// its gossip. Nothing to a removed member: SWIM still probes it until it fails, but a removed
+    /// member is sent nothing at all (it could not open the new epoch's seal; its address still
+    /// sees no traffic from the session).
     mutating func datagram(_ message: SWIMMessage, to addr: String) -> SessionEffect? {
         let recipient: MemberID?
         if case let .ping(_, target) = message.kind { recipient = target } else { recipient = keyedMember(at: addr) }
+        if let recipient, removedMembers.contains(recipient) { return nil }
         if let recipient, let sending = datagramKeys.nextSend(to: recipient) {
             let payload = DatagramPayload(sender: local, counter: sending.counter, content: .swim(message))
             return .sendDatagram(payload, to: addr, sealing: .link(recipient, serial: sending.serial))
