@@ -38,7 +38,7 @@ actor Node {
     /// Attachments whose stored copy is being checked against their hashes (`verifyStoredCopy`).
     var verifying: Set<String> = []
     var links: [MemberID: LinkHandle] = [:]
-    var events = EventLog()
+    var events: EventLog
     private var dialsInFlight: Set<String> = []
     var datagramAddresses: [String: SocketAddress] = [:]
     private(set) var stopping = false
@@ -50,6 +50,8 @@ actor Node {
         self.security = security
         self.config = config
         log = NodeLogHandler.logger(name: local.name)
+        // Beside the chunk store, in the data directory (its segment files are unlinked at once).
+        events = EventLog(spoolDirectory: (store.root as NSString).deletingLastPathComponent)
         seal = DatagramSeal(key: security.sessionKey.subkey(.datagram))
         var limits = SessionCore.Limits()
         limits.reliable = config.maxMessageBytes
