@@ -9,7 +9,7 @@ import HuddleCore
 /// A subscriber is a cursor into the log: it is sent the lines after its cursor, at most `window`
 /// bytes queued on its connection at a time, and is fed again when its writer takes them. Its
 /// backlog therefore costs the node at most about `window` (plus the batch being written), however
-/// far it lags; a subscriber that lags more than half the retained log (`overflowLag`) gets one
+/// far it lags; a subscriber that falls behind by more than half the retained log (`overflows`) gets one
 /// `overflow` event naming the cursor to resume from, which is still retained, and is dropped.
 /// The node never waits for a subscriber.
 ///
@@ -23,6 +23,10 @@ struct EventLog {
         let topics: UInt8
         /// The cursor of the next event to look at for it.
         var next: Int64
+        /// How far behind it started (a `since` replay): it overflows only when it falls further
+        /// behind than that, by `overflows`' bounds — a resubscription from an overflow's
+        /// `resume` starts as far behind as it overflowed, and must be let catch up.
+        var startLag: (count: Int64, bytes: Int64) = (0, 0)
     }
 
     /// CONTROL.md: the node retains at least the last 10,000 events or 64 MiB.
@@ -140,13 +144,20 @@ struct EventLog {
         spool.drop(before: offset(first))
     }
 
-    /// Whether a subscriber whose next event is `next` lags so far that retention would soon drop
-    /// it: past half of each bound, so the cursor it is told to resume from is still retained.
-    private func overflowLag(_ next: Int64) -> Bool {
-        guard next <= latest else { return false }
-        if next < first { return true }
-        let count = latest - next + 1, bytes = spool.end - offset(next)
-        return (count > Self.retainCount / 2 && bytes > Self.retainBytes / 2) || bytes > Int64(Self.spoolLimit / 2) || count > Self.indexLimit / 2
+    /// How far behind the log's end a subscriber whose next event is `next` is.
+    private func lag(_ next: Int64) -> (count: Int64, bytes: Int64) {
+        next > latest ? (0, 0) : (latest - next + 1, spool.end - offset(next))
+    }
+
+    /// Whether subscriber `s` lags so far that retention would soon drop its next event: by half of
+    /// each bound more than it started with, so the cursor it is told to resume from is still
+    /// retained; or retention dropped it already.
+    private func overflows(_ s: Subscriber) -> Bool {
+        guard s.next <= latest else { return false }
+        if s.next < first { return true }
+        let (count, bytes) = lag(s.next)
+        let c = count - s.startLag.count, b = bytes - s.startLag.bytes
+        return (c > Int64(Self.retainCount / 2) && b > Int64(Self.retainBytes / 2)) || b > Int64(Self.spoolLimit / 2) || c > Int64(Self.indexLimit / 2)
     }
 
     private mutating func feedAll() {
@@ -169,7 +180,7 @@ struct EventLog {
         var next = subscribers[i].next
         defer { subscribers[i].next = next }
         guard next <= latest else { return true }
-        if overflowLag(next) {
+        if overflows(subscribers[i]) {
             var overflow: [UInt8] = []
             JSON.object(["event": "overflow", "cursor": .int(latest), "resume": .int(next - 1)]).write(into: &overflow)
             overflow.append(0x0A)
@@ -215,7 +226,7 @@ struct EventLog {
     mutating func subscribe(_ connection: ControlConnection, topics: Set<Topic>, since: Int64?) {
         subscribers.removeAll { $0.connection === connection }
         let next = since.map { min(max($0 + 1, first), latest + 1) } ?? latest + 1
-        subscribers.append(Subscriber(connection: connection, topics: topics.reduce(0) { $0 | Self.bit($1) }, next: next))
+        subscribers.append(Subscriber(connection: connection, topics: topics.reduce(0) { $0 | Self.bit($1) }, next: next, startLag: lag(next)))
         if !feed(subscribers.count - 1) { subscribers.removeLast() }
     }
 
