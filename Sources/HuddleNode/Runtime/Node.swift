@@ -39,6 +39,7 @@ actor Node {
     var verifying: Set<String> = []
     var links: [MemberID: LinkHandle] = [:]
     var events: EventLog
+    private var spoolFailureLogged = false
     private var dialsInFlight: Set<String> = []
     var datagramAddresses: [String: SocketAddress] = [:]
     private(set) var stopping = false
@@ -224,6 +225,10 @@ actor Node {
     func tick() -> Double {
         execute(core.tick(now: now))
         closeStalledLinks()
+        if !spoolFailureLogged, let failure = events.spoolFailure {
+            spoolFailureLogged = true
+            log.warning("\(failure): events before it can no longer be replayed with since (live subscribers still get every event)")
+        }
         return max(0, core.nextDeadline - now)
     }
 
