@@ -129,7 +129,7 @@ struct EventLog {
     /// write lost).
     private mutating func evict() {
         var count = latest - first + 1
-        while count > 1 {
+        while count > 0 {
             let bytes = spool.end - offset(first)
             let over = (count > Self.retainCount && bytes > Self.retainBytes) || bytes > Self.spoolLimit || count > Self.indexLimit
             guard over || offset(first) < spool.start else { break }

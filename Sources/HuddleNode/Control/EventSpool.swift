@@ -93,9 +93,9 @@ struct EventSpool {
         if n > 0 { segments.removeFirst(n) }
     }
 
-    /// Appends the bytes `range` (within `start..<end`) to `out`; false when a read failed.
+    /// Appends the bytes `range` to `out`; false when they are not all retained or a read failed.
     func read(_ range: Range<Int64>, into out: inout [UInt8]) -> Bool {
-        precondition(range.lowerBound >= start && range.upperBound <= end, "EventSpool.read out of range")
+        guard range.lowerBound >= start && range.upperBound <= end else { return false }
         var at = range.lowerBound
         if at < tailStart {
             let fromFiles = min(range.upperBound, tailStart)
