@@ -15,18 +15,7 @@ extension Scenarios {
         let count = quick ? 4000 : 10000
         let slowControl = cluster.controls[3]
         async let slow = onThread { try SlowReader.run(control: slowControl, count: count, bytesPerSecond: 4e6) }
-        let rates = try await withThrowingTaskGroup(of: Double.self) { group in
-            for control in cluster.controls[1...2] {
-                group.addTask { try await onThread { try RawEventCounter.rate(control: control, count: count) } }
-            }
-            try await Task.sleep(for: .milliseconds(300))
-            let body = String(repeating: "y", count: size)
-            let sender = cluster.controls[0]
-            try await onThread { try PipelinedSender.send(to: sender, text: body, count: count) }
-            var all: [Double] = []
-            for try await r in group { all.append(r) }
-            return all
-        }
+        let rates = try await pipelinedRates(cluster, receivers: Array(cluster.controls[1...2]), size: size, count: count)
         let result = try await slow
         let usage = cluster.usage()
         let slowRSS = usage.count == 4 ? usage[3].peakRSSMiB : .nan
@@ -116,14 +105,7 @@ enum SlowReader {
     }
 
     private static func subscribe(_ path: String, since: Int64?) throws -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
-        }
-        let ok = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
-        guard ok == 0 else { close(fd); throw BenchError(description: "cannot connect to \(path)") }
+        let fd = try connectUnix(path)
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let request = Array((since.map { #"{"op":"subscribe","topics":["messages"],"since":\#($0)}"# } ?? #"{"op":"subscribe","topics":["messages"]}"#).utf8) + [0x0A]
