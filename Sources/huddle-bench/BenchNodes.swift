@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HuddleControl
 
 /// Nanoseconds of the wall clock (CLOCK_REALTIME): every process on this machine reads the same one.
@@ -116,6 +117,7 @@ final class HuddleCluster {
     func freeze(_ i: Int) { Glibc.kill(processes[i].processIdentifier, SIGSTOP) }
 
     func stop() {
+        ClusterMemory.note(usage())
         for p in processes where p.isRunning { Glibc.kill(p.processIdentifier, SIGKILL) }
         for p in processes { p.waitUntilExit() }
         if ProcessInfo.processInfo.environment["HUDDLE_BENCH_KEEP"] != nil {
@@ -220,5 +222,20 @@ final class SerfCluster {
         for p in processes where p.isRunning { Glibc.kill(p.processIdentifier, SIGKILL) }
         for p in processes { p.waitUntilExit() }
         try? FileManager.default.removeItem(atPath: dir)
+    }
+}
+
+/// Peak RSS of the huddle nodes of every cluster stopped since the last `take()`: what each
+/// scenario row shows in its memory column (nodes killed during a scenario are not counted).
+enum ClusterMemory {
+    private static let peaks = Mutex<[Double]>([])
+
+    static func note(_ usage: [ProcessUsage]) { peaks.withLock { $0 += usage.map(\.peakRSSMiB) } }
+
+    /// "max M MiB [a/b/…]" for the nodes noted since the last call, or nil when none were.
+    static func take() -> String? {
+        let all = peaks.withLock { p in defer { p = [] }; return p }
+        guard let top = all.max() else { return nil }
+        return "max \(fmt(top, 0)) MiB [\(all.map { fmt($0, 0) }.joined(separator: "/"))]"
     }
 }

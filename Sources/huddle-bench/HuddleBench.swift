@@ -11,7 +11,7 @@ struct HuddleBench: AsyncParsableCommand {
         discussion: "Rows print as each scenario ends. Set HUDDLE_BENCH_KEEP=1 to keep every cluster's directory (node logs n*.log) for diagnosis.")
 
     @Flag(help: "Short runs (under 3 minutes): what CI may run as a smoke test.") var quick = false
-    @Option(help: "Comma-separated scenarios: latency, throughput, membership, stability, attachment, transfer-latency, crypto, attack, removal, scale (session: the session simulator's row of scale alone).")
+    @Option(help: "Comma-separated scenarios: latency, throughput (with the slow-subscriber row), membership, stability, attachment, transfer-latency, crypto, attack, removal, scale (session: the session simulator's row of scale alone; slow-subscriber alone).")
     var scenarios = "latency,throughput,membership,stability,attachment,transfer-latency,crypto,attack,removal,scale"
     @Option(help: "Write the results as Markdown to this file (e.g. BENCHMARKS.md).") var out: String?
     @Option(help: "The huddle binary to run (default: the one next to this executable).") var huddle: String?
@@ -26,19 +26,25 @@ struct HuddleBench: AsyncParsableCommand {
         let wanted = Set(scenarios.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         var rows: [BenchRow] = []
         func record(_ name: String, _ measure: () async throws -> [BenchRow]) async {
-            let new: [BenchRow]
+            var new: [BenchRow]
+            _ = ClusterMemory.take()
             do { new = try await measure() } catch {
                 new = [BenchRow(scenario: name, measure: "", huddle: "failed: \(error)", comparison: "", ratio: "", target: "")]
             }
+            let memory = ClusterMemory.take() ?? "n/a (no node processes)"
+            for i in new.indices where new[i].memory.isEmpty { new[i].memory = memory }
             // Written at once (not through print's buffer), so rows appear as they are measured even
             // when the output goes to a file.
             for r in new {
-                FileHandle.standardOutput.write(Data("\(r.scenario) | \(r.measure) | \(r.huddle) | \(r.comparison) | \(r.ratio) | \(r.target)\n".utf8))
+                FileHandle.standardOutput.write(Data("\(r.scenario) | \(r.measure) | \(r.huddle) | \(r.comparison) | \(r.ratio) | \(r.target) | \(r.memory)\n".utf8))
             }
             rows += new
         }
         if wanted.contains("latency") { for n in quick ? [4] : [4, 8] { await record("latency N=\(n)") { try await s.latency(n: n) } } }
         if wanted.contains("throughput") { for size in [256, 16384] { await record("throughput \(size) B") { try await s.throughput(size: size) } } }
+        if wanted.contains("throughput") || wanted.contains("slow-subscriber") {
+            await record("slow subscriber") { try await s.slowSubscriber() }
+        }
         if wanted.contains("membership") { for n in quick ? [8] : [8, 24] { await record("membership N=\(n)") { try await s.membership(n: n) } } }
         if wanted.contains("stability") {
             await record("false positives") { try await s.falsePositivesUnderLoad(n: 8, seconds: quick ? 20 : 300) }
@@ -79,11 +85,11 @@ struct HuddleBench: AsyncParsableCommand {
             - command: `swift run -c release huddle-bench\(quick ? " --quick" : "") --out BENCHMARKS.md`
             - peers: Serf \(SerfCluster.available ? "0.8 (Debian package `serf`, LAN profile, encrypted)" : "not installed"); raw loopback TCP written in the benchmark; libtorrent via `scripts/libtorrent_bench.py` (Debian `python3-libtorrent`, one seeder, 256 KiB pieces, loopback TCP)
 
-            | scenario | measure | Huddle | comparison (same run) | ratio | target |
-            |---|---|---|---|---|---|
+            | scenario | measure | Huddle | comparison (same run) | ratio | target | peak RSS per node |
+            |---|---|---|---|---|---|---|
 
             """
-        for r in rows { md += "| \(r.scenario) | \(r.measure) | \(r.huddle) | \(r.comparison) | \(r.ratio) | \(r.target) |\n" }
+        for r in rows { md += "| \(r.scenario) | \(r.measure) | \(r.huddle) | \(r.comparison) | \(r.ratio) | \(r.target) | \(r.memory) |\n" }
         return md
     }
 }

@@ -4,15 +4,8 @@ import Foundation
 /// protocol answers requests on a connection in order), the way a busy application would.
 enum PipelinedSender {
     static func send(to path: String, text: String, count: Int) throws {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = try connectUnix(path)
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
-        }
-        let ok = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
-        guard ok == 0 else { throw BenchError(description: "cannot connect to \(path)") }
         let line = Array(#"{"op":"send","text":"\#(text)"}"#.utf8) + [0x0A]
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
@@ -45,15 +38,8 @@ enum PipelinedSender {
 /// measuring side is never the bottleneck. Returns messages per second from first to last.
 enum RawEventCounter {
     static func rate(control path: String, count: Int) throws -> Double {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = try connectUnix(path)
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
-        }
-        let ok = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
-        guard ok == 0 else { throw BenchError(description: "cannot connect to \(path)") }
         // A stalled subscription (or one the node dropped with an `overflow` event) fails the
         // scenario after 30 s without events instead of hanging the benchmark.
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
@@ -95,4 +81,17 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thr
             do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
         }
     }
+}
+
+/// A blocking connection to the Unix socket at `path` (a node's control socket).
+func connectUnix(_ path: String) throws -> Int32 {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
+    }
+    let ok = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+    guard ok == 0 else { close(fd); throw BenchError(description: "cannot connect to \(path)") }
+    return fd
 }

@@ -7,6 +7,8 @@ struct BenchRow {
     var comparison: String
     var ratio: String
     var target: String
+    /// Peak RSS of every huddle process of the scenario (`ClusterMemory`), filled in by `record`.
+    var memory = ""
 }
 
 func percentile(_ values: [Double], _ p: Double) -> Double {

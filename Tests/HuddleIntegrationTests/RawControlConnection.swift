@@ -1,7 +1,8 @@
 import Foundation
 import HuddleControl
 
-/// A blocking Unix-socket connection that writes raw lines, for feeding a node malformed requests.
+/// A blocking Unix-socket connection that writes raw lines, for feeding a node malformed requests
+/// or reading streams line by line without parsing them (a stalled or very long subscription).
 final class RawControlConnection {
     private let fd: Int32
     private var pending: [UInt8] = []
@@ -37,6 +38,40 @@ final class RawControlConnection {
             guard n > 0 else { throw TestTimeout(description: "connection closed or timed out waiting for a reply") }
             pending.append(contentsOf: buffer[..<n])
         }
+    }
+
+    /// Writes `line` and a newline, all of it.
+    func send(_ line: String) throws {
+        let bytes = Array(line.utf8) + [0x0A]
+        var done = 0
+        while done < bytes.count {
+            let n = bytes[done...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { throw TestTimeout(description: "control connection closed while writing") }
+            done += n
+        }
+    }
+
+    /// The next line the node writes, unparsed (for streams too large to parse whole).
+    func line() throws -> String {
+        var scanned = 0
+        while true {
+            if let newline = pending[scanned...].firstIndex(of: 0x0A) {
+                let line = String(decoding: pending[..<newline], as: UTF8.self)
+                pending.removeSubrange(...newline)
+                return line
+            }
+            scanned = pending.count
+            var buffer = [UInt8](repeating: 0, count: 1 << 20)
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { throw TestTimeout(description: "connection closed or timed out waiting for a line") }
+            pending.append(contentsOf: buffer[..<n])
+        }
+    }
+
+    /// The `cursor` of an event line (it comes right after `event`).
+    static func cursor(_ line: String) -> Int64? {
+        guard let range = line.prefix(100).range(of: #""cursor":"#) else { return nil }
+        return Int64(line[range.upperBound...].prefix { $0.isNumber })
     }
 
     func close() { Glibc.close(fd) }

@@ -356,12 +356,17 @@ public struct CausalBroadcast: Sendable {
     }
 
     private func depsSatisfied(_ m: WireMessage) -> Bool {
-        m.deps.allSatisfy { dep in
-            if let d = delivered[dep.member] { return d >= dep.seq }
-            // An origin never heard of: its messages may still be on their way (membership news of
-            // a new member can come after a reply to it). Only one known to be gone counts as met.
-            return goneOrigins.contains(dep.member)
+        // A loop, not `allSatisfy` with a closure that captures `self` (a copy of every table per message).
+        for dep in m.deps {
+            if let d = delivered[dep.member] {
+                if d < dep.seq { return false }
+            } else if !goneOrigins.contains(dep.member) {
+                // An origin never heard of: its messages may still be on their way (membership news of
+                // a new member can come after a reply to it). Only one known to be gone counts as met.
+                return false
+            }
         }
+        return true
     }
 
     /// Notes the origins `m` depends on that this member has never heard of, to wait for them.

@@ -105,7 +105,10 @@ extension SessionCore {
 
     /// A batch from its origin: its signature checked once against the origin's node key, then each message to broadcast.
     mutating func receiveBatch(_ batch: SignedBatch, now: Double) -> [SessionEffect] {
-        let oversized = batch.messages.count { !fitsReceiveLimit($0.message) }
+        // Not `batch.messages.count { !fitsReceiveLimit($0.message) }`: a closure that captures
+        // `self` copies the whole core (every table retained and released) per batch.
+        var oversized = 0
+        for signed in batch.messages where !fitsReceiveLimit(signed.message) { oversized += 1 }
         guard oversized == 0 else { return refuse(.bodyTooLarge, oversized) }
         guard let key = swim.members[batch.origin]?.node else { return [] }
         guard MessageBatch.verify(batch, originKey: key, cache: &verifiedRoots) else {

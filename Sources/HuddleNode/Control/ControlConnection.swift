@@ -1,17 +1,38 @@
 import NIOCore
+import Synchronization
 
 /// One client connection on the control socket: the node queues reply and event lines on its
 /// outbox, and `ChannelPump` writes them in order on the connection's event loop; what the client
 /// has not yet taken stays in the outbox, where the event log sees it as the subscriber's backlog.
+/// A subscriber's backlog is queued a window at a time: the event log arms the connection
+/// (`armRefill`) and `refill` is called once, from the writer, the next time it takes a batch.
 final class ControlConnection: Sendable {
     let outbox = Outbox<[UInt8]>()
+    private let refill = Mutex<(action: (@Sendable (ControlConnection) -> Void)?, armed: Bool)>((nil, false))
+
+    /// What the writer calls when armed (the node feeds the subscriber on this connection).
+    func setRefill(_ action: @escaping @Sendable (ControlConnection) -> Void) { refill.withLock { $0.action = action } }
+
+    /// The next take by the writer calls the refill action (once).
+    func armRefill() { refill.withLock { $0.armed = true } }
+
+    func disarmRefill() { refill.withLock { $0.armed = false } }
+
+    private func takeRefill() -> (@Sendable (ControlConnection) -> Void)? {
+        refill.withLock { state in
+            guard state.armed else { return nil }
+            state.armed = false
+            return state.action
+        }
+    }
 
     /// Starts writing queued lines to `channel`; `done` completes once the outbox is closed and
     /// everything queued is written (or a write failed).
     func startWriting(to channel: any Channel, done: EventLoopPromise<Void>) {
-        ChannelPump.run(outbox, to: channel, done: done) { lines, allocator in
+        ChannelPump.run(outbox, to: channel, done: done) { [weak self] lines, allocator in
             var buffer = allocator.buffer(capacity: lines.reduce(0) { $0 + $1.count })
             for line in lines { buffer.writeBytes(line) }
+            if let self, let action = takeRefill() { action(self) }
             return buffer
         }
     }

@@ -8,6 +8,12 @@ enum MessageEvent {
     static func line(_ m: WireMessage, reliable: Bool, cursor: Int64) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(estimatedSize(m))
+        write(m, reliable: reliable, cursor: cursor, into: &out)
+        return out
+    }
+
+    /// Appends the whole line to `out`.
+    static func write(_ m: WireMessage, reliable: Bool, cursor: Int64, into out: inout [UInt8]) {
         out.append(contentsOf: #"{"event":"message","cursor":"#.utf8)
         JSON.writeDecimal(UInt64(cursor), into: &out)
         out.append(contentsOf: #","msg":""#.utf8)
@@ -47,7 +53,6 @@ enum MessageEvent {
             JSON.writeString(utf8: body, into: &out)
         }
         out.append(contentsOf: "}\n".utf8)
-        return out
     }
 
     /// About the bytes of `m`'s line (base64 plus text of the body, ids, deps).

@@ -60,6 +60,7 @@ extension Node {
             JSON.object(ControlReply.ok(id: id, ["cursor": .int(events.latest)])).write(into: &reply)
             reply.append(0x0A)
             connection.outbox.push(reply, bytes: reply.count)
+            connection.setRefill { [weak self] connection in Task { await self?.feedSubscriber(connection) } }
             events.subscribe(connection, topics: topics, since: since)
             return nil
         case .stats: return ControlReply.ok(id: id, stats())
@@ -157,4 +158,7 @@ extension Node {
 
 extension Node {
     func unsubscribe(_ connection: ControlConnection) { events.unsubscribe(connection) }
+
+    /// The writer of a subscriber's connection took its queued lines: queue the next window.
+    func feedSubscriber(_ connection: ControlConnection) { events.feed(connection) }
 }

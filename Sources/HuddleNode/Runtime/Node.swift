@@ -42,7 +42,8 @@ actor Node {
     /// Attachments whose stored copy is being checked against their hashes (`verifyStoredCopy`).
     var verifying: Set<String> = []
     var links: [MemberID: LinkHandle] = [:]
-    var events = EventLog()
+    var events: EventLog
+    private var spoolFailureLogged = false
     private var dialsInFlight: Set<String> = []
     var datagramAddresses: [String: SocketAddress] = [:]
     private(set) var stopping = false
@@ -54,6 +55,8 @@ actor Node {
         self.security = security
         self.config = config
         log = NodeLogHandler.logger(name: local.name)
+        // Beside the chunk store, in the data directory (its segment files are unlinked at once).
+        events = EventLog(spoolDirectory: (store.root as NSString).deletingLastPathComponent)
         seal = DatagramSeal(key: security.sessionKey.subkey(.datagram))
         currentKey = security.sessionKey
         var epochSettings = EpochSettings()
@@ -249,6 +252,10 @@ actor Node {
     func tick() -> Double {
         execute(core.tick(now: now))
         closeStalledLinks()
+        if !spoolFailureLogged, let failure = events.spoolFailure {
+            spoolFailureLogged = true
+            log.warning("\(failure): events before it can no longer be replayed with since (live subscribers still get every event)")
+        }
         return max(0, core.nextDeadline - now)
     }
 

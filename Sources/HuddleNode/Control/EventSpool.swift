@@ -1,0 +1,130 @@
+import Foundation
+
+/// The bytes of the event log, end to end at increasing offsets: the newest in memory (`tail`, at
+/// most `flushBytes` plus one event), everything older in segment files in the data directory.
+/// Each segment file is unlinked the moment it is created, so it lives exactly as long as the
+/// node holds it open: nothing is left behind by a crash, and a segment dropped from the front is
+/// gone with its pages. What the kernel caches of them is page cache, not the node's memory.
+///
+/// Guarantees: `read` returns exactly the bytes appended in `start..<end`; the node's own memory
+/// for retention is the tail, whatever the segments hold. A failed write (a full disk) drops what
+/// was unwritten from retention (`start` moves past it) and is reported once in `failure`; live
+/// events still reach subscribers from the tail.
+struct EventSpool {
+    /// Bytes gathered in memory before one write to the current segment.
+    static let flushBytes = 256 << 10
+    /// Bytes per segment file: retention drops whole segments from the front.
+    static let segmentBytes = 8 << 20
+
+    /// One unlinked file of consecutive log bytes; closed when the last reference goes.
+    private final class Segment {
+        let fd: Int32
+        let start: Int64
+        var length: Int64 = 0
+        init(fd: Int32, start: Int64) { self.fd = fd; self.start = start }
+        deinit { close(fd) }
+    }
+
+    let directory: String
+    private var segments: [Segment] = []
+    private(set) var tail: [UInt8] = []
+    /// The offset of `tail[0]`.
+    private(set) var tailStart: Int64 = 0
+    /// The oldest offset `read` can still return.
+    private(set) var start: Int64 = 0
+    /// The first write or create error, if any.
+    private(set) var failure: String?
+
+    init(directory: String) {
+        self.directory = directory
+        tail.reserveCapacity(Self.flushBytes + 4096)
+    }
+
+    /// One past the newest byte.
+    var end: Int64 { tailStart + Int64(tail.count) }
+
+    /// Appends bytes written by `write` (one event's line) at `end`.
+    mutating func append(_ write: (inout [UInt8]) -> Void) {
+        write(&tail)
+        if tail.count >= Self.flushBytes { flush() }
+    }
+
+    /// Writes the tail to the current segment (a new one when it is full).
+    private mutating func flush() {
+        let written = tail.count
+        defer {
+            tailStart += Int64(written)
+            tail.removeAll(keepingCapacity: true)
+        }
+        if segments.last.map({ $0.length >= Int64(Self.segmentBytes) }) ?? true {
+            guard let segment = makeSegment(at: tailStart) else { return lose(through: tailStart + Int64(written)) }
+            segments.append(segment)
+        }
+        let segment = segments[segments.count - 1]
+        let ok = tail.withUnsafeBytes { writeAll(segment.fd, $0, at: Int(segment.length)) }
+        guard ok else { return lose(through: tailStart + Int64(written), "write: \(String(cString: strerror(errno)))") }
+        segment.length += Int64(written)
+    }
+
+    private mutating func makeSegment(at offset: Int64) -> Segment? {
+        var template = Array("\(directory)/.events-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else {
+            if failure == nil { failure = "cannot create an event log segment in \(directory): \(String(cString: strerror(errno)))" }
+            return nil
+        }
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        return Segment(fd: fd, start: offset)
+    }
+
+    /// What could not be written is no longer retained: everything before `offset` is dropped.
+    private mutating func lose(through offset: Int64, _ why: String? = nil) {
+        if failure == nil, let why { failure = "event log segment \(why)" }
+        segments.removeAll()
+        start = offset
+    }
+
+    /// Drops whole segments that end at or before `offset` (retention moved past them).
+    mutating func drop(before offset: Int64) {
+        start = max(start, offset)
+        var n = 0
+        while n < segments.count, segments[n].start + segments[n].length <= offset { n += 1 }
+        if n > 0 { segments.removeFirst(n) }
+    }
+
+    /// Appends the bytes `range` to `out`; false when they are not all retained or a read failed.
+    func read(_ range: Range<Int64>, into out: inout [UInt8]) -> Bool {
+        guard range.lowerBound >= start && range.upperBound <= end else { return false }
+        var at = range.lowerBound
+        if at < tailStart {
+            let fromFiles = min(range.upperBound, tailStart)
+            let before = out.count
+            let count = Int(fromFiles - at)
+            out.append(contentsOf: repeatElement(0, count: count))
+            let ok = out.withUnsafeMutableBytes { whole -> Bool in
+                var done = 0
+                for segment in segments where segment.start + segment.length > at && segment.start < fromFiles {
+                    let from = at - segment.start
+                    let take = Int(min(segment.start + segment.length, fromFiles) - at)
+                    var got = 0
+                    while got < take {
+                        let n = pread(segment.fd, whole.baseAddress! + before + done + got, take - got, off_t(from) + off_t(got))
+                        if n < 0 && errno == EINTR { continue }
+                        guard n > 0 else { return false }
+                        got += n
+                    }
+                    done += take
+                    at += Int64(take)
+                }
+                return done == count
+            }
+            guard ok else { out.removeLast(out.count - before); return false }
+            at = fromFiles
+        }
+        if at < range.upperBound {
+            out.append(contentsOf: tail[Int(at - tailStart)..<Int(range.upperBound - tailStart)])
+        }
+        return true
+    }
+}
