@@ -79,14 +79,17 @@ private func moved(_ effects: [SessionEffect]) -> [UInt64] { effects.compactMap 
     // Its node key is refused on a link, with the old key or any other, and counted.
     #expect(throws: SessionCore.LinkRefusal.epoch(.removedNode)) { try t.cores[1].admitLink(t.infos[2], keyHead: t.genesis.head, now: 3) }
     #expect(t.cores[1].refusals[.removedNode] == 1)
-    // Nothing is sent to the removed member's address any more, not even a probe under the new key.
-    var sentThere = 0
-    for step in 30...600 {
+    // Nothing is sent to the removed member's address any more, not even a probe under the new
+    // key, nor a re-merge push-pull once it is failed (2 minutes: several re-merge rounds).
+    var sentThere = 0, dialledThere = 0
+    for step in 30...1200 {
         for effect in t.cores[0].tick(now: Double(step) / 10) {
             if case let .sendDatagram(_, addr, _) = effect, addr == t.infos[2].addr { sentThere += 1 }
+            if case let .pushPull(addr, _) = effect, addr == t.infos[2].addr { dialledThere += 1 }
         }
     }
     #expect(sentThere == 0, "\(sentThere) datagrams to the removed member")
+    #expect(dialledThere == 0, "\(dialledThere) push-pulls to the removed member's address")
 }
 
 @Test func aMemberBehindIsHandedTheChangesWhenItLinksWithTheOldKey() throws {

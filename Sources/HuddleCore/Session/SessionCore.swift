@@ -230,13 +230,22 @@ public struct SessionCore: Sendable {
         return []
     }
 
+    /// Whether every member known at `addr` is removed (and at least one is): nothing goes there.
+    func onlyRemovedMembersAt(_ addr: String) -> Bool {
+        let there = swim.members.values.filter { $0.addr == addr }
+        return !there.isEmpty && there.allSatisfy { removedMembers.contains($0.id) }
+    }
+
     /// Carries out what membership decided, and its consequences for the other cores.
     mutating func membership(_ actions: [SWIMAction], now: Double) -> [SessionEffect] {
         var out: [SessionEffect] = []
         for action in actions {
             switch action {
             case let .send(message, to): if let datagram = datagram(message, to: to) { out.append(datagram) }
-            case let .pushPull(addr, join): out.append(.pushPull(to: addr, join: join))
+            case let .pushPull(addr, join):
+                // Re-merge retries a failed member's address; a removed member's is never dialled.
+                if !join && onlyRemovedMembersAt(addr) { continue }
+                out.append(.pushPull(to: addr, join: join))
             case let .refused(reason): out.append(.refused(reason))
             case let .emit(change, info):
                 // A removed node key's records (gossiped on by members that have not heard yet)
