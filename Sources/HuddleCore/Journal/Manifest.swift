@@ -113,6 +113,9 @@ public enum ChunkCipher {
     }
 
     public static func hash(_ sealed: [UInt8]) -> [UInt8] { BLAKE2b.hash(sealed, length: 32) }
+
+    /// The same hash of a sealed chunk given in parts (`BLAKE2b.hash(length:_:)`).
+    public static func hash(parts feed: ((UnsafeRawBufferPointer) -> Void) -> Void) -> [UInt8] { BLAKE2b.hash(length: 32, feed) }
 }
 
 /// An entry of the session's journal, carried by causal broadcast so every member applies the
