@@ -38,6 +38,24 @@ public enum BLAKE2b {
         return out
     }
 
+    /// Unkeyed BLAKE2b of bytes given in parts: `feed` calls its argument once per part, in order
+    /// (the same hash as `hash(_:length:)` of the parts joined, without joining them).
+    public static func hash(length: Int = 32, _ feed: ((UnsafeRawBufferPointer) -> Void) -> Void) -> [UInt8] {
+        Sodium.initialize()
+        let n = min(max(length, 16), 64)
+        // libsodium's state (64-byte aligned; Swift does not import its type, so it is opaque here).
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: crypto_generichash_statebytes(), alignment: 64)
+        defer { raw.deallocate() }
+        let state = OpaquePointer(raw)
+        _ = crypto_generichash_init(state, nil, 0, n)
+        feed { part in
+            _ = crypto_generichash_update(state, part.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
+        }
+        var out = [UInt8](repeating: 0, count: n)
+        _ = crypto_generichash_final(state, &out, n)
+        return out
+    }
+
     /// Keyed BLAKE2b of `data` written to `out` (16...64 bytes; the key 16...64 bytes), with no
     /// allocation: for hashing many small inputs on a hot path.
     public static func hash(_ data: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {

@@ -9,28 +9,34 @@ public struct Manifest: Sendable, Equatable {
     public static let maximumSize = 104_857_600
     public static let maximumMeta = 16 * 1024
 
-    public var name: String
-    public var size: UInt64
-    public var chunkSize: UInt32
+    public var name: String { didSet { id = Self.id(of: signedFields()) } }
+    public var size: UInt64 { didSet { id = Self.id(of: signedFields()) } }
+    public var chunkSize: UInt32 { didSet { id = Self.id(of: signedFields()) } }
     /// BLAKE2b-256 of each encrypted chunk, in order.
-    public var chunkHashes: [[UInt8]]
+    public var chunkHashes: [[UInt8]] { didSet { id = Self.id(of: signedFields()) } }
     /// Metadata as JSON text.
-    public var meta: [UInt8]
-    public var uploader: MemberID
-    public var uploaderNode: [UInt8]
+    public var meta: [UInt8] { didSet { id = Self.id(of: signedFields()) } }
+    public var uploader: MemberID { didSet { id = Self.id(of: signedFields()) } }
+    public var uploaderNode: [UInt8] { didSet { id = Self.id(of: signedFields()) } }
     /// BLAKE2b-256 of the attachment key (`keyHash(_:)`), set by `sign(with:key:)`.
-    public var keyHash: [UInt8] = []
+    public var keyHash: [UInt8] { didSet { id = Self.id(of: signedFields()) } }
     public var signature: [UInt8]
+    /// 32 hex digits naming the attachment: a hash of the signed fields, computed when the
+    /// manifest is made and again whenever one of them changes (the store names its file by it on
+    /// every chunk read and write, and hashing every chunk hash each time cost a receiver's CPU).
+    public private(set) var id: String = ""
 
-    public init(name: String, size: UInt64, chunkSize: UInt32, chunkHashes: [[UInt8]], meta: [UInt8], uploader: MemberID, uploaderNode: [UInt8], signature: [UInt8]) {
+    public init(name: String, size: UInt64, chunkSize: UInt32, chunkHashes: [[UInt8]], meta: [UInt8], uploader: MemberID, uploaderNode: [UInt8], keyHash: [UInt8] = [], signature: [UInt8]) {
         self.name = name; self.size = size; self.chunkSize = chunkSize; self.chunkHashes = chunkHashes
-        self.meta = meta; self.uploader = uploader; self.uploaderNode = uploaderNode; self.signature = signature
+        self.meta = meta; self.uploader = uploader; self.uploaderNode = uploaderNode; self.keyHash = keyHash; self.signature = signature
+        id = Self.id(of: signedFields())
     }
 
     public var chunkCount: Int { chunkHashes.count }
 
-    /// 32 hex digits naming the attachment.
-    public var id: String { hexString(BLAKE2b.hash(Array("huddle manifest v1".utf8) + signedFields(), length: 16)) }
+    private static func id(of signedFields: [UInt8]) -> String {
+        hexString(BLAKE2b.hash(Array("huddle manifest v1".utf8) + signedFields, length: 16))
+    }
 
     /// Bytes of plaintext in chunk `index`.
     public func plainLength(of index: Int) -> Int {
@@ -85,9 +91,7 @@ public struct Manifest: Sendable, Equatable {
         let node = try r.raw(32, "uploader key")
         let keyHash = try r.raw(32, "attachment key hash")
         let signature = try r.raw(64, "manifest signature")
-        var manifest = Manifest(name: name, size: size, chunkSize: chunkSize, chunkHashes: hashes, meta: meta, uploader: uploader, uploaderNode: node, signature: signature)
-        manifest.keyHash = keyHash
-        return manifest
+        return Manifest(name: name, size: size, chunkSize: chunkSize, chunkHashes: hashes, meta: meta, uploader: uploader, uploaderNode: node, keyHash: keyHash, signature: signature)
     }
 }
 
@@ -109,6 +113,9 @@ public enum ChunkCipher {
     }
 
     public static func hash(_ sealed: [UInt8]) -> [UInt8] { BLAKE2b.hash(sealed, length: 32) }
+
+    /// The same hash of a sealed chunk given in parts (`BLAKE2b.hash(length:_:)`).
+    public static func hash(parts feed: ((UnsafeRawBufferPointer) -> Void) -> Void) -> [UInt8] { BLAKE2b.hash(length: 32, feed) }
 }
 
 /// An entry of the session's journal, carried by causal broadcast so every member applies the

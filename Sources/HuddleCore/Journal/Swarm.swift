@@ -202,58 +202,92 @@ public struct Swarm: Sendable {
 
     /// Requests to send now, spending at most `storeBudget` bytes of chunks on them (what the
     /// store may still take beyond what it holds and what is already asked for).
+    ///
+    /// Called as every chunk arrives, so it costs little per call: holders are counted a byte of
+    /// each peer's offer at a time, chunks are visited rarest first with ties drawn at random only
+    /// as far as they are visited, and the visit stops once no holder has a free window slot (no
+    /// later chunk could be asked of anyone) while the budget still covers a chunk.
     public mutating func tick(now: Double, storeBudget: Int = .max) -> [Request] {
         var requests: [Request] = []
         var budget = storeBudget
         waitingForStore = []
         for id in transfers.keys.sorted() {
-            guard var t = transfers[id], !t.have.isFull else { continue }
+            guard let full = transfers[id]?.have.isFull, !full, var t = transfers.removeValue(forKey: id) else { continue }
+            defer { transfers[id] = t }
             for (index, asks) in t.outstanding {
                 let fresh = asks.filter { now - $0.at < settings.requestTimeout }
                 t.outstanding[index] = fresh.isEmpty ? nil : fresh
             }
             var load: [MemberID: Int] = [:]
             for asks in t.outstanding.values { for ask in asks { load[ask.peer, default: 0] += 1 } }
-            var missing: [(index: Int, availability: Int, tie: UInt64)] = []
-            for index in 0..<t.chunkCount where !t.have[index] {
-                var holders = 0
-                for (peer, offer) in t.peerOffer where offer[index] && !t.isBad(index, from: peer) { holders += 1 }
-                if holders > 0 { missing.append((index, holders, rng.next())) }
-            }
-            missing.sort { ($0.availability, $0.tie) < ($1.availability, $1.tie) }
-            let unrequested = missing.filter { t.outstanding[$0.index] == nil }
-            let endgame = unrequested.isEmpty && !missing.isEmpty
-            for chunk in endgame ? missing : unrequested {
-                let asked = Set(t.outstanding[chunk.index]?.map(\.peer) ?? [])
-                if endgame && asked.count >= 2 { continue }
-                guard t.chunkBytes <= budget else {
-                    waitingForStore.insert(id)
-                    break
-                }
-                // The holder with the most free window (then by id, for determinism). The uploader
-                // is asked only when no other member offers the chunk, even a busy one: it then
-                // sends each chunk about once, and the others spread it.
-                var best: (peer: MemberID, rank: (Int, UInt64))?
-                var othersOffer = false
-                var uploaderFree = false
-                for (peer, offer) in t.peerOffer where offer[chunk.index] && !t.isBad(chunk.index, from: peer) {
-                    if peer != t.uploader { othersOffer = true }
-                    let busy = load[peer] ?? 0
-                    guard !asked.contains(peer), busy < settings.window else { continue }
-                    if peer == t.uploader {
-                        uploaderFree = true
-                        continue
+            // Missing chunks by how many holders offer them (and did not send a bad copy).
+            var holders = [Int](repeating: 0, count: t.chunkCount)
+            var freeSlots = 0
+            for (peer, offer) in t.peerOffer {
+                freeSlots += max(0, settings.window - (load[peer] ?? 0))
+                for (byte, bits) in offer.bytes.enumerated() {
+                    var wanted = bits & ~t.have.bytes[byte]
+                    while wanted != 0 {
+                        let index = byte * 8 + wanted.trailingZeroBitCount
+                        wanted &= wanted - 1
+                        if !t.isBad(index, from: peer) { holders[index] += 1 }
                     }
-                    let rank = (busy, peer.raw)
-                    if best.map({ rank < $0.rank }) ?? true { best = (peer, rank) }
                 }
-                guard let peer = best?.peer ?? (uploaderFree && !othersOffer ? t.uploader : nil) else { continue }
-                load[peer, default: 0] += 1
-                budget -= t.chunkBytes
-                t.outstanding[chunk.index, default: []].append((peer, now))
-                requests.append(Request(peer: peer, id: id, index: chunk.index))
             }
-            transfers[id] = t
+            guard freeSlots > 0 || t.chunkBytes > budget else { continue }
+            var missing = 0, unrequested = 0, rarest = Int.max, commonest = 0
+            for (index, count) in holders.enumerated() where count > 0 {
+                missing += 1
+                if t.outstanding[index] == nil { unrequested += 1 }
+                rarest = min(rarest, count); commonest = max(commonest, count)
+            }
+            guard missing > 0 else { continue }
+            let endgame = unrequested == 0
+            // Chunks by availability: levels[a - rarest] holds the candidates with `a` holders.
+            var levels = [[Int]](repeating: [], count: commonest - rarest + 1)
+            for (index, count) in holders.enumerated() where count > 0 && (endgame || t.outstanding[index] == nil) {
+                levels[count - rarest].append(index)
+            }
+            visit: for var level in levels {
+                for k in level.indices {
+                    // Once no holder has a free slot, no later chunk can be asked of anyone; with
+                    // the budget short, the next chunk still names the attachment as waiting.
+                    if freeSlots == 0 && t.chunkBytes <= budget { break visit }
+                    // A random pick among the chunks of this availability not visited yet.
+                    let pick = k + Int(rng.next() % UInt64(level.count - k))
+                    level.swapAt(k, pick)
+                    let index = level[k]
+                    let asked = Set(t.outstanding[index]?.map(\.peer) ?? [])
+                    if endgame && asked.count >= 2 { continue }
+                    guard t.chunkBytes <= budget else {
+                        waitingForStore.insert(id)
+                        break visit
+                    }
+                    // The holder with the most free window (then by id, for determinism). The uploader
+                    // is asked only when no other member offers the chunk, even a busy one: it then
+                    // sends each chunk about once, and the others spread it.
+                    var best: (peer: MemberID, rank: (Int, UInt64))?
+                    var othersOffer = false
+                    var uploaderFree = false
+                    for (peer, offer) in t.peerOffer where offer[index] && !t.isBad(index, from: peer) {
+                        if peer != t.uploader { othersOffer = true }
+                        let busy = load[peer] ?? 0
+                        guard !asked.contains(peer), busy < settings.window else { continue }
+                        if peer == t.uploader {
+                            uploaderFree = true
+                            continue
+                        }
+                        let rank = (busy, peer.raw)
+                        if best.map({ rank < $0.rank }) ?? true { best = (peer, rank) }
+                    }
+                    guard let peer = best?.peer ?? (uploaderFree && !othersOffer ? t.uploader : nil) else { continue }
+                    load[peer, default: 0] += 1
+                    freeSlots -= 1
+                    budget -= t.chunkBytes
+                    t.outstanding[index, default: []].append((peer, now))
+                    requests.append(Request(peer: peer, id: id, index: index))
+                }
+            }
         }
         return requests
     }

@@ -1,6 +1,7 @@
 import Foundation
 import HuddleCore
 import HuddleCrypto
+import NIOCore
 import Synchronization
 
 /// Encrypted chunks on disk: one file per attachment, `<data dir>/chunks/<attachment>`, with chunk
@@ -46,9 +47,20 @@ struct ChunkStore: Sendable {
         return read(manifest.id, at: place.offset, length: place.length)
     }
 
-    /// Stores sealed chunk `index` of `manifest`'s attachment.
-    func write(_ manifest: Manifest, _ index: Int, _ sealed: [UInt8]) throws {
-        try write(manifest.id, at: Self.place(of: index, in: manifest).offset, sealed)
+    /// Stores sealed chunk `index` of `manifest`'s attachment, given as the frames it arrived in
+    /// (written one after another, never copied into one array first).
+    func write(_ manifest: Manifest, _ index: Int, parts: [ByteBuffer]) throws {
+        let file = path(manifest.id)
+        let fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw NodeError("cannot write chunk file \(file): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var offset = Self.place(of: index, in: manifest).offset
+        for part in parts {
+            guard part.withUnsafeReadableBytes({ writeAll(fd, $0, at: offset) }) else {
+                throw NodeError("cannot write chunk file \(file): \(String(cString: strerror(errno)))")
+            }
+            offset += part.readableBytes
+        }
     }
 
     /// Where sealed chunk `index` of `manifest`'s attachment lies in its file.
