@@ -13,23 +13,6 @@ extension Scenarios {
         let cluster = try HuddleCluster(binary: huddle, label: "fp\(n)")
         defer { cluster.stop() }
         try await cluster.start(n)
-        let serf: SerfCluster? = SerfCluster.available ? try SerfCluster(label: "fp\(n)") : nil
-        defer { serf?.stop() }
-        try await serf?.start(n)
-        let load = try await changesUnderCPULoad(cluster, seconds: seconds)
-        let serfFailed = serf.map { s in (0..<n).reduce(0) { $0 + s.events($1).filter { $0.contains("member-failed") }.count } }
-        return [BenchRow(scenario: "false positives N=\(n), \(seconds) s, \(load.threads) CPU-hog threads",
-                         measure: "live members reported failed (suspect events)",
-                         huddle: "\(load.failed) failed (\(load.suspected) suspect); \(usageNote(cluster))",
-                         comparison: serfFailed.map { "serf (lan): \($0) member-failed" } ?? "serf: not installed",
-                         ratio: "",
-                         target: "target 0 false positives: " + (load.failed == 0 ? "met" : "missed"))]
-    }
-
-    /// Member changes every node of `cluster` reports while every core is kept busy by a CPU hog
-    /// for `seconds` (and 2 s after): with nobody stopped, each `failed` or `left` is a false
-    /// positive.
-    func changesUnderCPULoad(_ cluster: HuddleCluster, seconds: Int) async throws -> (failed: Int, suspected: Int, threads: Int) {
         var subscriptions: [ControlClient] = []
         for control in cluster.controls {
             let client = try await ControlClient.connect(path: control)
@@ -40,6 +23,9 @@ extension Scenarios {
         for client in subscriptions {
             Task { for try await e in await client.events() { await counters.add(e["change"]?.stringValue ?? "") } }
         }
+        let serf: SerfCluster? = SerfCluster.available ? try SerfCluster(label: "fp\(n)") : nil
+        defer { serf?.stop() }
+        try await serf?.start(n)
         let hog = CPUHog(threads: ProcessInfo.processInfo.activeProcessorCount)
         try await Task.sleep(for: .seconds(seconds))
         hog.stop()
@@ -47,7 +33,15 @@ extension Scenarios {
         let failed = await counters.count("failed") + counters.count("left")
         let suspected = await counters.count("suspect")
         for client in subscriptions { await client.close() }
-        return (failed, suspected, hog.threads)
+        var alive = 0
+        for control in cluster.controls { alive += Int(try await cluster.request(control, "status")["members"]?.intValue ?? 0) }
+        let serfFailed = serf.map { s in (0..<n).reduce(0) { $0 + s.events($1).filter { $0.contains("member-failed") }.count } }
+        return [BenchRow(scenario: "false positives N=\(n), \(seconds) s, \(hog.threads) CPU-hog threads",
+                         measure: "live members reported failed (suspect events)",
+                         huddle: "\(failed) failed (\(suspected) suspect); \(usageNote(cluster))",
+                         comparison: serfFailed.map { "serf (lan): \($0) member-failed" } ?? "serf: not installed",
+                         ratio: "",
+                         target: "target 0 false positives: " + (failed == 0 ? "met" : "missed"))]
     }
 
     // MARK: latency while an attachment transfers

@@ -28,7 +28,7 @@ private func firstProbe(_ s: inout SWIMInstance) throws -> (seq: UInt32, target:
     // The next probe (same tick) waits twice as long.
     let next = try #require(s.probe)
     #expect(next.seq != p.seq)
-    #expect(abs(next.timeoutAt - 1.4) < 1e-9 && abs(next.deadline - 1.8) < 1e-9)
+    #expect(abs(next.timeoutAt - 1.4) < 1e-9 && abs(next.deadline - 2.0) < 1e-9)
 }
 
 @Test func swimMissedNacksRaiseLocalHealthByTheNumberMissed() throws {

@@ -9,12 +9,11 @@ import Testing
     let out = a.receive(ping, from: swimInfo(2).addr, now: 1)
     #expect(a.local.incarnation == 1)
     #expect(a.awareness.score == 1)  // being suspected hints that we are the slow one
-    let ack = try #require(out.sent.first { $0.message.kind == .ack(seq: 9) })
+    let ack = try #require(out.sent.first)
     #expect(ack.to == swimInfo(2).addr)
+    #expect(ack.message.kind == .ack(seq: 9))
     var refuted = swimInfo(1); refuted.incarnation = 1
     #expect(ack.message.gossip.first == .alive(refuted))
-    // The claimer is also told directly (here it is the prober as well).
-    #expect(out.sent.contains { $0.to == swimInfo(2).addr && $0.message.kind == .gossip && $0.message.gossip == [.alive(refuted)] })
     #expect(out.emitted.isEmpty)
 
     // The prober had it suspect; the refutation makes it alive again.
@@ -79,9 +78,7 @@ import Testing
     #expect(a.receivePushPull([claim], join: false, from: "x", now: 3.0).sent.count == 1)
     var two = swimInstance(2, knowing: [1, 3])  // 3 is the claimer: 2 checks its claim
     let refuted = two.receive(told.sent[0].message, from: swimInfo(1).addr, now: 1)
-    // Refuted, and the claimer (3), whose timer runs, is told directly.
-    #expect(two.local.incarnation == 1 && refuted.sent.map(\.to) == [swimInfo(3).addr])
-    #expect(refuted.sent.first?.message.gossip == [.alive(two.local)])
+    #expect(two.local.incarnation == 1 && refuted.isEmpty)
     var farHalf = swimInstance(3, knowing: [2])
     _ = farHalf.receive(swimGossip(from: 2, [.failed(swimID(2), incarnation: 0, from: swimID(3))]), from: "x", now: 1)
     #expect(farHalf.members[swimID(2)]?.state == .failed)

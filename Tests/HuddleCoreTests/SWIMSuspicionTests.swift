@@ -2,11 +2,11 @@ import Testing
 @testable import HuddleCore
 
 @Test func swimSuspicionBoundsFollowLog10OfN() {
-    var s = SWIMSettings.lan  // α 2.5, β 4, probe 0.4 s
+    var s = SWIMSettings.lan  // α 2, β 3, probe 0.5 s
     s.minSuspicionTimeout = 0
     let (min24, max24) = SWIMSuspicion.bounds(members: 24, settings: s)
-    #expect(abs(min24 - 2.5 * 1.380211 * 0.4) < 1e-4)
-    #expect(abs(max24 - 4 * min24) < 1e-9)
+    #expect(abs(min24 - 2 * 1.380211 * 0.5) < 1e-4)
+    #expect(abs(max24 - 3 * min24) < 1e-9)
     // Below 10 members the scale is clamped to 1 (memberlist's nodeScale).
     #expect(SWIMSuspicion.bounds(members: 5, settings: s).min == 1.0)
     #expect(SWIMSuspicion.bounds(members: 0, settings: s).min == 1.0)
@@ -14,9 +14,9 @@ import Testing
 }
 
 @Test func swimSuspicionMinimumNeverGoesBelowTheFloorThatLetsAPausedMemberRefute() {
-    let s = SWIMSettings.lan  // floor 2 s, β 4
-    #expect(SWIMSuspicion.bounds(members: 4, settings: s) == (2, 8))
-    #expect(SWIMSuspicion.bounds(members: 24, settings: s) == (2, 8))
+    let s = SWIMSettings.lan  // floor 2.5 s
+    #expect(SWIMSuspicion.bounds(members: 4, settings: s) == (2.5, 7.5))
+    #expect(SWIMSuspicion.bounds(members: 24, settings: s) == (2.5, 7.5))
     // Where α × log10(N) × interval exceeds the floor, it rules.
     #expect(abs(SWIMSuspicion.bounds(members: 1000, settings: s).min - 3.0) < 1e-9)
 }
@@ -41,14 +41,10 @@ import Testing
     #expect(s.deadline == 11)
 }
 
-/// The timeout formula without the pause floor (which would hide it at small N), with round
-/// numbers: α 2, β 3, probe 0.5 s.
+/// The timeout formula without the pause floor (which would hide it at small N).
 private let noFloor: SWIMSettings = {
     var s = SWIMSettings.lan
     s.minSuspicionTimeout = 0
-    s.suspicionAlpha = 2
-    s.suspicionBeta = 3
-    s.probeInterval = 0.5
     return s
 }()
 
@@ -86,11 +82,10 @@ private let noFloor: SWIMSettings = {
     var s = swimInstance(knowing: [2, 3], settings: noFloor)
     _ = s.receive(swimGossip(from: 2, [.suspect(swimID(3), incarnation: 0, from: swimID(2))]), from: "x", now: 5)
     #expect(try #require(s.suspicions[swimID(3)]).deadline == 6)
-    // With the default floor, the same suspicion lasts 2 s: with the probe period before it, a
-    // 2 s pause is refuted in time.
+    // With the default floor, the same suspicion lasts 2.5 s: a 2 s pause is refuted in time.
     var d = swimInstance(knowing: [2, 3])
     _ = d.receive(swimGossip(from: 2, [.suspect(swimID(3), incarnation: 0, from: swimID(2))]), from: "x", now: 5)
-    #expect(try #require(d.suspicions[swimID(3)]).deadline == 7)
+    #expect(try #require(d.suspicions[swimID(3)]).deadline == 7.5)
 }
 
 @Test func swimStaleSuspicionsAreIgnored() {

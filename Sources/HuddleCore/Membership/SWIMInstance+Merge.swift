@@ -83,16 +83,11 @@ extension SWIMInstance {
             return signer.verify(signature, of: MembershipStatement.claim(failed: failed, about: id, incarnation: incarnation, by: from), by: claimer.node)
         }
         if id == local.id {
-            guard incarnation >= local.incarnation else {
-                // Refuted already; a claimer that has not heard it yet is running a timer on us.
-                tellClaimer(from, into: &actions)
-                return
-            }
+            guard incarnation >= local.incarnation else { return }  // refuted already
             // Only this member raises its incarnation: a claim above it names a record that never was.
             guard incarnation == local.incarnation else { refuse(.claimAboveIncarnation, into: &actions); return }
             guard verifies() else { refuse(.unsignedClaim, into: &actions); return }
             refute(incarnation)
-            tellClaimer(from, into: &actions)
             return
         }
         guard var m = members[id], incarnation == m.incarnation else { return }
@@ -118,14 +113,6 @@ extension SWIMInstance {
             suspicions[id] = SWIMSuspicion(from: from, k: k, min: bounds.min, max: bounds.max, now: now)
             broadcasts.enqueue(gossip)
             actions.append(.emit(.suspect, m))
-            // Someone else's suspicion: probe the suspect next, out of turn. Our probe either
-            // confirms it (Lifeguard §IV.B: the timeout reaches its minimum within about a period
-            // instead of after several) or carries the suspicion to a live suspect, which refutes.
-            // Only while few members are suspected: when many are (a partition), the round-robin
-            // must go on finding the ones nobody suspects yet.
-            if from != local.id, suspicions.count <= Self.urgentProbeLimit, !urgentProbes.contains(id), probe?.target != id {
-                urgentProbes.append(id)
-            }
         case (.alive, true), (.suspect, true):
             guard verifies() else { refuse(.unsignedClaim, into: &actions); return }
             m.state = .failed
@@ -165,24 +152,12 @@ extension SWIMInstance {
         if refusals.add(reason) { actions.append(.refused(reason)) }
     }
 
-    /// Sends our current record straight to `claimer`, who suspected us (its suspicion timer is the
-    /// one closest to running out): gossip alone reaches a given member only after a few rounds,
-    /// ~0.1–0.3 s at N = 24, which a member resuming from a pause or a CPU stall may not have.
-    /// Once per claimer per refutation, and only to known live members, so replayed claims cost at
-    /// most one datagram per member.
-    mutating func tellClaimer(_ claimer: MemberID, into actions: inout [SWIMAction]) {
-        guard claimer != local.id, local.state != .left, let m = members[claimer], Self.isLive(m.state),
-              refutationTold.insert(claimer).inserted else { return }
-        actions.append(.send(SWIMMessage(sender: local.id, kind: .gossip, gossip: [.alive(local)]), to: m.addr))
-    }
-
     /// Someone believes we are suspect or failed at our incarnation: outbid it and say so
     /// (SWIM §4.2). Being suspected hints that we are the slow one, so local health worsens
     /// (Lifeguard §IV.A, memberlist `refute`).
     mutating func refute(_ incarnation: UInt64) {
         guard local.state != .left else { return }
         local.incarnation = max(local.incarnation, incarnation) + 1
-        refutationTold = []
         signLocal()
         broadcasts.enqueue(.alive(local))
         awareness.apply(1)

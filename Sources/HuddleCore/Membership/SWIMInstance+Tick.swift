@@ -55,20 +55,17 @@ extension SWIMInstance {
     /// No ack by the end of the period: adjust local health by the missed nacks (or by one when no
     /// helper could be asked), as memberlist's `probeNode` does, then suspect the target.
     private mutating func probeFailed(_ p: Probe, now: Double, into actions: inout [SWIMAction]) {
-        // An out-of-turn probe of a member others already suspect is expected to fail: that says
-        // nothing about our own health (else a partition, where every such probe fails, would
-        // stretch our period to the maximum and starve the suspicions of confirmations).
-        if !p.urgent { awareness.apply(p.expectedNacks > 0 ? max(0, p.expectedNacks - p.nacks) : 1) }
+        awareness.apply(p.expectedNacks > 0 ? max(0, p.expectedNacks - p.nacks) : 1)
         guard let target = members[p.target], Self.isLive(target.state) else { return }
         applyOwnClaim(failed: false, about: p.target, now: now, into: &actions)
     }
 
     private mutating func startProbe(now: Double, into actions: inout [SWIMAction]) {
-        guard let (target, urgent) = nextProbeTarget() else { return }
+        guard let target = nextProbeTarget() else { return }
         seq &+= 1
         probe = Probe(target: target.id, seq: seq,
                       timeoutAt: now + awareness.scale(settings.probeTimeout),
-                      deadline: now + awareness.scale(settings.probeInterval), urgent: urgent)
+                      deadline: now + awareness.scale(settings.probeInterval))
         // Buddy system (Lifeguard §IV.C): a suspect hears its suspicion with the probe and refutes at once.
         let buddy: [SWIMGossip]
         if target.state == .suspect, let claim = target.claim {
@@ -80,14 +77,8 @@ extension SWIMInstance {
     }
 
     /// The next live member in the randomized round-robin order; the order is reshuffled after
-    /// each full round (SWIM §4.3), so every live member is probed once per round. A suspect queued
-    /// in `urgentProbes` goes first, outside the round (which then ends one period later).
-    private mutating func nextProbeTarget() -> (MemberInfo, urgent: Bool)? {
-        while !urgentProbes.isEmpty {
-            let id = urgentProbes.removeFirst()
-            // Not once the suspicion has all the confirmations it can use.
-            if let m = members[id], m.state == .suspect, let s = suspicions[id], s.confirmations < s.k { return (m, true) }
-        }
+    /// each full round (SWIM §4.3), so every live member is probed once per round.
+    private mutating func nextProbeTarget() -> MemberInfo? {
         var looked = 0
         while looked <= probeOrder.count {
             if probeIndex >= probeOrder.count {
@@ -98,7 +89,7 @@ extension SWIMInstance {
             let id = probeOrder[probeIndex]
             probeIndex += 1
             looked += 1
-            if let m = members[id], Self.isLive(m.state) { return (m, false) }
+            if let m = members[id], Self.isLive(m.state) { return m }
         }
         return nil
     }
@@ -187,8 +178,7 @@ extension SWIMInstance {
     /// Drops members from the table (reaped, or making room for a new one).
     mutating func forget(_ gone: Set<MemberID>) {
         guard !gone.isEmpty else { return }
-        for id in gone { downSince[id] = nil; members[id] = nil; suspicions[id] = nil; claimToldAt[id] = nil; refutationTold.remove(id) }
-        urgentProbes.removeAll { gone.contains($0) }
+        for id in gone { downSince[id] = nil; members[id] = nil; suspicions[id] = nil; claimToldAt[id] = nil }
         probeOrder.removeAll { gone.contains($0) }
         probeIndex = min(probeIndex, probeOrder.count)
     }

@@ -57,12 +57,6 @@ public struct SWIMInstance: Sendable {
     /// Every known member but self, in probe order; shuffled at the end of every round.
     var probeOrder: [MemberID] = []
     var probeIndex = 0
-    /// Members another member has just suspected, probed next and out of turn (at most
-    /// `urgentProbeLimit`), so independent confirmations — or the suspect's refutation, which each
-    /// probe asks for — come within a protocol period instead of whenever the round-robin gets there.
-    var urgentProbes: [MemberID] = []
-    /// Members told our refutation directly since we last refuted (see `tellClaimer`).
-    var refutationTold: Set<MemberID> = []
     var probe: Probe?
     /// Indirect probes this member runs for others, by the seq of its own ping to the target.
     var relays: [UInt32: Relay] = [:]
@@ -97,8 +91,6 @@ public struct SWIMInstance: Sendable {
         var indirectSent = false
         var expectedNacks = 0
         var nacks = 0
-        /// Out of turn, because another member suspects the target (`urgentProbes`).
-        var urgent = false
     }
 
     /// A ping this member sends on behalf of `requester` (indirect probe).
@@ -282,11 +274,6 @@ public struct SWIMInstance: Sendable {
         }
         return chosen
     }
-
-    /// Suspects are probed out of turn only while at most this many members are suspected here:
-    /// a member that gossips many suspicions delays our round-robin by at most this many periods,
-    /// and a partition (many suspects at once) leaves the round-robin alone.
-    static let urgentProbeLimit = 2
 
     /// Adds a newly known member to the probe order at a random position (memberlist does the same),
     /// so a new member is probed within one round, not only after the next shuffle.

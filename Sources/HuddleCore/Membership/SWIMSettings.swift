@@ -2,48 +2,38 @@
 ///
 /// The defaults target a LAN session of up to a few dozen members (and stay stable to thousands in
 /// the simulator): a crashed member is seen as `failed` by every other member in about 2–3 s at
-/// N = 24 (a stopped one that keeps its connections open: 2.65 s median in the simulator), while a
-/// member that is merely slow (CPU load, a pause of up to ~2 s) refutes in time and is never
-/// declared failed. They are twice as fast as memberlist's
+/// N = 24, while a member that is merely slow (CPU load, a pause shorter than the suspicion timeout)
+/// refutes in time and is never declared failed. They are twice as fast as memberlist's
 /// `DefaultLANConfig` (probe 1 s / 500 ms, suspicion multiplier 4, max multiplier 6), which is what
 /// Serf's 6–8 s detection comes from; the Lifeguard extensions (local health, growing suspicion
 /// timeouts, buddy system) are what lets us be faster without more false positives
 /// (Lifeguard, arXiv 1707.00788, §IV and §V).
 public struct SWIMSettings: Sendable, Equatable {
     /// One protocol period: one member is probed per period (SWIM §3). Scaled by the local health
-    /// multiplier. 0.4 s is one ping + ack per member every 0.4 s: ~370 B/s per member. The period
-    /// sets how soon a stopped member is first suspected (N = 24 in the simulator: 0.6 s median
-    /// at 0.4 s, 0.95 s at 0.5 s — every prober must come round to it in its own order).
-    public var probeInterval: Double = 0.4
+    /// multiplier. 0.5 s keeps one ping + ack per member per half second: ~300 B/s per member.
+    public var probeInterval: Double = 0.5
     /// How long a direct ping waits for its ack before indirect probes go out. Scaled by local health.
     /// A LAN round trip is well under 1 ms; 0.2 s leaves room for a loaded scheduler, and leaves
-    /// the remaining 0.2 s of the period for the indirect round (helpers nack after 0.16 s).
+    /// the remaining 0.3 s of the period for the indirect round.
     public var probeTimeout: Double = 0.2
     /// k: how many helpers are asked to ping a member that missed its direct ack (SWIM §3.1).
     public var indirectChecks: Int = 3
     /// Fraction of `probeTimeout` a helper waits for the target before sending a nack (Lifeguard §IV.A).
     public var nackFraction: Double = 0.8
     /// α: the minimum suspicion timeout is α × max(1, log10(N)) × probeInterval (memberlist's
-    /// `suspicionTimeout`). 2.5 × 0.4 s gives 1.4 s at N = 24 (below the floor) and 3 s at
-    /// N = 1000: enough for a refutation to come back from a member starved of CPU for a second.
-    public var suspicionAlpha: Double = 2.5
+    /// `suspicionTimeout`). 2 gives 1.4 s at N = 24: enough for a refutation to come back from a
+    /// member that was starved of CPU for about a second.
+    public var suspicionAlpha: Double = 2
     /// Floor of the minimum suspicion timeout, whatever N. A member stopped for a moment (SIGSTOP,
-    /// a VM pause, a long GC-like stall) refutes as soon as it runs again and tells its suspecters
-    /// directly (`SWIMInstance.tellClaimer`), so this plus one probe period is the pause it
-    /// survives: a 2 s stop raises suspicion at the earliest 0.4 s in and is refuted at 2 s, before
-    /// 0.4 + 2 s (the simulator: 0 false positives for 2.2 s pauses at N = 4 and 24; some at 2.4 s).
-    /// A crashed process costs only this floor: its links close, every member suspects it at once
-    /// (`SWIMInstance.linkLost`) and it is failed ~2 s after it died. A host that vanishes without
-    /// closing its connections is found by probes: ~2.65 s median at N = 24 (first suspected after
-    /// ~0.6 s, then this floor), which is why the floor cannot be much longer: a frozen member is
-    /// failed about one floor after the first probe of it fails, whatever else is tuned.
-    public var minSuspicionTimeout: Double = 2
+    /// a VM pause, a long GC-like stall) refutes as soon as it runs again, so this is the pause it
+    /// survives: a 2 s stop raises suspicion at the earliest ~0.5 s in and is refuted at 2 s, well
+    /// before 0.5 + 2.5 s. A crashed process costs only this floor: its links close, every member
+    /// suspects it at once (`SWIMInstance.linkLost`) and it is failed ~2.5 s after it died. A host
+    /// that vanishes without closing its connections is found by probes: about 3.5–4 s.
+    public var minSuspicionTimeout: Double = 2.5
     /// β: the suspicion timeout starts at β × minimum and shrinks towards the minimum as independent
-    /// confirmations arrive (Lifeguard §IV.B). A lone suspecter (maybe the slow one) waits β times
-    /// longer: 8 s. A member that hears a suspicion probes the suspect next
-    /// (`SWIMInstance.urgentProbes`), so a really dead member is confirmed within about a period and
-    /// a long maximum costs it nothing, while a live suspect is pinged by everyone and refutes.
-    public var suspicionBeta: Double = 4
+    /// confirmations arrive (Lifeguard §IV.B). A lone suspecter (maybe the slow one) waits β times longer.
+    public var suspicionBeta: Double = 3
     /// K: independent confirmations after which the suspicion timeout reaches its minimum.
     /// Clamped to 0 when fewer than K + 2 members exist (nobody could confirm), as memberlist does.
     public var suspicionConfirmations: Int = 3
