@@ -53,7 +53,8 @@ enum SlowReader {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, slow ? 64 << 10 : $0.count) }
             guard n > 0 else {
                 close(fd)
-                throw BenchError(description: "slow subscriber's stream \(n == 0 ? "closed" : "silent for 30 s") after \(total) of \(count) messages")
+                throw BenchError(description: "slow subscriber's stream \(n == 0 ? "closed" : "silent for 30 s") after \(total) of \(count) messages"
+                    + (result.overflow.map { " (after an overflow at cursor \($0.cursor), resume \($0.resume))" } ?? " (no overflow came)"))
             }
             pending.append(contentsOf: buffer[..<n])
             var start = 0
