@@ -225,7 +225,8 @@ struct EventLog {
     /// `since` is older; only new events without `since`), and queues what it has missed.
     mutating func subscribe(_ connection: ControlConnection, topics: Set<Topic>, since: Int64?) {
         subscribers.removeAll { $0.connection === connection }
-        let next = since.map { min(max($0 + 1, first), latest + 1) } ?? latest + 1
+        // `since` is the client's number, any Int64: no `+ 1` on it unless it is below `latest`.
+        let next = since.map { $0 >= latest ? latest + 1 : max($0 + 1, first) } ?? latest + 1
         subscribers.append(Subscriber(connection: connection, topics: topics.reduce(0) { $0 | Self.bit($1) }, next: next, startLag: lag(next)))
         if !feed(subscribers.count - 1) { subscribers.removeLast() }
     }
