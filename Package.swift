@@ -81,6 +81,7 @@ let package = Package(
         ]),
         .testTarget(name: "HuddleSimTests", dependencies: ["HuddleSim", "HuddleCore"]),
         .testTarget(name: "HuddleControlTests", dependencies: ["HuddleControl"]),
+        .testTarget(name: "HuddleNodeTests", dependencies: ["HuddleNode", "HuddleControl"]),
         .testTarget(name: "HuddleIntegrationTests", dependencies: [
             "HuddleControl", "HuddleCrypto", "HuddleCore", "HuddleSim", "HuddleAdversary",
             .product(name: "NIOCore", package: "swift-nio"),

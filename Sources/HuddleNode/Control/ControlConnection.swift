@@ -26,13 +26,18 @@ final class ControlConnection: Sendable {
         }
     }
 
+    /// Called by the writer each time it takes a batch: the refill action, once, when armed.
+    func writerTook() {
+        if let action = takeRefill() { action(self) }
+    }
+
     /// Starts writing queued lines to `channel`; `done` completes once the outbox is closed and
     /// everything queued is written (or a write failed).
     func startWriting(to channel: any Channel, done: EventLoopPromise<Void>) {
         ChannelPump.run(outbox, to: channel, done: done) { [weak self] lines, allocator in
             var buffer = allocator.buffer(capacity: lines.reduce(0) { $0 + $1.count })
             for line in lines { buffer.writeBytes(line) }
-            if let self, let action = takeRefill() { action(self) }
+            self?.writerTook()
             return buffer
         }
     }

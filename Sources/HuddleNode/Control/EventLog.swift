@@ -9,13 +9,35 @@ import HuddleCore
 /// A subscriber is a cursor into the log: it is sent the lines after its cursor, at most `window`
 /// bytes queued on its connection at a time, and is fed again when its writer takes them. Its
 /// backlog therefore costs the node at most about `window` (plus the batch being written), however
-/// far it lags; a subscriber that falls behind by more than half the retained log (`overflows`) gets one
-/// `overflow` event naming the cursor to resume from, which is still retained, and is dropped.
+/// far it lags. A subscriber that falls behind (`overflows`) gets one `overflow` event and is
+/// dropped; the event names the cursor to resume from, and every event after that cursor is still
+/// retained when it is sent, with a quarter of retention to spare for the resubscription. Only a
+/// subscriber that started closer to eviction than that can lose events; its `overflow` then
+/// names the oldest retained cursor, after the last one it was sent, so the client sees the gap.
 /// The node never waits for a subscriber.
 ///
 /// Memory: the spool's tail, the index (8 bytes per retained event) and `window` per subscriber.
 struct EventLog {
     typealias Topic = ControlTopic
+
+    /// Retention and subscriber bounds: `standard` in the node, smaller in tests.
+    struct Limits {
+        /// CONTROL.md: the node retains at least the last 10,000 events or 64 MiB.
+        var retainCount = 10_000
+        var retainBytes = 64 << 20
+        /// Retained bytes and events are never more than these (the spool is on disk, the index in memory).
+        var spoolLimit = 256 << 20
+        var indexLimit = 1 << 20
+        /// Most bytes of lines queued on one subscriber's connection at once.
+        var window = 1 << 20
+        /// Most bytes of lines queued in one push.
+        var pushBytes = 256 << 10
+        /// The spool's write size and segment file size.
+        var flushBytes = 256 << 10
+        var segmentBytes = 8 << 20
+
+        static let standard = Limits()
+    }
 
     struct Subscriber {
         let connection: ControlConnection
@@ -23,22 +45,13 @@ struct EventLog {
         let topics: UInt8
         /// The cursor of the next event to look at for it.
         var next: Int64
-        /// How far behind it started (a `since` replay): it overflows only when it falls further
-        /// behind than that, by `overflows`' bounds — a resubscription from an overflow's
-        /// `resume` starts as far behind as it overflowed, and must be let catch up.
-        var startLag: (count: Int64, bytes: Int64) = (0, 0)
+        /// How close to eviction it started (`risk` of a `since` replay's backlog): a resubscription
+        /// from an overflow's `resume` starts as far behind as it overflowed, and must be let
+        /// catch up (`overflowRisk`).
+        var startRisk: Double = 0
     }
 
-    /// CONTROL.md: the node retains at least the last 10,000 events or 64 MiB.
-    static let retainCount = 10_000
-    static let retainBytes = 64 << 20
-    /// Retained bytes and events are never more than these (the spool is on disk, the index in memory).
-    static let spoolLimit = 256 << 20
-    static let indexLimit = 1 << 20
-    /// Most bytes of lines queued on one subscriber's connection at once.
-    static let window = 1 << 20
-    /// Most bytes of lines queued in one push.
-    static let pushBytes = 256 << 10
+    let limits: Limits
 
     private(set) var latest: Int64 = 0
     /// The cursor of the oldest retained event.
@@ -52,8 +65,9 @@ struct EventLog {
     /// While set, subscribers are not fed per event: `endDeferring()` feeds each once.
     private var deferring = false
 
-    init(spoolDirectory: String) {
-        spool = EventSpool(directory: spoolDirectory)
+    init(spoolDirectory: String, limits: Limits = .standard) {
+        self.limits = limits
+        spool = EventSpool(directory: spoolDirectory, flushBytes: limits.flushBytes, segmentBytes: limits.segmentBytes)
     }
 
     /// The first error of the spool (a disk that is full), to log once.
@@ -131,8 +145,7 @@ struct EventLog {
         var count = latest - first + 1
         while count > 0 {
             let bytes = spool.end - offset(first)
-            let over = (count > Self.retainCount && bytes > Self.retainBytes) || bytes > Self.spoolLimit || count > Self.indexLimit
-            guard over || offset(first) < spool.start else { break }
+            guard risk((count, bytes)) > 1 || offset(first) < spool.start else { break }
             first += 1
             indexHead += 1
             count -= 1
@@ -149,15 +162,29 @@ struct EventLog {
         next > latest ? (0, 0) : (latest - next + 1, spool.end - offset(next))
     }
 
-    /// Whether subscriber `s` lags so far that retention would soon drop its next event: by half of
-    /// each bound more than it started with, so the cursor it is told to resume from is still
-    /// retained; or retention dropped it already.
+    /// How close to eviction an event `lag` events and bytes behind the log's end is: retention
+    /// drops it once this passes 1 (past `retainCount` and `retainBytes` both, or past
+    /// `spoolLimit` or `indexLimit`).
+    private func risk(_ lag: (count: Int64, bytes: Int64)) -> Double {
+        let count = Double(lag.count), bytes = Double(lag.bytes)
+        return max(min(count / Double(limits.retainCount), bytes / Double(limits.retainBytes)),
+                   bytes / Double(limits.spoolLimit), count / Double(limits.indexLimit))
+    }
+
+    /// The `risk` at which a subscriber that started at `startRisk` overflows: half of retention
+    /// further behind than it started, but no further than three quarters of retention (so its
+    /// `resume` keeps a quarter of retention to spare: the slow client still reads its queued
+    /// window before it sees the overflow, then reconnects), and always a sixteenth further than
+    /// it started, so that a resubscription from `resume` moves on before it can overflow again.
+    static func overflowRisk(startRisk: Double) -> Double {
+        max(0.5, min(startRisk + 0.5, max(0.75, startRisk + 0.0625)))
+    }
+
+    /// Whether subscriber `s` lags so far that retention would soon drop its next event, or
+    /// dropped it already.
     private func overflows(_ s: Subscriber) -> Bool {
         guard s.next <= latest else { return false }
-        if s.next < first { return true }
-        let (count, bytes) = lag(s.next)
-        let c = count - s.startLag.count, b = bytes - s.startLag.bytes
-        return (c > Int64(Self.retainCount / 2) && b > Int64(Self.retainBytes / 2)) || b > Int64(Self.spoolLimit / 2) || c > Int64(Self.indexLimit / 2)
+        return s.next < first || risk(lag(s.next)) > Self.overflowRisk(startRisk: s.startRisk)
     }
 
     private mutating func feedAll() {
@@ -181,31 +208,28 @@ struct EventLog {
         defer { subscribers[i].next = next }
         guard next <= latest else { return true }
         if overflows(subscribers[i]) {
-            var overflow: [UInt8] = []
-            JSON.object(["event": "overflow", "cursor": .int(latest), "resume": .int(next - 1)]).write(into: &overflow)
-            overflow.append(0x0A)
-            connection.outbox.push(overflow, bytes: overflow.count)
-            return false
+            // Resumed from the oldest retained event when retention dropped its next already.
+            return overflow(connection, resume: max(next, first) - 1)
         }
         let mask = subscribers[i].topics
         while next <= latest {
-            guard connection.outbox.queuedBytes < Self.window else {
+            guard connection.outbox.queuedBytes < limits.window else {
                 // Fed again when the writer takes what is queued; asked before looking again, so
                 // a take in between is never missed.
                 connection.armRefill()
-                guard connection.outbox.queuedBytes < Self.window else { return true }
+                guard connection.outbox.queuedBytes < limits.window else { return true }
                 connection.disarmRefill()
                 continue
             }
             var lines: [UInt8] = []
             // Runs of consecutive events of its topics, read in one piece each.
-            while next <= latest && lines.count < Self.pushBytes {
+            while next <= latest && lines.count < limits.pushBytes {
                 guard topicBit(next) & mask != 0 else { next += 1; continue }
                 let runStart = offset(next)
-                while next <= latest && topicBit(next) & mask != 0 && lines.count + Int(offset(next) - runStart) < Self.pushBytes { next += 1 }
+                while next <= latest && topicBit(next) & mask != 0 && lines.count + Int(offset(next) - runStart) < limits.pushBytes { next += 1 }
                 guard spool.read(runStart..<offset(next), into: &lines) else {
                     // Unreadable retention: the subscriber is told to resume from here.
-                    return feedFailed(i, connection: connection, resume: next - 1)
+                    return overflow(connection, resume: next - 1)
                 }
             }
             if !lines.isEmpty { connection.outbox.push(lines, bytes: lines.count) }
@@ -213,7 +237,8 @@ struct EventLog {
         return true
     }
 
-    private func feedFailed(_ i: Int, connection: ControlConnection, resume: Int64) -> Bool {
+    /// Sends `overflow` naming `resume`; false (the subscriber is to be dropped).
+    private func overflow(_ connection: ControlConnection, resume: Int64) -> Bool {
         var overflow: [UInt8] = []
         JSON.object(["event": "overflow", "cursor": .int(latest), "resume": .int(resume)]).write(into: &overflow)
         overflow.append(0x0A)
@@ -227,7 +252,7 @@ struct EventLog {
         subscribers.removeAll { $0.connection === connection }
         // `since` is the client's number, any Int64: no `+ 1` on it unless it is below `latest`.
         let next = since.map { $0 >= latest ? latest + 1 : max($0 + 1, first) } ?? latest + 1
-        subscribers.append(Subscriber(connection: connection, topics: topics.reduce(0) { $0 | Self.bit($1) }, next: next, startLag: lag(next)))
+        subscribers.append(Subscriber(connection: connection, topics: topics.reduce(0) { $0 | Self.bit($1) }, next: next, startRisk: risk(lag(next))))
         if !feed(subscribers.count - 1) { subscribers.removeLast() }
     }
 

@@ -12,9 +12,9 @@ import Foundation
 /// events still reach subscribers from the tail.
 struct EventSpool {
     /// Bytes gathered in memory before one write to the current segment.
-    static let flushBytes = 256 << 10
+    let flushBytes: Int
     /// Bytes per segment file: retention drops whole segments from the front.
-    static let segmentBytes = 8 << 20
+    let segmentBytes: Int
 
     /// One unlinked file of consecutive log bytes; closed when the last reference goes.
     private final class Segment {
@@ -35,9 +35,11 @@ struct EventSpool {
     /// The first write or create error, if any.
     private(set) var failure: String?
 
-    init(directory: String) {
+    init(directory: String, flushBytes: Int = 256 << 10, segmentBytes: Int = 8 << 20) {
         self.directory = directory
-        tail.reserveCapacity(Self.flushBytes + 4096)
+        self.flushBytes = flushBytes
+        self.segmentBytes = segmentBytes
+        tail.reserveCapacity(flushBytes + 4096)
     }
 
     /// One past the newest byte.
@@ -46,7 +48,7 @@ struct EventSpool {
     /// Appends bytes written by `write` (one event's line) at `end`.
     mutating func append(_ write: (inout [UInt8]) -> Void) {
         write(&tail)
-        if tail.count >= Self.flushBytes { flush() }
+        if tail.count >= flushBytes { flush() }
     }
 
     /// Writes the tail to the current segment (a new one when it is full).
@@ -56,7 +58,7 @@ struct EventSpool {
             tailStart += Int64(written)
             tail.removeAll(keepingCapacity: true)
         }
-        if segments.last.map({ $0.length >= Int64(Self.segmentBytes) }) ?? true {
+        if segments.last.map({ $0.length >= Int64(segmentBytes) }) ?? true {
             guard let segment = makeSegment(at: tailStart) else { return lose(through: tailStart + Int64(written)) }
             segments.append(segment)
         }
