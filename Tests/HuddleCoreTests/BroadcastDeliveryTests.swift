@@ -417,3 +417,19 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     #expect(sent.count == total && atBob == sent && atCarol == sent, "every message delivered once, in order, at every member")
     #expect(alice.storedBytes == 0 && bob.storedBytes == 0 && carol.storedBytes == 0, "all dropped once acknowledged")
 }
+
+@Test func aStoredMessageIsReleasedAsSoonAsItIsDropped() {
+    // Two batches stored in one run; acknowledging the first drops it while the second stays.
+    var run = MessageRun()
+    weak var firstTree: BatchTree?
+    do {
+        let identity = identities[a]!
+        let first = MessageBatch.sign((1...2).map { WireMessage(from: a, counter: $0, seq: $0, to: nil, body: [1]) }, identity: identity)
+        let second = MessageBatch.sign([WireMessage(from: a, counter: 3, seq: 3, to: nil, body: [2])], identity: identity)
+        firstTree = first[0].proof.tree
+        for m in first + second { _ = run.append(m, bytes: { _ in 1 }) }
+    }
+    #expect(firstTree != nil)
+    #expect(run.drop(through: 2, bytes: { _ in 1 }) == 2 && run.count == 1 && run[3] != nil)
+    #expect(firstTree == nil, "what the run dropped (and no longer counts) is no longer kept alive by it")
+}
