@@ -370,3 +370,66 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     #expect(delivered(carol.receiveDigest(bob.digest(), from: b, now: 10.9)).isEmpty, "e may still come")
     #expect(delivered(carol.receiveDigest(bob.digest(), from: b, now: 11)) == [answer.message.id], "e is taken to be gone")
 }
+
+@Test func theStoreStaysWithinItsLimitAtEveryMemberWhenTheSenderOutrunsAcknowledgementsAndEverythingIsDelivered() {
+    // Alice sends as fast as the shell lets her (only while not congested, as `SessionCore.send`
+    // does); bob reads fast, carol five times slower; digests go both ways every 0.1 s.
+    var settings = CausalBroadcast.Settings()
+    let body = [UInt8](repeating: 7, count: 1024), size = body.count + 128
+    settings.storeLimitBytes = 64 * size
+    func make(_ id: MemberID, _ others: [MemberID]) -> CausalBroadcast {
+        var cb = CausalBroadcast(local: id, awaitingBaseline: false, settings: settings)
+        for o in others { _ = cb.linkHello(origin: o, seq: 0) }
+        _ = cb.setMembers(Set(others + [id]), now: 0)
+        return cb
+    }
+    var alice = make(a, [b, c]), bob = make(b, [a, c]), carol = make(c, [a, b])
+    let total = 600
+    var sent: [String] = [], toBob: [SignedMessage] = [], toCarol: [SignedMessage] = []
+    var atBob: [String] = [], atCarol: [String] = []
+    var waited = 0
+    for step in 1...5000 {
+        let now = Double(step) * 0.01
+        for _ in 0..<50 where sent.count < total {
+            guard !alice.isCongested else { waited += 1; break }
+            let m = signed(alice.makeBroadcast(body: body))
+            alice.stored(own: m)
+            sent.append(m.message.id)
+            toBob.append(m)
+            toCarol.append(m)
+        }
+        for m in toBob.prefix(40) { atBob += delivered(bob.receive(m)) }
+        toBob.removeFirst(min(40, toBob.count))
+        for m in toCarol.prefix(8) { atCarol += delivered(carol.receive(m)) }
+        toCarol.removeFirst(min(8, toCarol.count))
+        if step % 10 == 0 {
+            let (da, db, dc) = (alice.digest(), bob.digest(), carol.digest())
+            _ = alice.receiveDigest(db, from: b, now: now); _ = alice.receiveDigest(dc, from: c, now: now)
+            _ = bob.receiveDigest(da, from: a, now: now); _ = bob.receiveDigest(dc, from: c, now: now)
+            _ = carol.receiveDigest(da, from: a, now: now); _ = carol.receiveDigest(db, from: b, now: now)
+        }
+        for (name, member) in [("alice", alice), ("bob", bob), ("carol", carol)] {
+            #expect(member.storedBytes <= settings.storeLimitBytes + size, "\(name) stores \(member.storedBytes) bytes at \(now) s")
+        }
+        if sent.count == total && toCarol.isEmpty && alice.storedBytes == 0 && bob.storedBytes == 0 && carol.storedBytes == 0 { break }
+    }
+    #expect(waited > 0, "the sender outran carol's acknowledgements and was held back")
+    #expect(sent.count == total && atBob == sent && atCarol == sent, "every message delivered once, in order, at every member")
+    #expect(alice.storedBytes == 0 && bob.storedBytes == 0 && carol.storedBytes == 0, "all dropped once acknowledged")
+}
+
+@Test func aStoredMessageIsReleasedAsSoonAsItIsDropped() {
+    // Two batches stored in one run; acknowledging the first drops it while the second stays.
+    var run = MessageRun()
+    weak var firstTree: BatchTree?
+    do {
+        let identity = identities[a]!
+        let first = MessageBatch.sign((1...2).map { WireMessage(from: a, counter: $0, seq: $0, to: nil, body: [1]) }, identity: identity)
+        let second = MessageBatch.sign([WireMessage(from: a, counter: 3, seq: 3, to: nil, body: [2])], identity: identity)
+        firstTree = first[0].proof.tree
+        for m in first + second { _ = run.append(m, bytes: { _ in 1 }) }
+    }
+    #expect(firstTree != nil)
+    #expect(run.drop(through: 2, bytes: { _ in 1 }) == 2 && run.count == 1 && run[3] != nil)
+    #expect(firstTree == nil, "what the run dropped (and no longer counts) is no longer kept alive by it")
+}

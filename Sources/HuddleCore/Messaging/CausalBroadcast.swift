@@ -41,14 +41,21 @@ public struct CausalBroadcast: Sendable {
         /// the excess is repaired in turn instead of waiting in memory.
         public var holdbackBytesPerOrigin = Self.defaultHoldbackBytesPerOrigin
         public static let defaultHoldbackBytesPerOrigin = 8 << 20
-        /// Stored bytes at which the shell applies backpressure to new sends.
-        public var storeLimitBytes = 64 << 20
+        /// Stored bytes at which the shell applies backpressure to new sends. Every member keeps
+        /// a message until every member has acknowledged it, so while one origin streams, each
+        /// member's store holds about what the origin's holds: this bounds it at every member, per
+        /// sending origin. 16 MiB is a quarter second of a 64 MB/s stream, more than
+        /// acknowledgements take to come back under pressure (a digest every 0.1 s, collection
+        /// every `pressedCollectInterval`); at 64 MiB the store alone was the largest part of a
+        /// node's memory in the 16 KiB throughput benchmark (27 MiB at a receiver, 56 MiB at the
+        /// sender, heaptrack).
+        public var storeLimitBytes = 16 << 20
         /// How long messages are kept for a member that failed, so that it can repair them when it
         /// comes back (a healed partition, a resumed process). 0 turns retention off.
         public var retainForFailed: Double = 600
         /// Stored bytes above which messages are no longer kept for failed members (well under
         /// `storeLimitBytes`: retention must never hold live members' sends back).
-        public var retainBytes = 32 << 20
+        public var retainBytes = 8 << 20
         /// How long a message may wait for an origin it depends on that this member has never
         /// heard of: membership news and the origin's link arrive within seconds; past this the
         /// origin is taken to be gone (it failed before this member learned of it).
@@ -59,6 +66,12 @@ public struct CausalBroadcast: Sendable {
         /// origins × members per digest, and a member gets one from every link ten times a second
         /// (at N = 100, 10^7 lookups per second per member); a membership change still drops at once.
         public var collectInterval: Double = 0.25
+        /// How often acknowledgements drop stable messages while the store holds a quarter of
+        /// `storeLimitBytes` or more. At `collectInterval` a stream's messages would stay a
+        /// quarter second after everyone acknowledged them: at 60 MB/s, 15 MB at every member,
+        /// near the limit at which sends wait. Under that pressure the cost of a collection
+        /// (origins with stored messages × members) is paid at most 20 times a second.
+        public var pressedCollectInterval: Double = 0.05
         public init() {}
     }
 
@@ -460,7 +473,8 @@ public struct CausalBroadcast: Sendable {
     public mutating func receiveDigest(_ digest: Digest, from peer: MemberID, now: Double) -> [Action] {
         if members.contains(peer) || retained[peer] != nil {
             acks[peer] = digest.delivered
-            if now - collectedAt >= settings.collectInterval { collectGarbage(now: now) }
+            let pressed = storedBytes >= settings.storeLimitBytes / 4
+            if now - collectedAt >= (pressed ? settings.pressedCollectInterval : settings.collectInterval) { collectGarbage(now: now) }
         }
         guard !awaitingBaseline else { return [] }
         var out = expireUnknownOrigins(now: now)

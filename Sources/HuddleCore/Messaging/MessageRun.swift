@@ -2,10 +2,15 @@
 /// delivered and dropped from the front once every member has them.
 ///
 /// Guarantees: lookups and appends are O(1); dropping a prefix touches only what it drops (a
-/// dictionary iterated while it is changed copies itself whole). An append that does not continue
-/// the run (the origin's earlier messages were not kept) starts a new run.
+/// dictionary iterated while it is changed copies itself whole), and releases it at once: the run
+/// keeps alive exactly the messages it counts. (Dropped messages left in the array until it was
+/// compacted, 1,024 of them or more, kept alive bodies that the store no longer counted: in the
+/// 16 KiB throughput benchmark, 26.5 MiB of bodies at a sender whose store was at its 16 MiB limit.)
+/// An append that does not continue the run (the origin's earlier messages were not kept) starts
+/// a new run.
 struct MessageRun: Sendable {
-    private var items: [SignedMessage] = []
+    /// Nil from the front up to `head`: slots of dropped messages, until the array is compacted.
+    private var items: [SignedMessage?] = []
     private var head = 0
     /// Seq of the first stored message (meaningful when not empty).
     private(set) var firstSeq: UInt64 = 0
@@ -19,7 +24,7 @@ struct MessageRun: Sendable {
     mutating func append(_ signed: SignedMessage, bytes: (SignedMessage) -> Int) -> Int {
         var dropped = 0
         if isEmpty || signed.message.seq != nextSeq {
-            for item in items[head...] { dropped += bytes(item) }
+            for case let item? in items[head...] { dropped += bytes(item) }
             items.removeAll(keepingCapacity: true)
             head = 0
             firstSeq = signed.message.seq
@@ -38,7 +43,10 @@ struct MessageRun: Sendable {
         guard !isEmpty, stable >= firstSeq else { return 0 }
         let n = Int(min(stable - firstSeq + 1, UInt64(count)))
         var freed = 0
-        for i in head..<head + n { freed += bytes(items[i]) }
+        for i in head..<head + n {
+            if let item = items[i] { freed += bytes(item) }
+            items[i] = nil
+        }
         head += n
         firstSeq += UInt64(n)
         if head == items.count {

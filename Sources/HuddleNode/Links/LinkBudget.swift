@@ -14,6 +14,11 @@ enum LinkBudget {
     /// Bytes queued for a peer at which its requests for bulk answers are refused. Far above what
     /// an honest fetcher keeps in flight (3 chunks per attachment, 768 KiB).
     static let backlogBytes = 4 << 20
+    /// Most bytes of link messages the writer takes from the outbox for one write (at least one
+    /// message), so the encrypted buffer of a write is bounded however much is queued: taking
+    /// everything, a sender of 16 KiB broadcasts had 34 MiB of write buffers at once across its
+    /// 3 links (heaptrack). A megabyte per write still fills the socket buffer in a few writes.
+    static let writeBatchBytes = 1 << 20
     /// How long bytes may wait on a link whose writer takes nothing before it is closed. Longer
     /// than any pause a live member survives (a paused member is failed, and its link closed, in
     /// seconds), so only a peer that keeps its link open without reading meets it.

@@ -4,66 +4,83 @@ import Synchronization
 /// `takeAll`, or a callback given to `whenReady`) that takes what is queued at once, so its writes
 /// are batched into one flush.
 ///
-/// Two lanes: ordinary items, and bulk items (attachment chunks). A batch holds every ordinary
-/// item queued and bulk items up to `bulkBatchBytes` (at least one), so a small message queued
-/// behind megabytes of chunks waits for one chunk's write, not for all of them.
+/// Two lanes: ordinary items, and bulk items (attachment chunks). A batch holds ordinary items up
+/// to `batchBytes` and then bulk items up to `bulkBatchBytes` (at least one of each lane that has
+/// any), so a small message queued behind megabytes of chunks waits for one chunk's write, not
+/// for all of them, and the buffer a writer encodes one batch into is bounded by the two limits
+/// (plus one item of each lane) however much is queued.
 /// Guarantees: within each lane items come out in push order; after `close()` pushes are refused
 /// and the waiting writer is woken with nil once the queue is drained; `waitingSince` says since
 /// when queued items have waited without the writer taking any (a writer stuck on a peer that
 /// does not read).
 final class Outbox<Element: Sendable>: Sendable {
+    /// One lane's items in push order, each with its bytes, taken from `head`.
+    private struct Lane {
+        var items: [(Element, Int)] = []
+        var head = 0
+
+        var isEmpty: Bool { head == items.count }
+
+        mutating func push(_ item: Element, bytes: Int) { items.append((item, bytes)) }
+
+        /// Moves items to `out` while they fit `limit` bytes (at least one); returns their bytes.
+        mutating func take(upTo limit: Int, into out: inout [Element]) -> Int {
+            var taken = 0
+            while head < items.count, taken == 0 || taken + items[head].1 <= limit {
+                out.append(items[head].0)
+                taken += items[head].1
+                head += 1
+            }
+            if head == items.count {
+                items = []
+                head = 0
+            } else if head >= 64 {
+                items.removeFirst(head)
+                head = 0
+            }
+            return taken
+        }
+    }
+
     private struct State {
-        var items: [Element] = []
-        var bulk: [(Element, Int)] = []
-        var bulkHead = 0
+        var items = Lane()
+        var bulk = Lane()
         /// Bytes of everything queued, both lanes.
         var bytes = 0
-        var itemBytes = 0
         var waiter: Waiter?
         var closed = false
         /// When the items now queued started waiting: the first push into an empty outbox, or
         /// the writer's last take that left some behind.
         var waitingSince: ContinuousClock.Instant?
 
-        var isEmpty: Bool { items.isEmpty && bulkHead == bulk.count }
+        var isEmpty: Bool { items.isEmpty && bulk.isEmpty }
 
         /// The waiting writer and what it should get now, when there is a writer and something queued.
-        mutating func handOff(bulkLimit: Int) -> (Waiter, [Element])? {
+        mutating func handOff(_ limits: Limits) -> (Waiter, [Element])? {
             guard !isEmpty, let waiter else { return nil }
             self.waiter = nil
-            return (waiter, takeBatch(bulkLimit: bulkLimit))
+            return (waiter, takeBatch(limits))
         }
 
-        mutating func takeBatch(bulkLimit: Int) -> [Element] {
-            var out = items
-            items = []
-            var taken = 0
-            bytes -= itemBytes
-            itemBytes = 0
-            while bulkHead < bulk.count, taken == 0 || taken + bulk[bulkHead].1 <= bulkLimit {
-                out.append(bulk[bulkHead].0)
-                taken += bulk[bulkHead].1
-                bulkHead += 1
-            }
-            if bulkHead == bulk.count {
-                bulk = []
-                bulkHead = 0
-            } else if bulkHead >= 64 {
-                bulk.removeFirst(bulkHead)
-                bulkHead = 0
-            }
-            bytes -= taken
+        mutating func takeBatch(_ limits: Limits) -> [Element] {
+            var out: [Element] = []
+            bytes -= items.take(upTo: limits.batch, into: &out)
+            bytes -= bulk.take(upTo: limits.bulk, into: &out)
             waitingSince = isEmpty ? nil : .now
             return out
         }
     }
+    /// Most bytes of ordinary and of bulk items in one batch (each at least one item).
+    private struct Limits { var batch: Int; var bulk: Int }
     /// Takes the next batch, or nil once the outbox is closed and drained.
     typealias Waiter = @Sendable ([Element]?) -> Void
     private let state = Mutex(State())
-    private let bulkBatchBytes: Int
+    private let limits: Limits
 
-    init(bulkBatchBytes: Int = 320 * 1024) {
-        self.bulkBatchBytes = bulkBatchBytes
+    /// `batchBytes` bounds the ordinary items of one batch (unbounded by default: a control
+    /// connection's lines are bounded where they are queued, by the event log's window).
+    init(batchBytes: Int = .max, bulkBatchBytes: Int = 320 * 1024) {
+        limits = Limits(batch: batchBytes, bulk: bulkBatchBytes)
     }
 
     /// Bytes queued (both lanes) and not yet taken by the writer.
@@ -77,22 +94,22 @@ final class Outbox<Element: Sendable>: Sendable {
     /// burst costs the writer one wake-up and one write instead of one per item.
     @discardableResult
     func push(_ item: Element, bytes: Int, bulk: Bool = false, wake: Bool = true) -> Bool {
-        let limit = bulkBatchBytes
+        let limits = limits
         let woken: (Waiter, [Element])? = state.withLock { s in
             guard !s.closed else { return nil }
             if s.isEmpty { s.waitingSince = .now }
-            if bulk { s.bulk.append((item, bytes)) } else { s.items.append(item); s.itemBytes += bytes }
+            if bulk { s.bulk.push(item, bytes: bytes) } else { s.items.push(item, bytes: bytes) }
             s.bytes += bytes
-            return wake ? s.handOff(bulkLimit: limit) : nil
+            return wake ? s.handOff(limits) : nil
         }
         if let (waiter, items) = woken { waiter(items); return true }
         return state.withLock { !$0.closed }
     }
 
-    /// Hands a waiting writer everything queued (after pushes made with `wake: false`).
+    /// Hands a waiting writer the next batch of what is queued (after pushes made with `wake: false`).
     func wake() {
-        let limit = bulkBatchBytes
-        let woken = state.withLock { $0.handOff(bulkLimit: limit) }
+        let limits = limits
+        let woken = state.withLock { $0.handOff(limits) }
         if let (waiter, items) = woken { waiter(items) }
     }
 
@@ -114,9 +131,9 @@ final class Outbox<Element: Sendable>: Sendable {
     /// Calls `take` with the next batch: at once when something is queued (nil when closed and
     /// drained), otherwise from the push or wake that queues the next item, on the caller's thread.
     func whenReady(_ take: @escaping Waiter) {
-        let limit = bulkBatchBytes
+        let limits = limits
         let ready: [Element]?? = state.withLock { s in
-            if !s.isEmpty { return .some(s.takeBatch(bulkLimit: limit)) }
+            if !s.isEmpty { return .some(s.takeBatch(limits)) }
             if s.closed { return .some(nil) }
             s.waiter = take
             return .none
@@ -128,11 +145,9 @@ final class Outbox<Element: Sendable>: Sendable {
     func discard() {
         let woken: Waiter? = state.withLock { s in
             s.closed = true
-            s.items = []
-            s.bulk = []
-            s.bulkHead = 0
+            s.items = Lane()
+            s.bulk = Lane()
             s.bytes = 0
-            s.itemBytes = 0
             s.waitingSince = nil
             defer { s.waiter = nil }
             return s.waiter
@@ -142,12 +157,12 @@ final class Outbox<Element: Sendable>: Sendable {
 
     /// Refuses further pushes; a waiting writer gets what is still queued, then nil.
     func close() {
-        let limit = bulkBatchBytes
+        let limits = limits
         let woken: (Waiter, [Element]?)? = state.withLock { s in
             s.closed = true
             guard let waiter = s.waiter else { return nil }
             s.waiter = nil
-            return (waiter, s.isEmpty ? nil : s.takeBatch(bulkLimit: limit))
+            return (waiter, s.isEmpty ? nil : s.takeBatch(limits))
         }
         if let (waiter, items) = woken { waiter(items) }
     }
