@@ -147,6 +147,43 @@ struct AttachmentProcessTests {
         await atC.stop()
     }
 
+    /// A receiver's chunk work (hashing each chunk, writing it) runs on thread-pool threads at a
+    /// lowered priority, never at the priority of the threads that carry messages (event loops,
+    /// cooperative pool): with it at the same priority, at N = 4 on 2 cores each of a message's hops
+    /// waited ~1 ms for a core while chunks flowed (issue 24). Read from /proc: b only fetches (no
+    /// `attach.get`, so `BulkWork`, lowered anyway, never runs there), so its lowered pool threads
+    /// (`TP-#n`, NIOThreadPool's names) are the chunk work's.
+    @Test func aReceiversChunkWorkRunsBelowTheMessageThreads() async throws {
+        let cluster = try TestCluster("chunknice")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let b = try await cluster.start("b")
+        try await cluster.waitForFullMesh(2)
+        let file = "\(cluster.dir)/four.bin"
+        try writeRandomFile(file, count: 4 << 20, seed: 11)
+        _ = try await a.request("attach.add", ["path": .string(file)])
+        try await eventually("b to hold every chunk") {
+            let listed = try await b.request("attach.list")["attachments"]?.arrayValue?.first?.objectValue
+            return listed?["have"] != nil && listed?["have"] == listed?["chunks"]
+        }
+        /// (name, nice) of each thread of b: /proc/PID/task/TID/stat, fields after the ")" of the
+        /// name: state is the 1st, nice the 17th.
+        let task = "/proc/\(b.process.processIdentifier)/task"
+        let threads = try FileManager.default.contentsOfDirectory(atPath: task).compactMap { tid -> (String, Int)? in
+            guard let comm = try? String(contentsOfFile: "\(task)/\(tid)/comm", encoding: .utf8),
+                  let stat = try? String(contentsOfFile: "\(task)/\(tid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return nil }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 16, let nice = Int(fields[16]) else { return nil }
+            return (comm.trimmingCharacters(in: .whitespacesAndNewlines), nice)
+        }
+        let loops = threads.filter { $0.0.hasPrefix("NIO-") }.map(\.1)
+        #expect(!loops.isEmpty, "no event loop thread found at b: \(threads)")
+        let normal = loops.max() ?? 0
+        #expect(threads.contains { $0.0.hasPrefix("TP-") && $0.1 > normal },
+                "no pool thread at b below its event loops' priority (nice \(normal)): its chunk work ran at the messages' priority (threads: \(threads))")
+    }
+
     @Test func aCorruptedStoredChunkIsDetectedAndFetchedElsewhere() async throws {
         let cluster = try TestCluster("corrupt")
         defer { cluster.shutdown() }

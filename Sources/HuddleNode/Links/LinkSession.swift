@@ -322,16 +322,18 @@ enum LinkSession {
         await node.linkClosed(link)
     }
 
-    /// Checks a received chunk body against its manifest hash (off the node's actor) and, when the
-    /// node admits it (`Node.chunkArrived`), writes it on `ChunkIO` and reports `chunkWritten`.
+    /// Checks a received chunk body against its manifest hash (on `ChunkIO`, at lowered priority)
+    /// and, when the node admits it (`Node.chunkArrived`), writes it on `ChunkIO` and reports `chunkWritten`.
     /// The body stays in the frames it arrived in (slices of the link's reads): hashed and written
     /// part by part, never copied into a fresh 256 KiB array (that copy and its page faults were
     /// ~10 % of a receiver's CPU at N = 8). The slices keep their reads alive until the write ends:
     /// at most `chunkTasksPerLink` chunks per link, each within at most two reads beyond its bytes.
     private static func storeChunk(id: String, index: Int, parts: [ByteBuffer], from link: LinkHandle, node: Node) async {
-        let hash = ChunkCipher.hash { update in
-            for part in parts { part.withUnsafeReadableBytes(update) }
-        }
+        // Hashed on `ChunkIO`'s lowered threads, not on the cooperative pool that the node's actor
+        // and the link readers (the messages' work) run on.
+        // (The pool is never shut down, so this does not throw; were the chunk dropped, its request
+        // would time out and be asked again, `Swarm.Settings.requestTimeout`.)
+        guard let hash = try? await ChunkIO.run({ ChunkCipher.hash { update in for part in parts { part.withUnsafeReadableBytes(update) } } }) else { return }
         guard let manifest = await node.chunkArrived(id: id, index: index, hash: hash, from: link) else { return }
         let store = node.store
         var failure: String?
