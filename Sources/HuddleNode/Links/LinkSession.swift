@@ -44,7 +44,7 @@ enum LinkSession {
             return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(timeout)
                 .channelOption(.allowRemoteHalfClosure, value: true)
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .connect(host: host, port: port) { channel in
                     channel.eventLoop.makeCompletedFuture { try LinkSession.wrap(channel) }
                 }

@@ -170,7 +170,7 @@ public enum NodeRunner {
                 tcp = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                     .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                     .childChannelOption(.allowRemoteHalfClosure, value: true)
-                    .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                    .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
                     .bind(host: config.listenHost, port: config.listenPort) { channel in
                         channel.eventLoop.makeCompletedFuture { try LinkSession.wrap(channel) }
                     }
