@@ -139,3 +139,22 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
     #expect(try ChunkCipher.open(sealed, index: 4, key: key) == [1, 2, 3])
     #expect(throws: CryptoError.self) { try ChunkCipher.open(sealed, index: 5, key: key) }
 }
+
+/// The session simulator at N = 100 (huddle-bench's session row): one member delivered the
+/// journal entry a second late and dropped the uploader's offer meanwhile, and its share of the
+/// never-sent chunks waited for it while every other member lacked them (11.29 s instead of 0.16 s).
+@Test func aPeerThatHasNotToldWhatItHoldsLeavesItsShareToTheNext() {
+    var uploader = Swarm(local: me, seed: 2)
+    uploader.setPeers([me, p2, p3, p4])
+    uploader.add(id: "x", chunkCount: 6, uploader: me, haveAll: true, now: 0)
+    // p2 and p4 said what they hold; p3 has not (its journal entry is held back there).
+    uploader.peerAnnounced(p2, id: "x", have: bits(6, []), offer: bits(6, []))
+    uploader.peerAnnounced(p4, id: "x", have: bits(6, []), offer: bits(6, []))
+    guard let o2 = uploader.offer("x", to: p2, now: 0), let o3 = uploader.offer("x", to: p3, now: 0),
+          let o4 = uploader.offer("x", to: p4, now: 0) else { Issue.record("no offer"); return }
+    #expect(o3.setCount == 0, "nothing waits for p3")
+    #expect(o2.setCount + o4.setCount == 6 && (0..<6).allSatisfy { o2[$0] != o4[$0] }, "p2 and p4 share every chunk, each once")
+    // Once p3 tells, it has its share again.
+    uploader.peerAnnounced(p3, id: "x", have: bits(6, []), offer: bits(6, []))
+    #expect(uploader.offer("x", to: p3, now: 0)?.setCount == 2)
+}

@@ -81,6 +81,24 @@ private func haves(_ effects: [Journal.Effect]) -> [MemberID] {
     #expect(haves(journal.tick(now: 5.1, linked: [p2])) == [p2], "a new link hears it again")
 }
 
+/// A peer's first `have` is answered at the next tick: the have this member sent it before it
+/// knew the attachment was dropped there, and waiting `haveRefresh` for the repeat held it back.
+@Test func aPeersFirstHaveIsAnsweredAtTheNextTickNotAfterTheRefresh() {
+    var journal = Journal(local: me, seed: 1)
+    journal.setPeers([me, uploader, p2, p3])
+    let m = manifest(chunks: 2)
+    _ = journal.apply(.add(m, key: key), now: 0)
+    #expect(haves(journal.tick(now: 0, linked: [p2, p3])) == [p2, p3])
+    // p2 learns of the attachment late (it dropped our have) and says it holds nothing.
+    journal.peerAnnounced(p2, id: m.id, have: Bitfield(count: 2), offer: Bitfield(count: 2))
+    #expect(haves(journal.tick(now: 0.1, linked: [p2, p3])) == [p2], "answered at once, not at 1.0")
+    journal.peerAnnounced(p2, id: m.id, have: Bitfield(count: 2), offer: Bitfield(count: 2))
+    #expect(haves(journal.tick(now: 0.2, linked: [p2, p3])).isEmpty, "only its first have is answered")
+    // A complete peer needs nothing from us: its first have is not answered.
+    journal.peerAnnounced(p3, id: m.id, have: Bitfield(count: 2, full: true), offer: Bitfield(count: 2, full: true))
+    #expect(haves(journal.tick(now: 0.3, linked: [p2, p3])).isEmpty)
+}
+
 @Test func theStateRuleIsReplicatedWithTwoHoldersAndUnavailableOnlyOnceSettled() {
     var journal = Journal(local: me, seed: 1)
     journal.setPeers([me, uploader, p2])

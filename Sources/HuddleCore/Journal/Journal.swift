@@ -24,9 +24,10 @@ public enum AttachmentChange: String, Sendable, Equatable {
 /// Guarantees:
 /// - an attachment is added once, from a valid manifest with a 32-byte key, and removed once;
 ///   a removed attachment never comes back (its id stays in the table as `.removed`);
-/// - each peer hears this member's `have`/`offer` for an attachment when they change, and again
-///   every `haveRefresh` seconds while that peer is still fetching (a `have` that reached it before
-///   the journal entry was dropped there), never more often;
+/// - each peer hears this member's `have`/`offer` for an attachment when they change, when the
+///   peer's own first `have` for it arrives here while it still fetches (it may have dropped ours),
+///   and again every `haveRefresh` seconds while that peer is still fetching (a `have` that reached
+///   it before the journal entry was dropped there), never more often;
 /// - the state follows one rule (`state(of:now:)`), and `replicated`/`unavailable` are emitted
 ///   once per change into them; `complete` is emitted once; `progress` at most every 0.25 s;
 /// - the hand-off plan names each chunk no other member is proven to hold (`Swarm.onlyHere`)
@@ -143,9 +144,12 @@ public struct Journal: Sendable {
         serving[peer] = nil
     }
 
-    /// A peer's `have`/`offer` for an attachment.
+    /// A peer's `have`/`offer` for an attachment. The first one kept from a peer that still
+    /// fetches is answered with this member's own at the next tick, not after `haveRefresh`: the
+    /// peer may have dropped this member's earlier `have` (it came before the peer knew the
+    /// attachment, or knew this member as live), and until it hears one it asks nothing of it.
     public mutating func peerAnnounced(_ peer: MemberID, id: String, have: Bitfield, offer: Bitfield) {
-        swarm.peerAnnounced(peer, id: id, have: have, offer: offer)
+        if swarm.peerAnnounced(peer, id: id, have: have, offer: offer), !have.isFull { sentHave[peer]?[id] = nil }
     }
 
     // MARK: time

@@ -5,7 +5,8 @@
 /// - requests go rarest-first (fewest live holders offering the chunk), ties broken at random, at
 ///   most `window` chunks in flight per peer, spread over the holders with the most free window;
 /// - the uploader offers each peer only its share of the chunks it has not sent to anyone yet, so
-///   it sends each chunk once before any twice (super-seeding); a chunk it sent whose receiver
+///   it sends each chunk once before any twice (super-seeding); the share of a peer that has not
+///   told what it holds of the attachment goes to the next peer that has; a chunk it sent whose receiver
 ///   then left, or that a peer still lacks after `reofferAfter`, is offered again; requesters ask
 ///   the uploader only for chunks no other member offers;
 /// - a request unanswered after `requestTimeout`, or answered with a chunk that fails its hash,
@@ -112,9 +113,13 @@ public struct Swarm: Sendable {
         }
     }
 
-    /// A peer told what it holds and what it offers us.
-    public mutating func peerAnnounced(_ peer: MemberID, id: String, have: Bitfield, offer: Bitfield) {
-        guard live.contains(peer), var t = transfers[id], have.count == t.chunkCount, offer.count == t.chunkCount else { return }
+    /// A peer told what it holds and what it offers us. Returns whether this is the first of its
+    /// `have`s for `id` kept here (since it was last live here); one from a peer that is not live
+    /// here, for an attachment not known here, or of the wrong size is dropped (false).
+    @discardableResult
+    public mutating func peerAnnounced(_ peer: MemberID, id: String, have: Bitfield, offer: Bitfield) -> Bool {
+        guard live.contains(peer), var t = transfers[id], have.count == t.chunkCount, offer.count == t.chunkCount else { return false }
+        let first = t.peerHave[peer] == nil
         t.peerHave[peer] = have
         t.peerOffer[peer] = offer
         for (index, asks) in t.outstanding where !offer[index] && asks.contains(where: { $0.peer == peer }) {
@@ -122,6 +127,7 @@ public struct Swarm: Sendable {
             t.outstanding[index] = kept.isEmpty ? nil : kept
         }
         transfers[id] = t
+        return first
     }
 
     /// A chunk held here turned out to be missing or corrupt on disk: fetch it again.
@@ -171,6 +177,19 @@ public struct Swarm: Sendable {
         guard t.uploader == local else { return t.have }
         let peers = live.sorted()
         guard let rank = peers.firstIndex(of: peer) else { return t.have }
+        // A share whose peer has not told what it holds of the attachment (it may not know of it
+        // yet: its journal entry can be held back there) goes to the next peer in member order
+        // that has, so no chunk waits for one slow peer while every other member lacks it.
+        // Before any peer has told, each keeps its own.
+        let told = peers.map { t.peerHave[$0] != nil }
+        var sharer = Array(peers.indices)
+        if var next = told.firstIndex(of: true) {
+            // From the last rank down: the first rank at or after k (wrapping round) that told.
+            for k in peers.indices.reversed() {
+                if told[k] { next = k }
+                sharer[k] = next
+            }
+        }
         var offer = Bitfield(count: t.chunkCount)
         for index in 0..<t.chunkCount where t.have[index] {
             if let sent = t.served[index] {
@@ -179,7 +198,7 @@ public struct Swarm: Sendable {
                 // e.g. every copy it has is bad).
                 let lacks = !(t.peerHave[peer]?[index] ?? false)
                 if lacks && (!live.contains(sent.peer) || now - sent.at >= settings.reofferAfter) { offer[index] = true }
-            } else if index % peers.count == rank {
+            } else if sharer[index % peers.count] == rank {
                 offer[index] = true
             }
         }
