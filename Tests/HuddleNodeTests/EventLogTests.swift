@@ -9,7 +9,7 @@ import Testing
 /// node's writer does (the refill is called on each take and feeds the log only when armed), and
 /// reads a set number of bytes a step. CONTROL.md: a subscriber that falls behind gets `overflow`
 /// naming a cursor it may resubscribe from with `since`.
-@Suite struct EventLogTests {
+@Suite(.serialized) struct EventLogTests {
     /// Retention of 256 KiB (at least 400 events or 64 KiB), a 2 KiB window, about 1 KiB a line:
     /// the node's proportions (256 MiB, 1 MiB, 38 KiB lines in the bench) scaled down. A client
     /// sees `overflow` only after the lines queued before it (the writer's batch and the window),
@@ -24,7 +24,7 @@ import Testing
     /// `slowBytes` a step until its first overflow, then resubscribes from each overflow's
     /// `resume` after `reconnectSteps` steps and reads `fastBytes` a step.
     struct Run {
-        var events = 1500
+        var events = 800
         var perStep = 8
         var slowBytes = 1 << 10
         var fastBytes = 12 << 10
