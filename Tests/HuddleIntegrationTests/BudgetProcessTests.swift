@@ -39,7 +39,7 @@ private func honestExchange(_ a: TestNode, _ b: TestNode, _ label: String) async
 /// Issue 20, item 4, with real processes: one member holding the session key attacks a node at
 /// full rate over its own link; the node's memory stays bounded, honest members keep talking, and
 /// every refusal is counted.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct BudgetProcessTests {
     /// Chunk requests (25 bytes each, each asking for a 256 KiB chunk) from a link that reads
     /// nothing: the node serves until the link's backlog is full, then refuses (`outbox_full`,

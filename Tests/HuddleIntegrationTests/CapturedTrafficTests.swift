@@ -45,7 +45,7 @@ actor RecordingProxy {
     }
 }
 
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct CapturedTrafficTests {
     @Test func linkTrafficNeverContainsAPlaintextBody() async throws {
         let cluster = try TestCluster("capture")

@@ -59,7 +59,7 @@ private func fileMode(_ path: String) -> (type: mode_t, permissions: mode_t)? {
     return (info.st_mode & S_IFMT, info.st_mode & 0o777)
 }
 
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct ControlSocketProcessTests {
     /// DESIGN: "Control socket: mode 0600 (inside a 0700 directory when the node creates one); a
     /// second node on the same path is refused". The node runs with umask 000, so 0600 / 0700 are

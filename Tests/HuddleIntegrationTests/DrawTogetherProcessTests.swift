@@ -31,7 +31,7 @@ private final class DrawProcess: @unchecked Sendable {
     }
 }
 
-@Suite("DrawTogether example", .timeLimit(.minutes(5)))
+@Suite("DrawTogether example", .timeLimit(.minutes(10)))
 struct DrawTogetherProcessTests {
     /// Three participants draw concurrently; one of them drops an image and leaves; a fourth joins
     /// late and draws too. Every remaining participant renders the same SVG bytes, with every

@@ -70,7 +70,7 @@ private func expectExactlyOnce(_ nodes: [TestNode], _ collectors: [EventCollecto
     }
 }
 
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct EpochProcessTests {
     @Test func aRemovedMemberOfFiveIsCutOffWhileTheOtherFourLoseNothing() async throws {
         let cluster = try TestCluster("remove")

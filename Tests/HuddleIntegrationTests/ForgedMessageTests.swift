@@ -5,7 +5,7 @@ import HuddleCore
 import HuddleCrypto
 import Testing
 
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct ForgedMessageTests {
     @Test func aMessageNotSignedByItsClaimedOriginIsDroppedAndCounted() async throws {
         let cluster = try TestCluster("forged")

@@ -49,7 +49,7 @@ private struct Mallory {
     }
 }
 
-@Suite("Hostile members (real nodes)", .timeLimit(.minutes(4)))
+@Suite("Hostile members (real nodes)", .timeLimit(.minutes(10)))
 struct HostileMemberTests {
     @Test func forgedMembershipRecordsNeitherEvictReplaceNorSuspectAMember() async throws {
         let cluster = try TestCluster("hostile-records")

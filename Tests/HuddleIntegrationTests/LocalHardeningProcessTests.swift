@@ -6,7 +6,7 @@ import Testing
 /// Issue 20 item 5, "Local hardening", with real processes: DESIGN's threat model says local users
 /// other than the node's own cannot reach its control socket or read its keys. The tests run as
 /// root and play the other user as uid 65534 (setpriv).
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct LocalHardeningProcessTests {
     /// The socket is 0600 from the moment it appears at its path (the node runs with umask 000, and
     /// the directory is watched: no mode change ever happens there), and a client of another uid

@@ -3,7 +3,7 @@ import HuddleControl
 import Testing
 
 /// SWIM membership with real processes: 8 nodes on loopback, crashes, leaves, pauses, restarts.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct MembershipProcessTests {
     private func startEight(_ label: String) async throws -> (TestCluster, [TestNode]) {
         let cluster = try TestCluster(label)

@@ -22,7 +22,7 @@ struct Delivered: Equatable {
     }
 }
 
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct MessagingProcessTests {
     @Test func concurrentSendersRepliesAndACrashKeepCausalExactlyOnceDelivery() async throws {
         let cluster = try TestCluster("causal")

@@ -90,7 +90,7 @@ private func bytes(_ object: [String: Any], _ key: String) -> [UInt8]? {
 /// "huddle-link-binding v1": what a link peer's identity signs, with its Noise static key after it.
 private let bindingContext = Array("huddle-link-binding v1".utf8)
 
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct NoiseInteropTests {
     /// noiseprotocol decrypts the node's message 2 and we verify its identity binding from the
     /// outside; then it finishes the handshake with message 3 (a binding of its own), and the two

@@ -36,7 +36,7 @@ private func wrongCode(_ code: String) -> String {
     return ([parts[0]] + words.dropFirst() + words.prefix(1)).joined(separator: "-")
 }
 
-@Suite(.timeLimit(.minutes(4)))
+@Suite(.timeLimit(.minutes(10)))
 struct PairingProcessTests {
     @Test func aNewNodePairsWithACodeAndJoinsTheSession() async throws {
         let cluster = try TestCluster("pair")

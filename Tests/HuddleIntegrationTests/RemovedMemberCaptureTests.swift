@@ -43,7 +43,7 @@ private struct RemovedMemberKeys {
 /// control: what its keys open there) and after it, while the four exchange messages and an
 /// attachment and the test, holding everything the removed member held, keeps pinging them and
 /// dialing links from that address as it would.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct RemovedMemberCaptureTests {
     @Test func aCaptureOfARemovedMembersTrafficHoldsNothingItCanOpen() async throws {
         let cluster = try TestCluster("rmcap")

@@ -4,7 +4,7 @@ import HuddleCrypto
 import Testing
 
 /// Real `huddle run` processes on loopback, driven through their control sockets.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct SessionTests {
     @Test func threeNodesJoinAndEachSeesThreeAliveMembers() async throws {
         let cluster = try TestCluster("join3")

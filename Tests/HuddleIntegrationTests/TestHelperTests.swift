@@ -4,7 +4,7 @@ import Testing
 
 /// The helpers must not pass silently: a dead event stream fails the test that reads it, and a
 /// timeout names what the condition last threw.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct TestHelperTests {
     private struct Marker: Error, CustomStringConvertible {
         var description: String { "marker error 7f3a" }

@@ -4,7 +4,7 @@ import Testing
 
 struct ImageMetadata: Codable, Sendable, Equatable { let location: [Double]; let canvas: String }
 
-@Suite("GroupSessionJournal against real nodes", .timeLimit(.minutes(5)))
+@Suite("GroupSessionJournal against real nodes", .timeLimit(.minutes(10)))
 struct JournalTests {
     @Test func attachmentsAppearForEveryoneLoadWholeWithTheirMetadataAndGoAwayWhenRemoved() async throws {
         let nodes = try Nodes("journal")

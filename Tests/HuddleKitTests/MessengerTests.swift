@@ -6,7 +6,7 @@ struct Ping: Codable, Sendable, Equatable { let n: Int }
 struct Pong: Codable, Sendable, Equatable { let word: String }
 struct Note: Codable, Sendable, Equatable { let text: String; let tags: [String] }
 
-@Suite("GroupSessionMessenger against real nodes", .timeLimit(.minutes(5)))
+@Suite("GroupSessionMessenger against real nodes", .timeLimit(.minutes(10)))
 struct MessengerTests {
     @Test func messagesOfSeveralTypesReachOnlyTheSequenceOfTheirTypeWithTheirSource() async throws {
         let nodes = try Nodes("msg")

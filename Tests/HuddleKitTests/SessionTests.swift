@@ -2,7 +2,7 @@ import Foundation
 @testable import HuddleKit
 import Testing
 
-@Suite("GroupSession against real nodes", .timeLimit(.minutes(5)))
+@Suite("GroupSession against real nodes", .timeLimit(.minutes(10)))
 struct SessionTests {
     @Test func activeParticipantsGrowAndShrinkAsMembersJoinAndLeave() async throws {
         let nodes = try Nodes("members")

@@ -16,7 +16,7 @@ private let runScenarios = !HostEnvironment.skipRequested && HostEnvironment.usa
 
 private func f1(_ x: Double) -> String { String(format: "%.1f", x) }
 
-@Suite("Several hosts (network namespaces)", .serialized, .timeLimit(.minutes(6)))
+@Suite("Several hosts (network namespaces)", .serialized, .timeLimit(.minutes(10)))
 struct HostScenarios {
     /// The suite's precondition, said on one loud line: without namespaces the suite fails unless
     /// HUDDLE_SKIP_HOSTS=1 is set explicitly (then it says it is skipped).
