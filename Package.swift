@@ -26,6 +26,8 @@ let package = Package(
         ),
         // prctl (variadic in C, so not callable from Swift) behind two plain functions.
         .target(name: "CHuddleSystem"),
+        // One malloc arena per process, for the `huddle` executable alone (Sources/CHuddleMalloc/malloc.c).
+        .target(name: "CHuddleMalloc"),
         .target(name: "HuddleCrypto", dependencies: ["CSodium"]),
         .target(name: "HuddleCore", dependencies: ["HuddleCrypto"]),
         .target(name: "HuddleControl", dependencies: [
@@ -56,7 +58,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .executableTarget(name: "huddle", dependencies: [
-            "HuddleNode", "HuddleControl", "HuddleCrypto",
+            "HuddleNode", "HuddleControl", "HuddleCrypto", "CHuddleMalloc",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // The showcase example (examples/DrawTogether): Apple's DrawTogether sample on HuddleKit, with a web page per participant.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CHuddleMalloc
 import Foundation
 import HuddleControl
 
@@ -20,6 +21,9 @@ struct Huddle: AsyncParsableCommand {
 
     /// Like the default entry point, but usage errors exit 2 (CONTROL.md), not 64.
     static func main() async {
+        // The node runs with one malloc arena, set before main (CHuddleMalloc); naming it here
+        // keeps that module's constructor in the executable.
+        _ = huddle_malloc_arenas_limited()
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {
