@@ -18,7 +18,7 @@ import Testing
     /// about 140 MB/s, with a 128 times larger share of retention per window).
     static let limits = EventLog.Limits(
         retainCount: 400, retainBytes: 64 << 10, spoolLimit: 256 << 10, indexLimit: 1 << 20,
-        window: 2 << 10, pushBytes: 1 << 10, flushBytes: 4 << 10, segmentBytes: 32 << 10)
+        holdBytes: 512 << 10, window: 2 << 10, pushBytes: 1 << 10, flushBytes: 4 << 10, segmentBytes: 32 << 10)
 
     /// One run: `events` message events, `perStep` appended each step; the reader reads
     /// `slowBytes` a step until its first overflow, then resubscribes from each overflow's
@@ -82,6 +82,21 @@ import Testing
         #expect(outcome.received.dropFirst().allSatisfy { $0 == 1 }, "\(Self.summary(outcome))")
     }
 
+    /// A client that reaches its `overflow` and resubscribes only after the log grew by more than
+    /// the quarter of retention to spare (16 steps, 128 KiB here) still finds its resume, because
+    /// the overflow holds it; with the hold no larger than retention itself, the same client loses
+    /// events (so the hold is what keeps them).
+    @Test func aHeldResumeOutlastsALongReconnect() throws {
+        let run = Run(fastBytes: 12 << 10, reconnectSteps: 16)
+        let held = try Self.simulate(run)
+        #expect(!held.overflows.isEmpty)
+        #expect(held.received.dropFirst().allSatisfy { $0 == 1 }, "every event exactly once: \(Self.summary(held))")
+        var noHold = Self.limits
+        noHold.holdBytes = noHold.spoolLimit
+        let lost = try Self.simulate(run, limits: noHold)
+        #expect(lost.received.dropFirst().contains(0), "without the hold the same client loses events: \(Self.summary(lost))")
+    }
+
     /// A client too slow to resubscribe (its resume dropped meanwhile) and too slow to read loses
     /// events, but never silently: a replay starts at the oldest retained event after its `since`
     /// (the client sees the jump), an overflow names a resume no older than the last cursor sent,
@@ -128,7 +143,7 @@ import Testing
         }
     }
 
-    static func simulate(_ run: Run) throws -> Outcome {
+    static func simulate(_ run: Run, limits: EventLog.Limits = limits) throws -> Outcome {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("eventlog-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -11,10 +11,14 @@ import HuddleCore
 /// backlog therefore costs the node at most about `window` (plus the batch being written), however
 /// far it lags. A subscriber that falls behind (`overflows`) gets one `overflow` event and is
 /// dropped; the event names the cursor to resume from, and every event after that cursor is still
-/// retained when it is sent, with a quarter of retention to spare for the resubscription. Only a
-/// subscriber that started closer to eviction than that can lose events; its `overflow` then
-/// names the oldest retained cursor, after the last one it was sent, so the client sees the gap.
-/// The node never waits for a subscriber.
+/// retained when it is sent, with a quarter of retention to spare for the resubscription. That
+/// resume is then held: retention keeps the events after it, past its usual bounds (up to
+/// `holdBytes` on disk), since a slow client sees the `overflow` only after reading what was
+/// queued before it; a subscription from it or an older cursor takes the hold over and keeps it at
+/// its own cursor while it catches up, until it overflows again or ends. Only a subscriber that
+/// started closer to eviction than that, or that lets held retention reach `holdBytes`, can lose
+/// events; its `overflow` then names the oldest retained cursor, after the last one it was sent, so
+/// the client sees the gap. The node never waits for a subscriber.
 ///
 /// Memory: the spool's tail, the index (8 bytes per retained event) and `window` per subscriber.
 struct EventLog {
@@ -28,6 +32,11 @@ struct EventLog {
         /// Retained bytes and events are never more than these (the spool is on disk, the index in memory).
         var spoolLimit = 256 << 20
         var indexLimit = 1 << 20
+        /// Retained bytes while an overflow's resume is held (on disk): at 100 MB/s of event lines
+        /// (16 KiB messages), 2.7 s more for the client to reach its `overflow` and resubscribe.
+        var holdBytes = 512 << 20
+        /// Most resumes held at once (the oldest is let go first).
+        var heldLimit = 16
         /// Most bytes of lines queued on one subscriber's connection at once.
         var window = 1 << 20
         /// Most bytes of lines queued in one push.
@@ -49,6 +58,8 @@ struct EventLog {
         /// from an overflow's `resume` starts as far behind as it overflowed, and must be let
         /// catch up (`overflowRisk`).
         var startRisk: Double = 0
+        /// It resubscribed from a held resume: retention keeps its next event as it kept the resume.
+        var holds = false
     }
 
     let limits: Limits
@@ -64,6 +75,9 @@ struct EventLog {
     private var subscribers: [Subscriber] = []
     /// While set, subscribers are not fed per event: `endDeferring()` feeds each once.
     private var deferring = false
+    /// The resumes of overflows sent whose clients have not resubscribed yet: the events after
+    /// each are kept while retention stays within `holdBytes`.
+    private var held: [Int64] = []
 
     init(spoolDirectory: String, limits: Limits = .standard) {
         self.limits = limits
@@ -145,7 +159,15 @@ struct EventLog {
         var count = latest - first + 1
         while count > 0 {
             let bytes = spool.end - offset(first)
-            guard risk((count, bytes)) > 1 || offset(first) < spool.start else { break }
+            let lost = offset(first) < spool.start
+            guard risk((count, bytes)) > 1 || lost else { break }
+            // A held resume (or a holding subscriber) before `first` needs it: kept within the
+            // hold's bounds, else let go (the subscriber then overflows with the gap showing).
+            if let oldest = oldestHeld(), oldest < first {
+                if !lost && bytes <= Int64(limits.holdBytes) && count <= Int64(limits.indexLimit) { break }
+                held.removeAll { $0 < first }
+                for i in subscribers.indices where subscribers[i].next <= first { subscribers[i].holds = false }
+            }
             first += 1
             indexHead += 1
             count -= 1
@@ -155,6 +177,14 @@ struct EventLog {
             indexHead = 0
         }
         spool.drop(before: offset(first))
+    }
+
+    /// The oldest cursor whose following events are held: a held resume, or the last cursor a
+    /// holding subscriber was sent.
+    private func oldestHeld() -> Int64? {
+        var oldest = held.min()
+        for s in subscribers where s.holds { oldest = min(oldest ?? s.next - 1, s.next - 1) }
+        return oldest
     }
 
     /// How far behind the log's end a subscriber whose next event is `next` is.
@@ -237,8 +267,12 @@ struct EventLog {
         return true
     }
 
-    /// Sends `overflow` naming `resume`; false (the subscriber is to be dropped).
-    private func overflow(_ connection: ControlConnection, resume: Int64) -> Bool {
+    /// Sends `overflow` naming `resume`, and holds `resume`; false (the subscriber is to be dropped).
+    private mutating func overflow(_ connection: ControlConnection, resume: Int64) -> Bool {
+        if resume >= first - 1 {
+            if held.count >= limits.heldLimit, let oldest = held.indices.min(by: { held[$0] < held[$1] }) { held.remove(at: oldest) }
+            held.append(resume)
+        }
         var overflow: [UInt8] = []
         JSON.object(["event": "overflow", "cursor": .int(latest), "resume": .int(resume)]).write(into: &overflow)
         overflow.append(0x0A)
@@ -250,9 +284,12 @@ struct EventLog {
     /// `since` is older; only new events without `since`), and queues what it has missed.
     mutating func subscribe(_ connection: ControlConnection, topics: Set<Topic>, since: Int64?) {
         subscribers.removeAll { $0.connection === connection }
+        // A replay from a held resume or older takes over what was held for it.
+        let holds = since.map { since in held.contains { $0 >= since } } ?? false
+        if let since { held.removeAll { $0 >= since } }
         // `since` is the client's number, any Int64: no `+ 1` on it unless it is below `latest`.
         let next = since.map { $0 >= latest ? latest + 1 : max($0 + 1, first) } ?? latest + 1
-        subscribers.append(Subscriber(connection: connection, topics: topics.reduce(0) { $0 | Self.bit($1) }, next: next, startRisk: risk(lag(next))))
+        subscribers.append(Subscriber(connection: connection, topics: topics.reduce(0) { $0 | Self.bit($1) }, next: next, startRisk: risk(lag(next)), holds: holds))
         if !feed(subscribers.count - 1) { subscribers.removeLast() }
     }
 
