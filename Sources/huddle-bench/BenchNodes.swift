@@ -85,6 +85,7 @@ final class HuddleCluster {
         FileManager.default.createFile(atPath: "\(dir)/n\(i).log", contents: nil)
         p.standardError = FileHandle(forWritingAtPath: "\(dir)/n\(i).log")
         try p.run()
+        NodeProcesses.note(p.processIdentifier)
         processes.append(p)
         controls.append(control)
         // The socket file appears at bind(), a moment before the node accepts on it: retry.

@@ -15,6 +15,8 @@ struct HuddleBench: AsyncParsableCommand {
     var scenarios = "latency,throughput,membership,stability,attachment,transfer-latency,crypto,attack,removal,scale"
     @Option(help: "Write the results as Markdown to this file (e.g. BENCHMARKS.md).") var out: String?
     @Option(help: "The huddle binary to run (default: the one next to this executable).") var huddle: String?
+    @Option(help: "Sample the machine with `perf record` during each scenario, keep the raw data in this directory, and add where the node processes spent their CPU to the output.")
+    var profile: String?
 
     func run() async throws {
         let binary = huddle ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("huddle").path
@@ -25,11 +27,22 @@ struct HuddleBench: AsyncParsableCommand {
         let s = Scenarios(huddle: binary, quick: quick)
         let wanted = Set(scenarios.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         var rows: [BenchRow] = []
+        var profiles: [String] = []
+        if let profile {
+            guard ScenarioProfile.available else { throw ValidationError("--profile needs /usr/bin/perf and /usr/bin/python3 (apt-get install linux-perf python3)") }
+            try FileManager.default.createDirectory(atPath: profile, withIntermediateDirectories: true)
+        }
         func record(_ name: String, _ measure: () async throws -> [BenchRow]) async {
             var new: [BenchRow]
             _ = ClusterMemory.take()
+            let sampling = profile.map { ScenarioProfile(name: name, dir: $0) }
             do { new = try await measure() } catch {
                 new = [BenchRow(scenario: name, measure: "", huddle: "failed: \(error)", comparison: "", ratio: "", target: "")]
+            }
+            if let sampling {
+                let summary = sampling.stop()
+                FileHandle.standardOutput.write(Data(summary.utf8))
+                profiles.append(summary)
             }
             let memory = ClusterMemory.take() ?? "n/a (no node processes)"
             for i in new.indices where new[i].memory.isEmpty { new[i].memory = memory }
@@ -61,10 +74,10 @@ struct HuddleBench: AsyncParsableCommand {
         if wanted.contains("scale") { await record("scale") { s.scale() } }
         // The session simulator's row alone (`scale` includes it).
         if wanted.contains("session") && !wanted.contains("scale") { await record("session") { [s.sessionScale()] } }
-        if let out { try markdown(rows).write(toFile: out, atomically: true, encoding: .utf8) }
+        if let out { try markdown(rows, profiles: profiles).write(toFile: out, atomically: true, encoding: .utf8) }
     }
 
-    private func markdown(_ rows: [BenchRow]) -> String {
+    private func markdown(_ rows: [BenchRow], profiles: [String]) -> String {
         var uts = utsname()
         uname(&uts)
         let kernel = withUnsafeBytes(of: &uts.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
@@ -82,7 +95,7 @@ struct HuddleBench: AsyncParsableCommand {
             - machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, \(fmt(memory, 0)) GiB, Linux \(kernel)
             - date: \(Date().formatted(.iso8601))
             - commit: \(commit)
-            - command: `swift run -c release huddle-bench\(quick ? " --quick" : "") --out BENCHMARKS.md`
+            - command: `swift run -c release huddle-bench\(quick ? " --quick" : "")\(profile == nil ? "" : " --profile DIR") --out BENCHMARKS.md`
             - peers: Serf \(SerfCluster.available ? "0.8 (Debian package `serf`, LAN profile, encrypted)" : "not installed"); raw loopback TCP written in the benchmark; libtorrent via `scripts/libtorrent_bench.py` (Debian `python3-libtorrent`, one seeder, 256 KiB pieces, loopback TCP)
 
             | scenario | measure | Huddle | comparison (same run) | ratio | target | peak RSS per node |
@@ -90,6 +103,9 @@ struct HuddleBench: AsyncParsableCommand {
 
             """
         for r in rows { md += "| \(r.scenario) | \(r.measure) | \(r.huddle) | \(r.comparison) | \(r.ratio) | \(r.target) | \(r.memory) |\n" }
+        if !profiles.isEmpty {
+            md += "\n## Where the node processes spent their CPU (`--profile`, same run)\n\n" + profiles.joined()
+        }
         return md
     }
 }
