@@ -38,6 +38,16 @@ public struct ApplicationSeqs: Sendable, Equatable {
         origins[origin]?.count(upTo: seq) ?? 0
     }
 
+    /// `m` as the control protocol shows it: its seq and its dependencies' seqs in application seqs.
+    public func view(_ m: WireMessage) -> WireMessage {
+        var shown = m
+        if m.seq != 0 { shown.seq = applicationSeq(m.from, m.seq) }
+        if m.deps.contains(where: { applicationSeq($0.member, $0.seq) != $0.seq }) {
+            shown.deps = m.deps.map { WireMessage.Dependency(member: $0.member, seq: applicationSeq($0.member, $0.seq)) }
+        }
+        return shown
+    }
+
     /// The application seq of `origin`'s broadcast `seq` (0 stays 0).
     public func applicationSeq(_ origin: MemberID, _ seq: UInt64) -> UInt64 {
         let count = nonApplication(origin, upTo: seq)

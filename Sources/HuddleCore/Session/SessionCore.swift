@@ -357,17 +357,7 @@ public struct SessionCore: Sendable {
 
     /// The message as the control protocol shows it: its seq and its dependencies in application
     /// seqs (`ApplicationSeqs`). The same value, not a copy, when nothing changes (no journal entries).
-    public func applicationView(_ m: WireMessage) -> WireMessage {
-        // The closures capture `seqs`, not `self`: capturing `self` copies the whole core (every
-        // table retained and released) once per delivered message.
-        let seqs = applicationSeqs
-        var shown = m
-        if m.seq != 0 { shown.seq = seqs.applicationSeq(m.from, m.seq) }
-        if m.deps.contains(where: { seqs.applicationSeq($0.member, $0.seq) != $0.seq }) {
-            shown.deps = m.deps.map { WireMessage.Dependency(member: $0.member, seq: seqs.applicationSeq($0.member, $0.seq)) }
-        }
-        return shown
-    }
+    public func applicationView(_ m: WireMessage) -> WireMessage { applicationSeqs.view(m) }
 
     /// A clock (delivered, baseline) in application seqs.
     public func applicationClock(_ clock: [MemberID: UInt64]) -> [MemberID: UInt64] {

@@ -53,7 +53,7 @@ extension Node {
         case let .join(addr): return ControlReply.ok(id: id, try await joinOp(addr))
         case let .send(send):
             let m = try await self.send(SendRequest(body: send.body, to: send.to?.compactMap(MemberID.init), reliable: send.reliable))
-            let seq = core.applicationView(m).seq
+            let seq = core.applicationSeqs.view(m).seq
             return ControlReply.ok(id: id, ["msg": .string(m.id), "seq": seq == 0 ? .null : .int(Int64(clamping: seq))])
         case let .subscribe(topics, since):
             var reply: [UInt8] = []

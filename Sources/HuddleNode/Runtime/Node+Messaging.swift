@@ -43,10 +43,12 @@ extension Node {
         }
     }
 
-    /// A message event, numbered as the control protocol numbers messages (`SessionCore.applicationView`).
+    /// A message event, numbered as the control protocol numbers messages (`ApplicationSeqs.view`).
+    /// Read through the `applicationSeqs` field: calling a method of `core` itself from this actor
+    /// copies the whole core first (every table retained, then released), once per message.
     func deliver(_ m: WireMessage, reliable: Bool) {
         _ = counters.messagesDelivered.wrappingAdd(1, ordering: .relaxed)
-        events.appendMessage(core.applicationView(m), reliable: reliable)
+        events.appendMessage(core.applicationSeqs.view(m), reliable: reliable)
     }
 
     // MARK: activity
