@@ -90,7 +90,7 @@ struct HuddleBench: AsyncParsableCommand {
         var md = """
             # Huddle benchmarks
 
-            Every number in the table and in the profiles below was printed by `huddle-bench` in one run; nothing in them is edited by hand (a section after them, if any, is analysis written by hand, and says so).
+            Every number in the table was printed by `huddle-bench` in one run, and every profile by `huddle-bench --profile` (this run, or a second one that its heading names); nothing in them is edited by hand. A section that is analysis written by hand says so.
 
             - machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, \(fmt(memory, 0)) GiB, Linux \(kernel)
             - date: \(Date().formatted(.iso8601))
