@@ -229,8 +229,8 @@ private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Ma
 @Test func unaskedChunksBeingStoredAtOnceStayWithinTheStoreLimit() {
     let (start, m, chunk) = storeLimitedJournal(chunks: 1)
     var journal = start
-    #expect(journal.admitChunk(m.id, 4, now: 1).admitted, "one unasked chunk fits")
-    #expect(!journal.admitChunk(m.id, 5, now: 1).admitted, "a second one, while the first is written, does not")
+    #expect(journal.admitChunk(m.id, 4, now: 2).admitted, "one unasked chunk fits")
+    #expect(!journal.admitChunk(m.id, 5, now: 2).admitted, "a second one, while the first is written, does not")
     let all = Bitfield(count: 6, full: true)
     journal.peerAnnounced(b, id: m.id, have: all, offer: all)
     let asked = journal.requests(now: 1.5).compactMap { if case let .requestChunk(_, _, index) = $0 { index } else { nil } }
@@ -239,6 +239,33 @@ private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Ma
     let stored = journal.chunkArrived(m.id, 4, from: b, valid: true)
     #expect(stored)
     #expect(journal.swarm.storedBytes == chunk && journal.swarm.requestedBytes == 0)
+}
+
+/// Asked chunks whose writes outlast the request timeout, and whose sender leaves meanwhile (a
+/// loaded machine), still count until they are stored: no chunk is asked for in their place, a
+/// late second copy of one is dropped, and the store never passes its limit.
+@Test func slowWritesAndADepartedSenderNeverLetTheStorePassItsLimit() {
+    let (start, m, chunk) = storeLimitedJournal(chunks: 3)
+    var journal = start
+    let all = Bitfield(count: 6, full: true)
+    journal.peerAnnounced(b, id: m.id, have: all, offer: all)
+    let asked = journal.requests(now: 1).compactMap { if case let .requestChunk(_, _, index) = $0 { index } else { nil } }
+    #expect(asked.count == 3, "three chunks fit")
+    for index in asked { #expect(journal.admitChunk(m.id, index, now: 2).admitted) }
+    #expect(!journal.admitChunk(m.id, asked[0], now: 2).admitted, "a second copy of a chunk being written is dropped")
+    // The writes take longer than the request timeout, and b leaves while they run.
+    journal.setPeers([a, c])
+    journal.peerAnnounced(c, id: m.id, have: all, offer: all)
+    let later = journal.requests(now: 1 + 3 * journal.swarm.settings.requestTimeout)
+    #expect(later.filter { if case .requestChunk = $0 { true } else { false } }.isEmpty, "nothing is asked for in their place")
+    #expect(journal.swarm.requestedBytes == 3 * chunk)
+    for index in asked {
+        let stored = journal.chunkArrived(m.id, index, from: b, valid: true)
+        #expect(stored)
+    }
+    #expect(journal.swarm.storedBytes == 3 * chunk && journal.swarm.requestedBytes == 0)
+    let unasked = (0..<6).first { !asked.contains($0) }!
+    #expect(!journal.admitChunk(m.id, unasked, now: 2).admitted, "the store is full")
 }
 
 // MARK: holders only after a verified serve

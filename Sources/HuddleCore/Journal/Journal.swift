@@ -244,11 +244,14 @@ public struct Journal: Sendable {
     }
 
     /// Whether a chunk that arrived intact and is new here may be stored: one that was asked for
-    /// is already within the store limit; one that came unasked (a hand-off) must fit it, else it
-    /// is refused and counted. An admitted chunk counts as asked for until it arrives
-    /// (`chunkArrived`, `Swarm.admitted`), so chunks being written at once (a link stores several
-    /// concurrently) never pass the limit together, nor does a write slower than a request timeout.
+    /// is already within the store limit; one that came unasked (a hand-off, or an answer after
+    /// its request timed out) must fit it, else it is refused and counted; a second copy of one
+    /// being written is dropped. An admitted chunk counts as being written until it arrives
+    /// (`chunkArrived`, `Swarm.admitted`), so chunks written at once (a link stores several
+    /// concurrently) never pass the limit together, nor does a write slower than a request
+    /// timeout, nor one whose sender left meanwhile.
     public mutating func admitChunk(_ id: String, _ index: Int, now: Double) -> (admitted: Bool, effects: [Effect]) {
+        guard !swarm.isWriting(id, index) else { return (false, []) }
         if !swarm.isRequested(id, index) {
             guard swarm.storedBytes + swarm.requestedBytes + swarm.chunkBytes(id) <= storeLimitBytes else { return (false, refuse(.storeFull)) }
         }

@@ -49,6 +49,10 @@ public struct Swarm: Sendable {
         var proven: [MemberID: Bitfield] = [:]
         /// chunk → (peer, when) of requests in flight.
         var outstanding: [Int: [(peer: MemberID, at: Double)]] = [:]
+        /// Chunks admitted and being written here (`admitted` until `chunkArrived`): they count
+        /// against the store budget and are asked of nobody, however long the write takes and
+        /// whoever leaves meanwhile (unlike a request, no timeout or departure frees them).
+        var writing: Bitfield
         var bad: Set<[UInt64]> = []
 
         func isBad(_ index: Int, from peer: MemberID) -> Bool { !bad.isEmpty && bad.contains([UInt64(index), peer.raw]) }
@@ -78,7 +82,7 @@ public struct Swarm: Sendable {
     /// `chunkBytes`: what one sealed chunk takes in the store (0: not counted against a budget).
     public mutating func add(id: String, chunkCount: Int, chunkBytes: Int = 0, uploader: MemberID, haveAll: Bool, now: Double) {
         guard transfers[id] == nil else { return }
-        var t = Transfer(chunkCount: chunkCount, uploader: uploader, chunkBytes: max(0, chunkBytes), have: Bitfield(count: chunkCount, full: haveAll), addedAt: now)
+        var t = Transfer(chunkCount: chunkCount, uploader: uploader, chunkBytes: max(0, chunkBytes), have: Bitfield(count: chunkCount, full: haveAll), addedAt: now, writing: Bitfield(count: chunkCount))
         if uploader != local && live.contains(uploader) { t.peerHave[uploader] = Bitfield(count: chunkCount, full: true) }
         transfers[id] = t
     }
@@ -147,20 +151,23 @@ public struct Swarm: Sendable {
         }
         let isNew = !t.have[index]
         t.have[index] = true
+        t.writing[index] = false
         t.outstanding[index] = nil
         if live.contains(peer) { t.proven[peer, default: Bitfield(count: t.chunkCount)][index] = true }
         transfers[id] = t
         return isNew
     }
 
-    /// A chunk that arrived intact was admitted and is being stored: until it arrives here
-    /// (`chunkArrived`) it counts as asked for, so its bytes count against the store budget and it
-    /// is not requested meanwhile. An unasked one (a hand-off) counts as asked of this member; an
-    /// asked one's request timer starts again now, so a slow local write (a loaded machine) never
-    /// lets its request time out and its bytes be spent twice.
+    /// A chunk that arrived intact was admitted and is being written: until it arrives here
+    /// (`chunkArrived`) it is `writing`, so its bytes count against the store budget once and it
+    /// is asked of nobody, however long the write takes (a loaded machine) and whoever leaves
+    /// meanwhile. Its requests' timers start again now: they hold their peers' window slots while
+    /// the write runs, so a link is not asked for more chunks than it can store
+    /// (`LinkSession.chunkTasksPerLink`) and its reader never waits with messages behind.
     public mutating func admitted(id: String, index: Int, now: Double) {
         guard var t = transfers[id], index >= 0, index < t.chunkCount else { return }
-        t.outstanding[index] = (t.outstanding[index] ?? [(local, now)]).map { ($0.peer, now) }
+        t.outstanding[index] = t.outstanding[index]?.map { ($0.peer, now) }
+        t.writing[index] = true
         transfers[id] = t
     }
 
@@ -208,9 +215,12 @@ public struct Swarm: Sendable {
     /// Bytes the chunks held here take (a last, shorter chunk counted as a full one).
     public var storedBytes: Int { transfers.values.reduce(0) { $0 + $1.have.setCount * $1.chunkBytes } }
 
-    /// Bytes the chunks asked for and not yet arrived will take.
+    /// Bytes the chunks asked for (each request counted) and those being written (once) will take.
     public var requestedBytes: Int {
-        transfers.values.reduce(0) { total, t in total + t.outstanding.values.reduce(0) { $0 + $1.count } * t.chunkBytes }
+        transfers.values.reduce(0) { total, t in
+            let asked = t.outstanding.reduce(0) { $0 + (t.writing[$1.key] ? 0 : $1.value.count) }
+            return total + (asked + t.writing.setCount) * t.chunkBytes
+        }
     }
 
     /// What one chunk of `id` costs the store.
@@ -218,6 +228,9 @@ public struct Swarm: Sendable {
 
     /// Whether chunk `index` of `id` is asked of someone now (its bytes are already counted).
     public func isRequested(_ id: String, _ index: Int) -> Bool { transfers[id]?.outstanding[index] != nil }
+
+    /// Whether chunk `index` of `id` was admitted and is being written here.
+    public func isWriting(_ id: String, _ index: Int) -> Bool { transfers[id]?.writing[index] ?? false }
 
     /// Requests to send now, spending at most `storeBudget` bytes of chunks on them (what the
     /// store may still take beyond what it holds and what is already asked for).
@@ -245,7 +258,7 @@ public struct Swarm: Sendable {
             for (peer, offer) in t.peerOffer {
                 freeSlots += max(0, settings.window - (load[peer] ?? 0))
                 for (byte, bits) in offer.bytes.enumerated() {
-                    var wanted = bits & ~t.have.bytes[byte]
+                    var wanted = bits & ~t.have.bytes[byte] & ~t.writing.bytes[byte]
                     while wanted != 0 {
                         let index = byte * 8 + wanted.trailingZeroBitCount
                         wanted &= wanted - 1
