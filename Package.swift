@@ -47,6 +47,8 @@ let package = Package(
         .target(name: "HuddleSim", dependencies: ["HuddleCore"]),
         // A hostile member built from our own codec: the hostile-member tests and the bench's attacker.
         .target(name: "HuddleAdversary", dependencies: ["HuddleCore", "HuddleCrypto"]),
+        // What the tests share to keep long waits and long work off Swift's cooperative pool.
+        .target(name: "HuddleTestSupport"),
         .executableTarget(name: "huddle-sim", dependencies: [
             "HuddleSim",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -73,24 +75,24 @@ let package = Package(
         ], path: "examples/DrawTogether/Sources/drawtogether"),
         .testTarget(name: "DrawTogetherTests", dependencies: ["DrawTogetherKit", "HuddleKit"]),
         .testTarget(name: "HuddleKitTests", dependencies: [
-            "HuddleKit", "HuddleControl",
+            "HuddleKit", "HuddleControl", "HuddleTestSupport",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
-        .testTarget(name: "HuddleCryptoTests", dependencies: ["HuddleCrypto"]),
+        .testTarget(name: "HuddleCryptoTests", dependencies: ["HuddleCrypto", "HuddleTestSupport"]),
         .testTarget(name: "HuddleCoreTests", dependencies: [
             "HuddleCore", .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
-        .testTarget(name: "HuddleSimTests", dependencies: ["HuddleSim", "HuddleCore"]),
+        .testTarget(name: "HuddleSimTests", dependencies: ["HuddleSim", "HuddleCore", "HuddleTestSupport"]),
         .testTarget(name: "HuddleControlTests", dependencies: ["HuddleControl"]),
         .testTarget(name: "HuddleNodeTests", dependencies: ["HuddleNode", "HuddleControl"]),
         .testTarget(name: "HuddleIntegrationTests", dependencies: [
-            "HuddleControl", "HuddleCrypto", "HuddleCore", "HuddleSim", "HuddleAdversary",
+            "HuddleControl", "HuddleCrypto", "HuddleCore", "HuddleSim", "HuddleAdversary", "HuddleTestSupport",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .testTarget(name: "HuddleHostTests", dependencies: [
-            "HuddleControl", "HuddleCrypto", "HuddleSim",
+            "HuddleControl", "HuddleCrypto", "HuddleSim", "HuddleTestSupport",
         ], path: "Tests/hosts"),
     ],
     swiftLanguageModes: [.v6]

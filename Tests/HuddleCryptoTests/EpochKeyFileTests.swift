@@ -1,4 +1,5 @@
 import Foundation
+import HuddleTestSupport
 import Testing
 @testable import HuddleCrypto
 
@@ -83,12 +84,19 @@ final class EpochKeyFileTests {
     }
 
     /// Under a umask that would leave the owner without read access, the rewritten file is still 0600.
-    @Test func theRewriteSetsMode0600WhateverTheUmask() throws {
+    /// The umask is set on a thread with its own file-system attributes (`unshare(CLONE_FS)`): the
+    /// process's umask is shared by every test running beside this one, and a file another test
+    /// created meanwhile would get mode 0400.
+    @Test func theRewriteSetsMode0600WhateverTheUmask() async throws {
         let path = "\(dir)/umask.key"
         try SessionKey.generate().write(to: path)
-        let old = umask(0o277)
-        defer { umask(old) }
-        try SessionKey.generate().rewrite(at: path)
+        let rewritten = await offThePool { () -> Result<Void, CryptoError> in
+            guard unshareFileSystemAttributes() else { return .failure(CryptoError("unshare(CLONE_FS) failed: errno \(errno)")) }
+            umask(0o277)
+            do { try SessionKey.generate().rewrite(at: path) } catch { return .failure(error as? CryptoError ?? CryptoError("\(error)")) }
+            return .success(())
+        }
+        try rewritten.get()
         #expect(mode(path) == 0o600)
     }
 

@@ -49,7 +49,8 @@ private func statusAt(_ control: String, of run: HandStartedRun, within seconds:
         }
         try await Task.sleep(for: .milliseconds(50))
     }
-    throw TestTimeout(description: "no status from \(control) within \(seconds) s; last error: \(lastError.map { "\($0)" } ?? "none")")
+    let socket = fileMode(control).map { "mode \(String($0.permissions, radix: 8)), type \($0.type == S_IFSOCK ? "socket" : "not a socket")" } ?? "no file"
+    throw TestTimeout(description: "no status from \(control) (\(socket)) within \(seconds) s; last error: \(lastError.map { "\($0)" } ?? "none"); the node's stderr: \(run.stderr)")
 }
 
 /// The file type and permission bits at `path` (not following a link).

@@ -1,4 +1,5 @@
 import Foundation
+import HuddleTestSupport
 import HuddleControl
 import HuddleCrypto
 import HuddleSim
@@ -218,7 +219,7 @@ struct EpochProcessTests {
         #expect(field(try await b.request("stats"), "refused", "epoch_not_admin") == 2)
         await expectFailure(.badRequest, what: "a removal of nothing") { _ = try await a.request("remove", ["member": "zz"]) }
 
-        func cli(_ arguments: [String]) throws -> (Int32, String) {
+        func cli(_ arguments: [String]) async throws -> (Int32, String) {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: huddleBinary)
             process.arguments = arguments + ["--control", a.control]
@@ -226,13 +227,12 @@ struct EpochProcessTests {
             process.standardOutput = out
             process.standardError = FileHandle.nullDevice
             try process.run()
-            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            return (process.terminationStatus, text)
+            let status = await process.exitStatus()  // its output is a line or two: the pipe never fills
+            return (status, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
         }
-        let (rekeyed, rekeyOutput) = try cli(["rekey"])
+        let (rekeyed, rekeyOutput) = try await cli(["rekey"])
         #expect(rekeyed == 0 && rekeyOutput.contains("epoch 1"), "\(rekeyOutput)")
-        let (removed, removeOutput) = try cli(["remove", c.member])
+        let (removed, removeOutput) = try await cli(["remove", c.member])
         #expect(removed == 0 && removeOutput.contains("epoch 2"), "\(removeOutput)")
         try await eventually("b on epoch 2 without c") {
             let status = try await b.request("status")

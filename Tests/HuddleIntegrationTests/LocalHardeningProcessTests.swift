@@ -1,4 +1,5 @@
 import Foundation
+import HuddleTestSupport
 import HuddleControl
 import HuddleCrypto
 import Testing
@@ -128,8 +129,7 @@ struct LocalHardeningProcessTests {
         cli.arguments = ["attach", "get", id, "\(cluster.dir)/cli.out", "--mode", "604", "--control", node.control]
         cli.standardOutput = FileHandle.nullDevice
         try cli.run()
-        cli.waitUntilExit()
-        #expect(cli.terminationStatus == 0)
+        #expect(await cli.exitStatus() == 0)
         #expect(permissions("\(cluster.dir)/cli.out") == 0o604)
     }
 

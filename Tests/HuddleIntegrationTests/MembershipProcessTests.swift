@@ -1,4 +1,5 @@
 import Foundation
+import HuddleTestSupport
 import HuddleControl
 import Testing
 
@@ -57,13 +58,12 @@ struct MembershipProcessTests {
         defer { cluster.shutdown() }
         let collectors = try await subscribeAll(Array(nodes.dropFirst()))
         let paused = nodes[0]
-        kill(paused.process.processIdentifier, SIGSTOP)
-        try await Task.sleep(for: .milliseconds(700))
-        kill(paused.process.processIdentifier, SIGCONT)
+        // Timed on a thread of its own: a `Task.sleep` here wakes late when the shared pool is busy.
+        let stopped = await TestProcesses.pause(paused.process.processIdentifier, for: 0.7)
         // Let every suspicion that the pause may have started run out, then look.
         try await Task.sleep(for: .seconds(6))
         for (node, collector) in zip(nodes.dropFirst(), collectors) {
-            #expect(await changes(collector, "failed", about: paused.member) == 0, "\(node.name) marked a paused member failed")
+            #expect(await changes(collector, "failed", about: paused.member) == 0, "\(node.name) marked a member paused for \(stopped) s failed")
         }
         try await cluster.waitForFullMesh(8)
         for collector in collectors { await collector.stop() }

@@ -50,7 +50,7 @@ struct PairingProcessTests {
         #expect(invitation["expires_ms"] == .int(600_000))
         let attachment = "\(cluster.dir)/photo.bin"
         let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-        FileManager.default.createFile(atPath: attachment, contents: Data(bytes))
+        _ = FileManager.default.createFile(atPath: attachment, contents: Data(bytes))
         let added = try await b.request("attach.add", ["path": .string(attachment)])
         let id = try #require(added["attachment"]?.objectValue?["id"]?.stringValue)
         _ = try await a.request("send", ["text": "before the new host came"])

@@ -1,4 +1,5 @@
 import Foundation
+import HuddleTestSupport
 import HuddleControl
 import HuddleCrypto
 import Testing
@@ -217,9 +218,9 @@ struct SessionTests {
         let err = Pipe()
         clash.standardError = err
         try clash.run()
-        clash.waitUntilExit()
+        let status = await clash.exitStatus()
         let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(clash.terminationStatus == 1)
+        #expect(status == 1)
         #expect(message.contains("already running"), "\(message)")
         #expect(try await a.aliveMembers() == 1, "the first node still answers")
     }

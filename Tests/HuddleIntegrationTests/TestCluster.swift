@@ -1,4 +1,5 @@
 import Foundation
+import HuddleTestSupport
 import HuddleControl
 import HuddleCrypto
 import Testing
@@ -236,14 +237,11 @@ final class TestCluster: @unchecked Sendable {
     }
 
     /// SIGTERM to every node still running (they leave gracefully); one that has not exited 30 s
-    /// later is killed, so a node stuck in a request cannot hang the suite at teardown.
+    /// later is killed, so a node stuck in a request cannot hang the suite at teardown. Returns at
+    /// once: the wait runs off the test pool (`TestProcesses`), and the directory goes after it.
     func shutdown() {
-        for node in nodes { node.kill() }
-        let deadline = Date().addingTimeInterval(30)
-        while nodes.contains(where: { $0.process.isRunning }) && Date() < deadline { usleep(20_000) }
-        for node in nodes where node.process.isRunning { Glibc.kill(node.process.processIdentifier, SIGKILL) }
-        for node in nodes { node.process.waitUntilExit() }
-        try? FileManager.default.removeItem(atPath: dir)
+        let dir = self.dir
+        TestProcesses.end(nodes.map(\.process)) { try? FileManager.default.removeItem(atPath: dir) }
     }
 
     /// What every node logged, for failure messages.

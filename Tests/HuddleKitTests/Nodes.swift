@@ -1,4 +1,5 @@
 import Foundation
+import HuddleTestSupport
 import HuddleControl
 import HuddleKit
 import Testing
@@ -112,12 +113,9 @@ final class Nodes: @unchecked Sendable {
         try await eventually("\(name) to die") { !process.isRunning }
     }
 
+    /// SIGTERM to every node (they leave); returns at once, the wait runs off the test pool.
     func shutdown() {
-        for process in processes.values where process.isRunning { process.terminate() }
-        let deadline = Date().addingTimeInterval(30)
-        while processes.values.contains(where: \.isRunning) && Date() < deadline { usleep(20_000) }
-        for process in processes.values where process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
-        for process in processes.values { process.waitUntilExit() }
-        try? FileManager.default.removeItem(atPath: dir)
+        let dir = self.dir
+        TestProcesses.end(Array(processes.values)) { try? FileManager.default.removeItem(atPath: dir) }
     }
 }

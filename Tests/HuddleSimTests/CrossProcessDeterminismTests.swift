@@ -1,3 +1,4 @@
+import HuddleTestSupport
 import Foundation
 import HuddleSim
 import Testing
@@ -20,7 +21,7 @@ private struct TraceDigest: Equatable, CustomStringConvertible {
 
 /// Runs `huddle-sim` with `arguments` in a child process whose hash seed is its own (the variable
 /// that would fix it, `SWIFT_DETERMINISTIC_HASHING`, is removed from its environment).
-private func traceDigest(_ arguments: [String]) throws -> TraceDigest {
+private func traceDigest(_ arguments: [String]) async throws -> TraceDigest {
     guard FileManager.default.isExecutableFile(atPath: simBinary) else {
         throw TraceFailure("no huddle-sim at \(simBinary) (build it with `swift build`, or set HUDDLE_BIN beside it)")
     }
@@ -34,12 +35,13 @@ private func traceDigest(_ arguments: [String]) throws -> TraceDigest {
     process.standardOutput = out
     process.standardError = err
     try process.run()
+    // Its output is one line and its errors a few: the pipes never fill while it runs.
+    let status = await process.exitStatus(within: 600)
     let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
     let words = output.split(whereSeparator: \.isWhitespace)
-    guard process.terminationStatus == 0, words.count == 3, words[0].count == 16, let records = Int(words[1]) else {
-        throw TraceFailure("huddle-sim \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(output)\(errors)")
+    guard status == 0, words.count == 3, words[0].count == 16, let records = Int(words[1]) else {
+        throw TraceFailure("huddle-sim \(arguments.joined(separator: " ")) exited \(status): \(output)\(errors)")
     }
     return TraceDigest(digest: String(words[0]), records: records)
 }
@@ -59,12 +61,12 @@ private struct TraceFailure: Error, CustomStringConvertible {
         ["membership", "--nodes", "48", "--duration", "60", "--loss", "0.05", "--crashes", "3", "--pauses", "2"],
         ["broadcast", "--nodes", "12", "--loss", "0.1", "--crashes", "2", "--late-joins", "2"],
     ])
-    func aLossAndCrashScenarioGivesTheSameTraceInTwoProcesses(scenario: [String]) throws {
-        let first = try traceDigest(scenario + ["--seed", "7"])
-        let second = try traceDigest(scenario + ["--seed", "7"])
+    func aLossAndCrashScenarioGivesTheSameTraceInTwoProcesses(scenario: [String]) async throws {
+        let first = try await traceDigest(scenario + ["--seed", "7"])
+        let second = try await traceDigest(scenario + ["--seed", "7"])
         #expect(first.records > 1000, "the trace should hold the whole run")
         #expect(first == second, "same seed, different runs: something depends on Set/Dictionary order or the hash seed")
-        let otherSeed = try traceDigest(scenario + ["--seed", "8"])
+        let otherSeed = try await traceDigest(scenario + ["--seed", "8"])
         #expect(otherSeed.digest != first.digest, "the digest did not change with the seed")
     }
 }

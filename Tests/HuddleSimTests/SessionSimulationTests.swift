@@ -1,3 +1,4 @@
+import HuddleTestSupport
 import HuddleCore
 import Testing
 @testable import HuddleSim

@@ -1,0 +1,85 @@
+import Foundation
+import Synchronization
+
+/// Ends and pauses the processes a test started without blocking Swift's cooperative thread pool.
+///
+/// Every suite runs in one test process whose pool has one thread per core (two here). A teardown
+/// that waited there for nodes to leave gracefully (seconds under load) stalled every other test:
+/// their `Task.sleep`s woke seconds late, so a 0.7 s SIGSTOP became a pause long enough to be
+/// failed. Here the wait runs on its own thread instead.
+///
+/// Guarantees: each process gets SIGTERM at once; one still running `grace` seconds later gets
+/// SIGKILL; `cleanup` runs once all have exited; and any that is still running when the test
+/// process exits is killed then (`atexit`), so none outlives the run.
+public enum TestProcesses {
+    /// SIGTERM to each running process now; the rest happens on a background thread.
+    public static func end(_ processes: [Process], grace: Double = 30, cleanup: @escaping @Sendable () -> Void = {}) {
+        let running = processes.filter(\.isRunning)
+        for process in running { process.terminate() }
+        let pids = running.map(\.processIdentifier)
+        Pending.add(pids)
+        let watched = Watched(processes: running)
+        Thread {
+            let deadline = Date().addingTimeInterval(grace)
+            while watched.processes.contains(where: \.isRunning) && Date() < deadline { usleep(20_000) }
+            for process in watched.processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            while watched.processes.contains(where: \.isRunning) { usleep(5_000) }
+            Pending.remove(pids)
+            cleanup()
+        }.start()
+    }
+
+    /// Stops `pid` (SIGSTOP) for `duration` seconds and resumes it (SIGCONT), timed on a thread of
+    /// its own rather than a `Task.sleep` on the shared pool. Returns how long it was stopped.
+    public static func pause(_ pid: pid_t, for duration: Double) async -> Double {
+        await withCheckedContinuation { continuation in
+            Thread {
+                let start = ContinuousClock.now
+                kill(pid, SIGSTOP)
+                var asked = timespec(tv_sec: Int(duration), tv_nsec: Int((duration - duration.rounded(.down)) * 1e9))
+                var rest = timespec()
+                while nanosleep(&asked, &rest) != 0 && errno == EINTR { asked = rest }
+                kill(pid, SIGCONT)
+                let stopped = ContinuousClock.now - start
+                continuation.resume(returning: Double(stopped.components.seconds) + Double(stopped.components.attoseconds) / 1e18)
+            }.start()
+        }
+    }
+}
+
+/// The processes one teardown waits for.
+// @unchecked: `processes` is never mutated after init, and `Process` is safe for the calls made
+// on it from the teardown thread (`isRunning`, `processIdentifier`).
+private final class Watched: @unchecked Sendable {
+    let processes: [Process]
+    init(processes: [Process]) { self.processes = processes }
+}
+
+/// Pids that got SIGTERM and have not been seen to exit: killed when the test process exits.
+private enum Pending {
+    static let pids = Mutex<Set<pid_t>>([])
+    static let installed: Bool = {
+        atexit { for pid in Pending.pids.withLock({ $0 }) { kill(pid, SIGKILL) } }
+        return true
+    }()
+
+    static func add(_ new: [pid_t]) {
+        _ = installed
+        pids.withLock { $0.formUnion(new) }
+    }
+
+    static func remove(_ gone: [pid_t]) { pids.withLock { $0.subtract(gone) } }
+}
+
+extension Process {
+    /// Waits for this process to exit, polling from the calling task (`waitUntilExit` would hold
+    /// a thread of the shared pool), and returns its status; one still running after `seconds`
+    /// is killed first.
+    public func exitStatus(within seconds: Double = 60) async -> Int32 {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        if isRunning { kill(processIdentifier, SIGKILL) }
+        while isRunning { try? await Task.sleep(for: .milliseconds(10)) }
+        return terminationStatus
+    }
+}
