@@ -73,7 +73,7 @@ let package = Package(
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
         ], path: "examples/DrawTogether/Sources/drawtogether"),
-        .testTarget(name: "DrawTogetherTests", dependencies: ["DrawTogetherKit", "HuddleKit"]),
+        .testTarget(name: "DrawTogetherTests", dependencies: ["DrawTogetherKit", "HuddleKit", "HuddleTestSupport"]),
         .testTarget(name: "HuddleKitTests", dependencies: [
             "HuddleKit", "HuddleControl", "HuddleTestSupport",
             .product(name: "NIOCore", package: "swift-nio"),

@@ -12,6 +12,34 @@ import Synchronization
 /// SIGKILL; `cleanup` runs once all have exited; and any that is still running when the test
 /// process exits is killed then (`atexit`), so none outlives the run.
 public enum TestProcesses {
+    /// Held around every spawn and pipe this test process makes (`launch`, `pipe`).
+    private static let spawning = Mutex<Void>(())
+
+    /// Starts `process` while no other spawn of this test process is under way.
+    ///
+    /// Foundation's `Process.run()` on Linux opens a socket pair without close-on-exec and learns
+    /// that its child exited only when the child's end closes; it closes the other descriptors in
+    /// the child by a list made before the spawn. A second `run()` on another thread in between
+    /// hands that socket to its own child too, and then the first child's exit is not seen while
+    /// the second lives: a test waited 30 s for a program that had exited, because a node started
+    /// beside it held the socket. One spawn at a time leaves no such window.
+    public static func launch(_ process: Process) throws {
+        try spawning.withLock { _ in try process.run() }
+    }
+
+    /// A pipe whose two ends are close-on-exec, made while no spawn is under way, so no child but
+    /// the one it is handed to (`standardOutput` and the like, which `launch` duplicates into the
+    /// child) ever holds an end: a read to its end is never kept waiting by another test's child.
+    public static func pipe() -> Pipe {
+        spawning.withLock { _ in
+            let pipe = Pipe()
+            for handle in [pipe.fileHandleForReading, pipe.fileHandleForWriting] {
+                _ = fcntl(handle.fileDescriptor, F_SETFD, FD_CLOEXEC)
+            }
+            return pipe
+        }
+    }
+
     /// SIGTERM to each running process now; the rest happens on a background thread.
     public static func end(_ processes: [Process], grace: Double = 30, cleanup: @escaping @Sendable () -> Void = {}) {
         let running = processes.filter(\.isRunning)

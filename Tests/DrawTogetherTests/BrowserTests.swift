@@ -1,4 +1,5 @@
 import Foundation
+import HuddleTestSupport
 import Testing
 
 /// The repository, from this file's path.
@@ -64,7 +65,7 @@ struct BrowserTests {
         process.standardOutput = handle
         process.standardError = handle
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try TestProcesses.launch(process)
         let deadline = ContinuousClock.now + .seconds(540)
         while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
         if process.isRunning {

@@ -1,4 +1,5 @@
 import Foundation
+import HuddleTestSupport
 import HuddleControl
 import Testing
 
@@ -16,7 +17,7 @@ final class HandStartedRun: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: stderr, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: stderr)
         process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        try TestProcesses.launch(process)
     }
 
     var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }

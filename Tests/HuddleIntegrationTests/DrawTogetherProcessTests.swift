@@ -1,4 +1,5 @@
 import Foundation
+import HuddleTestSupport
 import HuddleControl
 import Testing
 
@@ -20,7 +21,7 @@ private final class DrawProcess: @unchecked Sendable {
         process.standardOutput = handle
         process.standardError = handle
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try TestProcesses.launch(process)
     }
 
     var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }

@@ -223,10 +223,10 @@ struct EpochProcessTests {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: huddleBinary)
             process.arguments = arguments + ["--control", a.control]
-            let out = Pipe()
+            let out = TestProcesses.pipe()
             process.standardOutput = out
             process.standardError = FileHandle.nullDevice
-            try process.run()
+            try TestProcesses.launch(process)
             let status = await process.exitStatus()  // its output is a line or two: the pipe never fills
             return (status, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
         }

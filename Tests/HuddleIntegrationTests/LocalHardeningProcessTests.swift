@@ -94,7 +94,7 @@ struct LocalHardeningProcessTests {
         _ = FileManager.default.createFile(atPath: err, contents: nil)
         cli.standardError = FileHandle(forWritingAtPath: err)
         cli.standardOutput = FileHandle.nullDevice
-        try cli.run()
+        try TestProcesses.launch(cli)
         defer { if cli.isRunning { kill(cli.processIdentifier, SIGKILL) }; cli.waitUntilExit() }
         // Before this check the CLI connected to the other user's socket and waited on it forever.
         try await eventually("huddle status not to wait on another user's socket", within: 30) { !cli.isRunning }
@@ -128,7 +128,7 @@ struct LocalHardeningProcessTests {
         cli.executableURL = URL(fileURLWithPath: huddleBinary)
         cli.arguments = ["attach", "get", id, "\(cluster.dir)/cli.out", "--mode", "604", "--control", node.control]
         cli.standardOutput = FileHandle.nullDevice
-        try cli.run()
+        try TestProcesses.launch(cli)
         #expect(await cli.exitStatus() == 0)
         #expect(permissions("\(cluster.dir)/cli.out") == 0o604)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HuddleTestSupport
 
 /// The uid and gid the tests run other local users' processes as (nobody).
 let otherUID: uid_t = 65534
@@ -12,7 +13,7 @@ func startAsOtherUser(_ executable: String, _ arguments: [String], stdout: Strin
     for path in [stdout, stderr] { _ = FileManager.default.createFile(atPath: path, contents: nil) }
     process.standardOutput = FileHandle(forWritingAtPath: stdout)
     process.standardError = FileHandle(forWritingAtPath: stderr)
-    try process.run()
+    try TestProcesses.launch(process)
     return process
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HuddleTestSupport
 import HuddleCore
 import HuddleCrypto
 import Testing
@@ -42,7 +43,7 @@ private func recordMissing(_ missing: NoisePythonMissing) {
 private final class NoiseInitiator: @unchecked Sendable {
     // @unchecked: everything is set in init; Process and FileHandle are thread-safe for these calls.
     let process = Process()
-    private let stdin = Pipe()
+    private let stdin = TestProcesses.pipe()
     private let stdoutPath: String
     private let stderrPath: String
 
@@ -55,7 +56,7 @@ private final class NoiseInitiator: @unchecked Sendable {
         process.standardInput = stdin
         process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
-        try process.run()
+        try TestProcesses.launch(process)
     }
 
     private var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }

@@ -1,4 +1,5 @@
 import Foundation
+import HuddleTestSupport
 import HuddleControl
 import HuddleCrypto
 import Testing
@@ -18,7 +19,7 @@ private struct PairingAttempt {
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: log)
         process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        try TestProcesses.launch(process)
         do {
             try await eventually("\(name) to give up pairing", within: 60) { !process.isRunning }
         } catch {

@@ -215,9 +215,9 @@ struct SessionTests {
         let clash = Process()
         clash.executableURL = URL(fileURLWithPath: huddleBinary)
         clash.arguments = ["run", "--key", cluster.key, "--listen", "127.0.0.1:0", "--control", a.control]
-        let err = Pipe()
+        let err = TestProcesses.pipe()
         clash.standardError = err
-        try clash.run()
+        try TestProcesses.launch(clash)
         let status = await clash.exitStatus()
         let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(status == 1)

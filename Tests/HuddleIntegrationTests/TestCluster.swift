@@ -59,7 +59,7 @@ final class TestNode: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        try TestProcesses.launch(process)
     }
 
     /// Waits for the control socket, then records this node's address and member id.

@@ -59,7 +59,7 @@ final class Nodes: @unchecked Sendable {
         keygen.executableURL = URL(fileURLWithPath: huddleBinary)
         keygen.arguments = ["keygen", "--out", key]
         keygen.standardOutput = FileHandle.nullDevice
-        try keygen.run()
+        try TestProcesses.launch(keygen)
         keygen.waitUntilExit()
         guard keygen.terminationStatus == 0 else { throw Timeout(description: "huddle keygen failed (HUDDLE_BIN \(huddleBinary))") }
     }
@@ -79,7 +79,7 @@ final class Nodes: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: log)
         process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        try TestProcesses.launch(process)
         processes[name] = process
         var status: JSONObject = [:]
         try await eventually("\(name) to answer status") {

@@ -31,10 +31,10 @@ private func traceDigest(_ arguments: [String]) async throws -> TraceDigest {
     var environment = ProcessInfo.processInfo.environment
     environment["SWIFT_DETERMINISTIC_HASHING"] = nil
     process.environment = environment
-    let out = Pipe(), err = Pipe()
+    let out = TestProcesses.pipe(), err = TestProcesses.pipe()
     process.standardOutput = out
     process.standardError = err
-    try process.run()
+    try TestProcesses.launch(process)
     // Its output is one line and its errors a few: the pipes never fill while it runs.
     let status = await process.exitStatus(within: 600)
     let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

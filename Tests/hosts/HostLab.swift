@@ -1,4 +1,5 @@
 import Foundation
+import HuddleTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -355,7 +356,7 @@ final class HostNode: @unchecked Sendable {
         process.standardError = FileHandle(forWritingAtPath: logPath)
         process.standardOutput = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try TestProcesses.launch(process)
     }
 
     func ready() async throws {

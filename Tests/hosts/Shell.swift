@@ -1,4 +1,5 @@
 import Foundation
+import HuddleTestSupport
 
 /// Runs short administrative commands (`ip`, `nft`, `kill`) synchronously and returns what they said.
 enum Shell {
@@ -35,12 +36,12 @@ enum Shell {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
-        let out = Pipe()
+        let out = TestProcesses.pipe()
         process.standardOutput = out
         process.standardError = out
-        let stdin = Pipe()
+        let stdin = TestProcesses.pipe()
         process.standardInput = input == nil ? FileHandle.nullDevice : stdin
-        do { try process.run() } catch {
+        do { try TestProcesses.launch(process) } catch {
             return Result(status: 127, output: "cannot run \(command[0]): \(error)")
         }
         if let input {
