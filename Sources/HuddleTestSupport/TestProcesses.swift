@@ -1,16 +1,18 @@
 import Foundation
 import Synchronization
 
-/// Ends and pauses the processes a test started without blocking Swift's cooperative thread pool.
+/// Starts, ends and pauses the processes a test runs, so that tests running side by side in one
+/// test process cannot disturb each other.
 ///
-/// Every suite runs in one test process whose pool has one thread per core (two here). A teardown
-/// that waited there for nodes to leave gracefully (seconds under load) stalled every other test:
-/// their `Task.sleep`s woke seconds late, so a 0.7 s SIGSTOP became a pause long enough to be
-/// failed. Here the wait runs on its own thread instead.
-///
-/// Guarantees: each process gets SIGTERM at once; one still running `grace` seconds later gets
-/// SIGKILL; `cleanup` runs once all have exited; and any that is still running when the test
-/// process exits is killed then (`atexit`), so none outlives the run.
+/// - `launch` and `pipe`: one spawn at a time, and pipes no other child can hold, so every exit
+///   is seen (Foundation's `Process` otherwise misses some; see `launch`).
+/// - `end`: each process gets SIGTERM at once; one still running `grace` seconds later gets
+///   SIGKILL; `cleanup` runs once all have exited; any still running when the test process exits
+///   is killed then (`atexit`), so none outlives the run. The wait runs on a thread of its own:
+///   the pool has one thread per core (two here), and a teardown that waited there for nodes to
+///   leave (seconds under load) stalled every other test, whose `Task.sleep`s woke seconds late,
+///   so that a 0.7 s SIGSTOP became a pause long enough to be failed.
+/// - `pause`: a SIGSTOP timed on a thread of its own, which says how long it really lasted.
 public enum TestProcesses {
     /// Held around every spawn and pipe this test process makes (`launch`, `pipe`).
     private static let spawning = Mutex<Void>(())
@@ -51,7 +53,8 @@ public enum TestProcesses {
             let deadline = Date().addingTimeInterval(grace)
             while watched.processes.contains(where: \.isRunning) && Date() < deadline { usleep(20_000) }
             for process in watched.processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            while watched.processes.contains(where: \.isRunning) { usleep(5_000) }
+            let killedBy = Date().addingTimeInterval(30)
+            while watched.processes.contains(where: \.isRunning) && Date() < killedBy { usleep(5_000) }
             Pending.remove(pids)
             cleanup()
         }.start()
