@@ -46,16 +46,21 @@ public enum TestProcesses {
     public static func end(_ processes: [Process], grace: Double = 30, cleanup: @escaping @Sendable () -> Void = {}) {
         let running = processes.filter(\.isRunning)
         for process in running { process.terminate() }
-        let pids = running.map(\.processIdentifier)
-        Pending.add(pids)
+        Pending.add(running.map(\.processIdentifier))
         let watched = Watched(processes: running)
         Thread {
+            // Each pid leaves `Pending` as soon as its process is seen to exit (its pid may be
+            // reused afterwards); true while some process still runs.
+            func running() -> Bool {
+                let exited = watched.processes.filter { !$0.isRunning }.map(\.processIdentifier)
+                Pending.remove(exited)
+                return exited.count < watched.processes.count
+            }
             let deadline = Date().addingTimeInterval(grace)
-            while watched.processes.contains(where: \.isRunning) && Date() < deadline { usleep(20_000) }
+            while running() && Date() < deadline { usleep(20_000) }
             for process in watched.processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
             let killedBy = Date().addingTimeInterval(30)
-            while watched.processes.contains(where: \.isRunning) && Date() < killedBy { usleep(5_000) }
-            Pending.remove(pids)
+            while running() && Date() < killedBy { usleep(5_000) }
             cleanup()
         }.start()
     }
@@ -104,13 +109,15 @@ private enum Pending {
 
 extension Process {
     /// Waits for this process to exit, polling from the calling task (`waitUntilExit` would hold
-    /// a thread of the shared pool), and returns its status; one still running after `seconds`
-    /// is killed first.
+    /// a thread of the shared pool), and returns its status. One still running after `seconds`,
+    /// or when the task is cancelled, is killed first; -1 when its exit is still not seen 5 s
+    /// after that.
     public func exitStatus(within seconds: Double = 60) async -> Int32 {
         let deadline = ContinuousClock.now + .seconds(seconds)
-        while isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        while isRunning && ContinuousClock.now < deadline && !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }
         if isRunning { kill(processIdentifier, SIGKILL) }
-        while isRunning { try? await Task.sleep(for: .milliseconds(10)) }
-        return terminationStatus
+        let killedBy = ContinuousClock.now + .seconds(5)
+        while isRunning && ContinuousClock.now < killedBy { try? await Task.sleep(for: .milliseconds(10)) }
+        return isRunning ? -1 : terminationStatus
     }
 }

@@ -229,8 +229,8 @@ private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Ma
 @Test func unaskedChunksBeingStoredAtOnceStayWithinTheStoreLimit() {
     let (start, m, chunk) = storeLimitedJournal(chunks: 1)
     var journal = start
-    #expect(journal.admitChunk(m.id, 4, now: 2).admitted, "one unasked chunk fits")
-    #expect(!journal.admitChunk(m.id, 5, now: 2).admitted, "a second one, while the first is written, does not")
+    #expect(journal.admitChunk(m.id, 4, now: 1).admitted, "one unasked chunk fits")
+    #expect(!journal.admitChunk(m.id, 5, now: 1).admitted, "a second one, while the first is written, does not")
     let all = Bitfield(count: 6, full: true)
     journal.peerAnnounced(b, id: m.id, have: all, offer: all)
     let asked = journal.requests(now: 1.5).compactMap { if case let .requestChunk(_, _, index) = $0 { index } else { nil } }
@@ -252,6 +252,7 @@ private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Ma
     let asked = journal.requests(now: 1).compactMap { if case let .requestChunk(_, _, index) = $0 { index } else { nil } }
     #expect(asked.count == 3, "three chunks fit")
     for index in asked { #expect(journal.admitChunk(m.id, index, now: 2).admitted) }
+    #expect(journal.swarm.requestedBytes == 3 * chunk, "a chunk being written counts once, not also by its request")
     #expect(!journal.admitChunk(m.id, asked[0], now: 2).admitted, "a second copy of a chunk being written is dropped")
     // The writes take longer than the request timeout, and b leaves while they run.
     journal.setPeers([a, c])
