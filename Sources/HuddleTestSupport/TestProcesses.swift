@@ -44,21 +44,20 @@ public enum TestProcesses {
 
     /// SIGTERM to each running process now; the rest happens on a background thread.
     public static func end(_ processes: [Process], grace: Double = 30, cleanup: @escaping @Sendable () -> Void = {}) {
-        let running = processes.filter(\.isRunning)
-        for process in running { process.terminate() }
-        Pending.add(running.map(\.processIdentifier))
-        let watched = Watched(processes: running)
+        let started = processes.filter(\.isRunning)
+        for process in started { process.terminate() }
+        Pending.add(started.map(\.processIdentifier))
         Thread {
             // Each pid leaves `Pending` as soon as its process is seen to exit (its pid may be
             // reused afterwards); true while some process still runs.
             func running() -> Bool {
-                let exited = watched.processes.filter { !$0.isRunning }.map(\.processIdentifier)
+                let exited = started.filter { !$0.isRunning }.map(\.processIdentifier)
                 Pending.remove(exited)
-                return exited.count < watched.processes.count
+                return exited.count < started.count
             }
             let deadline = Date().addingTimeInterval(grace)
             while running() && Date() < deadline { usleep(20_000) }
-            for process in watched.processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            for process in started where process.isRunning { kill(process.processIdentifier, SIGKILL) }
             let killedBy = Date().addingTimeInterval(30)
             while running() && Date() < killedBy { usleep(5_000) }
             cleanup()
@@ -81,14 +80,6 @@ public enum TestProcesses {
             }.start()
         }
     }
-}
-
-/// The processes one teardown waits for.
-// @unchecked: `processes` is never mutated after init, and `Process` is safe for the calls made
-// on it from the teardown thread (`isRunning`, `processIdentifier`).
-private final class Watched: @unchecked Sendable {
-    let processes: [Process]
-    init(processes: [Process]) { self.processes = processes }
 }
 
 /// Pids that got SIGTERM and have not been seen to exit: killed when the test process exits.
