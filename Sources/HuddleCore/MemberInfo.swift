@@ -71,9 +71,10 @@ public struct MemberInfo: Sendable, Equatable {
         let name = try r.string16("name")
         let addr = try r.string16("address")
         guard let state = MemberState(rawValue: try r.u8("state")) else { throw WireError("unknown member state") }
-        // A record that suspects or fails its member must leave it an incarnation to refute with.
+        // Only the member raises its incarnation, one at a time: a record or claim past
+        // `madeCountLimit` names one it never made (and would leave no room to refute a suspicion).
         let claim = state == .suspect || state == .failed
-        let incarnation = claim ? try r.outbiddableCount("incarnation") : try r.count("incarnation")
+        let incarnation = try r.madeCount("incarnation")
         let proof = try r.signature("proof")
         var claimed: MemberClaim?
         switch try r.u8("claim flag") {

@@ -237,7 +237,7 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     for r in records { _ = forward.apply(r) }
     for r in records.reversed() { _ = backward.apply(r) }
     #expect(forward.current == backward.current && forward.current?.value == [3])
-    #expect(forward.nextLamport() == 3)
+    #expect(forward.nextLamport(wallClock: 0) == 3)
     #expect(records[0].verify(nodeKey: id.publicKey))
     var tampered = records[0]
     tampered.value = [8]

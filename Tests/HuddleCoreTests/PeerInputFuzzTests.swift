@@ -166,7 +166,7 @@ private struct Cores {
             if let stamp, let mine = activity.stamp { _ = stamp < mine }
         case let .request(origin, from, to): _ = broadcast.stored(origin: origin, from: from, to: to)
         case let .baseline(clock, _): _ = broadcast.adoptBaseline(clock)
-        case let .activity(record): _ = activity.apply(record); _ = activity.nextLamport()
+        case let .activity(record): _ = activity.apply(record); _ = activity.nextLamport(wallClock: 0)
         case let .journal(entries): for e in entries { _ = journal.apply(e, now: now) }
         case let .have(id, have, offer): journal.peerAnnounced(peer, id: id, have: have, offer: offer)
         case let .chunkRequest(id, index), let .chunkCorrupt(id, index): _ = journal.holds(id, Int(index))

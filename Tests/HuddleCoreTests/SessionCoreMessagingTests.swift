@@ -152,7 +152,7 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
 
 @Test func anActivityRecordIsTakenOnlyWhenItsSetterSignedIt() throws {
     var p = Pair()
-    let effects = p.a.setActivity(Array("{\"x\":1}".utf8))
+    let effects = p.a.setActivity(Array("{\"x\":1}".utf8), now: 1)
     #expect(effects.first == .activityChanged)
     guard case let .activity(record)? = linkMessages(effects, to: p.bInfo.id).first else { Issue.record("not sent: \(effects)"); return }
     #expect(p.b.receiveLink(.activity(record), from: p.aInfo.id, addr: "a:1", now: 2) == [.activityChanged])
@@ -184,4 +184,35 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     var p = Pair()
     #expect(p.a.receiveLink(.chunkRequest(id: "x", index: 0), from: p.bInfo.id, addr: "b:1", now: 2).isEmpty)
     #expect(p.a.receiveLink(.chunkCorrupt(id: "x", index: 0), from: p.bInfo.id, addr: "b:1", now: 2).isEmpty)
+}
+
+/// Issue 33, item 1: an activity time is bounded by the wall clock (a hybrid logical clock). A
+/// hostile member's record at the largest time a peer decodes used to win for ever, and the next
+/// honest set, one more, was undecodable and cut its setter off. Now a record more than
+/// `maximumSkew` ahead of the receiver's clock is refused until the clock reaches it, and an
+/// honest set made after that wins everywhere.
+@Test func anActivityTimeFarAheadOfTheWallClockIsRefusedAndAnHonestSetWins() throws {
+    var p = Pair()
+    let wall = 1_800_000_000.0
+    p.a.setWallClock(wall, now: 1)
+    p.b.setWallClock(wall, now: 1)
+    let mallory = Identity.generate()
+    // b knows mallory as a member.
+    let malloryInfo = MemberInfo(id: MemberID(raw: 0xFFFF_FFFF_FFFF), node: mallory.publicKey, name: "m", addr: "127.0.0.1:9").signed(by: mallory)
+    _ = p.a.receivePushPull(SWIMPushPull(join: false, members: [malloryInfo]), from: "m:1", now: 1)
+    _ = p.b.receivePushPull(SWIMPushPull(join: false, members: [malloryInfo]), from: "m:1", now: 1)
+    let atTheCap = ActivityRecord.make(lamport: WireReader.madeCountLimit, setBy: malloryInfo.id, value: [1], identity: mallory)
+    #expect(p.a.receiveLink(.activity(atTheCap), from: malloryInfo.id, addr: "m:1", now: 2) == [.refused(.activityAhead)])
+    #expect(p.a.activity.current == nil)
+    // The most mallory can get in: a time just under the skew bound. An honest set once the
+    // clock passes it wins, and every peer decodes and takes it.
+    let ahead = ActivityRecord.make(lamport: ActivityRegister.ticks(wall + ActivityRegister.maximumSkew) - 1, setBy: malloryInfo.id, value: [2], identity: mallory)
+    #expect(p.a.receiveLink(.activity(ahead), from: malloryInfo.id, addr: "m:1", now: 1) == [.activityChanged])
+    #expect(p.b.receiveLink(.activity(ahead), from: malloryInfo.id, addr: "m:1", now: 1) == [.activityChanged])
+    let honest = p.a.setActivity([3], now: 2)
+    guard case let .activity(record)? = linkMessages(honest, to: p.bInfo.id).first else { Issue.record("not sent: \(honest)"); return }
+    #expect(record.lamport > ahead.lamport)
+    let decoded = try LinkMessage.decode(LinkMessage.activity(record).encoded())
+    #expect(p.b.receiveLink(decoded, from: p.aInfo.id, addr: "a:1", now: 2) == [.activityChanged])
+    #expect(p.a.activity.current?.value == [3] && p.b.activity.current?.value == [3])
 }

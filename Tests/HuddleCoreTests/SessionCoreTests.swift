@@ -103,16 +103,41 @@ private func digests(_ effects: [SessionEffect]) -> Int {
     _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: "peer:1", now: 1)
     let empty = CausalBroadcast.Digest(delivered: [:], storedFrom: [:])
     #expect(c.receiveDigest(empty, activity: nil, from: peer.id, now: 2).isEmpty, "nothing to send without a value")
-    let record = ActivityRecord.make(lamport: c.activity.nextLamport(), setBy: me.id, value: [1], identity: .generate())
+    let record = ActivityRecord.make(lamport: c.activity.nextLamport(wallClock: 0), setBy: me.id, value: [1], identity: .generate())
     _ = c.activity.apply(record)
     let behind = c.receiveDigest(empty, activity: ActivityStamp(lamport: 0, member: peer.id), from: peer.id, now: 3)
     #expect(behind == [.sendLink(peer.id, .activity(record))])
     #expect(c.receiveDigest(empty, activity: record.stamp, from: peer.id, now: 4).isEmpty, "a peer that has it hears nothing")
 }
 
+/// Issue 33, item 4: a digest is 26 bytes and the record it asks for up to 64 KiB. A peer whose
+/// digests keep showing an older value is sent the record once per `activityResend`, not at every
+/// digest (a member that sent digests and never read took a node from 46 MB to 811 MB in 24 s).
+@Test func aPeerThatStaysBehindOnTheActivityIsSentTheRecordOncePerResendInterval() {
+    var c = core()
+    let peer = info(9, "peer")
+    _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: "peer:1", now: 1)
+    let record = ActivityRecord.make(lamport: c.activity.nextLamport(wallClock: 0), setBy: me.id, value: [UInt8](repeating: 1, count: 60_000), identity: .generate())
+    _ = c.activity.apply(record)
+    let empty = CausalBroadcast.Digest(delivered: [:], storedFrom: [:])
+    var sent = 0
+    // 1,000 digests in 10 s, all behind.
+    for i in 0..<1_000 {
+        sent += c.receiveDigest(empty, activity: nil, from: peer.id, now: 2 + Double(i) * 0.01).count
+    }
+    #expect(sent == 5, "once, then once every \(SessionCore.activityResend) s: \(sent)")
+    // A new value goes out at once, whatever was sent before.
+    let next = ActivityRecord.make(lamport: c.activity.nextLamport(wallClock: 0), setBy: me.id, value: [2], identity: .generate())
+    _ = c.activity.apply(next)
+    #expect(c.receiveDigest(empty, activity: record.stamp, from: peer.id, now: 12.005) == [.sendLink(peer.id, .activity(next))])
+    // A link that went down and came back is sent it again.
+    _ = c.linkDown(peer.id, settled: false, now: 12.01)
+    #expect(c.receiveDigest(empty, activity: record.stamp, from: peer.id, now: 12.02) == [.sendLink(peer.id, .activity(next))])
+}
+
 @Test func aJoinersPushPullIsAnsweredWithItsCatchUpThenTheMergedState() {
     var c = core()
-    let record = ActivityRecord.make(lamport: c.activity.nextLamport(), setBy: me.id, value: [1], identity: .generate())
+    let record = ActivityRecord.make(lamport: c.activity.nextLamport(wallClock: 0), setBy: me.id, value: [1], identity: .generate())
     _ = c.activity.apply(record)
     let joiner = info(9, "joiner")
     let effects = c.linkPushPull(SWIMPushPull(join: true, members: [joiner]), from: joiner.id, addr: "joiner:1", now: 1)

@@ -68,12 +68,12 @@ public enum SWIMGossip: Sendable, Equatable {
             guard info.state == .alive else { throw WireError("alive gossip with state \(info.state)") }
             return .alive(info)
         case 2:
-            return .suspect(try r.member(), incarnation: try r.outbiddableCount("incarnation"), from: try r.member("suspecter"),
+            return .suspect(try r.member(), incarnation: try r.madeCount("incarnation"), from: try r.member("suspecter"),
                             signature: try r.signature())
         case 3:
-            return .failed(try r.member(), incarnation: try r.outbiddableCount("incarnation"), from: try r.member("declarer"),
+            return .failed(try r.member(), incarnation: try r.madeCount("incarnation"), from: try r.member("declarer"),
                            signature: try r.signature())
-        case 4: return .left(try r.member(), incarnation: try r.count("incarnation"), signature: try r.signature())
+        case 4: return .left(try r.member(), incarnation: try r.madeCount("incarnation"), signature: try r.signature())
         case let kind: throw WireError("unknown gossip kind \(kind)")
         }
     }

@@ -34,7 +34,7 @@ public struct ActivityRecord: Sendable, Equatable {
     }
 
     static func decode(from r: inout WireReader) throws(WireError) -> ActivityRecord {
-        ActivityRecord(lamport: try r.outbiddableCount("lamport"), setBy: try r.member("setter"), value: try r.bytes32(limit: 64 * 1024, "activity"),
+        ActivityRecord(lamport: try r.madeCount("lamport"), setBy: try r.member("setter"), value: try r.bytes32(limit: 64 * 1024, "activity"),
                        signature: try r.raw(64, "activity signature"))
     }
 }
@@ -49,21 +49,48 @@ public struct ActivityStamp: Sendable, Comparable, Equatable {
 /// The session-wide activity: a last-writer-wins register (SharePlay's GroupSession.activity).
 /// Guarantee: members that have seen the same records hold the same value, whatever the order
 /// they saw them in; a set made here is ordered after every set this member had seen.
+///
+/// Its Lamport times are a hybrid logical clock (Kulkarni et al., 2014): a set takes the larger of
+/// the last time seen plus one and the wall clock (`ticksPerSecond`), and a record more than
+/// `maximumSkew` ahead of this member's wall clock is refused (`admits`) until that clock reaches
+/// it. A plain Lamport counter let one member set the largest time a peer decodes: no later set
+/// could pass it (an honest set made the next time, which no peer decoded, and cut its setter
+/// off). Now a hostile member is ahead by at most `maximumSkew`: an honest set made after that wins.
+/// Members whose clocks differ by more see a faster member's sets late (when their clocks reach
+/// them), never lose them: the record is offered again (`SessionCore.activityResend`).
 public struct ActivityRegister: Sendable {
     public private(set) var current: ActivityRecord?
     private var lamport: UInt64 = 0
+
+    /// Lamport ticks per second of wall clock: 1,024 per millisecond, so up to 1,024 sets per
+    /// millisecond keep wall-clock order, and times stay under `WireReader.madeCountLimit` until 2109.
+    public static let ticksPerSecond: Double = 1_024_000
+    /// How far ahead of this member's wall clock a record's time may be, in seconds.
+    public static let maximumSkew: Double = 30
 
     public init() {}
 
     public var stamp: ActivityStamp? { current?.stamp }
 
-    /// The Lamport time for a new set made here.
-    public mutating func nextLamport() -> UInt64 {
-        lamport += 1
+    /// The Lamport time of `wallClock` (seconds since 1970), 0 before it and never past `madeCountLimit`.
+    static func ticks(_ wallClock: Double) -> UInt64 {
+        let ticks = wallClock * Self.ticksPerSecond
+        guard ticks.isFinite, ticks > 0 else { return 0 }
+        return ticks >= Double(WireReader.madeCountLimit) ? WireReader.madeCountLimit : UInt64(ticks)
+    }
+
+    /// The Lamport time for a new set made here at `wallClock`.
+    public mutating func nextLamport(wallClock: Double) -> UInt64 {
+        lamport = max(lamport < WireReader.madeCountLimit ? lamport + 1 : lamport, Self.ticks(wallClock))
         return lamport
     }
 
-    /// Applies a record (already verified); true when it became the current value.
+    /// Whether a record's time is within `maximumSkew` of `wallClock` (it may be applied).
+    public static func admits(_ record: ActivityRecord, wallClock: Double) -> Bool {
+        record.lamport <= ticks(wallClock + maximumSkew)
+    }
+
+    /// Applies a record (already verified and admitted); true when it became the current value.
     public mutating func apply(_ record: ActivityRecord) -> Bool {
         lamport = max(lamport, record.lamport)
         if let current, record.stamp <= current.stamp { return false }

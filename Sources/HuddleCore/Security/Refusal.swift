@@ -25,6 +25,9 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     case outboxFull = "outbox_full"
     /// A link whose writer made no progress for the stall timeout while bytes waited: closed.
     case stalledLink = "stalled_link"
+    /// An activity record whose Lamport time is more than `ActivityRegister.maximumSkew` ahead of
+    /// this member's wall clock (it is taken once the clock reaches it).
+    case activityAhead = "activity_ahead"
     /// A broadcast or directed message held back beyond its origin's hold-back byte budget
     /// (`CausalBroadcast.Settings.holdbackBytesPerOrigin`); a broadcast is repaired later.
     case heldBytes = "held_bytes"

@@ -145,16 +145,23 @@ extension SessionCore {
     // MARK: activity
 
     /// Sets the activity value (JSON bytes): signed with the next Lamport time, applied here and sent on every link.
-    public mutating func setActivity(_ value: [UInt8]) -> [SessionEffect] {
-        let record = ActivityRecord.make(lamport: activity.nextLamport(), setBy: local, value: value, identity: identity)
-        return receiveActivity(record) + [.sendToLinks(.activity(record))]
+    public mutating func setActivity(_ value: [UInt8], now: Double) -> [SessionEffect] {
+        let record = ActivityRecord.make(lamport: activity.nextLamport(wallClock: now + wallClockOffset), setBy: local, value: value, identity: identity)
+        return receiveActivity(record, now: now) + [.sendToLinks(.activity(record))]
     }
 
-    /// An activity record: believed only when its setter's node key signed it; applied when it is newer.
-    mutating func receiveActivity(_ record: ActivityRecord) -> [SessionEffect] {
+    /// The shell's wall clock at `now` (seconds since 1970): what activity times are measured by.
+    public mutating func setWallClock(_ wallClock: Double, now: Double) {
+        wallClockOffset = wallClock - now
+    }
+
+    /// An activity record: believed only when its setter's node key signed it; applied when it is
+    /// newer and not ahead of this member's wall clock by more than `ActivityRegister.maximumSkew`.
+    mutating func receiveActivity(_ record: ActivityRecord, now: Double) -> [SessionEffect] {
         if record.setBy != local {
             guard let setter = swim.members[record.setBy] else { return [] }
             guard record.verify(nodeKey: setter.node) else { return [.forged(origin: record.setBy, count: 1)] }
+            guard ActivityRegister.admits(record, wallClock: now + wallClockOffset) else { return refuse(.activityAhead) }
         }
         return activity.apply(record) ? [.activityChanged] : []
     }

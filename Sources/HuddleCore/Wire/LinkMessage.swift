@@ -132,23 +132,23 @@ public enum LinkMessage: Sendable, Equatable {
         guard version == Self.version else { throw WireError("unsupported link message version \(version)") }
         let result: LinkMessage
         switch Kind(rawValue: try r.u8("kind")) {
-        case .hello: result = .hello(since: try r.count("seq"), nonApplication: try r.count("non-application count"))
+        case .hello: result = .hello(since: try r.madeCount("seq"), nonApplication: try r.madeCount("non-application count"))
         case .pushPull: result = .pushPull(try SWIMPushPull.decode(try r.raw(r.remaining)))
         case .pushPullReply: result = .pushPullReply(try SWIMPushPull.decode(try r.raw(r.remaining)))
         case .swim: result = .swim(try SWIMMessage.decode(try r.raw(r.remaining)))
         case .message: result = .message(try SignedMessage.decode(from: &r))
         case .batch: result = .batch(try SignedBatch.decode(from: &r))
         case .digest:
-            let digest = CausalBroadcast.Digest(delivered: try decodeClock(&r), storedFrom: try decodeClock(&r))
+            let digest = CausalBroadcast.Digest(delivered: try decodeClock(&r, made: false), storedFrom: try decodeClock(&r, made: false))
             var stamp: ActivityStamp?
             switch try r.u8("activity flag") {
             case 0: stamp = nil
-            case 1: stamp = ActivityStamp(lamport: try r.outbiddableCount("lamport"), member: try r.member())
+            case 1: stamp = ActivityStamp(lamport: try r.madeCount("lamport"), member: try r.member())
             default: throw WireError("bad activity flag")
             }
             result = .digest(digest, activity: stamp)
         case .request: result = .request(origin: try r.member(), from: try r.count("from"), to: try r.count("to"))
-        case .baseline: result = .baseline(try decodeClock(&r), nonApplication: try decodeClock(&r))
+        case .baseline: result = .baseline(try decodeClock(&r, made: true), nonApplication: try decodeClock(&r, made: true))
         case .activity: result = .activity(try ActivityRecord.decode(from: &r))
         case .journal:
             let n = Int(try r.u32("journal size"))
@@ -194,10 +194,12 @@ public enum LinkMessage: Sendable, Equatable {
         for (member, seq) in clock.sorted(by: { $0.key < $1.key }) { w.member(member); w.u64(seq) }
     }
 
-    private static func decodeClock(_ r: inout WireReader) throws(WireError) -> [MemberID: UInt64] {
+    /// A clock; `made` when it is one a member adopts as its own starting point (a sponsor's
+    /// baseline: `WireReader.madeCountLimit`), not one it only compares with (a digest).
+    private static func decodeClock(_ r: inout WireReader, made: Bool) throws(WireError) -> [MemberID: UInt64] {
         let n = try r.count16(minItemSize: 16, "clock")
         var clock: [MemberID: UInt64] = [:]
-        for _ in 0..<n { clock[try r.member()] = try r.count("clock seq") }
+        for _ in 0..<n { clock[try r.member()] = made ? try r.madeCount("clock seq") : try r.count("clock seq") }
         return clock
     }
 }

@@ -47,12 +47,12 @@ public struct WireMessage: Sendable, Equatable {
     static func decode(from r: inout WireReader) throws(WireError) -> WireMessage {
         let from = try r.member("origin")
         let counter = try r.count("counter")
-        let seq = try r.count("seq")
+        let seq = try r.madeCount("seq")
         guard let kind = Kind(rawValue: try r.u8("message kind")) else { throw WireError("unknown message kind") }
         let depCount = try r.count16(minItemSize: 16, "dependencies")
         var deps: [Dependency] = []
         deps.reserveCapacity(depCount)
-        for _ in 0..<depCount { deps.append(Dependency(member: try r.member(), seq: try r.count("dependency seq"))) }
+        for _ in 0..<depCount { deps.append(Dependency(member: try r.member(), seq: try r.madeCount("dependency seq"))) }
         var to: [MemberID]?
         switch try r.u8("target flag") {
         case 0: to = nil

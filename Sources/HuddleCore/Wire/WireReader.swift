@@ -30,16 +30,24 @@ public struct WireReader: Sendable {
     /// incarnation, a repair range) without overflow.
     public static let maximumCount: UInt64 = (1 << 53) - 1
 
+    /// The largest count a member may claim to have *made* — its own seq in a hello or a message,
+    /// a clock a sponsor hands a joiner, an incarnation on a member record or claim: 2^52. Honest
+    /// members count these one by one from zero and never come near it; what other members make
+    /// from such a value (the next seq to store from, a refutation's incarnation, a repair range)
+    /// is at most a few more, and every decoder takes up to `maximumCount`. So whatever a core
+    /// emits from a value it accepted is a value every peer decodes again. (Before: `hello(since:
+    /// 2^53 − 1)` was taken, the node's next digest said `storedFrom` 2^53, and every peer refused
+    /// its digests and dropped its links.)
+    public static let madeCountLimit: UInt64 = 1 << 52
+
     /// A count (see `maximumCount`), refused when it is larger.
     public mutating func count(_ what: String) throws(WireError) -> UInt64 {
         try count(what, atMost: Self.maximumCount)
     }
 
-    /// A count that another member must be able to outbid by one — an incarnation in a suspicion,
-    /// which its subject refutes with the next one; a Lamport time, which the next set exceeds —
-    /// refused at `maximumCount` itself, so the answer stays within what every member accepts.
-    public mutating func outbiddableCount(_ what: String) throws(WireError) -> UInt64 {
-        try count(what, atMost: Self.maximumCount - 1)
+    /// A count its sender claims to have made (see `madeCountLimit`), refused when it is larger.
+    public mutating func madeCount(_ what: String) throws(WireError) -> UInt64 {
+        try count(what, atMost: Self.madeCountLimit)
     }
 
     private mutating func count(_ what: String, atMost limit: UInt64) throws(WireError) -> UInt64 {

@@ -56,7 +56,9 @@ extension Node {
     func setActivity(_ value: JSON) {
         var bytes: [UInt8] = []
         value.write(into: &bytes)
-        execute(core.setActivity(bytes))
+        let now = self.now
+        core.setWallClock(Date().timeIntervalSince1970, now: now)
+        execute(core.setActivity(bytes, now: now))
     }
 
     func activityFields() -> JSONObject {

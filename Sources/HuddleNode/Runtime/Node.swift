@@ -250,6 +250,8 @@ actor Node {
 
     /// Drives membership and link upkeep; returns the seconds until it next has work.
     func tick() -> Double {
+        let now = self.now
+        core.setWallClock(Date().timeIntervalSince1970, now: now)
         execute(core.tick(now: now))
         closeStalledLinks()
         if !spoolFailureLogged, let failure = events.spoolFailure {
