@@ -41,6 +41,21 @@ public struct CausalBroadcast: Sendable {
         /// the excess is repaired in turn instead of waiting in memory.
         public var holdbackBytesPerOrigin = Self.defaultHoldbackBytesPerOrigin
         public static let defaultHoldbackBytesPerOrigin = 8 << 20
+        /// Most messages held back from one origin (broadcasts and directed): a quarter of
+        /// `holdbackLimit`, so no one origin takes the whole hold-back (50,000 one-byte messages
+        /// above a gap used to fill it within the byte budget, and every send answered `busy`).
+        public var holdbackCountPerOrigin = 12_500
+        /// How long an origin's held-back messages may wait without a delivery from that origin
+        /// before they are dropped (counted as `held_expired`): a broadcast is repaired later from
+        /// any member that stores it, so only a gap nobody can fill (a hostile origin's) is lost.
+        public var heldExpiry: Double = 60
+        /// How long a live member may leave messages delivered here unacknowledged before it stops
+        /// holding them in the store: past this it is a *laggard*, kept for only as a failed member
+        /// is (within `retainBytes`), until it acknowledges what it was behind on. A member that
+        /// links, reads and never acknowledges used to pin every message: the store filled and
+        /// every send in the session answered `busy` for as long as it stayed. A laggard whose
+        /// messages were dropped cannot repair them (`storedFrom` is past its clock).
+        public var ackDeadline: Double = 10
         /// Stored bytes at which the shell applies backpressure to new sends. Every member keeps
         /// a message until every member has acknowledged it, so while one origin streams, each
         /// member's store holds about what the origin's holds: this bounds it at every member, per
@@ -108,6 +123,17 @@ public struct CausalBroadcast: Sendable {
     public private(set) var heldCount = 0
     /// Bytes held back per origin (broadcasts and directed messages), as `storedSize` counts them.
     public private(set) var heldBytes: [MemberID: Int] = [:]
+    /// Messages held back per origin (broadcasts and directed messages).
+    public private(set) var heldCounts: [MemberID: Int] = [:]
+    /// Per origin with messages held back, since when no message of it was delivered (set at the
+    /// next digest: `receive` has no clock); past `heldExpiry` its held messages are dropped.
+    private var heldWaiting: [MemberID: Double] = [:]
+    /// `delivered` as it was at recent moments (every `ackDeadline` / 2), to tell laggards by.
+    private var deliveredMarks: [(at: Double, clock: [MemberID: UInt64])] = []
+    /// When each live member became one: a member is judged a laggard only on marks after that.
+    private var memberSince: [MemberID: Double] = [:]
+    /// Live members that left messages delivered here unacknowledged for `ackDeadline` (see there).
+    public private(set) var laggards: Set<MemberID> = []
     /// Messages refused by a budget, by reason (`.heldBytes`).
     public private(set) var refusals = RefusalCounts()
     private var store: [MemberID: MessageRun] = [:]
@@ -144,7 +170,8 @@ public struct CausalBroadcast: Sendable {
     }
 
     /// Whether stored messages have reached the bound at which new sends must wait.
-    public var isCongested: Bool { storedBytes >= settings.storeLimitBytes || heldCount >= settings.holdbackLimit }
+    /// (Held-back messages never make this member's own sends wait: they have budgets of their own.)
+    public var isCongested: Bool { storedBytes >= settings.storeLimitBytes }
     public var storedCount: Int { store.values.reduce(0) { $0 + $1.count } }
     /// Stored messages that some live member has not acknowledged yet (the rest are kept only
     /// for failed members).
@@ -247,8 +274,13 @@ public struct CausalBroadcast: Sendable {
             // Nothing more can come from a member that departs before this member heard of its messages.
             if delivered[member] == nil { noteGone(member) }
         }
-        for member in live { retained[member] = nil }
+        for member in live {
+            retained[member] = nil
+            if memberSince[member] == nil { memberSince[member] = now }
+        }
         members = live
+        memberSince = memberSince.filter { live.contains($0.key) }
+        laggards.formIntersection(live)
         for member in members where ownSeqWhenKnown[member] == nil { ownSeqWhenKnown[member] = ownSeq }
         // A member that left the set and comes back was not kept for in between: it starts afresh.
         ownSeqWhenKnown = ownSeqWhenKnown.filter { members.contains($0.key) }
@@ -333,6 +365,7 @@ public struct CausalBroadcast: Sendable {
     private mutating func hold(_ signed: SignedMessage) {
         heldCount += 1
         heldBytes[signed.message.from, default: 0] += Self.storedSize(signed)
+        heldCounts[signed.message.from, default: 0] += 1
     }
 
     /// Counts a message out of the hold-back (`held` or `heldDirected` no longer has it).
@@ -341,19 +374,44 @@ public struct CausalBroadcast: Sendable {
         let origin = signed.message.from
         let left = (heldBytes[origin] ?? 0) - Self.storedSize(signed)
         heldBytes[origin] = left > 0 ? left : nil
+        let count = (heldCounts[origin] ?? 0) - 1
+        heldCounts[origin] = count > 0 ? count : nil
     }
 
-    /// Whether `signed` fits its origin's hold-back budget, after evicting that origin's held
-    /// broadcasts with a seq above `seq` (all of them for `seq` 0, a directed message), highest
-    /// first: they are repaired later, while what is lower is needed sooner. Refused (counted) when
-    /// it still does not fit.
+    /// Drops the held messages of origins that delivered nothing for `heldExpiry` (see there).
+    private mutating func expireHeld(now: Double) {
+        for origin in Array(heldWaiting.keys) where heldCounts[origin] == nil { heldWaiting[origin] = nil }
+        for origin in heldCounts.keys {
+            guard let since = heldWaiting[origin] else { heldWaiting[origin] = now; continue }
+            guard now - since >= settings.heldExpiry else { continue }
+            heldWaiting[origin] = nil
+            for signed in held.removeValue(forKey: origin)?.values ?? [:].values {
+                unhold(signed)
+                refusals.add(.heldExpired)
+            }
+            let (expired, kept) = heldDirected.reduce(into: ([SignedMessage](), [SignedMessage]())) {
+                if $1.message.from == origin { $0.0.append($1) } else { $0.1.append($1) }
+            }
+            heldDirected = kept
+            for signed in expired {
+                unhold(signed)
+                refusals.add(.heldExpired)
+            }
+        }
+    }
+
+    /// Whether `signed` fits its origin's hold-back budget (bytes and count), after evicting that
+    /// origin's held broadcasts with a seq above `seq` (all of them for `seq` 0, a directed
+    /// message), highest first: they are repaired later, while what is lower is needed sooner.
+    /// Refused (counted) when it still does not fit.
     private mutating func makeRoom(_ signed: SignedMessage, evictingAbove seq: UInt64) -> Bool {
         let origin = signed.message.from, size = Self.storedSize(signed)
-        let budget = settings.holdbackBytesPerOrigin
+        let budget = settings.holdbackBytesPerOrigin, countBudget = settings.holdbackCountPerOrigin
+        func over() -> Bool { (heldBytes[origin] ?? 0) + size > budget || (heldCounts[origin] ?? 0) + 1 > countBudget }
         // Sorted only when something above `seq` is held: a flood above everything held costs one scan.
-        if (heldBytes[origin] ?? 0) + size > budget, let queue = held[origin], queue.keys.contains(where: { $0 > seq }) {
+        if over(), let queue = held[origin], queue.keys.contains(where: { $0 > seq }) {
             for victim in queue.keys.sorted(by: >) where victim > seq {
-                guard (heldBytes[origin] ?? 0) + size > budget else { break }
+                guard over() else { break }
                 if let evicted = held[origin]?.removeValue(forKey: victim) {
                     unhold(evicted)
                     refusals.add(.heldBytes)
@@ -361,7 +419,7 @@ public struct CausalBroadcast: Sendable {
             }
             if held[origin]?.isEmpty ?? false { held[origin] = nil }
         }
-        guard (heldBytes[origin] ?? 0) + size <= budget else {
+        guard !over() else {
             refusals.add(.heldBytes)
             return false
         }
@@ -410,6 +468,7 @@ public struct CausalBroadcast: Sendable {
     /// the message for repair.
     private mutating func accept(_ signed: SignedMessage) -> Action {
         delivered[signed.message.from] = signed.message.seq
+        if !heldWaiting.isEmpty { heldWaiting[signed.message.from] = nil }
         keep(signed)
         return .deliver(signed)
     }
@@ -471,6 +530,7 @@ public struct CausalBroadcast: Sendable {
     /// stalled for `repairDelay` while a peer shows more, and then asks only for the seqs it does
     /// not hold (held-back messages are not fetched again).
     public mutating func receiveDigest(_ digest: Digest, from peer: MemberID, now: Double) -> [Action] {
+        if !heldCounts.isEmpty || !heldWaiting.isEmpty { expireHeld(now: now) }
         if members.contains(peer) || retained[peer] != nil {
             acks[peer] = digest.delivered
             let pressed = storedBytes >= settings.storeLimitBytes / 4
@@ -548,11 +608,30 @@ public struct CausalBroadcast: Sendable {
             let expired = retained.filter { now - $0.value >= settings.retainForFailed }.keys
             for member in expired { retained[member] = nil; acks[member] = nil }
         }
+        findLaggards(now: now)
         dropStable(counting: members.union(retained.keys))
-        if !retained.isEmpty && storedBytes > settings.retainBytes {
+        if (!retained.isEmpty || !laggards.isEmpty) && storedBytes > settings.retainBytes {
             for member in retained.keys { acks[member] = nil }
             retained.removeAll()
-            dropStable(counting: members)
+            dropStable(counting: members.subtracting(laggards))
+        }
+    }
+
+    /// Marks `delivered` every `ackDeadline` / 2 and names the laggards: live members (since
+    /// before the mark) whose acknowledgements are still below the newest mark at least
+    /// `ackDeadline` old, for an origin this member still stores.
+    private mutating func findLaggards(now: Double) {
+        let deadline = settings.ackDeadline
+        if deliveredMarks.last.map({ now - $0.at >= deadline / 2 }) ?? true { deliveredMarks.append((now, delivered)) }
+        while deliveredMarks.count > 1 && now - deliveredMarks[1].at >= deadline { deliveredMarks.removeFirst() }
+        guard let mark = deliveredMarks.first, now - mark.at >= deadline else { laggards = []; return }
+        laggards = members.filter { member in
+            guard let since = memberSince[member], since <= mark.at else { return false }
+            let acked = acks[member]
+            for (origin, seq) in mark.clock where origin != member && store[origin] != nil {
+                if (acked?[origin] ?? 0) < seq { return true }
+            }
+            return false
         }
     }
 

@@ -28,9 +28,13 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     /// An activity record whose Lamport time is more than `ActivityRegister.maximumSkew` ahead of
     /// this member's wall clock (it is taken once the clock reaches it).
     case activityAhead = "activity_ahead"
-    /// A broadcast or directed message held back beyond its origin's hold-back byte budget
-    /// (`CausalBroadcast.Settings.holdbackBytesPerOrigin`); a broadcast is repaired later.
+    /// A broadcast or directed message held back beyond its origin's hold-back budget
+    /// (`CausalBroadcast.Settings.holdbackBytesPerOrigin`, `holdbackCountPerOrigin`); a broadcast
+    /// is repaired later.
     case heldBytes = "held_bytes"
+    /// A held-back message dropped because its origin delivered nothing here for
+    /// `CausalBroadcast.Settings.heldExpiry` (a broadcast is repaired later if anyone stores it).
+    case heldExpired = "held_expired"
     /// A message whose body is larger than this member's receive limit.
     case bodyTooLarge = "body_too_large"
     /// A new member while the membership table holds `SWIMSettings.memberLimit` members, none of
