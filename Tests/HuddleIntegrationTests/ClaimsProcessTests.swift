@@ -212,11 +212,11 @@ struct ClaimsProcessTests {
     }
 
     /// DESIGN: the activity is a "last-writer-wins register ordered by (Lamport time, member id)".
-    /// Two nodes that are not yet one session each set a value at Lamport time 1; when the higher
-    /// member joins the lower one, both must end on the higher member's value (a tie goes to the
-    /// higher id — not to the sponsor, not to whoever heard last). Then the lower member sets a
-    /// value after seeing that one (Lamport 2): it wins everywhere despite its lower id, a late
-    /// joiner included.
+    /// Two nodes that are not yet one session each set a value, the higher member second (its
+    /// hybrid time is at least the lower's; a tie goes to the higher id); when the higher member
+    /// joins the lower one, both must end on the higher member's value — not the sponsor's, not
+    /// whoever heard last. Then the lower member sets a value after seeing that one (a higher
+    /// time): it wins everywhere despite its lower id, a late joiner included.
     @Test func activityWinnerIsHighestLamportTimeThenHighestMemberID() async throws {
         let cluster = try TestCluster("actlww")
         defer { cluster.shutdown() }
@@ -255,12 +255,11 @@ struct ClaimsProcessTests {
         }
     }
 
-    /// Concurrent `activity.set` on two members of one session: which one wins depends on whether
-    /// each had seen the other's set before making its own, and each node's activity events say
-    /// that (a value a node applied is an event, in the order applied). The lower member wins only
-    /// if it applied the higher member's value before setting its own (then its Lamport time is
-    /// higher); otherwise the higher member's Lamport time is at least as high and the tie goes
-    /// to the higher id. Every member must end on that winner.
+    /// Concurrent `activity.set` on two members of one session: a set made after seeing the other's
+    /// wins (its time is higher), and each node's activity events say whether it had (a value a node
+    /// applied is an event, in the order applied). Sets that saw neither the other's are ordered by
+    /// their hybrid times (issue 33: wall-clock based, which the control protocol does not show),
+    /// then by member id: either may win, and every member must end on the same one.
     @Test func concurrentActivitySetsEndOnTheWinnerTheOrderingRuleNames() async throws {
         let cluster = try TestCluster("actconc")
         defer { cluster.shutdown() }
@@ -281,25 +280,38 @@ struct ClaimsProcessTests {
             await lowClient.close()
             await highClient.close()
             // A set is ordered after every set its member had seen, so it always becomes the value
-            // there at once: its event is the marker up to which low's events are complete.
+            // there at once: its event is the marker up to which that member's events are complete.
             try await eventually("low's own set of round \(round) to become its value (an event there)") {
                 await lowEvents.events.contains { $0["activity"] == lowValue }
+            }
+            try await eventually("high's own set of round \(round) to become its value (an event there)") {
+                await highEvents.events.contains { $0["activity"] == highValue }
             }
             // The lower member's own set is always an event there; the higher member's value is an
             // event there iff it was applied: before low's own set (low saw it first), or after it
             // (it wins by Lamport time or by id).
             let order = await lowEvents.events.compactMap { $0["activity"] }.filter { $0 == lowValue || $0 == highValue }
-            let lowSawHighFirst = order.first == highValue
-            let winner = lowSawHighFirst ? (lowValue, low.member) : (highValue, high.member)
-            for node in [low, high] {
-                try await eventually("\(node.name) to end round \(round) on the rule's winner") {
-                    let (value, setBy) = try await activity(at: node)
-                    return value == winner.0 && setBy == .string(winner.1)
+            let highOrder = await highEvents.events.compactMap { $0["activity"] }.filter { $0 == lowValue || $0 == highValue }
+            let lowSawHighFirst = order.first == highValue, highSawLowFirst = highOrder.first == lowValue
+            #expect(!(lowSawHighFirst && highSawLowFirst), "each saw the other's set before making its own")
+            if lowSawHighFirst || highSawLowFirst {
+                let winner = lowSawHighFirst ? (lowValue, low.member) : (highValue, high.member)
+                for node in [low, high] {
+                    try await eventually("\(node.name) to end round \(round) on the set made after seeing the other") {
+                        let (value, setBy) = try await activity(at: node)
+                        return value == winner.0 && setBy == .string(winner.1)
+                    }
+                }
+            } else {
+                // Neither saw the other's: both must end on one of the two, with its own setter.
+                try await eventually("low and high to end round \(round) on the same value") {
+                    let (lowHolds, lowSetBy) = try await activity(at: low), (highHolds, highSetBy) = try await activity(at: high)
+                    let expectedSetter = lowHolds == lowValue ? JSON.string(low.member) : JSON.string(high.member)
+                    return lowHolds == highHolds && lowSetBy == highSetBy && (lowHolds == lowValue || lowHolds == highValue) && lowSetBy == expectedSetter
                 }
             }
-            // For the record only: whether this round was a tie (neither saw the other's first).
-            let highOrder = await highEvents.events.compactMap { $0["activity"] }.filter { $0 == lowValue || $0 == highValue }
-            let kind = lowSawHighFirst ? "low saw high's first" : highOrder.first == lowValue ? "high saw low's first" : "equal Lamport times"
+            // For the record only: which case this round was.
+            let kind = lowSawHighFirst ? "low saw high's first" : highSawLowFirst ? "high saw low's first" : "neither saw the other's first"
             tallies[kind, default: 0] += 1
             await lowEvents.stop()
             await highEvents.stop()
