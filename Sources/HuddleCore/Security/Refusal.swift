@@ -28,6 +28,8 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     /// An activity record whose Lamport time is more than `ActivityRegister.maximumSkew` ahead of
     /// this member's wall clock (it is taken once the clock reaches it).
     case activityAhead = "activity_ahead"
+    /// A link closed because more than `LinkBudget.hardLimitBytes` waited for its peer to read.
+    case linkOverflow = "link_overflow"
     /// A broadcast or directed message held back beyond its origin's hold-back budget
     /// (`CausalBroadcast.Settings.holdbackBytesPerOrigin`, `holdbackCountPerOrigin`); a broadcast
     /// is repaired later.

@@ -7,7 +7,7 @@ final class LinkHandle: Sendable {
     let peer: MemberInfo
     /// The member that opened the TCP connection (decides which of two duplicate links stays).
     let dialer: MemberID
-    let outbox = Outbox<LinkOutbound>(batchBytes: LinkBudget.writeBatchBytes)
+    let outbox = Outbox<LinkOutbound>(batchBytes: LinkBudget.writeBatchBytes, progressBelow: LinkBudget.backlogBytes)
     let channel: Channel
     let remoteAddress: String
     /// When the link was registered; a link that ends within `LinkHandle.settling` of it is a

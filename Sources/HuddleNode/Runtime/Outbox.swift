@@ -12,7 +12,8 @@ import Synchronization
 /// Guarantees: within each lane items come out in push order; after `close()` pushes are refused
 /// and the waiting writer is woken with nil once the queue is drained; `waitingSince` says since
 /// when queued items have waited without the writer taking any (a writer stuck on a peer that
-/// does not read).
+/// does not read) — or, with `progressBelow`, without a take that left fewer bytes than that
+/// queued (a peer that reads a little now and then while a backlog stays).
 final class Outbox<Element: Sendable>: Sendable {
     /// One lane's items in push order, each with its bytes, taken from `head`.
     private struct Lane {
@@ -50,7 +51,7 @@ final class Outbox<Element: Sendable>: Sendable {
         var waiter: Waiter?
         var closed = false
         /// When the items now queued started waiting: the first push into an empty outbox, or
-        /// the writer's last take that left some behind.
+        /// the writer's last take that left some behind (and fewer than `progressBelow` bytes).
         var waitingSince: ContinuousClock.Instant?
 
         var isEmpty: Bool { items.isEmpty && bulk.isEmpty }
@@ -66,12 +67,12 @@ final class Outbox<Element: Sendable>: Sendable {
             var out: [Element] = []
             bytes -= items.take(upTo: limits.batch, into: &out)
             bytes -= bulk.take(upTo: limits.bulk, into: &out)
-            waitingSince = isEmpty ? nil : .now
+            waitingSince = isEmpty ? nil : bytes < limits.progressBelow ? .now : waitingSince ?? .now
             return out
         }
     }
     /// Most bytes of ordinary and of bulk items in one batch (each at least one item).
-    private struct Limits { var batch: Int; var bulk: Int }
+    private struct Limits { var batch: Int; var bulk: Int; var progressBelow: Int }
     /// Takes the next batch, or nil once the outbox is closed and drained.
     typealias Waiter = @Sendable ([Element]?) -> Void
     private let state = Mutex(State())
@@ -79,8 +80,10 @@ final class Outbox<Element: Sendable>: Sendable {
 
     /// `batchBytes` bounds the ordinary items of one batch (unbounded by default: a control
     /// connection's lines are bounded where they are queued, by the event log's window).
-    init(batchBytes: Int = .max, bulkBatchBytes: Int = 320 * 1024) {
-        limits = Limits(batch: batchBytes, bulk: bulkBatchBytes)
+    /// `progressBelow`: a take counts as progress for `waitingSince` only when it leaves fewer
+    /// bytes than this queued (any take, by default).
+    init(batchBytes: Int = .max, bulkBatchBytes: Int = 320 * 1024, progressBelow: Int = .max) {
+        limits = Limits(batch: batchBytes, bulk: bulkBatchBytes, progressBelow: progressBelow)
     }
 
     /// Bytes queued (both lanes) and not yet taken by the writer.
