@@ -71,7 +71,7 @@ private func manifest(by uploader: MemberInfo, signedWith identity: Identity, ke
     #expect(joiner.broadcast.awaitingBaseline && joiner.journal.records.isEmpty)
     #expect(joiner.refusedLinkMessages == 2)
     // The joiner asks a (its sponsor): a's catch-up is taken, mallory's still is not.
-    guard case .pushPull(let request) = joiner.pushPullRequest(to: aInfo.id, join: true), request.join else {
+    guard case .pushPull(let request)? = joiner.pushPullRequest(to: aInfo.id, join: true).first, request.join else {
         Issue.record("not a join push-pull"); return
     }
     _ = joiner.receiveLink(.baseline([aInfo.id: 50], nonApplication: [:]), from: mallory.id, addr: "m:1", now: 2)
