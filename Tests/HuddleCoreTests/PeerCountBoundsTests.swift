@@ -35,16 +35,16 @@ private func message(seq: UInt64 = 1, counter: UInt64 = 1, dep: UInt64 = 1) -> W
     let gossip: [(String, UInt64, (UInt64) -> SWIMGossip)] = [
         ("suspect", top - 1, { .suspect(a, incarnation: $0, from: b) }), ("failed", top - 1, { .failed(a, incarnation: $0, from: b) }),
         ("left", top, { .left(a, incarnation: $0) }),
-        ("alive", top, { .alive(MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: "h:1", incarnation: $0)) }),
+        ("alive", top, { .alive(MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: testAddr("h"), incarnation: $0)) }),
     ]
     for (name, limit, make) in gossip {
         boundHolds("\(name) incarnation", limit: limit, { SWIMMessage(sender: b, kind: .gossip, gossip: [make($0)]).encode() }, SWIMMessage.decode)
     }
     boundHolds("push-pull suspect record incarnation", limit: top - 1, { incarnation in
-        SWIMPushPull(join: false, members: [MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: "h:1", state: .suspect, incarnation: incarnation)]).encode()
+        SWIMPushPull(join: false, members: [MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: testAddr("h"), state: .suspect, incarnation: incarnation)]).encode()
     }, SWIMPushPull.decode)
     boundHolds("push-pull incarnation", { incarnation in
-        SWIMPushPull(join: false, members: [MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: "h:1", incarnation: incarnation)]).encode()
+        SWIMPushPull(join: false, members: [MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: testAddr("h"), incarnation: incarnation)]).encode()
     }, SWIMPushPull.decode)
     boundHolds("datagram counter", { DatagramPayload(sender: a, counter: $0, content: .swim(SWIMMessage(sender: a, kind: .ack(seq: 1)))).encoded() }, DatagramPayload.decode)
     boundHolds("message seq", { DatagramPayload(sender: a, counter: 1, content: .message(message(seq: $0))).encoded() }, DatagramPayload.decode)
@@ -55,10 +55,10 @@ private func message(seq: UInt64 = 1, counter: UInt64 = 1, dep: UInt64 = 1) -> W
 @Test func theCoresComputeAtTheBoundWithoutTrapping() {
     // Membership: a suspicion of ourselves at the highest incarnation a suspicion may carry (ours,
     // since only we raise it) is refuted with the next one, which every member still decodes.
-    let me = MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: "h:1", incarnation: top - 1)
+    let me = MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: testAddr("h"), incarnation: top - 1)
     var swim = SWIMInstance(local: me, settings: .lan, seed: 1, signer: UncheckedMembershipSigner(),
-                            members: [MemberInfo(id: b, node: [UInt8](repeating: 2, count: 32), name: "b", addr: "h:2")])
-    let refutation = swim.receive(SWIMMessage(sender: b, kind: .gossip, gossip: [.suspect(a, incarnation: top - 1, from: b)]), from: "h:2", now: 1)
+                            members: [MemberInfo(id: b, node: [UInt8](repeating: 2, count: 32), name: "b", addr: testAddr("h", port: 2))])
+    let refutation = swim.receive(SWIMMessage(sender: b, kind: .gossip, gossip: [.suspect(a, incarnation: top - 1, from: b)]), from: testAddr("h", port: 2), now: 1)
     #expect(swim.local.incarnation == top)
     for case let .send(message, _) in refutation { #expect((try? SWIMMessage.decode(message.encode())) != nil, "the refutation must decode") }
 
