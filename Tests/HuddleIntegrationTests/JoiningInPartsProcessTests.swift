@@ -41,6 +41,8 @@ struct JoiningInPartsProcessTests {
         let longName = try run("name", ["--name", String(repeating: "n", count: 257)])
         let hostname = try run("host", ["--name", "h", "--advertise", "node.example:7400"])
         let longAddress = try run("addr", ["--name", "l", "--advertise", "[::1]:" + String(repeating: "0", count: 70) + "7400"])
+        // A node that did start (the check missing) must not outlive the test.
+        defer { for started in [longName, hostname, longAddress] { started.kill() } }
         #expect(try await longName.waitForExit() != 0)
         #expect(longName.stderr.contains("at most 256"), "\(longName.stderr)")
         #expect(try await hostname.waitForExit() != 0)
