@@ -1,10 +1,13 @@
 import Foundation
+import HuddleAdversary
 import HuddleControl
+import HuddleCore
+import HuddleCrypto
 import Testing
 
 /// Issue 33, item 5, against real `huddle run` processes: a joiner learns every attachment of a
-/// journal larger than one link message, and a node refuses to run with a name or address its
-/// peers would refuse.
+/// journal larger than one link message; a node refuses to run with a name or address its peers
+/// would refuse, and refuses a hostname from a peer; a `--join` seed may still be a hostname.
 @Suite(.timeLimit(.minutes(3)))
 struct JoiningInPartsProcessTests {
     /// 80 honest attachments, each with 16,000 bytes of meta: a journal of about 1.3 MB, more than
@@ -29,6 +32,40 @@ struct JoiningInPartsProcessTests {
         } catch {
             Issue.record("\(error)\n\(cluster.logs)")
         }
+    }
+
+    /// A member (holding the session key, speaking our codec) names hostnames: another member's
+    /// record and a `pingReq` target. Both are refused and counted; the record is not taken.
+    @Test func aHostnameFromAPeerIsRefusedAndCounted() async throws {
+        let cluster = try TestCluster("hostname")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let identity = Identity.generate()
+        let mallory = MemberInfo(id: MemberID(raw: UInt64.random(in: 1...(1 << 52))), node: identity.publicKey, name: "mallory", addr: "127.0.0.1:9").signed(by: identity)
+        let link = try AdversaryLink(addr: a.addr, key: try SessionKey.load(from: cluster.key), identity: identity, info: mallory)
+        let puppetIdentity = Identity.generate()
+        let puppet = MemberInfo(id: MemberID(raw: UInt64.random(in: 1...(1 << 52))), node: puppetIdentity.publicKey, name: "puppet", addr: "puppet.example:7400")
+            .signed(by: puppetIdentity)
+        try link.write(.pushPull(SWIMPushPull(join: false, members: [mallory, puppet])))
+        try link.write(.swim(SWIMMessage(sender: mallory.id, kind: .pingReq(seq: 1, target: puppet.id, targetAddr: "puppet.example:7400"))))
+        func refusedHostnames() async throws -> Int64 {
+            try await a.request("stats")["refused"]?.objectValue?[Refusal.hostnameAddress.rawValue]?.intValue ?? 0
+        }
+        try await eventually("a to refuse both hostnames") { try await refusedHostnames() >= 2 }
+        let members = try await a.request("members")["members"]?.arrayValue ?? []
+        #expect(!members.contains { $0.objectValue?["member"]?.stringValue == puppet.id.description }, "the record naming a hostname is not taken")
+        #expect(members.contains { $0.objectValue?["member"]?.stringValue == mallory.id.description })
+        #expect(a.process.isRunning)
+    }
+
+    /// The user's own `--join` seed may be a hostname: looked up once, off the node's actor.
+    @Test func aJoinSeedMayBeAHostname() async throws {
+        let cluster = try TestCluster("seedname")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        guard let port = a.addr.split(separator: ":").last else { Issue.record("no port in \(a.addr)"); return }
+        try await cluster.start("b", join: ["localhost:\(port)"])
+        try await cluster.waitForFullMesh(2)
     }
 
     @Test func aNameOrAdvertisedAddressPeersWouldRefuseStopsTheNodeAtStart() async throws {
