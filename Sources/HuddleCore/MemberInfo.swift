@@ -47,6 +47,25 @@ public struct MemberInfo: Sendable, Equatable {
 
     /// The largest signature field accepted (Ed25519: 64 bytes).
     static let maxSignature = 64
+    /// The longest name (UTF-8 bytes) and address a record may carry; a record above either is
+    /// refused by `decode`. They bound a record at about 520 bytes, so a push-pull part
+    /// (`SWIMPushPull.parts`) holds hundreds of them and a member table of 1024 members fits in a
+    /// few parts (at 64 KiB each, one record of a member made every push-pull of its sponsor pass
+    /// the link's message limit). An address is a numeric `host:port` (`HostPort.numeric`).
+    public static let maximumName = 256
+    public static let maximumAddress = 64
+
+    /// Why this member's own name or address cannot go into its record (nil when both can): a
+    /// name above `maximumName` bytes, an address above `maximumAddress` bytes or not a numeric
+    /// `host:port` (peers refuse a hostname: they never look one up).
+    public static func ownRecordProblem(name: String, addr: String) -> String? {
+        if name.utf8.count > maximumName { return "the name is \(name.utf8.count) bytes long (at most \(maximumName))" }
+        if addr.utf8.count > maximumAddress { return "the advertised address \(addr) is \(addr.utf8.count) bytes long (at most \(maximumAddress))" }
+        if !HostPort.isNumeric(addr) {
+            return "the advertised address \(addr) is not a numeric IPv4 or [IPv6] host:port with a port 1-65535 (peers never look a hostname up)"
+        }
+        return nil
+    }
 
     func encode(into w: inout WireWriter) {
         w.member(id); w.bytes16(node); w.string16(name); w.string16(addr); w.u8(state.rawValue); w.u64(incarnation)
@@ -68,8 +87,8 @@ public struct MemberInfo: Sendable, Equatable {
         let id = try r.member()
         let node = try r.bytes16("node key")
         guard node.count == 32 else { throw WireError("node key of \(node.count) bytes, expected 32") }
-        let name = try r.string16("name")
-        let addr = try r.string16("address")
+        let name = try r.string16("name", limit: maximumName)
+        let addr = try r.string16("address", limit: maximumAddress)
         guard let state = MemberState(rawValue: try r.u8("state")) else { throw WireError("unknown member state") }
         // Only the member raises its incarnation, one at a time: a record or claim past
         // `madeCountLimit` names one it never made (and would leave no room to refute a suspicion).

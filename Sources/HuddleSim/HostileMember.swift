@@ -27,7 +27,7 @@ struct HostileMember {
             identity.sign(MembershipStatement.claim(failed: true, about: victim.id, incarnation: victim.incarnation, by: witness.id)))
         let aboveIncarnation = SWIMGossip.suspect(peer.id, incarnation: 1_000_000 + r, from: info.id, signature:
             identity.sign(MembershipStatement.claim(failed: false, about: peer.id, incarnation: 1_000_000 + r, by: info.id)))
-        let nobody = MemberInfo(id: MemberID(raw: 0xF00D_0000 + r), node: [UInt8](repeating: 9, count: 32), name: "nobody", addr: "nowhere:1")
+        let nobody = MemberInfo(id: MemberID(raw: 0xF00D_0000 + r), node: [UInt8](repeating: 9, count: 32), name: "nobody", addr: "192.0.2.1:1")
         let gossip = SWIMMessage(sender: info.id, kind: .gossip, gossip: [.alive(takeover), forgedLeave, inWitnessName, aboveIncarnation, .alive(nobody)])
 
         let (theirs, key) = foreignManifest(round: round, uploader: victim)

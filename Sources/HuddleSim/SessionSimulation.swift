@@ -206,7 +206,7 @@ public struct SessionSimulation {
             for _ in 0..<4 { withUnsafeBytes(of: rng.next().littleEndian) { seed += $0 } }
             let identity = Identity(seed: seed)
             identities.append(identity)
-            infos.append(MemberInfo(id: MemberID(raw: UInt64(i + 1)), node: identity.publicKey, name: "m\(i)", addr: "m\(i):7400"))
+            infos.append(MemberInfo(id: MemberID(raw: UInt64(i + 1)), node: identity.publicKey, name: "m\(i)", addr: SimAddress.of(i, port: 7400)))
         }
         self.identities = identities
         self.infos = infos
@@ -308,7 +308,7 @@ public struct SessionSimulation {
                 sendLink(from: a, to: b, cores[a]!.linkUp(infos[b].id))
                 execute(a, cores[a]!.epochLinkUp(infos[b].id, now: now))
                 if let join = pendingPushPull.removeValue(forKey: a * scenario.members + b) {
-                    sendLink(from: a, to: b, cores[a]!.pushPullRequest(to: infos[b].id, join: join))
+                    for part in cores[a]!.pushPullRequest(to: infos[b].id, join: join) { sendLink(from: a, to: b, part) }
                 }
             }
         case let .link(to, from, gen, message):
@@ -412,7 +412,7 @@ public struct SessionSimulation {
             case let .pushPull(addr, join):
                 guard let j = indexByAddr[addr], j != i else { continue }
                 if links[linkKey(i, j)] != nil {
-                    sendLink(from: i, to: j, cores[i]!.pushPullRequest(to: infos[j].id, join: join))
+                    for part in cores[i]!.pushPullRequest(to: infos[j].id, join: join) { sendLink(from: i, to: j, part) }
                 } else {
                     pendingPushPull[i * scenario.members + j] = join
                     dial(i, j)

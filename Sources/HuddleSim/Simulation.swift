@@ -39,7 +39,7 @@ public struct Simulation: Sendable {
             seen.insert(raw)
             let id = MemberID(raw: raw)
             let key = (0..<32).map { UInt8(truncatingIfNeeded: raw >> UInt64(($0 % 8) * 8)) ^ UInt8($0) }
-            let info = MemberInfo(id: id, node: key, name: "node-\(i)", addr: "n\(i):7946")
+            let info = MemberInfo(id: id, node: key, name: "node-\(i)", addr: SimAddress.of(i, port: 7946))
             ids.append(id); addrs.append(info.addr); nodeKeys.append(key)
             indexByAddr[info.addr] = i; indexByID[id] = i
             nodes.append(SimNode(instance: SWIMInstance(local: info, settings: scenario.settings, seed: rng.next(), signer: UncheckedMembershipSigner())))

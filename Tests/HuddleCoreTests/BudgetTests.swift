@@ -15,17 +15,17 @@ private func delivered(_ actions: [CausalBroadcast.Action]) -> [UInt64] {
 }
 
 private func info(_ id: MemberID) -> MemberInfo {
-    MemberInfo(id: id, node: identities[id]!.publicKey, name: "\(id.raw)", addr: "m\(id.raw):1").signed(by: identities[id]!)
+    MemberInfo(id: id, node: identities[id]!.publicKey, name: "\(id.raw)", addr: testAddr("m\(id.raw)")).signed(by: identities[id]!)
 }
 
 /// Two linked session cores, a (1) and b (2).
 private func pair(limits: SessionCore.Limits = .init()) -> (a: SessionCore, b: SessionCore) {
     var x = SessionCore(local: info(a), identity: identities[a]!, limits: limits, joining: false, swimSeed: 1, journalSeed: 1)
     var y = SessionCore(local: info(b), identity: identities[b]!, limits: limits, joining: false, swimSeed: 2, journalSeed: 2)
-    _ = x.receivePushPull(SWIMPushPull(join: false, members: [info(b)]), from: "m2:1", now: 1)
-    _ = y.receivePushPull(SWIMPushPull(join: false, members: [info(a)]), from: "m1:1", now: 1)
-    _ = y.receiveLink(x.linkUp(b), from: a, addr: "m1:1", now: 1)
-    _ = x.receiveLink(y.linkUp(a), from: b, addr: "m2:1", now: 1)
+    _ = x.receivePushPull(SWIMPushPull(join: false, members: [info(b)]), from: testAddr("m2"), now: 1)
+    _ = y.receivePushPull(SWIMPushPull(join: false, members: [info(a)]), from: testAddr("m1"), now: 1)
+    _ = y.receiveLink(x.linkUp(b), from: a, addr: testAddr("m1"), now: 1)
+    _ = x.receiveLink(y.linkUp(a), from: b, addr: testAddr("m2"), now: 1)
     return (x, y)
 }
 
@@ -92,12 +92,12 @@ private func pair(limits: SessionCore.Limits = .init()) -> (a: SessionCore, b: S
     var (x, y) = pair()
     let big = [UInt8](repeating: 1, count: 64 * 1024 + 1)
     let oversized = signed(x.broadcast.makeDirected(body: big, to: [b]))
-    let refused = y.receiveLink(.message(oversized), from: a, addr: "m1:1", now: 2)
+    let refused = y.receiveLink(.message(oversized), from: a, addr: testAddr("m1"), now: 2)
     #expect(refused.contains(.refused(.bodyTooLarge)), "the first is logged")
     #expect(y.refusals[.bodyTooLarge] == 1)
     let flush = MessageBatch.sign([x.broadcast.makeDirected(body: big, to: [b]), x.broadcast.makeDirected(body: big, to: [b])], identity: identities[a]!)
     let batch = try #require(SignedBatch(of: flush, for: b))
-    #expect(!y.receiveLink(.batch(batch), from: a, addr: "m1:1", now: 2).contains(.refused(.bodyTooLarge)), "only the first is logged")
+    #expect(!y.receiveLink(.batch(batch), from: a, addr: testAddr("m1"), now: 2).contains(.refused(.bodyTooLarge)), "only the first is logged")
     #expect(y.refusals[.bodyTooLarge] == 3)
     #expect(y.broadcast.heldCount == 0)
     // At the limit, a message goes through.
@@ -105,7 +105,7 @@ private func pair(limits: SessionCore.Limits = .init()) -> (a: SessionCore, b: S
     #expect(sent.contains(.flushSoon))
     var delivered = 0
     for case let .sendToLinks(message) in x.flushBatch() {
-        for case .deliver in y.receiveLink(message, from: a, addr: "m1:1", now: 3) { delivered += 1 }
+        for case .deliver in y.receiveLink(message, from: a, addr: testAddr("m1"), now: 3) { delivered += 1 }
     }
     #expect(delivered == 1)
 }
@@ -116,15 +116,15 @@ private func pair(limits: SessionCore.Limits = .init()) -> (a: SessionCore, b: S
     var settings = SWIMSettings.lan
     settings.memberLimit = 4
     var swim = SWIMInstance(local: info(a), settings: settings, seed: 1, signer: UncheckedMembershipSigner())
-    let fakes = (10..<20).map { MemberInfo(id: MemberID(raw: UInt64($0)), node: [UInt8](repeating: UInt8($0), count: 32), name: "fake", addr: "f:\($0)") }
-    let actions = swim.receivePushPull(fakes, join: false, from: "f:10", now: 1)
+    let fakes = (10..<20).map { MemberInfo(id: MemberID(raw: UInt64($0)), node: [UInt8](repeating: UInt8($0), count: 32), name: "fake", addr: testAddr("f", port: $0)) }
+    let actions = swim.receivePushPull(fakes, join: false, from: testAddr("f", port: 10), now: 1)
     #expect(swim.members.count == 4, "self and three others")
     #expect(swim.refusals[.memberTableFull] == 7)
     #expect(actions.filter { if case .refused(.memberTableFull) = $0 { true } else { false } }.count == 1, "reported once")
     // A member that failed makes room for a new one.
     let known = swim.members.keys.filter { $0 != a }.sorted()
-    _ = swim.receive(SWIMMessage(sender: known[1], kind: .gossip, gossip: [.failed(known[0], incarnation: 0, from: known[1])]), from: "f:11", now: 2)
-    _ = swim.receivePushPull([info(c)], join: false, from: "m3:1", now: 3)
+    _ = swim.receive(SWIMMessage(sender: known[1], kind: .gossip, gossip: [.failed(known[0], incarnation: 0, from: known[1])]), from: testAddr("f", port: 11), now: 2)
+    _ = swim.receivePushPull([info(c)], join: false, from: testAddr("m3"), now: 3)
     #expect(swim.members[c] != nil && swim.members[known[0]] == nil)
     #expect(swim.members.count == 4)
 }
@@ -165,12 +165,12 @@ private func heldAttachment(chunks: Int, local: MemberID, limit: Int = Journal.d
     var batch: LinkMessage?
     for case let .sendToLinks(message) in x.flushBatch() { batch = message }
     let request = LinkMessage.request(origin: a, from: 1, to: 1)
-    #expect(x.receiveLink(request, from: b, addr: "m2:1", now: 2, backlogged: true) == [.refused(.outboxFull)])
-    #expect(x.receiveLink(.chunkRequest(id: "x", index: 0), from: b, addr: "m2:1", now: 2, backlogged: true).isEmpty, "counted, logged once")
+    #expect(x.receiveLink(request, from: b, addr: testAddr("m2"), now: 2, backlogged: true) == [.refused(.outboxFull)])
+    #expect(x.receiveLink(.chunkRequest(id: "x", index: 0), from: b, addr: testAddr("m2"), now: 2, backlogged: true).isEmpty, "counted, logged once")
     #expect(x.refusals[.outboxFull] == 2)
-    #expect(x.receiveLink(request, from: b, addr: "m2:1", now: 2).contains(.retransmitted(1)), "answered once the link drained")
+    #expect(x.receiveLink(request, from: b, addr: testAddr("m2"), now: 2).contains(.retransmitted(1)), "answered once the link drained")
     // A message from a backlogged peer is still taken.
-    let got = y.receiveLink(try #require(batch), from: a, addr: "m1:1", now: 2, backlogged: true)
+    let got = y.receiveLink(try #require(batch), from: a, addr: testAddr("m1"), now: 2, backlogged: true)
     #expect(got.contains { if case .deliver = $0 { true } else { false } })
 }
 
@@ -180,7 +180,7 @@ private func heldAttachment(chunks: Int, local: MemberID, limit: Int = Journal.d
         _ = try x.send(body: [UInt8](repeating: 3, count: 64 * 1024), to: nil, reliable: true)
         _ = x.flushBatch()
     }
-    let answer = x.receiveLink(.request(origin: a, from: 1, to: 100), from: b, addr: "m2:1", now: 2)
+    let answer = x.receiveLink(.request(origin: a, from: 1, to: 100), from: b, addr: testAddr("m2"), now: 2)
     let sent = answer.filter { if case .sendLink(_, .message) = $0 { true } else { false } }.count
     #expect(sent == SessionCore.repairAnswerBytes / (64 * 1024))
     #expect(answer.contains(.retransmitted(sent)))

@@ -8,7 +8,7 @@ import Testing
 private func identity(_ raw: UInt64) -> Identity { Identity(seed: [UInt8](repeating: UInt8(raw), count: 32)) }
 
 private func info(_ raw: UInt64, _ name: String) -> MemberInfo {
-    MemberInfo(id: MemberID(raw: raw), node: identity(raw).publicKey, name: name, addr: "\(name):1").signed(by: identity(raw))
+    MemberInfo(id: MemberID(raw: raw), node: identity(raw).publicKey, name: name, addr: testAddr(name)).signed(by: identity(raw))
 }
 
 private let me = info(5, "me"), x = info(9, "x"), y = info(11, "y")
@@ -16,7 +16,7 @@ private let session = DatagramSeal(key: [UInt8](repeating: 42, count: 32))
 
 private func core(knowing members: [MemberInfo] = [x, y]) -> SessionCore {
     var c = SessionCore(local: me, identity: Identity(seed: [UInt8](repeating: 5, count: 32)), joining: false, swimSeed: 1, journalSeed: 1)
-    _ = c.receivePushPull(SWIMPushPull(join: false, members: members), from: "x:1", now: 1)
+    _ = c.receivePushPull(SWIMPushPull(join: false, members: members), from: testAddr("x"), now: 1)
     return c
 }
 
@@ -127,21 +127,21 @@ private func datagrams(_ effects: [SessionEffect]) -> [(DatagramPayload, String,
 
 @Test func underTheSessionKeyOnlyABarePingIsAnsweredWithABareSessionKeyedAck() {
     var c = core()
-    let answer = c.receiveDatagram(sessionKeyed(swim(x.id, .ping(seq: 7, target: me.id))), from: "x:1", now: 2)
+    let answer = c.receiveDatagram(sessionKeyed(swim(x.id, .ping(seq: 7, target: me.id))), from: testAddr("x"), now: 2)
     let sent = datagrams(answer)
-    #expect(sent.count == 1 && sent.first?.1 == "x:1" && sent.first?.2 == .session)
+    #expect(sent.count == 1 && sent.first?.1 == testAddr("x") && sent.first?.2 == .session)
     if case let .swim(ack)? = sent.first?.0.content { #expect(ack.kind == .ack(seq: 7) && ack.gossip.isEmpty) } else { Issue.record("no ack: \(answer)") }
     // Gossip, indirect probes, nacks, a ping carrying gossip, an application message: refused.
     let suspicion = suspicion(of: y, by: x)
     let refused: [DatagramPayload] = [
         swim(x.id, .gossip, gossip: [suspicion], counter: 2),
         swim(x.id, .ping(seq: 8, target: me.id), gossip: [suspicion], counter: 3),
-        swim(x.id, .pingReq(seq: 9, target: y.id, targetAddr: "y:1"), counter: 4),
+        swim(x.id, .pingReq(seq: 9, target: y.id, targetAddr: testAddr("y")), counter: 4),
         swim(x.id, .nack(seq: 1), counter: 5),
         DatagramPayload(sender: x.id, counter: 6, content: .message(WireMessage(from: x.id, counter: 1, seq: 0, to: nil, body: [1]))),
     ]
     for payload in refused {
-        #expect(datagrams(c.receiveDatagram(sessionKeyed(payload), from: "x:1", now: 2)).isEmpty, "\(payload)")
+        #expect(datagrams(c.receiveDatagram(sessionKeyed(payload), from: testAddr("x"), now: 2)).isEmpty, "\(payload)")
     }
     #expect(c.refusals[.unauthenticatedDatagram] == refused.count)
     #expect(c.swim.members[y.id]?.state == .alive, "nobody's state changed")
@@ -161,47 +161,47 @@ private func datagrams(_ effects: [SessionEffect]) -> [(DatagramPayload, String,
     }
     guard let ping else { Issue.record("no probe of x"); return }
     // An ack claiming to be y's, or x's with another seq, does not answer it; x's own does.
-    _ = c.receiveDatagram(sessionKeyed(swim(y.id, .ack(seq: ping.seq))), from: "y:1", now: 3.1)
-    _ = c.receiveDatagram(sessionKeyed(swim(x.id, .ack(seq: ping.seq &+ 1), counter: 1)), from: "x:1", now: 3.1)
+    _ = c.receiveDatagram(sessionKeyed(swim(y.id, .ack(seq: ping.seq))), from: testAddr("y"), now: 3.1)
+    _ = c.receiveDatagram(sessionKeyed(swim(x.id, .ack(seq: ping.seq &+ 1), counter: 1)), from: testAddr("x"), now: 3.1)
     #expect(c.refusals[.unauthenticatedDatagram] == 2)
     #expect(c.swim.probe != nil)
-    _ = c.receiveDatagram(sessionKeyed(swim(x.id, .ack(seq: ping.seq), counter: 2)), from: "x:1", now: 3.1)
+    _ = c.receiveDatagram(sessionKeyed(swim(x.id, .ack(seq: ping.seq), counter: 2)), from: testAddr("x"), now: 3.1)
     #expect(c.swim.probe == nil, "x's ack answered the probe")
 }
 
 @Test func onceALinkExistsItsMembersSessionKeyedDatagramsAreRefusedAndItsLinkKeyedOnesCarryFullAuthority() {
     var c = core()
     let serial = c.datagramKeys.install(PairDatagramKeys(seed: [1]).reversed, for: x.id, current: true, now: 1)
-    #expect(datagrams(c.receiveDatagram(sessionKeyed(swim(x.id, .ping(seq: 1, target: me.id))), from: "x:1", now: 2)).isEmpty)
+    #expect(datagrams(c.receiveDatagram(sessionKeyed(swim(x.id, .ping(seq: 1, target: me.id))), from: testAddr("x"), now: 2)).isEmpty)
     #expect(c.refusals[.unauthenticatedDatagram] == 1)
     // Link-keyed: the ping is answered link-keyed, and gossip is applied.
-    let ping = c.receiveDatagram(OpenedDatagram(swim(x.id, .ping(seq: 2, target: me.id), gossip: [suspicion(of: y, by: x)]), form: .link(serial: serial)), from: "x:1", now: 2)
+    let ping = c.receiveDatagram(OpenedDatagram(swim(x.id, .ping(seq: 2, target: me.id), gossip: [suspicion(of: y, by: x)]), form: .link(serial: serial)), from: testAddr("x"), now: 2)
     #expect(datagrams(ping).map(\.2) == [.link(x.id, serial: serial)])
     #expect(c.swim.members[y.id]?.state == .suspect)
     // A counter far ahead is refused and moves nothing; the next honest counter is taken.
     let jump = OpenedDatagram(swim(x.id, .gossip, counter: 2 + ReplayWindow.maximumJump), form: .link(serial: serial))
-    #expect(c.receiveDatagram(jump, from: "x:1", now: 2) == [.refused(.counterJump)])
+    #expect(c.receiveDatagram(jump, from: testAddr("x"), now: 2) == [.refused(.counterJump)])
     #expect(c.refusals[.counterJump] == 1)
     let next = OpenedDatagram(swim(x.id, .ping(seq: 3, target: me.id), counter: 2), form: .link(serial: serial))
-    #expect(datagrams(c.receiveDatagram(next, from: "x:1", now: 2)).count == 1)
+    #expect(datagrams(c.receiveDatagram(next, from: testAddr("x"), now: 2)).count == 1)
 }
 
 @Test func whatThisMemberSendsIsLinkKeyedWhereItHoldsKeysAndOtherwiseOnlyABarePingOrAck() throws {
     var c = core()
     let serial = c.datagramKeys.install(PairDatagramKeys(seed: [1]), for: x.id, current: true, now: 1)
     let gossip = SWIMMessage(sender: me.id, kind: .gossip, gossip: [.suspect(y.id, incarnation: 0, from: me.id)])
-    #expect(c.datagram(gossip, to: "x:1") == .sendDatagram(DatagramPayload(sender: me.id, counter: 1, content: .swim(gossip)), to: "x:1", sealing: .link(x.id, serial: serial)))
-    #expect(c.datagram(gossip, to: "y:1") == nil, "gossip never goes under the session key")
-    #expect(c.datagram(SWIMMessage(sender: me.id, kind: .nack(seq: 1)), to: "y:1") == nil)
-    #expect(c.datagram(SWIMMessage(sender: me.id, kind: .pingReq(seq: 1, target: x.id, targetAddr: "x:1")), to: "y:1") == nil)
+    #expect(c.datagram(gossip, to: testAddr("x")) == .sendDatagram(DatagramPayload(sender: me.id, counter: 1, content: .swim(gossip)), to: testAddr("x"), sealing: .link(x.id, serial: serial)))
+    #expect(c.datagram(gossip, to: testAddr("y")) == nil, "gossip never goes under the session key")
+    #expect(c.datagram(SWIMMessage(sender: me.id, kind: .nack(seq: 1)), to: testAddr("y")) == nil)
+    #expect(c.datagram(SWIMMessage(sender: me.id, kind: .pingReq(seq: 1, target: x.id, targetAddr: testAddr("x"))), to: testAddr("y")) == nil)
     let ping = SWIMMessage(sender: me.id, kind: .ping(seq: 4, target: y.id), gossip: gossip.gossip)
-    #expect(c.datagram(ping, to: "y:1") == .sendDatagram(DatagramPayload(sender: me.id, counter: 1, content: .swim(SWIMMessage(sender: me.id, kind: .ping(seq: 4, target: y.id)))), to: "y:1", sealing: .session), "bare")
+    #expect(c.datagram(ping, to: testAddr("y")) == .sendDatagram(DatagramPayload(sender: me.id, counter: 1, content: .swim(SWIMMessage(sender: me.id, kind: .ping(seq: 4, target: y.id)))), to: testAddr("y"), sealing: .session), "bare")
     // A ping is sealed for its target, wherever it is sent; an answer to an address x's keyed datagrams came from is sealed for x.
-    if case let .sendDatagram(_, _, sealing)? = c.datagram(SWIMMessage(sender: me.id, kind: .ping(seq: 5, target: x.id)), to: "elsewhere:1") {
+    if case let .sendDatagram(_, _, sealing)? = c.datagram(SWIMMessage(sender: me.id, kind: .ping(seq: 5, target: x.id)), to: testAddr("elsewhere")) {
         #expect(sealing == .link(x.id, serial: serial))
     } else { Issue.record("no ping") }
-    _ = c.receiveDatagram(OpenedDatagram(swim(x.id, .gossip), form: .link(serial: serial)), from: "relay:7", now: 2)
-    if case let .sendDatagram(_, _, sealing)? = c.datagram(SWIMMessage(sender: me.id, kind: .ack(seq: 1)), to: "relay:7") {
+    _ = c.receiveDatagram(OpenedDatagram(swim(x.id, .gossip), form: .link(serial: serial)), from: testAddr("relay", port: 7), now: 2)
+    if case let .sendDatagram(_, _, sealing)? = c.datagram(SWIMMessage(sender: me.id, kind: .ack(seq: 1)), to: testAddr("relay", port: 7)) {
         #expect(sealing == .link(x.id, serial: serial))
     } else { Issue.record("no ack") }
     // Unreliable messages go only where link keys are.
@@ -213,7 +213,7 @@ private func datagrams(_ effects: [SessionEffect]) -> [(DatagramPayload, String,
     var c = core()
     c.installDatagramKeys(PairDatagramKeys(seed: [1]), for: x.id, current: true, now: 1)
     c.installDatagramKeys(PairDatagramKeys(seed: [2]), for: y.id, current: true, now: 1)
-    _ = c.receive(SWIMMessage(sender: x.id, kind: .gossip, gossip: [.left(x.id, incarnation: 0, signature: identity(x.id.raw).sign(MembershipStatement.left(x.id, incarnation: 0)))]), from: "x:1", now: 2)
+    _ = c.receive(SWIMMessage(sender: x.id, kind: .gossip, gossip: [.left(x.id, incarnation: 0, signature: identity(x.id.raw).sign(MembershipStatement.left(x.id, incarnation: 0)))]), from: testAddr("x"), now: 2)
     #expect(!c.datagramKeys.has(x.id))
     _ = c.linkDown(y.id, settled: false, now: 3)
     #expect(c.datagramKeys.has(y.id) && c.nextDeadline <= 3 + DatagramKeyring.grace)
@@ -227,13 +227,13 @@ private func datagrams(_ effects: [SessionEffect]) -> [(DatagramPayload, String,
     var c = core()
     let requester = c.datagramKeys.install(PairDatagramKeys(seed: [1]).reversed, for: x.id, current: true, now: 1)
     // x asks me to probe y (no link to y): my ping to y goes in the session form.
-    let asked = c.receiveDatagram(OpenedDatagram(swim(x.id, .pingReq(seq: 70, target: y.id, targetAddr: "y:1")), form: .link(serial: requester)), from: "x:1", now: 2)
+    let asked = c.receiveDatagram(OpenedDatagram(swim(x.id, .pingReq(seq: 70, target: y.id, targetAddr: testAddr("y"))), form: .link(serial: requester)), from: testAddr("x"), now: 2)
     guard let (payload, _, sealing) = datagrams(asked).first, case let .swim(m) = payload.content, case let .ping(seq, _) = m.kind else {
         Issue.record("no relayed ping: \(asked)"); return
     }
     #expect(sealing == .session)
     // A key holder claiming another id cannot complete it; y's ack is relayed to x, link-keyed.
-    #expect(datagrams(c.receiveDatagram(sessionKeyed(swim(MemberID(raw: 0xBAD), .ack(seq: seq))), from: "z:1", now: 2.1)).isEmpty)
-    let relayed = datagrams(c.receiveDatagram(sessionKeyed(swim(y.id, .ack(seq: seq))), from: "y:1", now: 2.1))
-    #expect(relayed.map(\.1) == ["x:1"] && relayed.map(\.2) == [.link(x.id, serial: requester)])
+    #expect(datagrams(c.receiveDatagram(sessionKeyed(swim(MemberID(raw: 0xBAD), .ack(seq: seq))), from: testAddr("z"), now: 2.1)).isEmpty)
+    let relayed = datagrams(c.receiveDatagram(sessionKeyed(swim(y.id, .ack(seq: seq))), from: testAddr("y"), now: 2.1))
+    #expect(relayed.map(\.1) == [testAddr("x")] && relayed.map(\.2) == [.link(x.id, serial: requester)])
 }

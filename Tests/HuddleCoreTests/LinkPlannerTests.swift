@@ -5,17 +5,17 @@ private let low = MemberID(raw: 1), mid = MemberID(raw: 5), high = MemberID(raw:
 
 @Test func theLowerIdDialsAtOnce() {
     var planner = LinkPlanner(local: low)
-    let dial = planner.want(mid, addr: "a:1", now: 0)
-    #expect(dial == LinkPlanner.Dial(member: mid, addr: "a:1"))
+    let dial = planner.want(mid, addr: testAddr("a"), now: 0)
+    #expect(dial == LinkPlanner.Dial(member: mid, addr: testAddr("a")))
     let early = planner.tick(now: 1)
     #expect(early.isEmpty)
     let again = planner.tick(now: 2.5)
-    #expect(again == [LinkPlanner.Dial(member: mid, addr: "a:1")])
+    #expect(again == [LinkPlanner.Dial(member: mid, addr: testAddr("a"))])
 }
 
 @Test func theHigherIdWaitsForGraceThenRedials() {
     var planner = LinkPlanner(local: high)
-    let first = planner.want(mid, addr: "a:1", now: 0)
+    let first = planner.want(mid, addr: testAddr("a"), now: 0)
     #expect(first == nil)
     let beforeGrace = planner.tick(now: 0.5)
     #expect(beforeGrace.isEmpty)
@@ -29,7 +29,7 @@ private let low = MemberID(raw: 1), mid = MemberID(raw: 5), high = MemberID(raw:
 
 @Test func linkedOrForgottenMembersAreNotDialed() {
     var planner = LinkPlanner(local: low)
-    _ = planner.want(mid, addr: "a:1", now: 0)
+    _ = planner.want(mid, addr: testAddr("a"), now: 0)
     planner.linkUp(mid)
     let linked = planner.tick(now: 10)
     #expect(linked.isEmpty)

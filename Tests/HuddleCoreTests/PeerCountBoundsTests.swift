@@ -41,14 +41,14 @@ private func message(seq: UInt64 = 1, counter: UInt64 = 1, dep: UInt64 = 1) -> W
     let gossip: [(String, (UInt64) -> SWIMGossip)] = [
         ("suspect", { .suspect(a, incarnation: $0, from: b) }), ("failed", { .failed(a, incarnation: $0, from: b) }),
         ("left", { .left(a, incarnation: $0) }),
-        ("alive", { .alive(MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: "h:1", incarnation: $0)) }),
+        ("alive", { .alive(MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: testAddr("h"), incarnation: $0)) }),
     ]
     for (name, make) in gossip {
         boundHolds("\(name) incarnation", limit: made, { SWIMMessage(sender: b, kind: .gossip, gossip: [make($0)]).encode() }, SWIMMessage.decode)
     }
     for state in [MemberState.alive, .suspect, .failed, .left] {
         boundHolds("push-pull \(state) record incarnation", limit: made, { incarnation in
-            SWIMPushPull(join: false, members: [MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: "h:1", state: state, incarnation: incarnation)]).encode()
+            SWIMPushPull(join: false, members: [MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: testAddr("h"), state: state, incarnation: incarnation)]).encode()
         }, SWIMPushPull.decode)
     }
     boundHolds("datagram counter", { DatagramPayload(sender: a, counter: $0, content: .swim(SWIMMessage(sender: a, kind: .ack(seq: 1)))).encoded() }, DatagramPayload.decode)
@@ -64,10 +64,10 @@ private func message(seq: UInt64 = 1, counter: UInt64 = 1, dep: UInt64 = 1) -> W
 @Test func whatTheCoresMakeFromTheLargestCountsDecodesAgain() throws {
     // Membership: a suspicion of ourselves at the highest incarnation a record may carry, less
     // one (only we raise ours, one at a time), is refuted with one more, which every member decodes.
-    let me = MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: "h:1", incarnation: made - 1)
+    let me = MemberInfo(id: a, node: [UInt8](repeating: 1, count: 32), name: "a", addr: testAddr("h"), incarnation: made - 1)
     var swim = SWIMInstance(local: me, settings: .lan, seed: 1, signer: UncheckedMembershipSigner(),
-                            members: [MemberInfo(id: b, node: [UInt8](repeating: 2, count: 32), name: "b", addr: "h:2")])
-    let refutation = swim.receive(SWIMMessage(sender: b, kind: .gossip, gossip: [.suspect(a, incarnation: made - 1, from: b)]), from: "h:2", now: 1)
+                            members: [MemberInfo(id: b, node: [UInt8](repeating: 2, count: 32), name: "b", addr: testAddr("h", port: 2))])
+    let refutation = swim.receive(SWIMMessage(sender: b, kind: .gossip, gossip: [.suspect(a, incarnation: made - 1, from: b)]), from: testAddr("h", port: 2), now: 1)
     #expect(swim.local.incarnation == made)
     for case let .send(message, _) in refutation { #expect((try? SWIMMessage.decode(message.encode())) != nil, "the refutation must decode") }
     #expect((try? SWIMPushPull.decode(SWIMPushPull(join: false, members: [swim.local]).encode())) != nil)

@@ -41,7 +41,7 @@ private struct FuzzInput: Sendable {
 
     var info: MemberInfo {
         MemberInfo(id: member(0), node: Array(bytes.prefix(32)) + [UInt8](repeating: 0, count: max(0, 32 - bytes.count)),
-                   name: "n", addr: "h:\(number(1) % 70_000)", state: MemberState(rawValue: UInt8(number(2) % 6)) ?? .alive,
+                   name: "n", addr: "10.0.0.1:\(number(1) % 70_000)", state: MemberState(rawValue: UInt8(number(2) % 6)) ?? .alive,
                    incarnation: number(3))
     }
 
@@ -126,7 +126,7 @@ private let inputGen = Generator<FuzzInput, Shrink.None<FuzzInput>> { rng in
 
 /// The cores a node runs, fed with whatever decodes.
 private struct Cores {
-    var swim = SWIMInstance(local: MemberInfo(id: local, node: [UInt8](repeating: 3, count: 32), name: "me", addr: "h:1"), seed: 1, signer: UncheckedMembershipSigner())
+    var swim = SWIMInstance(local: MemberInfo(id: local, node: [UInt8](repeating: 3, count: 32), name: "me", addr: testAddr("h")), seed: 1, signer: UncheckedMembershipSigner())
     var broadcast = CausalBroadcast(local: local, awaitingBaseline: true)
     var journal = Journal(local: local, seed: 1)
     var activity = ActivityRegister()
@@ -149,10 +149,10 @@ private struct Cores {
             if let opened = try? DatagramOpener(local: local, session: Self.sessionSeal, keys: keys).open(sealed), case let .link(serial) = opened.form {
                 _ = keys.check(opened.payload.sender, serial: serial, counter: opened.payload.counter)
             }
-            if case let .swim(m) = payload.content { _ = swim.receive(m, from: "h:2", now: now) }
+            if case let .swim(m) = payload.content { _ = swim.receive(m, from: testAddr("h", port: 2), now: now) }
         }
-        if let m = try? SWIMMessage.decode(bytes) { _ = swim.receive(m, from: "h:2", now: now) }
-        if let state = try? SWIMPushPull.decode(bytes) { _ = swim.receivePushPull(state.members, join: state.join, from: "h:2", now: now) }
+        if let m = try? SWIMMessage.decode(bytes) { _ = swim.receive(m, from: testAddr("h", port: 2), now: now) }
+        if let state = try? SWIMPushPull.decode(bytes) { _ = swim.receivePushPull(state.members, join: state.join, from: testAddr("h", port: 2), now: now) }
         if let entry = try? JournalEntry.decode(bytes) { _ = journal.apply(entry, now: now) }
         _ = try? EpochChange.decode(bytes)
         _ = try? EpochGrant.decode(bytes)
@@ -163,8 +163,8 @@ private struct Cores {
     mutating func feed(_ message: LinkMessage, from peer: MemberID, now: Double) {
         switch message {
         case let .hello(since, _): _ = broadcast.linkHello(origin: peer, seq: since)
-        case let .pushPull(s), let .pushPullReply(s): _ = swim.receivePushPull(s.members, join: s.join, from: "h:2", now: now)
-        case let .swim(m): _ = swim.receive(m, from: "h:2", now: now)
+        case let .pushPull(s), let .pushPullReply(s): _ = swim.receivePushPull(s.members, join: s.join, from: testAddr("h", port: 2), now: now)
+        case let .swim(m): _ = swim.receive(m, from: testAddr("h", port: 2), now: now)
         case let .message(signed): _ = broadcast.receive(signed)
         case let .batch(batch): for m in batch.messages { _ = broadcast.receive(m) }
         case let .digest(d, stamp):

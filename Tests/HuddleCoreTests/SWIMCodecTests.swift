@@ -70,7 +70,7 @@ private let sampleMessages: [SWIMMessage] = [
     // Learning 200 members queues 200 alive updates; every datagram must still fit.
     var s = SWIMInstance(local: swimInfo(1), settings: .lan, seed: 3, signer: UncheckedMembershipSigner())
     let others = (2...201).map { n -> MemberInfo in var i = swimInfo(UInt64(n)); i.name = String(repeating: "x", count: 40); return i }
-    _ = s.receivePushPull(others, join: true, from: "seed:1", now: 0)
+    _ = s.receivePushPull(others, join: true, from: testAddr("seed"), now: 0)
     var t = 0.0
     var sentAny = false
     while t < 3 {

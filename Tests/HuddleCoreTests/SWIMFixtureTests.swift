@@ -12,7 +12,7 @@ func swimID(_ n: UInt64) -> MemberID { MemberID(raw: n) }
 /// Member `n` that learned `others` as alive by a push-pull at time 0.
 func swimInstance(_ n: UInt64 = 1, knowing others: [UInt64], settings: SWIMSettings = .lan, seed: UInt64 = 7) -> SWIMInstance {
     var s = SWIMInstance(local: swimInfo(n), settings: settings, seed: seed, signer: UncheckedMembershipSigner())
-    _ = s.receivePushPull(others.map(swimInfo), join: true, from: "seed:1", now: 0)
+    _ = s.receivePushPull(others.map(swimInfo), join: true, from: testAddr("seed"), now: 0)
     return s
 }
 

@@ -57,15 +57,15 @@ import Testing
 
 @Test func swimJoinRetriesSeedsUntilOneAnswers() {
     var s = SWIMInstance(local: swimInfo(1), settings: .lan, seed: 1, signer: UncheckedMembershipSigner())
-    #expect(s.join(seeds: ["a:1", "b:1", swimInfo(1).addr], now: 0).pushPulls == ["a:1", "b:1"])
+    #expect(s.join(seeds: [testAddr("a"), testAddr("b"), swimInfo(1).addr], now: 0).pushPulls == [testAddr("a"), testAddr("b")])
     #expect(s.tick(now: 0.5).pushPulls.isEmpty)
-    #expect(s.tick(now: 1.0).pushPulls == ["a:1", "b:1"])
+    #expect(s.tick(now: 1.0).pushPulls == [testAddr("a"), testAddr("b")])
     #expect(s.tick(now: 2.5).pushPulls.isEmpty)           // backoff doubled to 2 s
-    #expect(s.tick(now: 3.0).pushPulls == ["a:1", "b:1"])
-    _ = s.receivePushPull([swimInfo(2)], join: true, from: "a:1", now: 3.1)
+    #expect(s.tick(now: 3.0).pushPulls == [testAddr("a"), testAddr("b")])
+    _ = s.receivePushPull([swimInfo(2)], join: true, from: testAddr("a"), now: 3.1)
     var t = 3.2
     var retries = 0
-    while t < 12 { retries += s.tick(now: t).pushPulls.filter { $0 == "a:1" || $0 == "b:1" }.count; t += 0.25 }
+    while t < 12 { retries += s.tick(now: t).pushPulls.filter { $0 == testAddr("a") || $0 == testAddr("b") }.count; t += 0.25 }
     #expect(retries == 0)
 }
 

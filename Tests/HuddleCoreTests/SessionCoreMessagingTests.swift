@@ -12,8 +12,8 @@ private struct Pair {
 
     init(storeLimit: Int? = nil) {
         let aIdentity = Identity(seed: [UInt8](repeating: 1, count: 32)), bIdentity = Identity(seed: [UInt8](repeating: 2, count: 32))
-        aInfo = MemberInfo(id: MemberID(raw: 1), node: aIdentity.publicKey, name: "a", addr: "a:1").signed(by: aIdentity)
-        bInfo = MemberInfo(id: MemberID(raw: 2), node: bIdentity.publicKey, name: "b", addr: "b:1").signed(by: bIdentity)
+        aInfo = MemberInfo(id: MemberID(raw: 1), node: aIdentity.publicKey, name: "a", addr: testAddr("a")).signed(by: aIdentity)
+        bInfo = MemberInfo(id: MemberID(raw: 2), node: bIdentity.publicKey, name: "b", addr: testAddr("b")).signed(by: bIdentity)
         a = SessionCore(local: aInfo, identity: aIdentity, joining: false, swimSeed: 1, journalSeed: 1)
         b = SessionCore(local: bInfo, identity: bIdentity, joining: false, swimSeed: 2, journalSeed: 2)
         if let storeLimit {
@@ -21,10 +21,10 @@ private struct Pair {
             settings.storeLimitBytes = storeLimit
             a.broadcast = CausalBroadcast(local: aInfo.id, awaitingBaseline: false, settings: settings)
         }
-        _ = a.receivePushPull(SWIMPushPull(join: false, members: [bInfo]), from: "b:1", now: 1)
-        _ = b.receivePushPull(SWIMPushPull(join: false, members: [aInfo]), from: "a:1", now: 1)
-        _ = b.receiveLink(a.linkUp(bInfo.id), from: aInfo.id, addr: "a:1", now: 1)
-        _ = a.receiveLink(b.linkUp(aInfo.id), from: bInfo.id, addr: "b:1", now: 1)
+        _ = a.receivePushPull(SWIMPushPull(join: false, members: [bInfo]), from: testAddr("b"), now: 1)
+        _ = b.receivePushPull(SWIMPushPull(join: false, members: [aInfo]), from: testAddr("a"), now: 1)
+        _ = b.receiveLink(a.linkUp(bInfo.id), from: aInfo.id, addr: testAddr("a"), now: 1)
+        _ = a.receiveLink(b.linkUp(aInfo.id), from: bInfo.id, addr: testAddr("b"), now: 1)
         let keys = PairDatagramKeys(seed: [1, 2])
         a.installDatagramKeys(keys, for: bInfo.id, current: true, now: 1)
         b.installDatagramKeys(keys.reversed, for: aInfo.id, current: true, now: 1)
@@ -59,7 +59,7 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     guard case let .batch(batch)? = batches.first else { Issue.record("no batch: \(flushed)"); return }
     #expect(batch.messages.count == 2 && !p.a.hasPendingBatch)
     #expect(p.a.broadcast.storedCount == 2, "kept for repair")
-    let arrived = p.b.receiveLink(.batch(batch), from: p.aInfo.id, addr: "a:1", now: 2)
+    let arrived = p.b.receiveLink(.batch(batch), from: p.aInfo.id, addr: testAddr("a"), now: 2)
     #expect(delivered(arrived) == [[1], [2]])
 }
 
@@ -70,16 +70,16 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     // The same messages signed by somebody else's key, still claiming a as origin.
     let forgedFlush = MessageBatch.sign(batch.messages.map(\.message), identity: Identity(seed: [UInt8](repeating: 9, count: 32)))
     let forged = try #require(SignedBatch(of: forgedFlush, for: p.aInfo.id))
-    #expect(p.b.receiveLink(.batch(forged), from: p.aInfo.id, addr: "a:1", now: 2) == [.forged(origin: p.aInfo.id, count: 1)])
-    #expect(p.b.receiveLink(.message(forgedFlush[0]), from: p.aInfo.id, addr: "a:1", now: 2) == [.forged(origin: p.aInfo.id, count: 1)])
+    #expect(p.b.receiveLink(.batch(forged), from: p.aInfo.id, addr: testAddr("a"), now: 2) == [.forged(origin: p.aInfo.id, count: 1)])
+    #expect(p.b.receiveLink(.message(forgedFlush[0]), from: p.aInfo.id, addr: testAddr("a"), now: 2) == [.forged(origin: p.aInfo.id, count: 1)])
     #expect(p.b.broadcast.delivered[p.aInfo.id, default: 0] == 0)
 }
 
 @Test func directedMessagesGoOnlyToTheirRecipientsLinks() throws {
     var p = Pair()
     let cIdentity = Identity(seed: [UInt8](repeating: 3, count: 32))
-    let c = MemberInfo(id: MemberID(raw: 3), node: cIdentity.publicKey, name: "c", addr: "c:1").signed(by: cIdentity)
-    _ = p.a.receivePushPull(SWIMPushPull(join: false, members: [c]), from: "c:1", now: 1)
+    let c = MemberInfo(id: MemberID(raw: 3), node: cIdentity.publicKey, name: "c", addr: testAddr("c")).signed(by: cIdentity)
+    _ = p.a.receivePushPull(SWIMPushPull(join: false, members: [c]), from: testAddr("c"), now: 1)
     _ = p.a.linkUp(c.id)
     let (message, effects) = try p.a.send(body: [7], to: [p.bInfo.id], reliable: true)
     #expect(!effects.contains(.deliverOwn(message)), "not for this member")
@@ -98,7 +98,7 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     #expect(throws: SessionCore.SendRefusal.unknownMember(MemberID(raw: 77))) {
         _ = try p.a.send(body: [1], to: [MemberID(raw: 77)], reliable: true)
     }
-    _ = p.a.receive(SWIMMessage(sender: p.bInfo.id, kind: .gossip, gossip: [.left(p.bInfo.id, incarnation: 0, signature: Identity(seed: [UInt8](repeating: 2, count: 32)).sign(MembershipStatement.left(p.bInfo.id, incarnation: 0)))]), from: "b:1", now: 2)
+    _ = p.a.receive(SWIMMessage(sender: p.bInfo.id, kind: .gossip, gossip: [.left(p.bInfo.id, incarnation: 0, signature: Identity(seed: [UInt8](repeating: 2, count: 32)).sign(MembershipStatement.left(p.bInfo.id, incarnation: 0)))]), from: testAddr("b"), now: 2)
     #expect(throws: SessionCore.SendRefusal.notMember(p.bInfo.id)) {
         _ = try p.a.send(body: [1], to: [p.bInfo.id], reliable: true)
     }
@@ -108,7 +108,7 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     var p = Pair()
     let (message, effects) = try p.a.send(body: [5], to: nil, reliable: false)
     let payload = DatagramPayload(sender: p.aInfo.id, counter: 1, content: .message(message))
-    #expect(effects == [.sendDatagram(payload, to: "b:1", sealing: .link(p.bInfo.id, serial: 1)), .deliverUnreliable(message)])
+    #expect(effects == [.sendDatagram(payload, to: testAddr("b"), sealing: .link(p.bInfo.id, serial: 1)), .deliverUnreliable(message)])
     #expect(message.seq == 0)
 }
 
@@ -128,7 +128,7 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     #expect(sent == 3, "1000 bytes hold three 300-byte messages and their overhead")
     // b has everything and says so: a's buffers drain and the sends that waited are told.
     let digest = CausalBroadcast.Digest(delivered: [p.aInfo.id: UInt64(sent)], storedFrom: [:])
-    let effects = p.a.receiveLink(.digest(digest, activity: nil), from: p.bInfo.id, addr: "b:1", now: 2)
+    let effects = p.a.receiveLink(.digest(digest, activity: nil), from: p.bInfo.id, addr: testAddr("b"), now: 2)
     #expect(effects.contains(.congestionCleared))
     #expect(!p.a.broadcast.isCongested)
     _ = try p.a.send(body: [1], to: nil, reliable: true)
@@ -138,14 +138,14 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     var p = Pair()
     for body in [[1], [2], [3]] as [[UInt8]] { _ = try p.a.send(body: body, to: nil, reliable: true) }
     _ = p.a.flushBatch()
-    let answer = p.a.receiveLink(.request(origin: p.aInfo.id, from: 2, to: 3), from: p.bInfo.id, addr: "b:1", now: 2)
+    let answer = p.a.receiveLink(.request(origin: p.aInfo.id, from: 2, to: 3), from: p.bInfo.id, addr: testAddr("b"), now: 2)
     let bodies = linkMessages(answer, to: p.bInfo.id).compactMap { if case let .message(s) = $0 { s.message.body } else { nil } }
     #expect(bodies == [[2], [3]])
     #expect(answer.last == .retransmitted(2))
     // Each repaired message verifies alone at the peer, by its proof.
     var delivered: [[UInt8]] = []
     for case let .message(s) in linkMessages(answer, to: p.bInfo.id) {
-        delivered += HuddleCoreTests.delivered(p.b.receiveLink(.message(s), from: p.aInfo.id, addr: "a:1", now: 2))
+        delivered += HuddleCoreTests.delivered(p.b.receiveLink(.message(s), from: p.aInfo.id, addr: testAddr("a"), now: 2))
     }
     #expect(delivered.isEmpty, "held back: seq 1 is still missing at b")
 }
@@ -155,11 +155,11 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     let effects = p.a.setActivity(Array("{\"x\":1}".utf8), now: 1)
     #expect(effects.first == .activityChanged)
     guard case let .activity(record)? = linkMessages(effects, to: p.bInfo.id).first else { Issue.record("not sent: \(effects)"); return }
-    #expect(p.b.receiveLink(.activity(record), from: p.aInfo.id, addr: "a:1", now: 2) == [.activityChanged])
+    #expect(p.b.receiveLink(.activity(record), from: p.aInfo.id, addr: testAddr("a"), now: 2) == [.activityChanged])
     #expect(p.b.activity.current == record)
-    #expect(p.b.receiveLink(.activity(record), from: p.aInfo.id, addr: "a:1", now: 2).isEmpty, "not newer")
+    #expect(p.b.receiveLink(.activity(record), from: p.aInfo.id, addr: testAddr("a"), now: 2).isEmpty, "not newer")
     let forged = ActivityRecord.make(lamport: record.lamport + 1, setBy: p.aInfo.id, value: [1], identity: Identity(seed: [UInt8](repeating: 9, count: 32)))
-    #expect(p.b.receiveLink(.activity(forged), from: p.aInfo.id, addr: "a:1", now: 3) == [.forged(origin: p.aInfo.id, count: 1)])
+    #expect(p.b.receiveLink(.activity(forged), from: p.aInfo.id, addr: testAddr("a"), now: 3) == [.forged(origin: p.aInfo.id, count: 1)])
     #expect(p.b.activity.current == record)
 }
 
@@ -173,7 +173,7 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     #expect(added.contains(.journal(.emit(.added, id: manifest.id))))
     #expect(added.contains(.flushSoon))
     guard case let .batch(batch)? = linkMessages(p.a.flushBatch(), to: p.bInfo.id).first else { Issue.record("no batch"); return }
-    let arrived = p.b.receiveLink(.batch(batch), from: p.aInfo.id, addr: "a:1", now: 3)
+    let arrived = p.b.receiveLink(.batch(batch), from: p.aInfo.id, addr: testAddr("a"), now: 3)
     #expect(arrived.contains(.journal(.emit(.added, id: manifest.id))))
     #expect(delivered(arrived).isEmpty, "a journal entry is not an application message")
     #expect(p.b.journal.records[manifest.id] != nil)
@@ -182,8 +182,8 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
 
 @Test func chunkRequestsAndDamageReportsAreForwardedOnlyForChunksHeldHere() {
     var p = Pair()
-    #expect(p.a.receiveLink(.chunkRequest(id: "x", index: 0), from: p.bInfo.id, addr: "b:1", now: 2).isEmpty)
-    #expect(p.a.receiveLink(.chunkCorrupt(id: "x", index: 0), from: p.bInfo.id, addr: "b:1", now: 2).isEmpty)
+    #expect(p.a.receiveLink(.chunkRequest(id: "x", index: 0), from: p.bInfo.id, addr: testAddr("b"), now: 2).isEmpty)
+    #expect(p.a.receiveLink(.chunkCorrupt(id: "x", index: 0), from: p.bInfo.id, addr: testAddr("b"), now: 2).isEmpty)
 }
 
 /// Issue 33, item 1: an activity time is bounded by the wall clock (a hybrid logical clock). A
@@ -199,20 +199,20 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     let mallory = Identity.generate()
     // b knows mallory as a member.
     let malloryInfo = MemberInfo(id: MemberID(raw: 0xFFFF_FFFF_FFFF), node: mallory.publicKey, name: "m", addr: "127.0.0.1:9").signed(by: mallory)
-    _ = p.a.receivePushPull(SWIMPushPull(join: false, members: [malloryInfo]), from: "m:1", now: 1)
-    _ = p.b.receivePushPull(SWIMPushPull(join: false, members: [malloryInfo]), from: "m:1", now: 1)
+    _ = p.a.receivePushPull(SWIMPushPull(join: false, members: [malloryInfo]), from: testAddr("m"), now: 1)
+    _ = p.b.receivePushPull(SWIMPushPull(join: false, members: [malloryInfo]), from: testAddr("m"), now: 1)
     let atTheCap = ActivityRecord.make(lamport: WireReader.madeCountLimit, setBy: malloryInfo.id, value: [1], identity: mallory)
-    #expect(p.a.receiveLink(.activity(atTheCap), from: malloryInfo.id, addr: "m:1", now: 2) == [.refused(.activityAhead)])
+    #expect(p.a.receiveLink(.activity(atTheCap), from: malloryInfo.id, addr: testAddr("m"), now: 2) == [.refused(.activityAhead)])
     #expect(p.a.activity.current == nil)
     // The most mallory can get in: a time just under the skew bound. An honest set once the
     // clock passes it wins, and every peer decodes and takes it.
     let ahead = ActivityRecord.make(lamport: ActivityRegister.ticks(wall + ActivityRegister.maximumSkew) - 1, setBy: malloryInfo.id, value: [2], identity: mallory)
-    #expect(p.a.receiveLink(.activity(ahead), from: malloryInfo.id, addr: "m:1", now: 1) == [.activityChanged])
-    #expect(p.b.receiveLink(.activity(ahead), from: malloryInfo.id, addr: "m:1", now: 1) == [.activityChanged])
+    #expect(p.a.receiveLink(.activity(ahead), from: malloryInfo.id, addr: testAddr("m"), now: 1) == [.activityChanged])
+    #expect(p.b.receiveLink(.activity(ahead), from: malloryInfo.id, addr: testAddr("m"), now: 1) == [.activityChanged])
     let honest = p.a.setActivity([3], now: 2)
     guard case let .activity(record)? = linkMessages(honest, to: p.bInfo.id).first else { Issue.record("not sent: \(honest)"); return }
     #expect(record.lamport > ahead.lamport)
     let decoded = try LinkMessage.decode(LinkMessage.activity(record).encoded())
-    #expect(p.b.receiveLink(decoded, from: p.aInfo.id, addr: "a:1", now: 2) == [.activityChanged])
+    #expect(p.b.receiveLink(decoded, from: p.aInfo.id, addr: testAddr("a"), now: 2) == [.activityChanged])
     #expect(p.a.activity.current?.value == [3] && p.b.activity.current?.value == [3])
 }

@@ -6,7 +6,7 @@ import Testing
 /// Member `raw`'s record, signed by its own node key (seeded by `raw`), as it would present itself.
 private func info(_ raw: UInt64, _ name: String, incarnation: UInt64 = 0, state: MemberState = .alive) -> MemberInfo {
     let identity = Identity(seed: [UInt8](repeating: UInt8(raw), count: 32))
-    var record = MemberInfo(id: MemberID(raw: raw), node: identity.publicKey, name: name, addr: "\(name):1", incarnation: incarnation).signed(by: identity)
+    var record = MemberInfo(id: MemberID(raw: raw), node: identity.publicKey, name: name, addr: testAddr(name), incarnation: incarnation).signed(by: identity)
     record.state = state
     return record
 }
@@ -25,10 +25,10 @@ private func changes(_ effects: [SessionEffect]) -> [MemberChange] { effects.com
     var c = core()
     _ = c.broadcast.makeBroadcast(body: [1])  // one broadcast before anyone else is known
     let lower = info(2, "lower"), higher = info(9, "higher")
-    let effects = c.receivePushPull(SWIMPushPull(join: false, members: [lower, higher]), from: "lower:1", now: 1)
+    let effects = c.receivePushPull(SWIMPushPull(join: false, members: [lower, higher]), from: testAddr("lower"), now: 1)
     #expect(changes(effects) == [.joined, .joined])
     #expect(c.live == [me.id, lower.id, higher.id])
-    #expect(dials(effects) == ["higher:1"], "me (5) dials the higher member at once; the lower one dials me")
+    #expect(dials(effects) == [testAddr("higher")], "me (5) dials the higher member at once; the lower one dials me")
     // Broadcast counts them from the seq at which they became known: the hello names it.
     #expect(c.linkUp(higher.id) == .hello(since: 1, nonApplication: 0))
     _ = c.broadcast.makeBroadcast(body: [2])
@@ -40,8 +40,8 @@ private func changes(_ effects: [SessionEffect]) -> [MemberChange] { effects.com
 @Test func aMemberThatLeavesIsClosedAndNoLongerDialed() {
     var c = core()
     let peer = info(9, "peer")
-    _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: "peer:1", now: 1)
-    let left = c.receive(SWIMMessage(sender: peer.id, kind: .gossip, gossip: [.left(peer.id, incarnation: 0, signature: Identity(seed: [UInt8](repeating: 9, count: 32)).sign(MembershipStatement.left(peer.id, incarnation: 0)))]), from: "peer:1", now: 2)
+    _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: testAddr("peer"), now: 1)
+    let left = c.receive(SWIMMessage(sender: peer.id, kind: .gossip, gossip: [.left(peer.id, incarnation: 0, signature: Identity(seed: [UInt8](repeating: 9, count: 32)).sign(MembershipStatement.left(peer.id, incarnation: 0)))]), from: testAddr("peer"), now: 2)
     #expect(changes(left) == [.left] && closes(left) == [peer.id])
     #expect(!c.isLive(peer.id) && c.live == [me.id])
     #expect(dials(c.tick(now: 10)).isEmpty, "a member that left is not dialed again")
@@ -50,7 +50,7 @@ private func changes(_ effects: [SessionEffect]) -> [MemberChange] { effects.com
 @Test func aSettledLinkLossSuspectsThePeerAndAnEarlyOneDoesNot() {
     var c = core()
     let peer = info(9, "peer")
-    _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: "peer:1", now: 1)
+    _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: testAddr("peer"), now: 1)
     _ = c.linkUp(peer.id)
     #expect(changes(c.linkDown(peer.id, settled: false, now: 2)).isEmpty)
     #expect(c.swim.members[peer.id]?.state == .alive)
@@ -79,7 +79,7 @@ private func digests(_ effects: [SessionEffect]) -> Int {
     #expect(digests(c.tick(now: 1)) == 0, "no link, no digest")
     #expect(c.nextDeadline <= 1 + SessionCore.journalInterval)
     let peer = info(9, "peer")
-    _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: "peer:1", now: 1)
+    _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: testAddr("peer"), now: 1)
     _ = c.linkUp(peer.id)
     #expect(digests(c.tick(now: 1.01)) == 1)
     #expect(digests(c.tick(now: 1.05)) == 0)
@@ -87,7 +87,7 @@ private func digests(_ effects: [SessionEffect]) -> Int {
     #expect(digests(c.tick(now: 1.111)) == 0, "nothing changed: no digest before digestRefresh")
     // A new link gets the current digest at once; a change goes to every link at the next interval.
     let other = info(11, "other")
-    _ = c.receivePushPull(SWIMPushPull(join: false, members: [other]), from: "other:1", now: 1.2)
+    _ = c.receivePushPull(SWIMPushPull(join: false, members: [other]), from: testAddr("other"), now: 1.2)
     _ = c.linkUp(other.id)
     let toNew = c.tick(now: 1.25)
     #expect(toNew.contains { if case .sendLink(other.id, .digest) = $0 { true } else { false } } && digests(toNew) == 0)
@@ -100,7 +100,7 @@ private func digests(_ effects: [SessionEffect]) -> Int {
 @Test func aPeerBehindOnTheActivityIsSentTheCurrentRecord() {
     var c = core()
     let peer = info(9, "peer")
-    _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: "peer:1", now: 1)
+    _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: testAddr("peer"), now: 1)
     let empty = CausalBroadcast.Digest(delivered: [:], storedFrom: [:])
     #expect(c.receiveDigest(empty, activity: nil, from: peer.id, now: 2).isEmpty, "nothing to send without a value")
     let record = ActivityRecord.make(lamport: c.activity.nextLamport(wallClock: 0), setBy: me.id, value: [1], identity: .generate())
@@ -116,7 +116,7 @@ private func digests(_ effects: [SessionEffect]) -> Int {
 @Test func aPeerThatStaysBehindOnTheActivityIsSentTheRecordOncePerResendInterval() {
     var c = core()
     let peer = info(9, "peer")
-    _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: "peer:1", now: 1)
+    _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: testAddr("peer"), now: 1)
     let record = ActivityRecord.make(lamport: c.activity.nextLamport(wallClock: 0), setBy: me.id, value: [UInt8](repeating: 1, count: 60_000), identity: .generate())
     _ = c.activity.apply(record)
     let empty = CausalBroadcast.Digest(delivered: [:], storedFrom: [:])
@@ -140,7 +140,7 @@ private func digests(_ effects: [SessionEffect]) -> Int {
     let record = ActivityRecord.make(lamport: c.activity.nextLamport(wallClock: 0), setBy: me.id, value: [1], identity: .generate())
     _ = c.activity.apply(record)
     let joiner = info(9, "joiner")
-    let effects = c.linkPushPull(SWIMPushPull(join: true, members: [joiner]), from: joiner.id, addr: "joiner:1", now: 1)
+    let effects = c.linkPushPull(SWIMPushPull(join: true, members: [joiner]), from: joiner.id, addr: testAddr("joiner"), now: 1)
     let sent = effects.compactMap { if case let .sendLink(peer, message) = $0, peer == joiner.id { message } else { nil } }
     #expect(sent.count == 3, "baseline, activity, reply (no journal entries yet): \(sent)")
     #expect(sent.first == .baseline(c.broadcast.delivered, nonApplication: [me.id: 0]))
@@ -150,36 +150,36 @@ private func digests(_ effects: [SessionEffect]) -> Int {
     } else { Issue.record("no reply: \(sent)") }
     #expect(changes(effects) == [.joined])
     // A push-pull that is not a join gets only the reply.
-    let again = c.linkPushPull(SWIMPushPull(join: false, members: [joiner]), from: joiner.id, addr: "joiner:1", now: 2)
+    let again = c.linkPushPull(SWIMPushPull(join: false, members: [joiner]), from: joiner.id, addr: testAddr("joiner"), now: 2)
     #expect(again.filter { if case .sendLink = $0 { true } else { false } }.count == 1)
 }
 
 @Test func datagramsAreReplayCheckedAndUnreliableMessagesTakenOnlyFromTheirLiveOrigin() {
     var c = core()
     let peer = info(9, "peer")
-    _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: "peer:1", now: 1)
+    _ = c.receivePushPull(SWIMPushPull(join: false, members: [peer]), from: testAddr("peer"), now: 1)
     c.installDatagramKeys(PairDatagramKeys(seed: [9]), for: peer.id, current: true, now: 1)
     func keyed(_ sender: MemberID, _ counter: UInt64, _ m: WireMessage, serial: UInt64 = 1) -> OpenedDatagram {
         OpenedDatagram(DatagramPayload(sender: sender, counter: counter, content: .message(m)), form: .link(serial: serial))
     }
     let mine = WireMessage(from: peer.id, counter: 1, seq: 0, to: nil, body: [1])
-    #expect(c.receiveDatagram(keyed(peer.id, 1, mine), from: "peer:1", now: 2) == [.deliverUnreliable(mine)])
-    #expect(c.receiveDatagram(keyed(peer.id, 1, mine), from: "peer:1", now: 2) == [.refused(.replayedDatagram)], "a replay")
-    #expect(c.receiveDatagram(keyed(peer.id, 1, mine), from: "peer:1", now: 2).isEmpty, "counted, reported once")
+    #expect(c.receiveDatagram(keyed(peer.id, 1, mine), from: testAddr("peer"), now: 2) == [.deliverUnreliable(mine)])
+    #expect(c.receiveDatagram(keyed(peer.id, 1, mine), from: testAddr("peer"), now: 2) == [.refused(.replayedDatagram)], "a replay")
+    #expect(c.receiveDatagram(keyed(peer.id, 1, mine), from: testAddr("peer"), now: 2).isEmpty, "counted, reported once")
     #expect(c.refusals[.replayedDatagram] == 2)
     let spoofed = WireMessage(from: MemberID(raw: 77), counter: 2, seq: 0, to: nil, body: [1])
-    #expect(c.receiveDatagram(keyed(peer.id, 2, spoofed), from: "peer:1", now: 2).isEmpty)
+    #expect(c.receiveDatagram(keyed(peer.id, 2, spoofed), from: testAddr("peer"), now: 2).isEmpty)
     let forSomeoneElse = WireMessage(from: peer.id, counter: 3, seq: 0, to: [MemberID(raw: 77)], body: [1])
-    #expect(c.receiveDatagram(keyed(peer.id, 3, forSomeoneElse), from: "peer:1", now: 2).isEmpty)
+    #expect(c.receiveDatagram(keyed(peer.id, 3, forSomeoneElse), from: testAddr("peer"), now: 2).isEmpty)
     let stranger = WireMessage(from: MemberID(raw: 78), counter: 1, seq: 0, to: nil, body: [1])
     c.installDatagramKeys(PairDatagramKeys(seed: [78]), for: stranger.from, current: true, now: 1)
-    #expect(c.receiveDatagram(keyed(stranger.from, 1, stranger, serial: 2), from: "x:1", now: 2).isEmpty, "not a live member")
+    #expect(c.receiveDatagram(keyed(stranger.from, 1, stranger, serial: 2), from: testAddr("x"), now: 2).isEmpty, "not a live member")
     // Under the session key, the same message is refused even from its live origin.
     let unkeyed = info(10, "unkeyed")
-    _ = c.receivePushPull(SWIMPushPull(join: false, members: [unkeyed]), from: "unkeyed:1", now: 1)
+    _ = c.receivePushPull(SWIMPushPull(join: false, members: [unkeyed]), from: testAddr("unkeyed"), now: 1)
     let plain = WireMessage(from: unkeyed.id, counter: 1, seq: 0, to: nil, body: [1])
     let session = OpenedDatagram(DatagramPayload(sender: unkeyed.id, counter: 1, content: .message(plain)), form: .session)
-    #expect(c.receiveDatagram(session, from: "unkeyed:1", now: 2) == [.refused(.unauthenticatedDatagram)])
+    #expect(c.receiveDatagram(session, from: testAddr("unkeyed"), now: 2) == [.refused(.unauthenticatedDatagram)])
 }
 
 @Test func theSponsorPassesAJoinersSignedRecordOnOverEveryLinkOnce() {
@@ -191,8 +191,8 @@ private func digests(_ effects: [SessionEffect]) -> Int {
             return message.gossip.compactMap { if case let .alive(record) = $0 { record } else { nil } }
         }
     }
-    let first = c.linkPushPull(SWIMPushPull(join: true, members: [joiner]), from: joiner.id, addr: "joiner:1", now: 1)
+    let first = c.linkPushPull(SWIMPushPull(join: true, members: [joiner]), from: joiner.id, addr: testAddr("joiner"), now: 1)
     #expect(announced(first) == [joiner], "the record as the joiner signed it")
-    let again = c.linkPushPull(SWIMPushPull(join: true, members: [joiner]), from: joiner.id, addr: "joiner:1", now: 2)
+    let again = c.linkPushPull(SWIMPushPull(join: true, members: [joiner]), from: joiner.id, addr: testAddr("joiner"), now: 2)
     #expect(announced(again).isEmpty, "once per member, however many push-pulls")
 }

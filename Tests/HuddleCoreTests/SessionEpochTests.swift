@@ -16,14 +16,14 @@ private struct Trio {
         var cores: [SessionCore] = []
         for raw in UInt64(1)...3 {
             let identity = Identity(seed: [UInt8](repeating: UInt8(raw), count: 32))
-            let info = MemberInfo(id: MemberID(raw: raw), node: identity.publicKey, name: "m\(raw)", addr: "m\(raw):1").signed(by: identity)
+            let info = MemberInfo(id: MemberID(raw: raw), node: identity.publicKey, name: "m\(raw)", addr: testAddr("m\(raw)")).signed(by: identity)
             infos.append(info)
             cores.append(SessionCore(local: info, identity: identity, joining: false, swimSeed: raw, journalSeed: raw,
                                      sessionKey: genesis, epochSettings: settings, epochRandom: SWIMRandom(seed: raw)))
         }
         self.infos = infos
         self.cores = cores
-        for i in 0..<3 { _ = self.cores[i].receivePushPull(SWIMPushPull(join: false, members: infos), from: "m1:1", now: 0) }
+        for i in 0..<3 { _ = self.cores[i].receivePushPull(SWIMPushPull(join: false, members: infos), from: testAddr("m1"), now: 0) }
     }
 
     /// Links `a` and `b` with the key of epoch `keyHead` (nil: current) and returns what each sent after its hello.
@@ -120,7 +120,7 @@ private func moved(_ effects: [SessionEffect]) -> [UInt64] { effects.compactMap 
     t.run(effects, from: 0, now: 2)
     // A node key the maker never knew holds only the epoch-0 key: not on any roster, refused.
     let stranger = Identity(seed: [UInt8](repeating: 9, count: 32))
-    let info = MemberInfo(id: MemberID(raw: 9), node: stranger.publicKey, name: "x", addr: "x:1").signed(by: stranger)
+    let info = MemberInfo(id: MemberID(raw: 9), node: stranger.publicKey, name: "x", addr: testAddr("x")).signed(by: stranger)
     #expect(throws: SessionCore.LinkRefusal.epoch(.notOnRoster)) { try t.cores[0].admitLink(info, keyHead: t.genesis.head, now: 3) }
     #expect(t.cores[0].refusals[.notOnRoster] == 1)
 }

@@ -21,6 +21,11 @@ extension SWIMInstance {
 
     mutating func applyAlive(_ info: MemberInfo, now: Double, into actions: inout [SWIMAction]) {
         guard info.id != local.id else { return }  // only we speak for ourselves
+        // An address is dialled and sent to: a hostname would make this member ask DNS for a peer.
+        guard HostPort.isNumeric(info.addr) else {
+            refuse(.hostnameAddress, into: &actions)
+            return
+        }
         var record = info
         record.state = .alive
         record.claim = nil

@@ -22,6 +22,10 @@ extension SWIMInstance {
             }
         case let .pingReq(seq, target, targetAddr):
             guard target != local.id else { break }
+            guard HostPort.isNumeric(targetAddr) else {
+                refuse(.hostnameAddress, into: &actions)
+                break
+            }
             self.seq &+= 1
             relays[self.seq] = Relay(requester: from, target: target, seq: seq, nackAt: now + settings.probeTimeout * settings.nackFraction)
             actions.append(self.message(.ping(seq: self.seq, target: target), to: targetAddr))

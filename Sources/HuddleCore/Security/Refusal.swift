@@ -55,6 +55,9 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     /// bare ping or the ack to this member's probe), or from a member this member holds a link's
     /// datagram keys with (`SessionCore.receiveDatagram`).
     case unauthenticatedDatagram = "unauthenticated_datagram"
+    /// A member record, link or `pingReq` that names an address other than a numeric IPv4 or
+    /// [IPv6] `host:port` (`HostPort.numeric`): a hostname would make this member ask DNS for a peer.
+    case hostnameAddress = "hostname_address"
 
     // Epoch changes, grants and old keys (issue 21; `EpochHistory`).
 

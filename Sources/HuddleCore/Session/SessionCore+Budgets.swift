@@ -23,7 +23,9 @@ extension SessionCore {
     /// push-pull), so nothing is lost; a peer that asks without reading stops costing memory.
     public static func refusesWhileBacklogged(_ message: LinkMessage) -> Bool {
         switch message {
-        case .chunkRequest, .request, .pushPull: true
+        case .chunkRequest, .request: true
+        // Only a push-pull's last part is answered (its earlier parts are merged only).
+        case let .pushPull(state): !state.more
         default: false
         }
     }

@@ -18,7 +18,9 @@ import HuddleCrypto
 /// - a link is admitted only for a member whose pinned node key is the one the handshake proved
 ///   (never for itself, never for a member that left);
 /// - a catch-up (baseline, journal) is taken only from a peer this member asked for one (a join
-///   push-pull), and only until that peer's reply; a baseline only while one is awaited;
+///   push-pull), and only until the last part of that peer's reply; a baseline only while one is
+///   awaited; a catch-up and a push-pull go in parts each within the link's message limit, so a
+///   joiner learns every attachment however large the journal;
 /// - a journal entry that adds an attachment is applied only when its manifest commits to the key
 ///   it carries and names as uploader the member whose pinned node key signed it;
 /// - every peer has a budget (`SessionCore+Budgets.swift`): a message body above the receive limit
@@ -211,21 +213,25 @@ public struct SessionCore: Sendable {
     }
     public mutating func leave(now: Double) -> [SessionEffect] { membership(swim.leave(now: now), now: now) }
 
-    /// A push-pull that arrived over the link to `peer` (at `addr`): a joiner's (`join`) is first
-    /// caught up — this member's clock as its baseline, the journal, the activity — then merged,
-    /// and answered with this member's state after the merge.
+    /// A push-pull that arrived over the link to `peer` (at `addr`). A part with `more` to follow
+    /// is only merged. At the last part, a joiner's (`join`) is first caught up — this member's
+    /// clock as its baseline, the journal, the activity — then the part is merged, and answered
+    /// with this member's state after the merge. The journal and the answer go in parts within
+    /// the link's message limit (`LinkMessage.journalParts`, `SWIMPushPull.parts`), the answer's
+    /// last part last: the joiner takes the catch-up until then.
     public mutating func linkPushPull(_ state: SWIMPushPull, from peer: MemberID, addr: String, now: Double) -> [SessionEffect] {
         var out: [SessionEffect] = []
-        if state.join {
+        if state.join && !state.more {
             let clock = broadcast.delivered
             let counts = Dictionary(uniqueKeysWithValues: clock.map { ($0.key, applicationSeqs.nonApplication($0.key, upTo: $0.value)) })
             out.append(.sendLink(peer, .baseline(clock, nonApplication: counts)))
-            let entries = journal.entries
-            if !entries.isEmpty { out.append(.sendLink(peer, .journal(entries))) }
+            out += LinkMessage.journalParts(journal.entries).map { .sendLink(peer, $0) }
             if let record = activity.current { out.append(.sendLink(peer, .activity(record))) }
         }
         let merged = membership(swim.receivePushPull(state.members, join: state.join, from: addr, now: now), now: now)
-        out.append(.sendLink(peer, .pushPullReply(SWIMPushPull(join: state.join, members: swim.pushPullState()))))
+        if !state.more {
+            out += SWIMPushPull.parts(join: state.join, members: swim.pushPullState()).map { .sendLink(peer, .pushPullReply($0)) }
+        }
         return out + merged + announceJoiner(peer, joined: merged)
     }
 
@@ -295,6 +301,8 @@ public struct SessionCore: Sendable {
         case anotherNodeKey
         /// `strangerLinkLimit` links to peers that are not members yet are up already.
         case tooManyStrangers
+        /// The peer's record names an address that is not a numeric `host:port` (`HostPort.numeric`).
+        case hostnameAddress
     }
 
     /// Most links up at once to peers that are not in the member table.
@@ -304,6 +312,11 @@ public struct SessionCore: Sendable {
     /// `keyHead`: the head of the epoch whose key the handshake used (nil: the current one).
     public mutating func admitLink(_ peer: MemberInfo, keyHead: [UInt8]? = nil, now: Double = 0) throws(LinkRefusal) {
         if peer.id == local { throw .ownID }
+        // Its address is where answers to what comes over the link go: never a name to look up.
+        guard HostPort.isNumeric(peer.addr) else {
+            ownRefusals.add(.hostnameAddress)
+            throw .hostnameAddress
+        }
         try admitEpoch(peer, keyHead: keyHead, now: now)
         guard let known = swim.members[peer.id] else {
             // A joiner links before it is a member (its push-pull comes over the link): a few such
@@ -323,11 +336,12 @@ public struct SessionCore: Sendable {
         }
     }
 
-    /// The push-pull to send over the link to `peer`. With `join`, `peer` is asked to catch this
-    /// member up (baseline, journal, activity): only a peer asked may, until its reply.
-    public mutating func pushPullRequest(to peer: MemberID, join: Bool) -> LinkMessage {
+    /// The push-pull to send over the link to `peer`, in parts within the link's message limit
+    /// (`SWIMPushPull.parts`). With `join`, `peer` is asked to catch this member up (baseline,
+    /// journal, activity): only a peer asked may, until the last part of its reply.
+    public mutating func pushPullRequest(to peer: MemberID, join: Bool) -> [LinkMessage] {
         if join { catchUpFrom.insert(peer) }
-        return .pushPull(SWIMPushPull(join: join, members: swim.pushPullState()))
+        return SWIMPushPull.parts(join: join, members: swim.pushPullState()).map(LinkMessage.pushPull)
     }
 
     /// A link to `peer` is up: returns the hello to send first — the seq it names
@@ -435,7 +449,8 @@ public struct SessionCore: Sendable {
         case let .hello(since, count): out = linkHello(from: peer, since: since, nonApplication: count, now: now)
         case let .pushPull(state): out = linkPushPull(state, from: peer, addr: addr, now: now)
         case let .pushPullReply(state):
-            catchUpFrom.remove(peer)
+            // The catch-up (in parts, before the reply) is over with the reply's last part.
+            if !state.more { catchUpFrom.remove(peer) }
             out = receivePushPull(state, from: addr, now: now)
         case let .swim(message): out = message.sender == peer ? receive(message, from: addr, now: now) : []
         case let .message(signed): out = receiveSigned(signed, now: now)

@@ -28,7 +28,8 @@ public enum LinkMessage: Sendable, Equatable {
     case baseline([MemberID: UInt64], nonApplication: [MemberID: UInt64])
     /// The session's activity value.
     case activity(ActivityRecord)
-    /// A joiner's copy of the journal, from its sponsor: every live attachment.
+    /// A joiner's copy of the journal, from its sponsor: every live attachment, in as many of these
+    /// as it takes (`journalParts`), before the last part of the sponsor's push-pull reply.
     case journal([JournalEntry])
     /// Which chunks of an attachment the sender holds, and which it offers this receiver.
     case have(id: String, have: Bitfield, offer: Bitfield)
@@ -154,7 +155,7 @@ public enum LinkMessage: Sendable, Equatable {
             let n = Int(try r.u32("journal size"))
             guard n * 4 <= r.remaining else { throw WireError("journal of \(n) entries is truncated") }
             var entries: [JournalEntry] = []
-            for _ in 0..<n { entries.append(try JournalEntry.decode(try r.bytes32(limit: 1 << 20, "journal entry"))) }
+            for _ in 0..<n { entries.append(try JournalEntry.decode(try r.bytes32(limit: SessionCore.maximumJournalBody, "journal entry"))) }
             result = .journal(entries)
         case .have:
             let id = try r.string16("attachment id")

@@ -66,8 +66,11 @@ public struct WireReader: Sendable {
         guard n <= limit else { throw WireError("\(what) of \(n) bytes exceeds the limit of \(limit)") }
         return try raw(n, what)
     }
-    public mutating func string16(_ what: String = "string") throws(WireError) -> String {
-        let b = try bytes16(what)
+    /// A 16-bit-length UTF-8 string, refused before it is read when longer than `limit` bytes.
+    public mutating func string16(_ what: String = "string", limit: Int = Int(UInt16.max)) throws(WireError) -> String {
+        let n = Int(try u16(what))
+        guard n <= limit else { throw WireError("\(what) of \(n) bytes exceeds the limit of \(limit)") }
+        let b = try raw(n, what)
         guard let s = String(validating: b, as: UTF8.self) else { throw WireError("\(what) is not UTF-8") }
         return s
     }

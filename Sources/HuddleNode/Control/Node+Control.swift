@@ -145,7 +145,8 @@ extension Node {
 
     private func joinOp(_ addr: String) async throws(ControlError) -> JSONObject {
         do {
-            let peer = try await dial(addr)
+            // The user's address: a hostname is looked up off the actor (`PeerAddress`).
+            let peer = try await dial(try await PeerAddress.resolveUserAddress(addr))
             await pushPullAndWait(peer, join: true)
         } catch let error as NodeError {
             throw ControlError(code: .unavailable, message: "could not join \(addr): \(error.message)")

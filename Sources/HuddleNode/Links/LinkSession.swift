@@ -16,8 +16,8 @@ enum LinkSession {
     static func handshakeTimeout(of node: Node) -> TimeAmount {
         .milliseconds(Int64(node.config.handshakeTimeoutSeconds * 1000))
     }
-    /// Largest link message accepted from a peer (a message body plus its header).
-    static let maximumMessage = WireMessage.maximumBody + 64 * 1024
+    /// Largest link message accepted from a peer (`LinkMessage.maximumSize`).
+    static let maximumMessage = LinkMessage.maximumSize
     /// Largest chunk body accepted from a peer (a 1 MiB chunk and its tag at most).
     static let maximumChunk = (1 << 20) + 64
 
@@ -37,15 +37,18 @@ enum LinkSession {
         )
     }
 
-    /// A framed TCP connection to a listen port at `addr` (`host:port`); one-line `NodeError` when none.
+    /// A framed TCP connection to a listen port at `addr`, a numeric `host:port` (nothing is
+    /// looked up: `PeerAddress`); one-line `NodeError` when none.
     static func connect(_ addr: String, timeout: TimeAmount) async throws -> FrameChannel {
-        let (host, port) = try parseHostPort(addr)
+        guard let address = PeerAddress.socketAddress(addr) else {
+            throw NodeError("cannot connect to \(addr): not a numeric IPv4 or [IPv6] host:port")
+        }
         do {
             return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(timeout)
                 .channelOption(.allowRemoteHalfClosure, value: true)
                 .channelOption(.tcpOption(.tcp_nodelay), value: 1)
-                .connect(host: host, port: port) { channel in
+                .connect(to: address) { channel in
                     channel.eventLoop.makeCompletedFuture { try LinkSession.wrap(channel) }
                 }
         } catch {

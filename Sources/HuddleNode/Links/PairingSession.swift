@@ -34,7 +34,7 @@ enum PairingSession {
     /// The new host's side: connects to a member at `addr` and returns the session key it sent.
     /// Throws `PairingError` (a wrong code, a refusal) or `NodeError` (no connection) in one line.
     static func join(addr: String, nameplate: UInt32, password: [UInt8]) async throws -> SessionKey {
-        let channel = try await LinkSession.connect(addr, timeout: .seconds(10))
+        let channel = try await LinkSession.connect(try await PeerAddress.resolveUserAddress(addr), timeout: .seconds(10))
         return try await channel.executeThenClose { inbound, outbound in
             var frames = FrameIterator(inbound.makeAsyncIterator())
             let timeout = channel.channel.eventLoop.scheduleTask(in: LinkSession.handshakeTimeout) { channel.channel.close(promise: nil) }

@@ -77,9 +77,8 @@ extension Node {
 
     private func datagramAddress(_ addr: String) -> SocketAddress? {
         if let cached = datagramAddresses[addr] { return cached }
-        guard let (host, port) = try? parseHostPort(addr), let address = try? SocketAddress.makeAddressResolvingHost(host, port: port) else {
-            return nil
-        }
+        // Numeric only: an address comes from a peer, and the actor never waits on DNS for one.
+        guard let address = PeerAddress.socketAddress(addr) else { return nil }
         if datagramAddresses.count > 4096 { datagramAddresses = [:] }
         datagramAddresses[addr] = address
         return address

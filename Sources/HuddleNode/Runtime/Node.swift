@@ -123,6 +123,8 @@ actor Node {
                 if core.refusals[.linkForPinnedMember] == 1 { log.warning("refused a link from \(link.remoteAddress): member \(peer) is pinned to another node key; further ones are counted in stats.refused") }
             case .tooManyStrangers:
                 if core.refusals[.strangerLinks] == 1 { log.warning("refused a link from \(link.remoteAddress): \(SessionCore.strangerLinkLimit) links from non-members are up; further ones are counted in stats.refused") }
+            case .hostnameAddress:
+                if core.refusals[.hostnameAddress] == 1 { log.warning("refused a link from \(link.remoteAddress): its record's address is not a numeric host:port; further ones are counted in stats.refused") }
             }
             return false
         }
@@ -153,7 +155,7 @@ actor Node {
     private func handle(_ message: LinkMessage, on link: LinkHandle) {
         execute(core.receiveLink(message, from: link.peer.id, addr: link.peer.addr, now: now, backlogged: link.isBacklogged))
         switch message {
-        case .pushPullReply: wake(.pushPullReply(link.peer.id))
+        case let .pushPullReply(state) where !state.more: wake(.pushPullReply(link.peer.id))
         case .have: wake(.handOff)
         case .epochHead: wake(.epoch)
         default: break
@@ -174,7 +176,7 @@ actor Node {
     /// for the answer: how a joiner learns the session from its sponsor.
     func pushPullAndWait(_ peer: MemberID, join: Bool) async {
         guard let link = links[peer] else { return }
-        link.send(core.pushPullRequest(to: peer, join: join).encoded())
+        for part in core.pushPullRequest(to: peer, join: join) { link.send(part.encoded()) }
         await wait(for: .pushPullReply(peer), until: .now + .seconds(10))
     }
 
@@ -185,7 +187,7 @@ actor Node {
             case let .sendDatagram(payload, to, sealing): sendDatagram(payload, to: to, sealing: sealing)
             case let .pushPull(addr, join):
                 if let link = links.values.first(where: { $0.peer.addr == addr }) {
-                    link.send(core.pushPullRequest(to: link.peer.id, join: join).encoded())
+                    for part in core.pushPullRequest(to: link.peer.id, join: join) { link.send(part.encoded()) }
                 } else {
                     dialInBackground(addr) { node, peer in await node.pushPullAndWait(peer, join: join) }
                 }

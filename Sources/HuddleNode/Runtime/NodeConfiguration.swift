@@ -54,25 +54,14 @@ public struct NodeConfiguration: Sendable {
     }
 }
 
-/// Splits `host:port` (IPv6 as `[::1]:7400`) and checks the port.
+/// Splits `host:port` (IPv6 as `[::1]:7400`) and checks the port; an empty host is 0.0.0.0.
 func parseHostPort(_ text: String) throws(NodeError) -> (host: String, port: Int) {
-    var host: Substring
-    let portText: Substring
-    if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
-        host = text[text.index(after: text.startIndex)..<close]
-        let rest = text[text.index(after: close)...]
-        guard rest.hasPrefix(":") else { throw NodeError("address \(text) has no port (expected [host]:port)") }
-        portText = rest.dropFirst()
-    } else {
-        guard let colon = text.lastIndex(of: ":") else { throw NodeError("address \(text) has no port (expected host:port)") }
-        host = text[..<colon]
-        portText = text[text.index(after: colon)...]
+    do {
+        let parsed = try HostPort.split(text)
+        return (parsed.host.isEmpty ? "0.0.0.0" : parsed.host, parsed.port)
+    } catch {
+        throw NodeError("address \(text) \(error)")
     }
-    if host.isEmpty { host = "0.0.0.0" }
-    guard let port = Int(portText), (0...65535).contains(port) else {
-        throw NodeError("address \(text) has a bad port (expected 0-65535)")
-    }
-    return (String(host), port)
 }
 
 extension NodeConfiguration {

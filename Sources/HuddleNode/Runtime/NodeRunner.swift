@@ -31,8 +31,15 @@ public enum NodeRunner {
         let dataDir = try prepareDataDirectory(config.dataDir)
         if dataDir.created { cleanup.append { try? FileManager.default.removeItem(atPath: dataDir.path) } }
 
-        let advertise = config.advertise ?? "\(advertisedHost(config.listenHost)):\(port)"
+        let advertise = config.advertise ?? "\(advertisedHost(config.listenHost, bound: tcp.channel.localAddress)):\(port)"
         let name = config.name ?? ProcessInfo.processInfo.hostName
+        // Peers refuse a record above these bounds or with a hostname: refused here, in one line.
+        if let problem = MemberInfo.ownRecordProblem(name: name, addr: advertise) {
+            udp.close()
+            try? await tcp.channel.close()
+            try? await control.channel.close()
+            throw NodeError("cannot run: \(problem)")
+        }
         let local = MemberInfo(id: MemberID(raw: SecureRandom.uint64()), node: identity.publicKey, name: name, addr: advertise)
         let store: ChunkStore
         do { store = try ChunkStore(dataDirectory: dataDir.path, limitBytes: config.storeLimitBytes) } catch {
@@ -116,12 +123,15 @@ public enum NodeRunner {
         return key.fingerprint
     }
 
-    /// Keeps dialing a `--join` address (backing off to 5 s) until a link to it is up.
+    /// Keeps dialing a `--join` address (backing off to 5 s) until a link to it is up. A hostname
+    /// is looked up once, off the node's actor (`PeerAddress`), and again only if that fails.
     static func joinInBackground(_ addr: String, node: Node) async {
         var delay = 0.25
+        var resolved: String?
         while !Task.isCancelled, await !node.stopping {
             do {
-                let peer = try await node.dial(addr)
+                if resolved == nil { resolved = try await PeerAddress.resolveUserAddress(addr) }
+                let peer = try await node.dial(resolved ?? addr)
                 await node.pushPullAndWait(peer, join: true)
                 node.log.info("joined the session through \(addr)")
                 return
@@ -148,8 +158,15 @@ public enum NodeRunner {
         return (String(cString: made), true)
     }
 
-    private static func advertisedHost(_ listenHost: String) -> String {
-        guard listenHost == "0.0.0.0" || listenHost == "::" else { return listenHost }
+    /// The host other members reach this node at: the address the listener is bound to (numeric
+    /// even when `--listen` named a host), or for a wildcard listener the first IPv4 address of a
+    /// device that is not loopback.
+    private static func advertisedHost(_ listenHost: String, bound: SocketAddress?) -> String {
+        guard listenHost == "0.0.0.0" || listenHost == "::" else {
+            guard let bound, let ip = bound.ipAddress else { return listenHost }
+            if case .v6 = bound { return "[\(ip)]" }
+            return ip
+        }
         let devices = (try? System.enumerateDevices()) ?? []
         for device in devices {
             guard let address = device.address, case .v4 = address, let ip = address.ipAddress, !ip.hasPrefix("127.") else { continue }
