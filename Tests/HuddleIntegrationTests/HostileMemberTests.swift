@@ -63,8 +63,10 @@ private struct Mallory {
         try gossip([.left(info.id, incarnation: incarnation, signature: identity.sign(MembershipStatement.left(info.id, incarnation: incarnation)))])
     }
 
-    /// Her own signed broadcast of `entry` (her first broadcast: seq 1, no dependencies).
+    /// Her own signed broadcast of `entry` (her first broadcast: seq 1, no dependencies), after the
+    /// `hello` that tells the node where her broadcasts start.
     func broadcast(_ entry: JournalEntry) throws {
+        try link.write(.hello(since: 0, nonApplication: 0))
         let message = WireMessage(from: info.id, counter: 1, seq: 1, kind: .journal, to: nil, body: entry.encoded())
         try link.write(.message(MessageBatch.sign([message], identity: identity)[0]))
     }
