@@ -4,12 +4,15 @@ import Testing
 
 // Only the uploader or an admin removes an attachment (issue 33, item 3).
 
-private let aIdentity = Identity(seed: [UInt8](repeating: 31, count: 32))
-private let bIdentity = Identity(seed: [UInt8](repeating: 32, count: 32))
-private let malloryIdentity = Identity(seed: [UInt8](repeating: 33, count: 32))
-private let aInfo = MemberInfo(id: MemberID(raw: 31), node: aIdentity.publicKey, name: "a", addr: "a:1").signed(by: aIdentity)
-private let bInfo = MemberInfo(id: MemberID(raw: 32), node: bIdentity.publicKey, name: "b", addr: "b:1").signed(by: bIdentity)
-private let mallory = MemberInfo(id: MemberID(raw: 33), node: malloryIdentity.publicKey, name: "mallory", addr: "m:1").signed(by: malloryIdentity)
+/// Member `n` named `name`: its identity (seeded by `n`) and its signed record.
+private func member(_ n: UInt8, _ name: String) -> (Identity, MemberInfo) {
+    let identity = Identity(seed: [UInt8](repeating: n, count: 32))
+    return (identity, MemberInfo(id: MemberID(raw: UInt64(n)), node: identity.publicKey, name: name, addr: "\(name):1").signed(by: identity))
+}
+
+private let (aIdentity, aInfo) = member(31, "a")
+private let (bIdentity, bInfo) = member(32, "b")
+private let (malloryIdentity, mallory) = member(33, "m")
 
 /// Three members that know each other; `admins` is each one's idea of the session's admins.
 private struct Trio {

@@ -72,6 +72,15 @@ private struct Mallory {
     }
 }
 
+/// Members a, b and c of `cluster`, each linked to the others.
+private func threeMembers(_ cluster: TestCluster) async throws -> (TestNode, TestNode, TestNode) {
+    let a = try await cluster.start("a")
+    let b = try await cluster.start("b")
+    let c = try await cluster.start("c")
+    try await cluster.waitForFullMesh(3)
+    return (a, b, c)
+}
+
 /// `member`'s state and incarnation as `node` holds them.
 private func state(of member: String, at node: TestNode) async throws -> (state: String, incarnation: Int64) {
     let held = try await record(of: member, at: node)
@@ -200,10 +209,7 @@ struct HostileMemberTests {
     @Test func repeatedFailedClaimsAfterEachRefutationNeverFailAnHonestMember() async throws {
         let cluster = try TestCluster("hostile-claims")
         defer { cluster.shutdown() }
-        let a = try await cluster.start("a")
-        let b = try await cluster.start("b")
-        let c = try await cluster.start("c")
-        try await cluster.waitForFullMesh(3)
+        let (a, b, c) = try await threeMembers(cluster)
         guard let cID = MemberID(c.member) else { Issue.record("bad member id"); return }
         let watchers = [try await EventCollector.subscribe(a, topics: ["members", "messages"]),
                         try await EventCollector.subscribe(b, topics: ["members", "messages"])]
@@ -247,10 +253,7 @@ struct HostileMemberTests {
     @Test func aClaimByAMemberThatLeftOrFailedIsNotBelieved() async throws {
         let cluster = try TestCluster("hostile-deadclaims")
         defer { cluster.shutdown() }
-        let a = try await cluster.start("a")
-        let b = try await cluster.start("b")
-        let c = try await cluster.start("c")
-        try await cluster.waitForFullMesh(3)
+        let (a, b, c) = try await threeMembers(cluster)
         guard let cID = MemberID(c.member) else { Issue.record("bad member id"); return }
         let gone = try await Mallory(linkedTo: a, key: cluster.key)
         let dead = try await Mallory(linkedTo: a, key: cluster.key)
@@ -294,10 +297,7 @@ struct HostileMemberTests {
     @Test func aRemoveOfAnotherMembersAttachmentIsRefusedAtEveryMember() async throws {
         let cluster = try TestCluster("hostile-remove")
         defer { cluster.shutdown() }
-        let a = try await cluster.start("a")
-        let b = try await cluster.start("b")
-        let c = try await cluster.start("c")
-        try await cluster.waitForFullMesh(3)
+        let (a, b, c) = try await threeMembers(cluster)
         let source = "\(cluster.dir)/c.bin"
         try writeRandomFile(source, count: 4096, seed: 33)
         let id = try await c.request("attach.add", ["path": .string(source)])["attachment"]?.objectValue?["id"]?.stringValue ?? ""
