@@ -121,3 +121,14 @@ private func suspect(_ about: UInt64, by claimer: UInt64, incarnation: UInt64 = 
     limits.forget(c)
     #expect(admit(y, 10.6), "a forgotten claimer starts afresh")
 }
+
+@Test func aStreamOfClaimsAboutThisMemberIsRefutedButSlowsItDownOnce() {
+    var a = swimInstance(1, knowing: [2, 3, 4, 5])
+    // Mallory (3) claims a failed 50 times in a second, each at a's incarnation of the moment.
+    for k in 0..<50 { _ = a.receive(failed(1, by: 3, incarnation: a.local.incarnation), from: "x:1", now: 1 + Double(k) * 0.02) }
+    #expect(a.local.incarnation == 50, "every claim is refuted")
+    #expect(a.awareness.score == 1, "only the first within mallory's rate counts as a hint that a is slow")
+    // Another member's claim counts on its own.
+    _ = a.receive(suspect(1, by: 4, incarnation: a.local.incarnation), from: "x:1", now: 2)
+    #expect(a.awareness.score == 2)
+}

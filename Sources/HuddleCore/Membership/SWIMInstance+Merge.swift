@@ -89,7 +89,8 @@ extension SWIMInstance {
     /// (`Refusal.claimerNotLive`), and one that would start a suspicion only within the claimer's
     /// rate (`SWIMClaimLimits`, `SWIMSettings.claimSuspicionsPerWindow`; `Refusal.claimRate`).
     /// A claim about this member is refuted whenever a known member signed it, whatever that
-    /// member's state here: it may be live elsewhere, and a refutation is the safe answer.
+    /// member's state here: it may be live elsewhere, and a refutation is the safe answer; only a
+    /// live claimer's claim within its rate worsens local health.
     mutating func applyClaim(failed: Bool, about id: MemberID, incarnation: UInt64, from: MemberID, signature: [UInt8],
                              checked: Bool, now: Double, into actions: inout [SWIMAction]) {
         func verifies() -> Bool {
@@ -102,7 +103,11 @@ extension SWIMInstance {
             // Only this member raises its incarnation: a claim above it names a record that never was.
             guard incarnation == local.incarnation else { refuse(.claimAboveIncarnation, into: &actions); return }
             guard verifies() else { refuse(.unsignedClaim, into: &actions); return }
-            refute(incarnation)
+            // Refuted whatever its claimer's rate (others may believe it), but only a live
+            // claimer's claim within its rate is a hint that this member is the slow one: a hostile
+            // member's stream of claims cannot stretch this member's probing eightfold.
+            let live = members[from].map { Self.isLive($0.state) } ?? false
+            refute(incarnation, slower: live && admitsSuspicion(by: from, of: id, now: now))
             return
         }
         // `checked`: this member's own claim. One in its name from elsewhere is an echo (or a forgery).
@@ -142,8 +147,7 @@ extension SWIMInstance {
         case .alive:
             guard verifies() else { refuse(.unsignedClaim, into: &actions); return }
             let bounds = suspicionBounds
-            guard own || claimLimits.admit(claimer: from, subject: id, now: now, window: settings.claimWindow,
-                                           perWindow: settings.claimSuspicionsPerWindow, subjectGap: bounds.max) else {
+            guard own || admitsSuspicion(by: from, of: id, now: now) else {
                 refuse(.claimRate, into: &actions)
                 return
             }
@@ -186,14 +190,21 @@ extension SWIMInstance {
         if refusals.add(reason) { actions.append(.refused(reason)) }
     }
 
+    /// Whether `claimer` may start a suspicion of `subject` now (its rate, `SWIMClaimLimits`);
+    /// when it may, the start is counted.
+    mutating func admitsSuspicion(by claimer: MemberID, of subject: MemberID, now: Double) -> Bool {
+        claimLimits.admit(claimer: claimer, subject: subject, now: now, window: settings.claimWindow,
+                          perWindow: settings.claimSuspicionsPerWindow, subjectGap: suspicionBounds.max)
+    }
+
     /// Someone believes we are suspect or failed at our incarnation: outbid it and say so
     /// (SWIM §4.2). Being suspected hints that we are the slow one, so local health worsens
-    /// (Lifeguard §IV.A, memberlist `refute`).
-    mutating func refute(_ incarnation: UInt64) {
+    /// (Lifeguard §IV.A, memberlist `refute`) when `slower`.
+    mutating func refute(_ incarnation: UInt64, slower: Bool = true) {
         guard local.state != .left else { return }
         local.incarnation = max(local.incarnation, incarnation) + 1
         signLocal()
         broadcasts.enqueue(.alive(local))
-        awareness.apply(1)
+        if slower { awareness.apply(1) }
     }
 }
