@@ -3,7 +3,8 @@ import HuddleCrypto
 
 /// What a hostile member of a simulated session sends its peers besides its honest traffic: it
 /// holds the session key and a node key of its own, and uses them to lie. Every lie below must be
-/// refused by an honest `SessionCore` (issue 20): forged membership records and claims, a node-key
+/// refused by an honest `SessionCore` (issue 20): forged membership records and claims, its own
+/// `failed` claims about honest members (which never fail them, issue 33), a node-key
 /// takeover, a member nobody is, a catch-up nobody asked for, a journal entry in another
 /// uploader's name, a message in another origin's name, and a directed message sent again.
 struct HostileMember {
@@ -25,10 +26,14 @@ struct HostileMember {
         let forgedLeave = SWIMGossip.left(victim.id, incarnation: 1000 + r, signature: identity.sign(MembershipStatement.left(victim.id, incarnation: 1000 + r)))
         let inWitnessName = SWIMGossip.failed(victim.id, incarnation: victim.incarnation, from: witness.id, signature:
             identity.sign(MembershipStatement.claim(failed: true, about: victim.id, incarnation: victim.incarnation, by: witness.id)))
+        // Its own signed claim that the victim failed, at the victim's current incarnation: it may
+        // only start a suspicion the victim refutes, at most once per maximum suspicion timeout.
+        let ownFailed = SWIMGossip.failed(victim.id, incarnation: victim.incarnation, from: info.id, signature:
+            identity.sign(MembershipStatement.claim(failed: true, about: victim.id, incarnation: victim.incarnation, by: info.id)))
         let aboveIncarnation = SWIMGossip.suspect(peer.id, incarnation: 1_000_000 + r, from: info.id, signature:
             identity.sign(MembershipStatement.claim(failed: false, about: peer.id, incarnation: 1_000_000 + r, by: info.id)))
         let nobody = MemberInfo(id: MemberID(raw: 0xF00D_0000 + r), node: [UInt8](repeating: 9, count: 32), name: "nobody", addr: "192.0.2.1:1")
-        let gossip = SWIMMessage(sender: info.id, kind: .gossip, gossip: [.alive(takeover), forgedLeave, inWitnessName, aboveIncarnation, .alive(nobody)])
+        let gossip = SWIMMessage(sender: info.id, kind: .gossip, gossip: [.alive(takeover), forgedLeave, inWitnessName, ownFailed, aboveIncarnation, .alive(nobody)])
 
         let (theirs, key) = foreignManifest(round: round, uploader: victim)
 

@@ -370,7 +370,9 @@ public struct SessionSimulation {
             for (k, j) in peers.enumerated() where peers.count >= 3 {
                 let others = peers.filter { $0 != j }
                 let victim = others[(round + k) % others.count], witness = others[(round + k + 1) % others.count]
-                for lie in liar.lies(round: round, to: infos[j], about: infos[victim], witness: infos[witness]) {
+                // The victim as it is now (its incarnation grows with each refutation).
+                let current = cores[victim]?.swim.local ?? infos[victim]
+                for lie in liar.lies(round: round, to: infos[j], about: current, witness: infos[witness]) {
                     report.lies += 1
                     sendLink(from: h, to: j, lie)
                 }

@@ -123,8 +123,12 @@ private func pair(limits: SessionCore.Limits = .init()) -> (a: SessionCore, b: S
     #expect(actions.filter { if case .refused(.memberTableFull) = $0 { true } else { false } }.count == 1, "reported once")
     // A member that failed makes room for a new one.
     let known = swim.members.keys.filter { $0 != a }.sorted()
+    // (Another member's claim only starts a suspicion: this member's own timer fails the member.)
     _ = swim.receive(SWIMMessage(sender: known[1], kind: .gossip, gossip: [.failed(known[0], incarnation: 0, from: known[1])]), from: testAddr("f", port: 11), now: 2)
-    _ = swim.receivePushPull([info(c)], join: false, from: testAddr("m3"), now: 3)
+    let failedAt = swim.suspicions[known[0]]?.deadline ?? 2
+    _ = swim.tick(now: failedAt)
+    #expect(swim.members[known[0]]?.state == .failed)
+    _ = swim.receivePushPull([info(c)], join: false, from: testAddr("m3"), now: failedAt + 0.1)
     #expect(swim.members[c] != nil && swim.members[known[0]] == nil)
     #expect(swim.members.count == 4)
 }

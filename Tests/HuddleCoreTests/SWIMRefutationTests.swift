@@ -29,19 +29,22 @@ import Testing
     #expect(stale.sent.contains { $0.to == swimInfo(4).addr && $0.message.gossip == [.alive(refuted)] })
 }
 
-@Test func swimAMemberDeclaredFailedRefutesAndIsAliveAgainElsewhere() {
+@Test func swimAMemberDeclaredFailedRefutesAndIsAliveAgainElsewhere() throws {
     var a = swimInstance(1, knowing: [2, 3])
     _ = a.receive(swimGossip(from: 2, [.failed(swimID(1), incarnation: 0, from: swimID(2))]), from: "x", now: 1)
     #expect(a.local.incarnation == 1)
     #expect(a.local.state == .alive)
 
     var b = swimInstance(2, knowing: [1, 3])
-    #expect(b.receive(swimGossip(from: 3, [.failed(swimID(1), incarnation: 0, from: swimID(3))]), from: "x", now: 1).emitted(about: 1) == [.failed])
+    // Another member's `failed` only starts a suspicion here (issue 33); b's own timer fails the member.
+    #expect(b.receive(swimGossip(from: 3, [.failed(swimID(1), incarnation: 0, from: swimID(3))]), from: "x", now: 1).emitted(about: 1) == [.suspect])
+    let deadline = try #require(b.suspicions[swimID(1)]?.deadline)
+    #expect(b.tick(now: deadline).emitted(about: 1) == [.failed])
     #expect(b.liveCount == 2)
     // Alive at the same incarnation does not undo a failure; a higher one (a refutation) does.
-    #expect(b.receive(swimGossip(from: 1, [.alive(swimInfo(1))]), from: "x", now: 2).emitted.isEmpty)
+    #expect(b.receive(swimGossip(from: 1, [.alive(swimInfo(1))]), from: "x", now: deadline + 0.1).emitted.isEmpty)
     var refuted = swimInfo(1); refuted.incarnation = 1
-    #expect(b.receive(swimGossip(from: 1, [.alive(refuted)]), from: "x", now: 3).emitted(about: 1) == [.alive])
+    #expect(b.receive(swimGossip(from: 1, [.alive(refuted)]), from: "x", now: deadline + 0.2).emitted(about: 1) == [.alive])
     #expect(b.members[swimID(1)]?.state == .alive)
     #expect(b.liveCount == 3)
 }
@@ -79,10 +82,12 @@ import Testing
     var two = swimInstance(2, knowing: [1, 3])  // 3 is the claimer: 2 checks its claim
     let refuted = two.receive(told.sent[0].message, from: swimInfo(1).addr, now: 1)
     #expect(two.local.incarnation == 1 && refuted.isEmpty)
-    var farHalf = swimInstance(3, knowing: [2])
-    _ = farHalf.receive(swimGossip(from: 2, [.failed(swimID(2), incarnation: 0, from: swimID(3))]), from: "x", now: 1)
+    // The far half (member 3) failed 2 by its own suspicion timer, started by 4's claim.
+    var farHalf = swimInstance(3, knowing: [2, 4])
+    _ = farHalf.receive(swimGossip(from: 4, [.failed(swimID(2), incarnation: 0, from: swimID(4))]), from: "x", now: 1)
+    if let deadline = farHalf.suspicions[swimID(2)]?.deadline { _ = farHalf.tick(now: deadline) }
     #expect(farHalf.members[swimID(2)]?.state == .failed)
-    _ = farHalf.receive(swimGossip(from: 2, [.alive(two.local)]), from: swimInfo(2).addr, now: 2)
+    _ = farHalf.receive(swimGossip(from: 2, [.alive(two.local)]), from: swimInfo(2).addr, now: 5)
     #expect(farHalf.members[swimID(2)]?.state == .alive)
     // At a higher incarnation the member's own newer record is taken; the claim on it is left to
     // our own probes (never an instant failure).

@@ -177,7 +177,7 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     #expect(arrived.contains(.journal(.emit(.added, id: manifest.id))))
     #expect(delivered(arrived).isEmpty, "a journal entry is not an application message")
     #expect(p.b.journal.records[manifest.id] != nil)
-    #expect(p.a.removeAttachment("nope", now: 4) == nil)
+    #expect(throws: SessionCore.RemoveRefusal.notFound("nope")) { _ = try p.a.removeAttachment("nope", now: 4) }
 }
 
 @Test func chunkRequestsAndDamageReportsAreForwardedOnlyForChunksHeldHere() {

@@ -238,7 +238,9 @@ struct AttachmentProcessTests {
         #expect(first != second || first.isEmpty == false)
         _ = try await b.request("attach.get", ["id": .string(first), "path": .string("\(cluster.dir)/b1")])
         #expect(!chunkFiles(under: "\(cluster.dir)/b.data").isEmpty)
-        _ = try await b.request("attach.remove", ["id": .string(first)])
+        // Only the uploader (or an admin) removes an attachment (issue 33): b may not, a may.
+        await expectFailure(.notMember, what: "b removing a's attachment") { _ = try await b.request("attach.remove", ["id": .string(first)]) }
+        _ = try await a.request("attach.remove", ["id": .string(first)])
         try await eventually("both members to delete the removed attachment's chunks") {
             chunkFiles(under: "\(cluster.dir)/a.data").allSatisfy { !$0.contains(first) }
                 && chunkFiles(under: "\(cluster.dir)/b.data").allSatisfy { !$0.contains(first) }

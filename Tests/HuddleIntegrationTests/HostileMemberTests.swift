@@ -23,12 +23,14 @@ private func refused(_ reason: Refusal, at node: TestNode) async throws -> Int64
 /// (her own signed record, sent in a push-pull). She never answers probes: she has seconds before
 /// `node` fails her, which is all each attack below needs.
 private struct Mallory {
-    let identity = Identity.generate()
+    let identity: Identity
     let info: MemberInfo
     let link: AdversaryLink
 
-    init(linkedTo node: TestNode, key: String) async throws {
-        let id = MemberID(raw: UInt64.random(in: 1...(1 << 52)))
+    /// `as`: another Mallory's identity and member id, for a second link of the same member.
+    init(linkedTo node: TestNode, key: String, as other: Mallory? = nil) async throws {
+        identity = other?.identity ?? Identity.generate()
+        let id = other?.info.id ?? MemberID(raw: UInt64.random(in: 1...(1 << 52)))
         info = MemberInfo(id: id, node: identity.publicKey, name: "mallory", addr: "127.0.0.1:9").signed(by: identity)
         link = try AdversaryLink(addr: node.addr, key: try SessionKey.load(from: key), identity: identity, info: info)
         try link.write(.pushPull(SWIMPushPull(join: false, members: [info])))
@@ -47,6 +49,48 @@ private struct Mallory {
     func gossip(_ updates: [SWIMGossip]) throws {
         try link.write(.swim(SWIMMessage(sender: info.id, kind: .gossip, gossip: updates)))
     }
+
+    /// Her own record at `incarnation`, signed: she never answers probes, so she refutes every
+    /// suspicion of her this way to stay a live member (whose claims count).
+    func stayAlive(incarnation: UInt64) throws {
+        var record = info
+        record.incarnation = incarnation
+        try gossip([.alive(record.signed(by: identity))])
+    }
+
+    /// Her own signed leave, at `incarnation`.
+    func leave(incarnation: UInt64) throws {
+        try gossip([.left(info.id, incarnation: incarnation, signature: identity.sign(MembershipStatement.left(info.id, incarnation: incarnation)))])
+    }
+
+    /// Her own signed broadcast of `entry` (her first broadcast: seq 1, no dependencies), after the
+    /// `hello` that tells the node where her broadcasts start.
+    func broadcast(_ entry: JournalEntry) throws {
+        try link.write(.hello(since: 0, nonApplication: 0))
+        let message = WireMessage(from: info.id, counter: 1, seq: 1, kind: .journal, to: nil, body: entry.encoded())
+        try link.write(.message(MessageBatch.sign([message], identity: identity)[0]))
+    }
+}
+
+/// Members a, b and c of `cluster`, each linked to the others.
+private func threeMembers(_ cluster: TestCluster) async throws -> (TestNode, TestNode, TestNode) {
+    let a = try await cluster.start("a")
+    let b = try await cluster.start("b")
+    let c = try await cluster.start("c")
+    try await cluster.waitForFullMesh(3)
+    return (a, b, c)
+}
+
+/// `member`'s state and incarnation as `node` holds them.
+private func state(of member: String, at node: TestNode) async throws -> (state: String, incarnation: Int64) {
+    let held = try await record(of: member, at: node)
+    return (held?["state"]?.stringValue ?? "unknown", held?["incarnation"]?.intValue ?? -1)
+}
+
+/// The `member` events about `member` that `events` collected, by change.
+private func changes(about member: String, in events: EventCollector) async -> [String] {
+    await events.events.filter { $0["event"]?.stringValue == "member" && $0["member"]?.objectValue?["member"]?.stringValue == member }
+        .compactMap { $0["change"]?.stringValue }
 }
 
 @Suite("Hostile members (real nodes)", .timeLimit(.minutes(10)))
@@ -156,5 +200,124 @@ struct HostileMemberTests {
         try await eventually("b's first message at a") { await events.messages().contains { $0["text"]?.stringValue == "first" } }
         #expect(await events.messages().first { $0["text"]?.stringValue == "first" }?["seq"] == .int(1))
         await events.stop()
+    }
+
+    /// Issue 33, item 3: a member's `failed` claim only starts a suspicion the member refutes.
+    /// Mallory (a live member: she refutes every suspicion of her) claims c failed every 50 ms for
+    /// 10 s, at whatever incarnation c holds at a, so each refutation is followed by a new claim:
+    /// c is never `failed` at any honest node, and its messages keep reaching everyone.
+    @Test func repeatedFailedClaimsAfterEachRefutationNeverFailAnHonestMember() async throws {
+        let cluster = try TestCluster("hostile-claims")
+        defer { cluster.shutdown() }
+        let (a, b, c) = try await threeMembers(cluster)
+        guard let cID = MemberID(c.member) else { Issue.record("bad member id"); return }
+        let watchers = [try await EventCollector.subscribe(a, topics: ["members", "messages"]),
+                        try await EventCollector.subscribe(b, topics: ["members", "messages"])]
+        let mallory = try await Mallory(linkedTo: a, key: cluster.key)
+        let before = try await state(of: c.member, at: c).incarnation
+        let rateBefore = try await refused(.claimRate, at: a)
+
+        let start = ContinuousClock.now
+        var mine: UInt64 = 1, claims = 0, polls = 0
+        var failedSeen: [String] = []
+        while ContinuousClock.now - start < .seconds(10) {
+            try mallory.stayAlive(incarnation: mine)
+            mine += 1
+            let incarnation = try await state(of: c.member, at: a).incarnation
+            try mallory.gossip([mallory.claim(failed: true, about: cID, incarnation: UInt64(max(0, incarnation)))])
+            claims += 1
+            for node in [a, b] where try await state(of: c.member, at: node).state == "failed" { failedSeen.append(node.name) }
+            polls += 1
+            try await Task.sleep(for: .milliseconds(50))  // the attack's pace, not a wait for a condition
+        }
+        #expect(failedSeen.isEmpty, "c was failed at \(failedSeen) (\(polls) polls)")
+        for (node, events) in zip([a, b], watchers) {
+            let seen = await changes(about: c.member, in: events)
+            #expect(!seen.contains("failed") && !seen.contains("left"), "\(node.name) reported c: \(seen)")
+        }
+        // The claims were heard (c refuted at least one suspicion) and most were refused by rate.
+        let after = try await state(of: c.member, at: c).incarnation
+        #expect(after > before, "c never had to refute: the claims were not heard")
+        #expect(try await refused(.claimRate, at: a) > rateBefore)
+        _ = try await c.request("send", ["text": "still a member"])
+        for (node, events) in zip([a, b], watchers) {
+            try await eventually("c's message at \(node.name)") { await events.messages().contains { $0["text"]?.stringValue == "still a member" } }
+            await events.stop()
+        }
+        print("failed claims: \(claims) in 10 s; c refuted \(after - before) times; \(try await refused(.claimRate, at: a) - rateBefore) refused by rate at a")
+        #expect(a.process.isRunning && b.process.isRunning && c.process.isRunning)
+    }
+
+    /// Issue 33, item 3: nothing a member that left or failed claims counts, even relayed by a live
+    /// member (claims travel by gossip): c is never suspected, at any honest node.
+    @Test func aClaimByAMemberThatLeftOrFailedIsNotBelieved() async throws {
+        let cluster = try TestCluster("hostile-deadclaims")
+        defer { cluster.shutdown() }
+        let (a, b, c) = try await threeMembers(cluster)
+        guard let cID = MemberID(c.member) else { Issue.record("bad member id"); return }
+        let gone = try await Mallory(linkedTo: a, key: cluster.key)
+        let dead = try await Mallory(linkedTo: a, key: cluster.key)
+        let relay = try await Mallory(linkedTo: a, key: cluster.key)
+        try gone.leave(incarnation: 1)
+        var mine: UInt64 = 1
+        // `dead` never answers a probe nor refutes: a fails it. The relay refutes, so it stays live.
+        try await eventually("a to hold one Mallory left and the other failed", within: 60) {
+            try relay.stayAlive(incarnation: mine)
+            mine += 1
+            let left = try await state(of: gone.info.id.description, at: a).state == "left"
+            let failed = try await state(of: dead.info.id.description, at: a).state == "failed"
+            return left && failed
+        }
+        let watchers = [try await EventCollector.subscribe(a, topics: ["members"]), try await EventCollector.subscribe(b, topics: ["members"]),
+                        try await EventCollector.subscribe(c, topics: ["members"])]
+        let before = try await state(of: c.member, at: c).incarnation
+        let refusedBefore = try await refused(.claimerNotLive, at: a)
+        for _ in 0..<20 {
+            try relay.stayAlive(incarnation: mine)
+            mine += 1
+            let incarnation = UInt64(max(0, try await state(of: c.member, at: a).incarnation))
+            try relay.gossip([gone.claim(failed: true, about: cID, incarnation: incarnation), dead.claim(failed: true, about: cID, incarnation: incarnation),
+                              gone.claim(failed: false, about: cID, incarnation: incarnation), dead.claim(failed: false, about: cID, incarnation: incarnation)])
+            try await Task.sleep(for: .milliseconds(100))  // the attack's pace, not a wait for a condition
+        }
+        try await eventually("a to refuse the claims of members that are not live") { try await refused(.claimerNotLive, at: a) >= refusedBefore + 4 }
+        #expect(try await state(of: relay.info.id.description, at: a).state != "failed", "the relay stayed live (its gossip was read)")
+        for (node, events) in zip([a, b, c], watchers) {
+            let seen = await changes(about: c.member, in: events)
+            #expect(!seen.contains("suspect") && !seen.contains("failed"), "\(node.name) reported c: \(seen)")
+            #expect(try await state(of: c.member, at: node).state == "alive")
+            await events.stop()
+        }
+        #expect(try await state(of: c.member, at: c).incarnation == before, "c never had to refute")
+    }
+
+    /// Issue 33, item 3: only the uploader or an admin removes an attachment. Mallory's signed
+    /// broadcast removing c's attachment is refused at every honest node, and the attachment stays;
+    /// b asking its own node to remove it gets `not_member`; c's own remove works everywhere.
+    @Test func aRemoveOfAnotherMembersAttachmentIsRefusedAtEveryMember() async throws {
+        let cluster = try TestCluster("hostile-remove")
+        defer { cluster.shutdown() }
+        let (a, b, c) = try await threeMembers(cluster)
+        let source = "\(cluster.dir)/c.bin"
+        try writeRandomFile(source, count: 4096, seed: 33)
+        let id = try await c.request("attach.add", ["path": .string(source)])["attachment"]?.objectValue?["id"]?.stringValue ?? ""
+        func attachmentState(at node: TestNode) async throws -> String? {
+            try await node.request("attach.list")["attachments"]?.arrayValue?.compactMap(\.objectValue).first { $0["id"]?.stringValue == id }?["state"]?.stringValue
+        }
+        for node in [a, b] { try await eventually("\(node.name) to know c's attachment") { try await attachmentState(at: node) != nil } }
+        let mallory = try await Mallory(linkedTo: a, key: cluster.key)
+        let links = [mallory, try await Mallory(linkedTo: b, key: cluster.key, as: mallory), try await Mallory(linkedTo: c, key: cluster.key, as: mallory)]
+        var before: [Int64] = []
+        for node in [a, b, c] { before.append(try await refused(.journalRemoveNotAllowed, at: node)) }
+        for link in links { try link.broadcast(.remove(id: id)) }
+        for (node, count) in zip([a, b, c], before) {
+            try await eventually("\(node.name) to refuse mallory's remove") { try await refused(.journalRemoveNotAllowed, at: node) > count }
+            let held = try await attachmentState(at: node)
+            #expect(held != nil && held != "removed", "\(node.name) holds c's attachment as \(held ?? "nothing")")
+        }
+        await expectFailure(.notMember, what: "b removing c's attachment") { _ = try await b.request("attach.remove", ["id": .string(id)]) }
+        #expect(try await attachmentState(at: b) != "removed")
+        _ = try await c.request("attach.remove", ["id": .string(id)])
+        for node in [a, b, c] { try await eventually("\(node.name) to remove c's attachment") { try await attachmentState(at: node) == "removed" } }
     }
 }

@@ -45,7 +45,9 @@ struct JournalTests {
         try await eventually("cat to list it") { jc.currentAttachments.map(\.id) == [added.id] }
         #expect(try await jc.currentAttachments[0].load(Data.self) == bytes)
 
-        try await jb.remove(attachment: seen)
+        // Only its uploader (or an admin) removes an attachment (issue 33): ben may not, ann may.
+        await #expect(throws: HuddleKitError.self) { try await jb.remove(attachment: seen) }
+        try await ja.remove(attachment: added)
         try await eventually("ann's list to be empty") { ja.currentAttachments.isEmpty }
         try await eventually("ben's sequence to end with an empty list") { await lists.elements.last?.isEmpty == true }
         do {

@@ -80,6 +80,22 @@ extension SWIMInstance {
 
     /// `from` claims `id` suspect (`failed` false) or failed at `incarnation`; `checked` when the
     /// claim is this member's own (its signature needs no check).
+    ///
+    /// Authority per member (issue 33, item 3): only this member's own decision — its suspicion
+    /// timer running out (`suspicionTimers`) — moves a member to `failed` here. Another member's
+    /// claim, `suspect` or `failed` alike, only starts a suspicion the member can refute (then the
+    /// claimer is its first suspecter), or confirms a running one as an independent suspecter
+    /// (Lifeguard §IV.B); it is gossiped on as it came, so the member hears it and refutes. An
+    /// honest member's `failed`, gossiped after its own timeout, therefore still converges: every
+    /// member that did not suspect the member yet starts its own timer from it, and fails the
+    /// member when that runs out, at most one maximum suspicion timeout later.
+    ///
+    /// A claim about another member counts only from a live (alive or suspect) claimer
+    /// (`Refusal.claimerNotLive`), and one that would start a suspicion only within the claimer's
+    /// rate (`SWIMClaimLimits`, `SWIMSettings.claimSuspicionsPerWindow`; `Refusal.claimRate`).
+    /// A claim about this member is refuted whenever a known member signed it, whatever that
+    /// member's state here: it may be live elsewhere, and a refutation is the safe answer; only a
+    /// live claimer's claim within its rate worsens local health.
     mutating func applyClaim(failed: Bool, about id: MemberID, incarnation: UInt64, from: MemberID, signature: [UInt8],
                              checked: Bool, now: Double, into actions: inout [SWIMAction]) {
         func verifies() -> Bool {
@@ -92,34 +108,28 @@ extension SWIMInstance {
             // Only this member raises its incarnation: a claim above it names a record that never was.
             guard incarnation == local.incarnation else { refuse(.claimAboveIncarnation, into: &actions); return }
             guard verifies() else { refuse(.unsignedClaim, into: &actions); return }
-            refute(incarnation)
+            // Refuted whatever its claimer's rate (others may believe it), but only a live
+            // claimer's claim within its rate is a hint that this member is the slow one: a hostile
+            // member's stream of claims cannot stretch this member's probing eightfold.
+            let live = members[from].map { Self.isLive($0.state) } ?? false
+            refute(incarnation, slower: live && admitsSuspicion(by: from, of: id, now: now))
             return
         }
-        guard var m = members[id], incarnation == m.incarnation else { return }
+        // `checked`: this member's own claim. One in its name from elsewhere is an echo (or a forgery).
+        let own = checked
+        if !own && from == local.id {
+            if !verifies() { refuse(.unsignedClaim, into: &actions) }
+            return
+        }
+        guard var m = members[id], incarnation == m.incarnation, Self.isLive(m.state) else { return }
+        if !own, let claimer = members[from], !Self.isLive(claimer.state) {
+            refuse(.claimerNotLive, into: &actions)
+            return
+        }
         let gossip: SWIMGossip = failed ? .failed(id, incarnation: incarnation, from: from, signature: signature)
                                         : .suspect(id, incarnation: incarnation, from: from, signature: signature)
-        switch (m.state, failed) {
-        case (.suspect, false):
-            // Lifeguard §IV.B: an independent suspecter shortens the timeout; pass it on once.
-            guard var s = suspicions[id], !s.suspecters.contains(from) else { return }
-            guard verifies() else { refuse(.unsignedClaim, into: &actions); return }
-            if s.confirm(from) {
-                suspicions[id] = s
-                broadcasts.enqueue(gossip)
-            }
-        case (.alive, false):
-            guard verifies() else { refuse(.unsignedClaim, into: &actions); return }
-            m.state = .suspect
-            m.claim = MemberClaim(from: from, signature: signature)
-            members[id] = m
-            let bounds = suspicionBounds
-            // With too few members to confirm, wait the minimum (memberlist `suspectNode`).
-            let k = liveCount - 2 < settings.suspicionConfirmations ? 0 : settings.suspicionConfirmations
-            suspicions[id] = SWIMSuspicion(from: from, k: k, min: bounds.min, max: bounds.max, now: now)
-            broadcasts.enqueue(gossip)
-            actions.append(.emit(.suspect, m))
-        case (.alive, true), (.suspect, true):
-            guard verifies() else { refuse(.unsignedClaim, into: &actions); return }
+        if failed && own {
+            // This member's own suspicion ran out: the only way a member fails here.
             m.state = .failed
             m.claim = MemberClaim(from: from, signature: signature)
             members[id] = m
@@ -128,7 +138,35 @@ extension SWIMInstance {
             liveCount -= 1
             broadcasts.enqueue(gossip)
             actions.append(.emit(.failed, m))
-        case (.failed, _), (.left, _):
+            return
+        }
+        switch m.state {
+        case .suspect:
+            // Lifeguard §IV.B: an independent suspecter shortens the timeout; pass it on once.
+            guard var s = suspicions[id], !s.suspecters.contains(from) else { return }
+            guard verifies() else { refuse(.unsignedClaim, into: &actions); return }
+            if s.confirm(from) {
+                suspicions[id] = s
+                broadcasts.enqueue(gossip)
+            }
+        case .alive:
+            guard verifies() else { refuse(.unsignedClaim, into: &actions); return }
+            let bounds = suspicionBounds
+            guard own || admitsSuspicion(by: from, of: id, now: now) else {
+                refuse(.claimRate, into: &actions)
+                return
+            }
+            m.state = .suspect
+            // The record carries a suspect claim only (push-pull, the buddy probe): a `failed`
+            // claim's signature is not one, so the suspicion started by it carries none.
+            m.claim = failed ? nil : MemberClaim(from: from, signature: signature)
+            members[id] = m
+            // With too few members to confirm, wait the minimum (memberlist `suspectNode`).
+            let k = liveCount - 2 < settings.suspicionConfirmations ? 0 : settings.suspicionConfirmations
+            suspicions[id] = SWIMSuspicion(from: from, k: k, min: bounds.min, max: bounds.max, now: now)
+            broadcasts.enqueue(gossip)
+            actions.append(.emit(.suspect, m))
+        case .failed, .left:
             break
         }
     }
@@ -157,14 +195,21 @@ extension SWIMInstance {
         if refusals.add(reason) { actions.append(.refused(reason)) }
     }
 
+    /// Whether `claimer` may start a suspicion of `subject` now (its rate, `SWIMClaimLimits`);
+    /// when it may, the start is counted.
+    mutating func admitsSuspicion(by claimer: MemberID, of subject: MemberID, now: Double) -> Bool {
+        claimLimits.admit(claimer: claimer, subject: subject, now: now, window: settings.claimWindow,
+                          perWindow: settings.claimSuspicionsPerWindow, subjectGap: suspicionBounds.max)
+    }
+
     /// Someone believes we are suspect or failed at our incarnation: outbid it and say so
     /// (SWIM §4.2). Being suspected hints that we are the slow one, so local health worsens
-    /// (Lifeguard §IV.A, memberlist `refute`).
-    mutating func refute(_ incarnation: UInt64) {
+    /// (Lifeguard §IV.A, memberlist `refute`) when `slower`.
+    mutating func refute(_ incarnation: UInt64, slower: Bool = true) {
         guard local.state != .left else { return }
         local.incarnation = max(local.incarnation, incarnation) + 1
         signLocal()
         broadcasts.enqueue(.alive(local))
-        awareness.apply(1)
+        if slower { awareness.apply(1) }
     }
 }

@@ -86,7 +86,9 @@ extension SWIMInstance {
     /// half only learned it when a re-merge push-pull happened to pick it (10–20 s apart per
     /// member): 40 s after a 100-member partition healed, 19 members were still failed on the
     /// far side. A record at a higher incarnation is taken (the member signed it), and its claim
-    /// left to our own probes: never an instant failure.
+    /// left to our own probes: never an instant failure. A claim is passed on to its member only
+    /// when its claimer is live here (nothing from a failed or left member counts); the member
+    /// checks the signature itself.
     public mutating func receivePushPull(_ state: [MemberInfo], join: Bool, from: String, now: Double) -> [SWIMAction] {
         start(now)
         guard local.state != .left else { return [] }
@@ -111,6 +113,7 @@ extension SWIMInstance {
                         // The member's own newer record; the claim on it is left to our own probes.
                         applyAlive(info, now: now, into: &actions)
                     } else if info.incarnation == known.incarnation, known.state == .alive, let claim = info.claim,
+                              members[claim.from].map({ Self.isLive($0.state) }) ?? false,
                               told < Self.claimsToldPerPushPull,
                               now - (claimToldAt[info.id] ?? -.infinity) >= Self.claimRetell {
                         // Once per member per `claimRetell`: repeated push-pulls (a hostile member

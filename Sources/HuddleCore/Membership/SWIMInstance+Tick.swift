@@ -178,7 +178,7 @@ extension SWIMInstance {
     /// Drops members from the table (reaped, or making room for a new one).
     mutating func forget(_ gone: Set<MemberID>) {
         guard !gone.isEmpty else { return }
-        for id in gone { downSince[id] = nil; members[id] = nil; suspicions[id] = nil; claimToldAt[id] = nil }
+        for id in gone { downSince[id] = nil; members[id] = nil; suspicions[id] = nil; claimToldAt[id] = nil; claimLimits.forget(id) }
         probeOrder.removeAll { gone.contains($0) }
         probeIndex = min(probeIndex, probeOrder.count)
     }

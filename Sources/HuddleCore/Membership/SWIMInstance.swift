@@ -35,6 +35,11 @@ import Darwin
 ///   suspecter about the incarnation the member itself signed (`signer`); a claim changes the
 ///   member's state, never its record. Nobody but a member raises its incarnation, so a claim about
 ///   this member above its own incarnation is refused rather than refuted (`refusals`);
+/// - authority per member: only this member's own suspicion timeout fails a member here; another
+///   member's `failed` claim only starts a suspicion the member can refute (or confirms a running
+///   one), claims about others count only from a live claimer, and each claimer starts at most one
+///   suspicion per subject per maximum suspicion timeout and `claimSuspicionsPerWindow` per
+///   `claimWindow` (`applyClaim`, `SWIMClaimLimits`);
 /// - `joined` is emitted once per member, when it is first known; then `suspect`, `alive` (refuted
 ///   after suspect or failed), `failed`, `left` and `updated` (name or address changed) as they happen.
 public struct SWIMInstance: Sendable {
@@ -63,6 +68,8 @@ public struct SWIMInstance: Sendable {
     var seq: UInt32 = 0
     /// Alive and suspect members, self included while it has not left.
     public internal(set) var liveCount = 1
+    /// Suspicions other members' claims started here lately, per claimer (their rate limit).
+    var claimLimits = SWIMClaimLimits()
     /// When each member was last told of a claim that it failed (`receivePushPull`).
     var claimToldAt: [MemberID: Double] = [:]
     /// Records refused, by reason (a record naming another node key for a known member, …).

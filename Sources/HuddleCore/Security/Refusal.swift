@@ -10,10 +10,19 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     case unsolicitedCatchUp = "unsolicited_catch_up"
     /// A journal entry announced by another member than the attachment's uploader.
     case journalNotByUploader = "journal_not_by_uploader"
+    /// A journal `remove` announced by a member that neither uploaded the attachment nor is an
+    /// admin, or carried by a catch-up (which names no one).
+    case journalRemoveNotAllowed = "journal_remove_not_allowed"
     /// A membership record (`alive`, `left`) not signed by the member it is about.
     case unsignedRecord = "unsigned_record"
     /// A `suspect` or `failed` claim not signed by a known member.
     case unsignedClaim = "unsigned_claim"
+    /// A `suspect` or `failed` claim about another member by a claimer this member holds failed or
+    /// left: only a live member's claims count.
+    case claimerNotLive = "claimer_not_live"
+    /// A claim that would start a suspicion beyond its claimer's rate (`SWIMSettings.claimSuspicionsPerWindow`,
+    /// one per subject within the suspicion's maximum timeout).
+    case claimRate = "claim_rate"
     /// A claim about this member above its own incarnation (only it raises its incarnation).
     case claimAboveIncarnation = "claim_above_incarnation"
     /// A link from a peer that is not a member while `SessionCore.strangerLinkLimit` such links are up.

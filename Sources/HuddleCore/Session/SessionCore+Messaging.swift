@@ -173,9 +173,11 @@ extension SessionCore {
         journalBroadcast(.add(manifest, key: key), now: now)
     }
 
-    /// Removes an attachment from the session's journal; false when there is no such live attachment.
-    public mutating func removeAttachment(_ id: String, now: Double) -> [SessionEffect]? {
-        guard let record = journal.records[id], !record.removed else { return nil }
+    /// Removes an attachment from the session's journal: only its uploader or an admin may
+    /// (`mayRemoveAttachment`); refused when there is no such live attachment, or when this member may not.
+    public mutating func removeAttachment(_ id: String, now: Double) throws(RemoveRefusal) -> [SessionEffect] {
+        guard let record = journal.records[id], !record.removed else { throw .notFound(id) }
+        guard mayRemoveAttachment(record.manifest, by: local) else { throw .notUploaderOrAdmin(id) }
         return journalBroadcast(.remove(id: id), now: now)
     }
 

@@ -487,13 +487,18 @@ public struct SessionCore: Sendable {
     /// Applies a journal entry from a delivered broadcast of `origin`, or (nil) from a joiner
     /// catch-up. An add must name the uploader's pinned node key (an uploader long gone is checked
     /// by the manifest's own signature alone), and by broadcast only its uploader announces it:
-    /// the broadcast's signature is then the uploader's pinned key.
+    /// the broadcast's signature is then the uploader's pinned key. A remove counts only from the
+    /// attachment's uploader or an admin (`removeAllowed`).
     mutating func applyJournalEntry(_ entry: JournalEntry, announcedBy origin: MemberID?, now: Double) -> [SessionEffect] {
-        if case let .add(manifest, _) = entry {
+        switch entry {
+        case let .add(manifest, _):
             let pinned = swim.members[manifest.uploader].map { $0.node == manifest.uploaderNode } ?? true
             guard pinned, origin.map({ $0 == manifest.uploader }) ?? true else {
                 return refuse(.journalNotByUploader)
             }
+        case let .remove(id):
+            guard let allowed = removeAllowed(id, announcedBy: origin) else { return [] }
+            guard allowed else { return refuse(.journalRemoveNotAllowed) }
         }
         return journal.apply(entry, now: now).map(SessionEffect.journal)
     }

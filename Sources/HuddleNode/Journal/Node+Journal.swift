@@ -70,7 +70,16 @@ extension Node {
     }
 
     func removeAttachment(_ id: String) throws(ControlError) {
-        guard let effects = core.removeAttachment(id, now: now) else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
+        let effects: [SessionEffect]
+        do {
+            effects = try core.removeAttachment(id, now: now)
+        } catch {
+            switch error {
+            case .notFound: throw ControlError(code: .notFound, message: "no attachment \(id)")
+            case .notUploaderOrAdmin:
+                throw ControlError(code: .notMember, message: "only the uploader of attachment \(id) or an admin of the session may remove it")
+            }
+        }
         execute(effects)
     }
 

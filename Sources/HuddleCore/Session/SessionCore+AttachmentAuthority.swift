@@ -1,0 +1,38 @@
+/// Who may remove an attachment from the session's journal (issue 33, item 3).
+///
+/// Guarantees: a `remove` entry counts only when its broadcast's origin (whose signature the
+/// broadcast layer checked under its pinned node key) is the attachment's uploader — the member
+/// id the manifest names, or a member holding the uploader's node key (the same node after a
+/// restart) — or an admin of the session. Any other remove is refused at every member and
+/// counted (`Refusal.journalRemoveNotAllowed`); so is a remove that names no origin (a catch-up
+/// carries live attachments only, never removals). A remove of an attachment unknown here, or
+/// removed already, changes nothing. This member asking to remove an attachment it may not gets
+/// `RemoveRefusal.notUploaderOrAdmin`, and nothing is broadcast.
+extension SessionCore {
+    /// Why this member may not remove an attachment.
+    public enum RemoveRefusal: Error, Sendable, Equatable {
+        /// No live attachment has this id.
+        case notFound(String)
+        /// This member neither uploaded the attachment nor is an admin.
+        case notUploaderOrAdmin(String)
+    }
+
+    /// Whether `member` may remove the attachment `manifest` names: its uploader or an admin.
+    func mayRemoveAttachment(_ manifest: Manifest, by member: MemberID) -> Bool {
+        if member == manifest.uploader { return true }
+        guard let node = member == local ? identity.publicKey : swim.members[member]?.node else { return false }
+        return node == manifest.uploaderNode || isAdmin(node)
+    }
+
+    /// Whether `node` is an admin of the session (admins may remove any attachment). With no
+    /// admins set nobody is, and only an attachment's uploader removes it.
+    func isAdmin(_ node: [UInt8]) -> Bool { epochs.settings.admins.contains(node) }
+
+    /// Whether a `remove` of attachment `id` announced by `origin` (nil: from a catch-up) is applied.
+    /// Nil when there is nothing to decide (unknown here, or removed already).
+    func removeAllowed(_ id: String, announcedBy origin: MemberID?) -> Bool? {
+        guard let record = journal.records[id], !record.removed else { return nil }
+        guard let origin else { return false }
+        return mayRemoveAttachment(record.manifest, by: origin)
+    }
+}
