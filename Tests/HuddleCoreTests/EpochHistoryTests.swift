@@ -80,6 +80,7 @@ import Testing
         // older one (it loses to the branch that removes it).
         var rng = SWIMRandom(seed: 9)
         var stale = EpochHistory(key: heldByThree[0], identity: g.members[3].identity, local: MemberID(raw: 4))
+        _ = stale.receive(first, now: 6) // the change that made its epoch: it learns the roster to carry
         let onTop = try stale.rekey(members: g.nodes, now: 6, using: &rng)
         let headBefore = g.members[0].head
         #expect(g.members[0].receive(onTop, now: 6) == .recorded, "a sibling of its removal, made by the removed, never wins")

@@ -18,6 +18,9 @@ struct EpochGroup {
             seedBytes[31] = UInt8(truncatingIfNeeded: seed)
             return EpochHistory(key: genesis, identity: Identity(seed: seedBytes), local: MemberID(raw: UInt64(i + 1)), settings: settings)
         }
+        // Every member of the group is proven to every other (each knows the others' member records).
+        let all = Set(members.map(\.nodeKey))
+        for i in members.indices { _ = members[i].prove(all, now: 0) }
     }
 
     func node(_ i: Int) -> [UInt8] { members[i].nodeKey }

@@ -53,6 +53,10 @@ public enum EpochError: Error, Sendable, Equatable {
     case tooMany
     /// This member holds the current key by a grant, not by the roster: only the roster makes the next epoch.
     case notOnRoster
+    /// This member started at the current epoch (from its key file) and has not seen the change
+    /// that made it: it does not know the roster the next one must carry. Peers hand that change
+    /// over when a link comes up.
+    case rosterUnknown
     /// The new key could not be sealed to a roster node key (never for keys `SealedBox.canSeal` accepts).
     case cannotSeal
     /// The epoch rules refused the change this member made (they never should: a bug).
@@ -70,6 +74,9 @@ public struct EpochSettings: Sendable {
     public var maxWaiting = 32
     /// Most removed node keys remembered beyond the changes that removed them.
     public var maxRemembered = 4096
+    /// Most equivocations whose evidence (the two changes) is kept; the equivocators themselves
+    /// are remembered up to `maxRemembered`.
+    public var maxEvidence = 16
     /// Most keys a handshake tries (the current one first, then newest to oldest).
     public var maxHandshakeKeys = 32
     /// How long after a removal is found lost (its change lost to a concurrent one) every member on
