@@ -222,4 +222,33 @@ import Testing
             #expect(g.members[i].admission(of: g.node(Self.hostile), holding: g.genesis.head, now: 22) == .refused(.removedNode))
         }
     }
+
+    /// A member making changes as fast as it can: every member keeps at most `changesPerMaker` of
+    /// its changes per `changeWindow`; the rest wait, and go on once the window has room. The
+    /// member itself makes no more until then.
+    @Test func changesAreRateLimitedPerMaker() throws {
+        var settings = EpochSettings()
+        settings.changesPerMaker = 3
+        settings.changeWindow = 60
+        var g = EpochGroup(3, seed: 47, settings: settings, rateLimited: true)
+        let spammer = g.members[Self.hostile]
+        var made: [EpochChange] = []
+        for t in 0..<6 {
+            // Its own history without the limit (a hostile member does not check itself).
+            var unlimited = EpochHistory(key: g.genesis, identity: spammer.identity, local: spammer.local)
+            for c in made { _ = unlimited.receive(c, now: Double(t)) }
+            _ = unlimited.prove(Set(g.nodes), now: Double(t))
+            made.append(try unlimited.rekey(members: g.nodes, now: Double(t), using: &g.rng))
+        }
+        for c in made { _ = g.members[Self.honest].receive(c, now: 10) }
+        #expect(g.members[Self.honest].epoch == 3, "only three of its changes within the window")
+        #expect(g.members[Self.honest].waiting.count == 3)
+        #expect(g.members[Self.honest].prove(Set(g.nodes), now: 40) == .recorded, "still within the window")
+        #expect(g.members[Self.honest].epoch == 3)
+        _ = g.members[Self.honest].prove(Set(g.nodes), now: 71)
+        #expect(g.members[Self.honest].epoch == 6, "the window has room again: the rest go on")
+        // An honest member stops itself at the limit.
+        for t in 0..<3 { _ = try g.rekey(Self.other, now: Double(100 + t)) }
+        #expect(throws: EpochError.rateLimited(until: 160)) { try g.rekey(Self.other, now: 103) }
+    }
 }

@@ -8,7 +8,11 @@ struct EpochGroup {
     var rng: SWIMRandom
     let genesis: SessionKey
 
-    init(_ count: Int, seed: UInt64, settings: EpochSettings = EpochSettings()) {
+    /// `rateLimited`: keep `EpochSettings.changesPerMaker` (most tests make changes faster than a
+    /// member may, to exercise the other rules).
+    init(_ count: Int, seed: UInt64, settings: EpochSettings = EpochSettings(), rateLimited: Bool = false) {
+        var settings = settings
+        if !rateLimited { settings.changesPerMaker = .max }
         rng = SWIMRandom(seed: seed)
         var keyRNG = SWIMRandom(seed: seed ^ 0x5EED)
         let genesis = (try? SessionKey(bytes: randomBytes(32, &keyRNG))) ?? SessionKey.generate()

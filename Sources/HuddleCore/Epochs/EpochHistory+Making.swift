@@ -33,7 +33,8 @@ extension EpochHistory {
     public var reissueDeadline: Double? {
         guard let since = pendingSince, current != nil, !isRemoved, mayMake(nodeKey),
               entries[head]?.roster?.contains(nodeKey) ?? true else { return nil }
-        return designatedReissuer == nodeKey ? since : since + settings.reissueDelay
+        let due = designatedReissuer == nodeKey ? since : since + settings.reissueDelay
+        return max(due, nextAllowed(nodeKey, now: due))
     }
 
     /// The member that re-issues at once: the lowest node key among the makers of the changes that
@@ -64,6 +65,7 @@ extension EpochHistory {
         guard entries[head]?.roster?.contains(nodeKey) ?? true else { throw .notOnRoster }
         // A receiver refuses a roster that leaves out one of the head's: this member must know it.
         guard entries[head]?.roster != nil || epoch == 0 else { throw .rosterUnknown }
+        guard withinRate(nodeKey, now: now) else { throw .rateLimited(until: nextAllowed(nodeKey, now: now)) }
         let removed = sortedUnique(removing + pendingRemovals)
         guard removed.count <= EpochChange.maxRemoved else { throw .tooMany }
         for node in members { lastSeen[node] = now }

@@ -146,6 +146,8 @@ public struct EpochHistory: Sendable {
     public private(set) var pendingSince: Double?
     /// Heads whose key this member tried to open and could not (not tried again).
     var unopenable: Set<[UInt8]> = []
+    /// When each maker's changes were kept here, within the last `changeWindow` (the rate limit).
+    var madeAt: [[UInt8]: [Double]] = [:]
     /// Node keys proven to this member (`prove`): a new roster may add only these.
     var proven: Set<[UInt8]> = []
     /// Node keys that signed two changes on one parent: removed, by their own evidence, for good.
@@ -215,7 +217,7 @@ public struct EpochHistory: Sendable {
         if entries[hash] != nil || waiting.contains(where: { $0.hash == hash }) { return .duplicate }
         if let reason = change.validate() { return .refused(reason) }
         let before = (head: head, removed: isRemoved, key: current)
-        guard entries[change.parent] != nil, isProven(change) else {
+        guard entries[change.parent] != nil, isProven(change), withinRate(change.makerNode, now: now) else {
             if entries[change.parent] == nil, change.epoch <= entries[root]?.epoch ?? 0 { return .refused(.epochStale) }
             waiting.append((hash, change))
             if waiting.count > settings.maxWaiting { waiting.removeFirst(waiting.count - settings.maxWaiting) }
@@ -272,6 +274,7 @@ public struct EpochHistory: Sendable {
         }
         entries[hash] = Entry(change: change, epoch: change.epoch, parent: change.parent, roster: Set(change.roster),
                               removed: change.removed, makerNode: change.makerNode)
+        madeAt[change.makerNode, default: []].append(now)
         entries[change.parent]?.children.append(hash)
         return nil
     }
@@ -281,7 +284,7 @@ public struct EpochHistory: Sendable {
         var progress = true
         while progress {
             progress = false
-            for (i, (hash, change)) in waiting.enumerated() where entries[change.parent] != nil && isProven(change) {
+            for (i, (hash, change)) in waiting.enumerated() where entries[change.parent] != nil && isProven(change) && withinRate(change.makerNode, now: now) {
                 waiting.remove(at: i)
                 _ = insert(change, hash: hash, now: now)
                 progress = true
@@ -296,6 +299,16 @@ public struct EpochHistory: Sendable {
         if let parent = entries[hash]?.parent { entries[parent]?.children.removeAll { $0 == hash } }
         forget(subtree: hash)
     }
+
+    /// When `maker` may have its next change kept here (`now` or earlier when it may now).
+    func nextAllowed(_ maker: [UInt8], now: Double) -> Double {
+        let recent = (madeAt[maker] ?? []).filter { now - $0 < settings.changeWindow }
+        guard recent.count >= settings.changesPerMaker, let oldest = recent.min() else { return now }
+        return oldest + settings.changeWindow
+    }
+
+    /// Whether `maker` may have a change kept here now (fewer than `changesPerMaker` in the window).
+    func withinRate(_ maker: [UInt8], now: Double) -> Bool { nextAllowed(maker, now: now) <= now }
 
     /// Records that `a` and `b` prove their maker equivocated (once per maker; the evidence kept is bounded).
     mutating func noteEquivocation(_ a: EpochChange, _ b: EpochChange) {
@@ -378,6 +391,10 @@ public struct EpochHistory: Sendable {
             for (node, _) in lastSeen.sorted(by: { $0.value < $1.value }).prefix(lastSeen.count - seenBound) { lastSeen[node] = nil }
         }
         unopenable = unopenable.filter { entries[$0] != nil }
+        madeAt = madeAt.compactMapValues { times in
+            let recent = times.filter { now - $0 < settings.changeWindow }
+            return recent.isEmpty ? nil : recent
+        }
         if rememberedRemovals.count > settings.maxRemembered { rememberedRemovals.removeFirst(rememberedRemovals.count - settings.maxRemembered) }
     }
 

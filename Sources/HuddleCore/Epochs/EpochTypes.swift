@@ -59,6 +59,9 @@ public enum EpochError: Error, Sendable, Equatable {
     case rosterUnknown
     /// The new key could not be sealed to a roster node key (never for keys `SealedBox.canSeal` accepts).
     case cannotSeal
+    /// This member made `EpochSettings.changesPerMaker` changes within the last
+    /// `EpochSettings.changeWindow` seconds: it may make the next one at `at`.
+    case rateLimited(until: Double)
     /// The epoch rules refused the change this member made (they never should: a bug).
     case refused(Refusal)
 }
@@ -82,6 +85,12 @@ public struct EpochSettings: Sendable {
     /// How long after a removal is found lost (its change lost to a concurrent one) every member on
     /// the roster re-issues it, when the member designated to do so has not.
     public var reissueDelay: Double = 30
+    /// Most changes one maker has kept here within `changeWindow` seconds: a change beyond waits
+    /// (with the changes waiting for their parent) until the window has room, and this member makes
+    /// none beyond (`EpochError.rateLimited`). Bounds how often a member makes every other rewrite
+    /// its key file and hand out keys, and how fast it spends the `maxChanges` history.
+    public var changesPerMaker = 8
+    public var changeWindow: Double = 60
     /// Node keys that may make epoch changes; empty means every member may (`--admins`).
     public var admins: Set<[UInt8]> = []
 
