@@ -217,6 +217,7 @@ import Testing
         let reference = g.members[honest[0]]
         for i in honest {
             #expect(g.members[i].removedNodes[g.node(Self.hostile)] != nil, "seed \(seed): member \(i) forgot the removal")
+            #expect(g.members[i].chain.contains(removal.hash), "seed \(seed): member \(i): a sibling of an older change outran the removal")
             #expect(g.members[i].head == reference.head && g.members[i].current != nil && g.members[i].current == reference.current, "seed \(seed): member \(i)")
             #expect(!(g.members[i].roster ?? []).contains(g.node(Self.hostile)), "seed \(seed): member \(i): the removed key is on the roster")
             #expect(g.members[i].admission(of: g.node(Self.hostile), holding: g.genesis.head, now: 22) == .refused(.removedNode))

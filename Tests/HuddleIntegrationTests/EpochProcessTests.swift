@@ -1,6 +1,8 @@
 import Foundation
+import HuddleAdversary
 import HuddleTestSupport
 import HuddleControl
+import HuddleCore
 import HuddleCrypto
 import HuddleSim
 import Testing
@@ -259,5 +261,52 @@ struct EpochProcessTests {
         let key = try SessionKey.load(from: keyOut)
         let original = try SessionKey.load(from: cluster.key)
         #expect(key.epoch == 1 && key.sessionID == original.sessionID && key != original, "the paired node holds the current epoch's key, in the same session")
+    }
+}
+
+/// Issue 33: a hostile member that holds the key, speaking the protocol with our own codec
+/// (`AdversaryLink`), against real nodes.
+extension EpochProcessTests {
+    /// Mallory rekeys with the roster {herself}, the lowest hash of many she signs, and sends it
+    /// to every honest node. Each refuses it (`epoch_roster_omits_member`) and stays where it is;
+    /// then an honest node removes her and another rotates. Before: all three moved to an epoch
+    /// whose key they did not hold, and `remove` and `rekey` failed with `not_member` everywhere.
+    @Test func aRosterOfTheMakerAloneLocksNobodyOut() async throws {
+        let cluster = try TestCluster("capture")
+        defer { cluster.shutdown() }
+        var nodes: [TestNode] = []
+        for name in ["a", "b", "c"] { nodes.append(try await startOwnKey(cluster, name)) }
+        try await cluster.waitForFullMesh(3)
+        let key = try SessionKey.load(from: cluster.key)
+        let mallory = Identity.generate()
+        let info = MemberInfo(id: MemberID(raw: UInt64.random(in: 1...(1 << 52))), node: mallory.publicKey, name: "mallory",
+                              addr: "127.0.0.1:9").signed(by: mallory)
+        var links: [AdversaryLink] = []
+        defer { for link in links { link.close() } }
+        for node in nodes {
+            let link = try AdversaryLink(addr: node.addr, key: key, identity: mallory, info: info)
+            try link.write(.pushPull(SWIMPushPull(join: false, members: [info])))
+            links.append(link)
+        }
+        var capture: EpochChange?
+        for _ in 0..<64 {
+            let change = try EpochChange.make(session: key.sessionID, epoch: 1, parent: key.head, maker: info.id, identity: mallory,
+                                              removed: [], roster: [mallory.publicKey],
+                                              key: (0..<32).map { _ in UInt8.random(in: 0...255) }, sealSeed: (0..<32).map { _ in UInt8.random(in: 0...255) })
+            if capture.map({ change.hash.lexicographicallyPrecedes($0.hash) }) ?? true { capture = change }
+        }
+        let change = try #require(capture)
+        for link in links { try link.write(.epochChanges([change])) }
+        for node in nodes {
+            try await eventually("\(node.name) to refuse the roster of mallory alone") {
+                field(try await node.request("stats"), "refused", Refusal.epochRosterOmitsMember.rawValue) > 0
+            }
+            #expect(try await epoch(node) == 0, "\(node.name) moved to an epoch whose key it does not hold")
+        }
+        let reply = try await nodes[0].request("remove", ["member": .string(hexString(mallory.publicKey))], within: 60)
+        #expect(reply["epoch"]?.intValue == 1)
+        for node in nodes { try await eventually("\(node.name) on epoch 1") { try await epoch(node) == 1 } }
+        _ = try await nodes[1].request("rekey", within: 60)
+        for node in nodes { try await eventually("\(node.name) on epoch 2") { try await epoch(node) == 2 } }
     }
 }
