@@ -310,3 +310,74 @@ extension EpochProcessTests {
         for node in nodes { try await eventually("\(node.name) on epoch 2") { try await epoch(node) == 2 } }
     }
 }
+
+extension EpochProcessTests {
+    /// Mallory makes epoch 1 with her puppet on the roster; an honest node removes her; then the
+    /// puppet signs siblings of Mallory's change, each ground to a lower hash, that hand Mallory
+    /// the key again. No honest node goes back to epoch 1, and Mallory stays removed (from the
+    /// second sibling on the puppet has equivocated: it is removed too, and the session moves on).
+    /// Before: the session went back to epoch 1 each time and her node key was on the roster again.
+    @Test func aPuppetsLowerSiblingNeverUndoesARemoval() async throws {
+        let cluster = try TestCluster("undo")
+        defer { cluster.shutdown() }
+        var nodes: [TestNode] = []
+        for name in ["a", "b", "c"] { nodes.append(try await startOwnKey(cluster, name)) }
+        try await cluster.waitForFullMesh(3)
+        let key = try SessionKey.load(from: cluster.key)
+        var honest: [[UInt8]] = []
+        for node in nodes { honest.append(bytesFromHex(try await node.request("status")["node"]?.stringValue ?? "") ?? []) }
+        let mallory = Identity.generate(), puppet = Identity.generate()
+        func info(_ identity: Identity, _ name: String) -> MemberInfo {
+            MemberInfo(id: MemberID(raw: UInt64.random(in: 1...(1 << 52))), node: identity.publicKey, name: name, addr: "127.0.0.1:9").signed(by: identity)
+        }
+        let (malloryInfo, puppetInfo) = (info(mallory, "mallory"), info(puppet, "puppet"))
+        func linkAll(_ identity: Identity, _ info: MemberInfo) throws -> [AdversaryLink] {
+            try nodes.map { node in
+                let link = try AdversaryLink(addr: node.addr, key: key, identity: identity, info: info)
+                try link.write(.pushPull(SWIMPushPull(join: false, members: [malloryInfo, puppetInfo])))
+                return link
+            }
+        }
+        func change(by identity: Identity, _ info: MemberInfo) throws -> EpochChange {
+            try EpochChange.make(session: key.sessionID, epoch: 1, parent: key.head, maker: info.id, identity: identity, removed: [],
+                                 roster: honest + [mallory.publicKey, puppet.publicKey],
+                                 key: (0..<32).map { _ in UInt8.random(in: 0...255) }, sealSeed: (0..<32).map { _ in UInt8.random(in: 0...255) })
+        }
+        var links = try linkAll(mallory, malloryInfo)
+        defer { for link in links { link.close() } }
+        for node in nodes {
+            try await eventually("\(node.name) to know mallory and her puppet") {
+                let names = (try await node.request("members")["members"]?.arrayValue ?? []).compactMap { $0.objectValue?["name"]?.stringValue }
+                return names.contains("mallory") && names.contains("puppet")
+            }
+        }
+        let first = try change(by: mallory, malloryInfo)
+        for link in links { try link.write(.epochChanges([first])) }
+        for node in nodes { try await eventually("\(node.name) on mallory's epoch 1") { try await epoch(node) == 1 } }
+        _ = try await nodes[0].request("remove", ["member": .string(hexString(mallory.publicKey))], within: 90)
+        for node in nodes { try await eventually("\(node.name) on epoch 2") { try await epoch(node) == 2 } }
+        for round in 0..<3 {
+            var sibling = try change(by: puppet, puppetInfo)
+            while !sibling.hash.lexicographicallyPrecedes(first.hash) { sibling = try change(by: puppet, puppetInfo) }
+            // A fresh link each time (the old key still links a roster member): the puppet may be failed by now.
+            let puppetLinks = round == 0 ? try linkAll(puppet, puppetInfo) : ((try? linkAll(puppet, puppetInfo)) ?? [])
+            links += puppetLinks
+            // From the second sibling on the puppet has equivocated: it is removed, and its links may close.
+            for link in puppetLinks {
+                if round == 0 { try link.write(.epochChanges([sibling])) } else { try? link.write(.epochChanges([sibling])) }
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            for node in nodes {
+                let now = try await epoch(node)
+                #expect(now >= 2, "round \(round): \(node.name) went back to epoch \(now)")
+            }
+        }
+        // Mallory tries to link back with the key of her epoch 1: refused as removed, by everyone.
+        for node in nodes {
+            try await eventually("\(node.name) to refuse mallory's node key") {
+                _ = try? AdversaryLink(addr: node.addr, key: key, identity: mallory, info: malloryInfo).close()
+                return field(try await node.request("stats"), "refused", Refusal.removedNode.rawValue) > 0
+            }
+        }
+    }
+}
