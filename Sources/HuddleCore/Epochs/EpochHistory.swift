@@ -63,6 +63,17 @@ import HuddleCrypto
 //    let in (`admission`, `.behind`) only when a roster of the winning branch names it: the roster
 //    of the epoch where the key's branch meets the winning branch, or of the winning epoch after
 //    it. A losing branch's roster vouches for nobody.
+// 7. **Changes are rate-limited per maker.** A member keeps at most `changesPerMaker` (8) changes of
+//    one maker per `changeWindow` (60 s) of its own clock; more wait (with the changes waiting for
+//    their parent) until the window has room, and a member makes no more itself
+//    (`EpochError.rateLimited`; a due re-issue waits for room). Together with rule 4 (two changes
+//    per maker and parent at most), one member can neither make every other rewrite its key file
+//    and hand out keys at will, nor spend the `maxChanges` history fast. Waiting is not refusing:
+//    every member keeps the same changes in the end, whatever their clocks.
+//
+// Rules 1, 3, 4 and 5 are a function of the changes kept, so they hold whatever order changes
+// arrive in; rule 2's proof and rule 7's window depend on what this member knows when, so they
+// delay a change, never refuse it for good.
 //
 // - **Nobody stranded.** A member that was offline through rotations still holds an older key. The
 //   handshake tries the current key, then the keys of earlier epochs within the grace
@@ -81,17 +92,21 @@ import HuddleCrypto
 //   head's roster.
 // - **Authority.** By default every member on an epoch's roster may make the next epoch (everyone
 //   holding the key is equal). With `admins` set, only those node keys may. Without admins a hostile
-//   member can remove honest ones — its change is signed, so everyone sees who did it — and a
-//   member that only holds the key file of epoch 0 may make the first change (epoch 0 has no
-//   signed roster).
+//   member can remove honest ones — its change is signed, so everyone sees who did it, and a removal
+//   it races against its own removal removes both (rule 3) — and a member that only holds the key
+//   file of epoch 0 may make the first change (epoch 0 has no signed roster; rule 2 still makes it
+//   hand the key to every member that receives it). It cannot lock the others out (rule 2), undo a
+//   removal (rules 1 and 3), fork at will (rule 4) or flood changes (rule 7).
 // - **What a removed member keeps.** Everything it already received: the keys of the epochs it was
 //   on, the messages, attachments and chunk keys sent under them, and whatever it captured on the
 //   wire in those epochs. Nothing made after the change that removed it is readable to it: new
 //   messages, datagrams and attachment keys travel only under the new epoch's subkeys.
 // - **A member restarted from its key file** knows its epoch's key and head but not the rosters
 //   before it: it accepts the first change on top of its epoch from any maker (it checks the
-//   signature, the key check and its own sealed key), and converges with the others as it hears
-//   their changes.
+//   signature, the key check, its own sealed key, that it is on the roster and that every node key
+//   on it is proven), and converges with the others as it hears their changes. It makes no change
+//   before it has seen the change that made its epoch (`EpochError.rosterUnknown`): the next roster
+//   must carry that one's. Every peer hands that change over when a link comes up (`learnRoot`).
 
 /// The epoch core: the pure rules of the session's epoch history — which epoch changes to accept,
 /// which branch the session follows when changes are concurrent, which key this member holds now,
@@ -100,9 +115,12 @@ import HuddleCrypto
 ///
 /// Guarantees: members that hold the same set of changes have the same head and the same removed
 /// node keys, whatever order the changes came in; every member on the head's roster holds the
-/// head's key (it opens it from the change, or from a grant); a removed node key is never handed a
-/// key by a change this member makes, never admitted, never granted; everything it keeps is bounded
-/// by `EpochSettings`. See the note at the top of this file for the rules.
+/// head's key (it opens it from the change, or from a grant); a removed node key stays removed
+/// whichever branch wins, is never handed a key by a change this member makes, never admitted,
+/// never granted, and a change handing it a key loses to its removal; no change that leaves a
+/// member of its parent's roster out without removing it, or adds a node key not proven here, is
+/// kept; an equivocating maker is removed by its own evidence; everything it keeps is bounded by
+/// `EpochSettings`. See the invariants in the note at the top of this file.
 public struct EpochHistory: Sendable {
     /// One epoch this member knows: the root (the epoch it started from, or the oldest it still
     /// remembers), or one made by a kept change.
