@@ -266,6 +266,27 @@ struct EpochProcessTests {
 
 /// Issue 33: a hostile member that holds the key, speaking the protocol with our own codec
 /// (`AdversaryLink`), against real nodes.
+
+/// A hostile member's record, signed by its own node key, under a random member id.
+private func hostileRecord(_ identity: Identity, _ name: String) -> MemberInfo {
+    MemberInfo(id: MemberID(raw: UInt64.random(in: 1...(1 << 52))), node: identity.publicKey, name: name, addr: "127.0.0.1:9").signed(by: identity)
+}
+
+/// Links `identity` to every node in `nodes` with `key` and tells each of `records` (push-pull).
+private func hostileLinks(_ nodes: [TestNode], key: SessionKey, _ identity: Identity, _ info: MemberInfo, records: [MemberInfo]) throws -> [AdversaryLink] {
+    try nodes.map { node in
+        let link = try AdversaryLink(addr: node.addr, key: key, identity: identity, info: info)
+        try link.write(.pushPull(SWIMPushPull(join: false, members: records)))
+        return link
+    }
+}
+
+/// An epoch change signed by `identity` (as `info`) on top of `key`'s epoch, with a fresh random key.
+private func hostileChange(on key: SessionKey, by identity: Identity, _ info: MemberInfo, roster: [[UInt8]]) throws -> EpochChange {
+    try EpochChange.make(session: key.sessionID, epoch: key.epoch + 1, parent: key.head, maker: info.id, identity: identity, removed: [],
+                         roster: roster, key: (0..<32).map { _ in UInt8.random(in: 0...255) }, sealSeed: (0..<32).map { _ in UInt8.random(in: 0...255) })
+}
+
 extension EpochProcessTests {
     /// Mallory rekeys with the roster {herself}, the lowest hash of many she signs, and sends it
     /// to every honest node. Each refuses it (`epoch_roster_omits_member`) and stays where it is;
@@ -279,20 +300,12 @@ extension EpochProcessTests {
         try await cluster.waitForFullMesh(3)
         let key = try SessionKey.load(from: cluster.key)
         let mallory = Identity.generate()
-        let info = MemberInfo(id: MemberID(raw: UInt64.random(in: 1...(1 << 52))), node: mallory.publicKey, name: "mallory",
-                              addr: "127.0.0.1:9").signed(by: mallory)
-        var links: [AdversaryLink] = []
+        let info = hostileRecord(mallory, "mallory")
+        let links = try hostileLinks(nodes, key: key, mallory, info, records: [info])
         defer { for link in links { link.close() } }
-        for node in nodes {
-            let link = try AdversaryLink(addr: node.addr, key: key, identity: mallory, info: info)
-            try link.write(.pushPull(SWIMPushPull(join: false, members: [info])))
-            links.append(link)
-        }
         var capture: EpochChange?
         for _ in 0..<64 {
-            let change = try EpochChange.make(session: key.sessionID, epoch: 1, parent: key.head, maker: info.id, identity: mallory,
-                                              removed: [], roster: [mallory.publicKey],
-                                              key: (0..<32).map { _ in UInt8.random(in: 0...255) }, sealSeed: (0..<32).map { _ in UInt8.random(in: 0...255) })
+            let change = try hostileChange(on: key, by: mallory, info, roster: [mallory.publicKey])
             if capture.map({ change.hash.lexicographicallyPrecedes($0.hash) }) ?? true { capture = change }
         }
         let change = try #require(capture)
@@ -327,21 +340,12 @@ extension EpochProcessTests {
         var honest: [[UInt8]] = []
         for node in nodes { honest.append(bytesFromHex(try await node.request("status")["node"]?.stringValue ?? "") ?? []) }
         let mallory = Identity.generate(), puppet = Identity.generate()
-        func info(_ identity: Identity, _ name: String) -> MemberInfo {
-            MemberInfo(id: MemberID(raw: UInt64.random(in: 1...(1 << 52))), node: identity.publicKey, name: name, addr: "127.0.0.1:9").signed(by: identity)
-        }
-        let (malloryInfo, puppetInfo) = (info(mallory, "mallory"), info(puppet, "puppet"))
+        let (malloryInfo, puppetInfo) = (hostileRecord(mallory, "mallory"), hostileRecord(puppet, "puppet"))
         func linkAll(_ identity: Identity, _ info: MemberInfo) throws -> [AdversaryLink] {
-            try nodes.map { node in
-                let link = try AdversaryLink(addr: node.addr, key: key, identity: identity, info: info)
-                try link.write(.pushPull(SWIMPushPull(join: false, members: [malloryInfo, puppetInfo])))
-                return link
-            }
+            try hostileLinks(nodes, key: key, identity, info, records: [malloryInfo, puppetInfo])
         }
         func change(by identity: Identity, _ info: MemberInfo) throws -> EpochChange {
-            try EpochChange.make(session: key.sessionID, epoch: 1, parent: key.head, maker: info.id, identity: identity, removed: [],
-                                 roster: honest + [mallory.publicKey, puppet.publicKey],
-                                 key: (0..<32).map { _ in UInt8.random(in: 0...255) }, sealSeed: (0..<32).map { _ in UInt8.random(in: 0...255) })
+            try hostileChange(on: key, by: identity, info, roster: honest + [mallory.publicKey, puppet.publicKey])
         }
         var links = try linkAll(mallory, malloryInfo)
         defer { for link in links { link.close() } }
