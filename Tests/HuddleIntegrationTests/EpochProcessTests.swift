@@ -1,6 +1,8 @@
 import Foundation
+import HuddleAdversary
 import HuddleTestSupport
 import HuddleControl
+import HuddleCore
 import HuddleCrypto
 import HuddleSim
 import Testing
@@ -259,5 +261,131 @@ struct EpochProcessTests {
         let key = try SessionKey.load(from: keyOut)
         let original = try SessionKey.load(from: cluster.key)
         #expect(key.epoch == 1 && key.sessionID == original.sessionID && key != original, "the paired node holds the current epoch's key, in the same session")
+    }
+}
+
+/// Issue 33: a hostile member that holds the key, speaking the protocol with our own codec
+/// (`AdversaryLink`), against real nodes.
+
+/// A hostile member's record, signed by its own node key, under a random member id.
+private func hostileRecord(_ identity: Identity, _ name: String) -> MemberInfo {
+    MemberInfo(id: MemberID(raw: UInt64.random(in: 1...(1 << 52))), node: identity.publicKey, name: name, addr: "127.0.0.1:9").signed(by: identity)
+}
+
+/// Links `identity` to every node in `nodes` with `key` and tells each of `records` (push-pull).
+private func hostileLinks(_ nodes: [TestNode], key: SessionKey, _ identity: Identity, _ info: MemberInfo, records: [MemberInfo]) throws -> [AdversaryLink] {
+    try nodes.map { node in
+        let link = try AdversaryLink(addr: node.addr, key: key, identity: identity, info: info)
+        try link.write(.pushPull(SWIMPushPull(join: false, members: records)))
+        return link
+    }
+}
+
+/// An epoch change signed by `identity` (as `info`) on top of `key`'s epoch, with a fresh random key.
+private func hostileChange(on key: SessionKey, by identity: Identity, _ info: MemberInfo, roster: [[UInt8]]) throws -> EpochChange {
+    try EpochChange.make(session: key.sessionID, epoch: key.epoch + 1, parent: key.head, maker: info.id, identity: identity, removed: [],
+                         roster: roster, key: (0..<32).map { _ in UInt8.random(in: 0...255) }, sealSeed: (0..<32).map { _ in UInt8.random(in: 0...255) })
+}
+
+extension EpochProcessTests {
+    /// Mallory rekeys with the roster {herself}, the lowest hash of many she signs, and sends it
+    /// to every honest node. Each refuses it (`epoch_roster_omits_member`) and stays where it is;
+    /// then an honest node removes her and another rotates. Before: all three moved to an epoch
+    /// whose key they did not hold, and `remove` and `rekey` failed with `not_member` everywhere.
+    @Test func aRosterOfTheMakerAloneLocksNobodyOut() async throws {
+        let cluster = try TestCluster("capture")
+        defer { cluster.shutdown() }
+        var nodes: [TestNode] = []
+        for name in ["a", "b", "c"] { nodes.append(try await startOwnKey(cluster, name)) }
+        try await cluster.waitForFullMesh(3)
+        let key = try SessionKey.load(from: cluster.key)
+        let mallory = Identity.generate()
+        let info = hostileRecord(mallory, "mallory")
+        let links = try hostileLinks(nodes, key: key, mallory, info, records: [info])
+        defer { for link in links { link.close() } }
+        var capture: EpochChange?
+        for _ in 0..<64 {
+            let change = try hostileChange(on: key, by: mallory, info, roster: [mallory.publicKey])
+            if capture.map({ change.hash.lexicographicallyPrecedes($0.hash) }) ?? true { capture = change }
+        }
+        let change = try #require(capture)
+        for link in links { try link.write(.epochChanges([change])) }
+        for node in nodes {
+            try await eventually("\(node.name) to refuse the roster of mallory alone") {
+                field(try await node.request("stats"), "refused", Refusal.epochRosterOmitsMember.rawValue) > 0
+            }
+            #expect(try await epoch(node) == 0, "\(node.name) moved to an epoch whose key it does not hold")
+        }
+        let reply = try await nodes[0].request("remove", ["member": .string(hexString(mallory.publicKey))], within: 60)
+        #expect(reply["epoch"]?.intValue == 1)
+        for node in nodes { try await eventually("\(node.name) on epoch 1") { try await epoch(node) == 1 } }
+        _ = try await nodes[1].request("rekey", within: 60)
+        for node in nodes { try await eventually("\(node.name) on epoch 2") { try await epoch(node) == 2 } }
+    }
+}
+
+extension EpochProcessTests {
+    /// Mallory makes epoch 1 with her puppet on the roster; an honest node removes her; then the
+    /// puppet signs siblings of Mallory's change, each ground to a lower hash, that hand Mallory
+    /// the key again. No honest node goes back to epoch 1, and Mallory stays removed (from the
+    /// second sibling on the puppet has equivocated: it is removed too, and the session moves on).
+    /// Before: the session went back to epoch 1 each time and her node key was on the roster again.
+    @Test func aPuppetsLowerSiblingNeverUndoesARemoval() async throws {
+        let cluster = try TestCluster("undo")
+        defer { cluster.shutdown() }
+        var nodes: [TestNode] = []
+        for name in ["a", "b", "c"] { nodes.append(try await startOwnKey(cluster, name)) }
+        try await cluster.waitForFullMesh(3)
+        let key = try SessionKey.load(from: cluster.key)
+        var honest: [[UInt8]] = []
+        for node in nodes { honest.append(bytesFromHex(try await node.request("status")["node"]?.stringValue ?? "") ?? []) }
+        let mallory = Identity.generate(), puppet = Identity.generate()
+        let (malloryInfo, puppetInfo) = (hostileRecord(mallory, "mallory"), hostileRecord(puppet, "puppet"))
+        func linkAll(_ identity: Identity, _ info: MemberInfo) throws -> [AdversaryLink] {
+            try hostileLinks(nodes, key: key, identity, info, records: [malloryInfo, puppetInfo])
+        }
+        func change(by identity: Identity, _ info: MemberInfo) throws -> EpochChange {
+            try hostileChange(on: key, by: identity, info, roster: honest + [mallory.publicKey, puppet.publicKey])
+        }
+        var links = try linkAll(mallory, malloryInfo)
+        defer { for link in links { link.close() } }
+        for node in nodes {
+            try await eventually("\(node.name) to know mallory and her puppet") {
+                let names = (try await node.request("members")["members"]?.arrayValue ?? []).compactMap { $0.objectValue?["name"]?.stringValue }
+                return names.contains("mallory") && names.contains("puppet")
+            }
+        }
+        let first = try change(by: mallory, malloryInfo)
+        for link in links { try link.write(.epochChanges([first])) }
+        for node in nodes { try await eventually("\(node.name) on mallory's epoch 1") { try await epoch(node) == 1 } }
+        _ = try await nodes[0].request("remove", ["member": .string(hexString(mallory.publicKey))], within: 90)
+        for node in nodes { try await eventually("\(node.name) on epoch 2") { try await epoch(node) == 2 } }
+        // The head each node's key file holds: a node that went back, even for a moment, rewrote it.
+        func heads() throws -> [[UInt8]] { try nodes.map { try SessionKey.load(from: "\(cluster.dir)/\($0.name).key").head } }
+        let removalHeads = try heads()
+        for round in 0..<3 {
+            var sibling = try change(by: puppet, puppetInfo)
+            while !sibling.hash.lexicographicallyPrecedes(first.hash) { sibling = try change(by: puppet, puppetInfo) }
+            // A fresh link each time (the old key still links a roster member): the puppet may be failed by now.
+            let puppetLinks = round == 0 ? try linkAll(puppet, puppetInfo) : ((try? linkAll(puppet, puppetInfo)) ?? [])
+            links += puppetLinks
+            // From the second sibling on the puppet has equivocated: it is removed, and its links may close.
+            for link in puppetLinks {
+                if round == 0 { try link.write(.epochChanges([sibling])) } else { try? link.write(.epochChanges([sibling])) }
+            }
+            try await Task.sleep(for: .milliseconds(1000))
+            if round == 0 { #expect(try heads() == removalHeads, "the session left the removal's epoch (and came back by a re-issue)") }
+            for node in nodes {
+                let now = try await epoch(node)
+                #expect(now >= 2, "round \(round): \(node.name) went back to epoch \(now)")
+            }
+        }
+        // Mallory tries to link back with the key of her epoch 1: refused as removed, by everyone.
+        for node in nodes {
+            try await eventually("\(node.name) to refuse mallory's node key") {
+                _ = try? AdversaryLink(addr: node.addr, key: key, identity: mallory, info: malloryInfo).close()
+                return field(try await node.request("stats"), "refused", Refusal.removedNode.rawValue) > 0
+            }
+        }
     }
 }
