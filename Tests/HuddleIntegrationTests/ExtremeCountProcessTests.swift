@@ -47,11 +47,11 @@ import Testing
         try await eventually("a to count the refused datagrams") {
             (try await a.request("stats")["dropped_datagrams"]?.intValue ?? 0) >= before + Int64(refused.count)
         }
-        // The highest suspicion the decoder allows is decoded, and refused: only a raises its own
+        // The highest suspicion the decoder allows (`madeCountLimit`) is decoded, and refused: only a raises its own
         // incarnation, so a claim far above it names a record that never was (it is not refuted,
         // which would let anyone burn a member's incarnations).
         let refusedBefore = try await a.request("stats")["refused"]?.objectValue?["claim_above_incarnation"]?.intValue ?? 0
-        try sendSealed([gossip(7, .suspect(aID, incarnation: top - 1, from: mallory))], to: a.addr)
+        try sendSealed([gossip(7, .suspect(aID, incarnation: WireReader.madeCountLimit, from: mallory))], to: a.addr)
         try await eventually("a to refuse the claim above its incarnation") {
             (try await a.request("stats")["refused"]?.objectValue?["claim_above_incarnation"]?.intValue ?? 0) > refusedBefore
         }

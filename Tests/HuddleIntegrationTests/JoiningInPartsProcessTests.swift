@@ -8,7 +8,7 @@ import Testing
 /// Issue 33, item 5, against real `huddle run` processes: a joiner learns every attachment of a
 /// journal larger than one link message; a node refuses to run with a name or address its peers
 /// would refuse, and refuses a hostname from a peer; a `--join` seed may still be a hostname.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct JoiningInPartsProcessTests {
     /// 80 honest attachments, each with 16,000 bytes of meta: a journal of about 1.3 MB, more than
     /// the 1.06 MiB one link message may carry. (Before the catch-up went in parts, the joiner's
@@ -26,7 +26,7 @@ struct JoiningInPartsProcessTests {
         }
         let b = try await cluster.start("b")
         do {
-            try await eventually("b to list all \(count) attachments", within: 30) {
+            try await eventually("b to list all \(count) attachments", within: 120) {
                 try await b.request("attach.list")["attachments"]?.arrayValue?.count == count
             }
         } catch {
