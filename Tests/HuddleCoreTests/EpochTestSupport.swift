@@ -8,11 +8,7 @@ struct EpochGroup {
     var rng: SWIMRandom
     let genesis: SessionKey
 
-    /// `rateLimited`: keep `EpochSettings.changesPerMaker` (most tests make changes faster than a
-    /// member may, to exercise the other rules).
-    init(_ count: Int, seed: UInt64, settings: EpochSettings = EpochSettings(), rateLimited: Bool = false) {
-        var settings = settings
-        if !rateLimited { settings.changesPerMaker = .max }
+    init(_ count: Int, seed: UInt64, settings: EpochSettings = EpochSettings()) {
         rng = SWIMRandom(seed: seed)
         var keyRNG = SWIMRandom(seed: seed ^ 0x5EED)
         let genesis = (try? SessionKey(bytes: randomBytes(32, &keyRNG))) ?? SessionKey.generate()
@@ -22,9 +18,6 @@ struct EpochGroup {
             seedBytes[31] = UInt8(truncatingIfNeeded: seed)
             return EpochHistory(key: genesis, identity: Identity(seed: seedBytes), local: MemberID(raw: UInt64(i + 1)), settings: settings)
         }
-        // Every member of the group is proven to every other (each knows the others' member records).
-        let all = Set(members.map(\.nodeKey))
-        for i in members.indices { _ = members[i].prove(all, now: 0) }
     }
 
     func node(_ i: Int) -> [UInt8] { members[i].nodeKey }

@@ -16,27 +16,18 @@ extension EpochHistory {
 
     /// Whether a member whose handshake proved it holds the key of the epoch `keyHead`, with node
     /// key `node`, is let in: never a removed node key (with any key); `current` with the current
-    /// key; `behind` with the key of an epoch within the grace when `node` is on a roster of the
-    /// **winning branch**: the roster of the epoch where the key's branch meets the winning one,
-    /// or of the winning epoch after it (its maker counted `node` a member then). A roster of a
-    /// losing branch counts for nothing (its maker may have lost because it planted node keys).
+    /// key; `behind` with the key of an epoch within the grace when `node` was on that epoch's
+    /// roster or on the roster of a change made on top of it (its maker counted `node` a member
+    /// then); refused otherwise.
     public func admission(of node: [UInt8], holding keyHead: [UInt8], now: Double) -> EpochAdmission {
         if removedNodes[node] != nil { return .refused(.removedNode) }
         if keyHead == head { return .current }
-        guard entries[keyHead] != nil, keys[keyHead] != nil, let ended = endedAt[keyHead], now - ended <= settings.grace else {
+        guard let entry = entries[keyHead], keys[keyHead] != nil, let ended = endedAt[keyHead], now - ended <= settings.grace else {
             return .refused(.epochOutsideGrace)
         }
-        guard let meet = meetingPoint(of: keyHead), let at = chain.firstIndex(of: meet) else { return .refused(.epochLosingBranch) }
-        let named = chain[at...].prefix(2).contains { entries[$0]?.roster?.contains(node) == true }
-        if named { return .behind }
-        return .refused(meet == keyHead ? .notOnRoster : .epochLosingBranch)
-    }
-
-    /// The epoch where the branch of `hash` meets the winning branch (itself when it is on it).
-    func meetingPoint(of hash: [UInt8]) -> [UInt8]? {
-        var meet: [UInt8]? = hash
-        while let h = meet, !chain.contains(h) { meet = entries[h]?.parent }
-        return meet
+        if entry.roster?.contains(node) == true { return .behind }
+        if entry.children.contains(where: { entries[$0]?.roster?.contains(node) == true }) { return .behind }
+        return .refused(.notOnRoster)
     }
 
     /// What to hand a member let in as `behind`: the winning changes after the epoch it holds (from
@@ -48,7 +39,9 @@ extension EpochHistory {
         case .current: return EpochHandover(changes: [], grant: nil)
         case .behind: break
         }
-        let changes = changes(after: meetingPoint(of: keyHead) ?? root)
+        var meet: [UInt8]? = keyHead
+        while let h = meet, !chain.contains(h) { meet = entries[h]?.parent }
+        let changes = changes(after: meet ?? root)
         guard let key = current, !(entries[head]?.roster?.contains(node) ?? false) else { return EpochHandover(changes: changes, grant: nil) }
         let sealed = try? SealedBox.seal(key.bytes + bigEndian(key.epoch), to: node, ephemeralSeed: randomBytes(32, &rng))
         return EpochHandover(changes: changes, grant: sealed.map {

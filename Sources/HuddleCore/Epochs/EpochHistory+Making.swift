@@ -33,8 +33,7 @@ extension EpochHistory {
     public var reissueDeadline: Double? {
         guard let since = pendingSince, current != nil, !isRemoved, mayMake(nodeKey),
               entries[head]?.roster?.contains(nodeKey) ?? true else { return nil }
-        let due = designatedReissuer == nodeKey ? since : since + settings.reissueDelay
-        return max(due, nextAllowed(nodeKey, now: due))
+        return designatedReissuer == nodeKey ? since : since + settings.reissueDelay
     }
 
     /// The member that re-issues at once: the lowest node key among the makers of the changes that
@@ -63,9 +62,6 @@ extension EpochHistory {
         guard mayMake(nodeKey) else { throw .notAdmin }
         // A member handed the key by a grant is not on the roster: only the roster makes the next epoch.
         guard entries[head]?.roster?.contains(nodeKey) ?? true else { throw .notOnRoster }
-        // A receiver refuses a roster that leaves out one of the head's: this member must know it.
-        guard entries[head]?.roster != nil || epoch == 0 else { throw .rosterUnknown }
-        guard withinRate(nodeKey, now: now) else { throw .rateLimited(until: nextAllowed(nodeKey, now: now)) }
         let removed = sortedUnique(removing + pendingRemovals)
         guard removed.count <= EpochChange.maxRemoved else { throw .tooMany }
         for node in members { lastSeen[node] = now }
@@ -82,20 +78,19 @@ extension EpochHistory {
         return change
     }
 
-    /// The roster of a new epoch: this member, every node key of the head's roster (a receiver
-    /// refuses a change that leaves one out without removing it), and `members`, without `excluded`
-    /// and node keys nothing can be sealed to; at most `EpochChange.maxRoster`: the head's roster
-    /// first, then new members, the most recently seen first.
+    /// The roster of a new epoch: this member, `members`, and the head's roster entries seen within
+    /// the grace, without `excluded` and node keys nothing can be sealed to; at most
+    /// `EpochChange.maxRoster`, the most recently seen kept first.
     func rosterFor(members: [[UInt8]], excluding excluded: Set<[UInt8]>, now: Double) -> [[UInt8]] {
-        let carried = entries[head]?.roster ?? []
-        let usable = { (node: [UInt8]) in node != self.nodeKey && !excluded.contains(node) && SealedBox.canSeal(to: node) }
-        let kept = carried.filter(usable).sorted(by: bytesPrecede)
-        let added = Set(members).subtracting(carried).filter(usable)
+        let carried = (entries[head]?.roster ?? []).filter { node in lastSeen[node].map { now - $0 <= settings.grace } ?? false }
+        var candidates = Set(members).union(carried)
+        candidates.remove(nodeKey)
+        let ordered = candidates.filter { !excluded.contains($0) && SealedBox.canSeal(to: $0) }
             .sorted { a, b in
                 let seenA = lastSeen[a] ?? 0, seenB = lastSeen[b] ?? 0
                 return seenA != seenB ? seenA > seenB : bytesPrecede(a, b)
             }
-        return [nodeKey] + (kept + added).prefix(EpochChange.maxRoster - 1)
+        return [nodeKey] + ordered.prefix(EpochChange.maxRoster - 1)
     }
 }
 

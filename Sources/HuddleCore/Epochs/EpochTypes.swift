@@ -53,15 +53,8 @@ public enum EpochError: Error, Sendable, Equatable {
     case tooMany
     /// This member holds the current key by a grant, not by the roster: only the roster makes the next epoch.
     case notOnRoster
-    /// This member started at the current epoch (from its key file) and has not seen the change
-    /// that made it: it does not know the roster the next one must carry. Peers hand that change
-    /// over when a link comes up.
-    case rosterUnknown
     /// The new key could not be sealed to a roster node key (never for keys `SealedBox.canSeal` accepts).
     case cannotSeal
-    /// This member made `EpochSettings.changesPerMaker` changes within the last
-    /// `EpochSettings.changeWindow` seconds: it may make the next one at `at`.
-    case rateLimited(until: Double)
     /// The epoch rules refused the change this member made (they never should: a bug).
     case refused(Refusal)
 }
@@ -77,20 +70,11 @@ public struct EpochSettings: Sendable {
     public var maxWaiting = 32
     /// Most removed node keys remembered beyond the changes that removed them.
     public var maxRemembered = 4096
-    /// Most equivocations whose evidence (the two changes) is kept; the equivocators themselves
-    /// are remembered up to `maxRemembered`.
-    public var maxEvidence = 16
     /// Most keys a handshake tries (the current one first, then newest to oldest).
     public var maxHandshakeKeys = 32
     /// How long after a removal is found lost (its change lost to a concurrent one) every member on
     /// the roster re-issues it, when the member designated to do so has not.
     public var reissueDelay: Double = 30
-    /// Most changes one maker has kept here within `changeWindow` seconds: a change beyond waits
-    /// (with the changes waiting for their parent) until the window has room, and this member makes
-    /// none beyond (`EpochError.rateLimited`). Bounds how often a member makes every other rewrite
-    /// its key file and hand out keys, and how fast it spends the `maxChanges` history.
-    public var changesPerMaker = 8
-    public var changeWindow: Double = 60
     /// Node keys that may make epoch changes; empty means every member may (`--admins`).
     public var admins: Set<[UInt8]> = []
 

@@ -87,14 +87,8 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     case epochReaddsRemoved = "epoch_readds_removed"
     /// A change on top of an epoch that ended longer than the grace ago (or was forgotten).
     case epochStale = "epoch_stale"
-    /// A third (or later) change by the same maker on the same parent, above the two lowest kept as
-    /// the evidence of its equivocation.
+    /// A second change by the same maker on the same parent, ordered after the one kept.
     case epochEquivocation = "epoch_equivocation"
-    /// A change that leaves out a member of its parent's roster without removing it (a rekey hands
-    /// the key to every member of the roster before it; a roster of the maker alone locks nobody out).
-    case epochRosterOmitsMember = "epoch_roster_omits_member"
-    /// An old key of an epoch off the winning branch whose holder no winning roster names.
-    case epochLosingBranch = "epoch_losing_branch"
     /// A removed node key, with any key it holds.
     case removedNode = "removed_node"
     /// An old key whose holder was on neither that epoch's roster nor the next one's.

@@ -58,13 +58,10 @@ extension SessionCore {
     }
 
     /// What goes on a link right after its hello: this member's head, and what a peer whose link
-    /// proved an older key needs (the changes after it, and a grant). A peer whose link proved the
-    /// current key is handed the change that made it: a peer that started at this epoch from its
-    /// key file learns its roster from it (the next change must carry that roster).
+    /// proved an older key needs (the changes after it, and a grant).
     public mutating func epochLinkUp(_ peer: MemberID, now: Double) -> [SessionEffect] {
         var out: [SessionEffect] = [.sendLink(peer, headMessage)]
         if let link = epochLinks[peer], link.keyHead != epochs.head { out += handover(to: peer, now: now) }
-        else if let change = epochs.headChange { out.append(.sendLink(peer, .epochChanges([change]))) }
         return out
     }
 
@@ -112,23 +109,8 @@ extension SessionCore {
         return (known + joining).filter { epochs.removedNodes[$0] == nil }
     }
 
-    /// The node keys proven to this member: those of its member table (each record there is signed
-    /// by the node key it names) and of its links (the handshake proved the node key). A new roster
-    /// may add only these (`EpochHistory.prove`).
-    var provenNodes: Set<[UInt8]> {
-        Set(swim.members.values.map(\.node)).union(epochLinks.values.map(\.node))
-    }
-
-    /// Tells the epoch rules which node keys are proven now; changes that waited for one go on.
-    mutating func proveMembers(now: Double) -> [SessionEffect] {
-        let before = epochs.head
-        return epochOutcome(epochs.prove(provenNodes, now: now), previous: before, from: nil, now: now)
-    }
-
     /// Routine rotation and re-issued removals that are due.
     mutating func epochTick(now: Double) -> [SessionEffect] {
-        let proved = proveMembers(now: now)
-        guard proved.isEmpty else { return proved }
         let before = epochs.head
         if let deadline = epochs.reissueDeadline, now >= deadline,
            epochs.reissue(members: epochMembers, now: now, using: &epochRandom) != nil, let key = epochs.current {
@@ -165,7 +147,7 @@ extension SessionCore {
 
     /// Epoch changes a peer sent (made, passed on, or handed over).
     mutating func receiveEpochChanges(_ changes: [EpochChange], from peer: MemberID, now: Double) -> [SessionEffect] {
-        var out = proveMembers(now: now)
+        var out: [SessionEffect] = []
         for change in changes {
             let before = epochs.head
             let receipt = epochs.receive(change, now: now)

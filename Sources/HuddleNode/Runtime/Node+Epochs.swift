@@ -69,8 +69,6 @@ extension Node {
         case .notAdmin: ControlError(code: .notMember, message: "this node is not an admin of the session (huddle run --admins): it may not remove or rekey")
         case .notHandedCurrentKey: ControlError(code: .notMember, message: "this node does not hold the current epoch's key (removed, or waiting for it)")
         case .notOnRoster: ControlError(code: .notMember, message: "this node holds the current key by a grant, not by the roster: only the roster makes the next epoch")
-        case .rosterUnknown: ControlError(code: .notMember, message: "this node started at the current epoch and has not yet seen its roster (it is handed over when a link comes up): try again")
-        case let .rateLimited(until): ControlError(code: .busy, message: "this node made \(EpochSettings().changesPerMaker) epoch changes in the last \(Int(EpochSettings().changeWindow)) s: try again at \(until)")
         case .removingSelf: ControlError(code: .badRequest, message: "a member cannot remove itself (use leave)")
         case .nobodyToRemove: ControlError(code: .badRequest, message: "nobody to remove")
         case .tooMany: ControlError(code: .badRequest, message: "too many node keys to remove at once (at most \(EpochChange.maxRemoved))")
