@@ -132,3 +132,25 @@ private func suspect(_ about: UInt64, by claimer: UInt64, incarnation: UInt64 = 
     _ = a.receive(suspect(1, by: 4, incarnation: a.local.incarnation), from: "x:1", now: 2)
     #expect(a.awareness.score == 2)
 }
+
+/// Direct evidence beats hearsay: a suspicion only another member started, of a member this member
+/// heard from itself over its link since, waits another timeout for the refutation instead of
+/// failing the member here (in the 16-member simulation a hostile member's own `failed` claims,
+/// each refuted, still failed an honest member at a peer that missed one refutation). A member
+/// not heard from is failed by the timer as before, and so is one this member suspected itself.
+@Test func aMemberHeardFromDirectlyIsNotFailedByASuspicionOnlyOthersStarted() throws {
+    var b = swimInstance(2, knowing: [1, 3, 4, 5])
+    _ = b.receive(failed(1, by: 3), from: swimInfo(3).addr, now: 1)
+    _ = b.receive(failed(5, by: 3), from: swimInfo(3).addr, now: 1)
+    let deadline = try #require(b.suspicions[swimID(1)]?.deadline)
+    b.heard(from: swimID(1), now: 2)
+    let out = b.tick(now: deadline)
+    #expect(out.emitted(about: 1).isEmpty, "1 spoke to b after the claim: not failed on hearsay")
+    #expect(b.members[swimID(1)]?.state == .suspect)
+    #expect(out.emitted(about: 5) == [.failed], "5 was not heard from: failed by the timer")
+    // Heard from before the claim only: no evidence against it.
+    b.heard(from: swimID(4), now: 3)
+    _ = b.receive(failed(4, by: 3), from: swimInfo(3).addr, now: deadline + 10)
+    let later = try #require(b.suspicions[swimID(4)]?.deadline)
+    #expect(b.tick(now: later).emitted(about: 4) == [.failed])
+}

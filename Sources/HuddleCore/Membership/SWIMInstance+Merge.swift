@@ -71,6 +71,12 @@ extension SWIMInstance {
         }
     }
 
+    /// `id` spoke to this member itself, over its authenticated link, at `now` (see `heardFrom`).
+    public mutating func heard(from id: MemberID, now: Double) {
+        guard members[id] != nil else { return }
+        heardFrom[id] = now
+    }
+
     /// This member's own claim that `id` is suspect (or failed) at the incarnation held here.
     mutating func applyOwnClaim(failed: Bool, about id: MemberID, now: Double, into actions: inout [SWIMAction]) {
         guard let m = members[id] else { return }

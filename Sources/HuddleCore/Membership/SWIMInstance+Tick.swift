@@ -107,9 +107,17 @@ extension SWIMInstance {
     private mutating func suspicionTimers(now: Double, into actions: inout [SWIMAction]) {
         guard !suspicions.isEmpty else { return }
         for id in suspicions.keys.sorted() {
-            guard let s = suspicions[id], s.deadline <= now else { continue }
-            guard let m = members[id] else { suspicions[id] = nil; continue }
-            _ = m
+            guard var s = suspicions[id], s.deadline <= now else { continue }
+            guard members[id] != nil else { suspicions[id] = nil; continue }
+            // Direct evidence beats hearsay: a suspicion only others started, of a member this
+            // member heard from itself over its link since, does not fail it here; it waits
+            // another timeout for the member's refutation (a hostile claimer's claims, each
+            // refuted, used to fail the member wherever one refutation was lost).
+            if !s.suspecters.contains(local.id), let heard = heardFrom[id], heard > s.start {
+                s.rearm(now: now)
+                suspicions[id] = s
+                continue
+            }
             applyOwnClaim(failed: true, about: id, now: now, into: &actions)
         }
     }
@@ -178,7 +186,7 @@ extension SWIMInstance {
     /// Drops members from the table (reaped, or making room for a new one).
     mutating func forget(_ gone: Set<MemberID>) {
         guard !gone.isEmpty else { return }
-        for id in gone { downSince[id] = nil; members[id] = nil; suspicions[id] = nil; claimToldAt[id] = nil; claimLimits.forget(id) }
+        for id in gone { downSince[id] = nil; members[id] = nil; suspicions[id] = nil; claimToldAt[id] = nil; heardFrom[id] = nil; claimLimits.forget(id) }
         probeOrder.removeAll { gone.contains($0) }
         probeIndex = min(probeIndex, probeOrder.count)
     }

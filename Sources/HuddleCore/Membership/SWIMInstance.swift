@@ -72,6 +72,9 @@ public struct SWIMInstance: Sendable {
     var claimLimits = SWIMClaimLimits()
     /// When each member was last told of a claim that it failed (`receivePushPull`).
     var claimToldAt: [MemberID: Double] = [:]
+    /// When this member last heard from each member directly, over its authenticated link
+    /// (`heard(from:now:)`): direct evidence that a suspicion others started is wrong.
+    var heardFrom: [MemberID: Double] = [:]
     /// Records refused, by reason (a record naming another node key for a known member, …).
     public internal(set) var refusals = RefusalCounts()
     /// Records refused because they named another node key for a known member.

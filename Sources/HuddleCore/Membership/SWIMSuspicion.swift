@@ -14,7 +14,7 @@ import Darwin
 /// `max − (max − min) × log(n + 1) / log(k + 1)`, so it reaches `min` at `k` confirmations;
 /// with `k < 1` it is `min` from the start.
 public struct SWIMSuspicion: Sendable, Equatable {
-    public let start: Double
+    public private(set) var start: Double
     public let min: Double
     public let max: Double
     public let k: Int
@@ -40,6 +40,9 @@ public struct SWIMSuspicion: Sendable, Equatable {
     public var deadline: Double {
         start + Self.timeout(confirmations: confirmations, k: k, min: min, max: max)
     }
+
+    /// Starts the timeout again from `now` (this member heard from the suspect itself meanwhile).
+    public mutating func rearm(now: Double) { start = now }
 
     /// Counts `from` as a confirmation; true when it was new (then the suspicion is re-gossiped).
     public mutating func confirm(_ from: MemberID) -> Bool {

@@ -441,6 +441,7 @@ public struct SessionCore: Sendable {
     /// requests for bulk answers are refused (`refusesWhileBacklogged`) until it reads.
     public mutating func receiveLink(_ message: LinkMessage, from peer: MemberID, addr: String, now: Double, backlogged: Bool = false) -> [SessionEffect] {
         if epochs.isRemoved { return [] }
+        swim.heard(from: peer, now: now)
         if backlogged && Self.refusesWhileBacklogged(message) { return refuse(.outboxFull) }
         let congested = broadcast.isCongested
         let counted = broadcast.refusals
