@@ -45,9 +45,9 @@ public final class AdversaryLink {
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))
         do {
             var handshake = try LinkHandshake(role: .initiator, sessionKey: key, identity: identity, appPayload: info.encoded())
-            try Self.writeFrame(fd, try handshake.start())
+            try Self.writeFrame(fd, try handshake.start(), patience: 0)
             guard let reply = try handshake.receive(try Self.readFrame(fd)) else { throw AdversaryError("no handshake message 3") }
-            try Self.writeFrame(fd, reply)
+            try Self.writeFrame(fd, reply, patience: 0)
             guard let result = handshake.result else { throw AdversaryError("handshake incomplete") }
             self.fd = fd
             send = result.send
@@ -72,8 +72,13 @@ public final class AdversaryLink {
 
     /// Writes one already-encoded link message: the way to send bytes our encoder would never make.
     public func write(encoded: [UInt8]) throws {
-        for record in LinkRecords.split(encoded) { try Self.writeFrame(fd, try send.encrypt(ad: [], plaintext: record)) }
+        for record in LinkRecords.split(encoded) { try Self.writeFrame(fd, try send.encrypt(ad: [], plaintext: record), patience: patience) }
     }
+
+    /// Seconds a write keeps trying while the node reads nothing (each try waits the socket's
+    /// 2 s send timeout). 0, the default: a write fails at the first timeout, so a node that stops
+    /// reading ends a flood; a flood meant to be read whole on a loaded machine sets more.
+    public var patience: Double = 0
 
     private var closed = false
 
@@ -86,11 +91,13 @@ public final class AdversaryLink {
 
     deinit { close() }
 
-    private static func writeFrame(_ fd: Int32, _ bytes: [UInt8]) throws {
+    private static func writeFrame(_ fd: Int32, _ bytes: [UInt8], patience: Double) throws {
         let frame = [UInt8(bytes.count >> 8), UInt8(bytes.count & 0xFF)] + bytes
         var offset = 0
+        let giveUp = ContinuousClock.now + .milliseconds(Int64(patience * 1000))
         while offset < frame.count {
             let n = frame.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0, errno == EAGAIN || errno == EINTR, ContinuousClock.now < giveUp { continue }
             guard n > 0 else { throw AdversaryError("link write failed: \(String(cString: strerror(errno)))") }
             offset += n
         }

@@ -238,7 +238,10 @@ struct HostileMemberTests {
         // The claims were heard (c refuted at least one suspicion) and most were refused by rate.
         let after = try await state(of: c.member, at: c).incarnation
         #expect(after > before, "c never had to refute: the claims were not heard")
-        #expect(try await refused(.claimRate, at: a) > rateBefore)
+        // At the attack's pace (a claim per 50 ms: about 150 in 10 s) most claims come within a
+        // suspicion's window and are refused by rate; a loaded machine that polled only a few
+        // times in the 10 s may never have sent two within one window.
+        if claims >= 40 { #expect(try await refused(.claimRate, at: a) > rateBefore, "\(claims) claims, none refused by rate") }
         _ = try await c.request("send", ["text": "still a member"])
         for (node, events) in zip([a, b], watchers) {
             try await eventually("c's message at \(node.name)") { await events.messages().contains { $0["text"]?.stringValue == "still a member" } }
