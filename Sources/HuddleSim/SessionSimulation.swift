@@ -157,7 +157,7 @@ public struct SessionSimulation {
     private let scenario: SessionScenario
     private var queue = SimEventQueue<Event>()
     private var rng: SWIMRandom
-    private var cores: [SessionCore?]
+    private var cores: [CoreSlot?]
     private let infos: [MemberInfo]
     private let identities: [Identity]
     private let indexByAddr: [String: Int]
@@ -249,7 +249,7 @@ public struct SessionSimulation {
         while let time = queue.nextTime, time <= end, let (_, event) = queue.pop() {
             now = time
             handle(event)
-            for i in needsFlush.sorted() where isUp(i) { execute(i, cores[i]!.flushBatch()) }
+            for i in needsFlush.sorted() where isUp(i) { execute(i, cores[i]!.core.flushBatch()) }
             needsFlush = []
         }
         return finish(end)
@@ -276,21 +276,21 @@ public struct SessionSimulation {
                 }
             }
             effects += core.tick(now: now)
-            cores[i] = core
+            cores[i] = CoreSlot(core)
             execute(i, effects)
         case let .tick(i):
             guard isUp(i), scheduledTick[i] == now else { return }
             scheduledTick[i] = .infinity
             lastTick[i] = now
-            execute(i, cores[i]!.tick(now: now))
+            execute(i, cores[i]!.core.tick(now: now))
         case let .datagram(to, from, bytes):
             guard isUp(to), reachable(to, from) else { return }
             // Opened as the node's receive thread opens it: with the keys the receiver holds now.
-            guard let opened = try? DatagramOpener(local: infos[to].id, session: seals[to], keys: cores[to]!.datagramKeys, older: olderSeals[to]).open(bytes) else {
+            guard let opened = try? DatagramOpener(local: infos[to].id, session: seals[to], keys: cores[to]!.core.datagramKeys, older: olderSeals[to]).open(bytes) else {
                 report.droppedDatagrams += 1
                 return
             }
-            execute(to, cores[to]!.receiveDatagram(opened, from: infos[from].addr, now: now))
+            execute(to, cores[to]!.core.receiveDatagram(opened, from: infos[from].addr, now: now))
         case let .linkOpen(dialer, peer):
             dialing.remove(dialer * scenario.members + peer)
             guard isUp(dialer), isUp(peer), reachable(dialer, peer), links[linkKey(dialer, peer)] == nil,
@@ -300,28 +300,28 @@ public struct SessionSimulation {
             trace?.record(.linkUp, at: now, UInt64(dialer), UInt64(peer))
             // As the link handshake's exporter: one key per direction that only these two ends hold.
             let keys = linkDatagramKeys()
-            cores[dialer]!.installDatagramKeys(keys, for: infos[peer].id, current: true, now: now)
-            cores[peer]!.installDatagramKeys(keys.reversed, for: infos[dialer].id, current: true, now: now)
+            cores[dialer]!.core.installDatagramKeys(keys, for: infos[peer].id, current: true, now: now)
+            cores[peer]!.core.installDatagramKeys(keys.reversed, for: infos[dialer].id, current: true, now: now)
             for (a, b) in [(dialer, peer), (peer, dialer)] {
                 // As `Node.register`: what waits in the batch goes out first, then the hello.
-                execute(a, cores[a]!.flushBatch())
-                sendLink(from: a, to: b, cores[a]!.linkUp(infos[b].id))
-                execute(a, cores[a]!.epochLinkUp(infos[b].id, now: now))
+                execute(a, cores[a]!.core.flushBatch())
+                sendLink(from: a, to: b, cores[a]!.core.linkUp(infos[b].id))
+                execute(a, cores[a]!.core.epochLinkUp(infos[b].id, now: now))
                 if let join = pendingPushPull.removeValue(forKey: a * scenario.members + b) {
-                    for part in cores[a]!.pushPullRequest(to: infos[b].id, join: join) { sendLink(from: a, to: b, part) }
+                    for part in cores[a]!.core.pushPullRequest(to: infos[b].id, join: join) { sendLink(from: a, to: b, part) }
                 }
             }
         case let .link(to, from, gen, message):
             guard isUp(to), links[linkKey(to, from)]?.generation == gen else { return }
-            execute(to, cores[to]!.receiveLink(message, from: infos[from].id, addr: infos[from].addr, now: now))
+            execute(to, cores[to]!.core.receiveLink(message, from: infos[from].id, addr: infos[from].addr, now: now))
         case let .chunk(to, from, gen, id, index, hash):
             guard isUp(to), links[linkKey(to, from)]?.generation == gen else { return }
             chunkArrived(to, from: from, id: id, index: index, hash: hash)
         case let .send(i):
             guard now < sendingFrom + scenario.sendFor else { return }
             queue.schedule(.send(i), at: now + rng.uniform(0.5, 1.5) / scenario.rate)
-            guard isUp(i), !(cores[i]!.broadcast.awaitingBaseline) else { return }
-            let peers = cores[i]!.live.subtracting([infos[i].id]).sorted()
+            guard isUp(i), !(cores[i]!.core.broadcast.awaitingBaseline) else { return }
+            let peers = cores[i]!.core.live.subtracting([infos[i].id]).sorted()
             let directed = !peers.isEmpty && rng.unit() < scenario.directedFraction
             send(i, to: directed ? [peers[rng.index(peers.count)]] : nil)
         case let .crash(i):
@@ -349,14 +349,14 @@ public struct SessionSimulation {
             m.sign(with: identities[a.uploader], key: key)
             manifest = m
             held[a.uploader][m.id] = Dictionary(uniqueKeysWithValues: hashes.enumerated().map { ($0, $1) })
-            execute(a.uploader, cores[a.uploader]!.addAttachment(m, key: key, now: now))
+            execute(a.uploader, cores[a.uploader]!.core.addAttachment(m, key: key, now: now))
         case let .closeAfterQueued(a, b, gen):
             if links[linkKey(a, b)]?.generation == gen { closeLink(a, b) }
         case let .epochChange(k):
             let change = scenario.epochChanges[k]
             guard isUp(change.by) else { return }
             do {
-                let made = try change.remove.map { try cores[change.by]!.remove(nodes: [infos[$0].node], now: now) } ?? cores[change.by]!.rekey(now: now)
+                let made = try change.remove.map { try cores[change.by]!.core.remove(nodes: [infos[$0].node], now: now) } ?? cores[change.by]!.core.rekey(now: now)
                 trace?.record(.epoch, at: now, UInt64(change.by), made.0.epoch)
                 execute(change.by, made.1)
             } catch {
@@ -371,7 +371,7 @@ public struct SessionSimulation {
                 let others = peers.filter { $0 != j }
                 let victim = others[(round + k) % others.count], witness = others[(round + k + 1) % others.count]
                 // The victim as it is now (its incarnation grows with each refutation).
-                let current = cores[victim]?.swim.local ?? infos[victim]
+                let current = cores[victim]?.core.swim.local ?? infos[victim]
                 for lie in liar.lies(round: round, to: infos[j], about: current, witness: infos[witness]) {
                     report.lies += 1
                     sendLink(from: h, to: j, lie)
@@ -381,7 +381,7 @@ public struct SessionSimulation {
                 // Announced in its own signed broadcast: a manifest in another uploader's name.
                 let (theirs, key) = liar.foreignManifest(round: round, uploader: infos[victim])
                 report.lies += 1
-                execute(h, cores[h]!.addAttachment(theirs, key: key, now: now))
+                execute(h, cores[h]!.core.addAttachment(theirs, key: key, now: now))
             }
             hostile = liar
         }
@@ -391,7 +391,7 @@ public struct SessionSimulation {
     private mutating func send(_ i: Int, to: [MemberID]?) {
         let body = Array("m\(i)@\(now)".utf8)
         do {
-            let (_, effects) = try cores[i]!.send(body: body, to: to, reliable: true)
+            let (_, effects) = try cores[i]!.core.send(body: body, to: to, reliable: true)
             report.sent += 1
             execute(i, effects)
         } catch {
@@ -406,7 +406,7 @@ public struct SessionSimulation {
         for effect in effects {
             switch effect {
             case let .sendDatagram(payload, to, sealing):
-                guard let j = indexByAddr[to], let sealed = cores[i]!.datagramKeys.seal(payload, sealing, session: seals[i]) else { continue }
+                guard let j = indexByAddr[to], let sealed = cores[i]!.core.datagramKeys.seal(payload, sealing, session: seals[i]) else { continue }
                 report.datagrams += 1
                 if sealing == .session { report.sessionKeyedDatagrams += 1 }
                 guard rng.unit() >= scenario.loss, reachable(i, j) else { continue }
@@ -414,7 +414,7 @@ public struct SessionSimulation {
             case let .pushPull(addr, join):
                 guard let j = indexByAddr[addr], j != i else { continue }
                 if links[linkKey(i, j)] != nil {
-                    for part in cores[i]!.pushPullRequest(to: infos[j].id, join: join) { sendLink(from: i, to: j, part) }
+                    for part in cores[i]!.core.pushPullRequest(to: infos[j].id, join: join) { sendLink(from: i, to: j, part) }
                 } else {
                     pendingPushPull[i * scenario.members + j] = join
                     dial(i, j)
@@ -427,7 +427,7 @@ public struct SessionSimulation {
                 if let j = indexByAddr[addr] { dial(i, j) }
             case let .closeLink(member):
                 guard let j = indexByID[member], let link = links[linkKey(i, j)] else { continue }
-                if cores[i]!.removedMembers.contains(member) || cores[i]!.epochs.isRemoved {
+                if cores[i]!.core.removedMembers.contains(member) || cores[i]!.core.epochs.isRemoved {
                     // As `LinkHandle.close`: what is queued (the change that removes it) goes out first.
                     queue.schedule(.closeAfterQueued(i, j, generation: link.generation), at: max(now, lastArrival[i * scenario.members + j] ?? now))
                 } else {
@@ -446,7 +446,7 @@ public struct SessionSimulation {
                 // Detected once no survivor holds it live (one partitioned away may have failed it
                 // before it crashed; one that joined after may never have known it).
                 if change == .failed, let j = indexByID[info.id], crashed[j], report.detection[j] == nil,
-                   survivorsNow().allSatisfy({ !(cores[$0]?.isLive(info.id) ?? false) }) {
+                   survivorsNow().allSatisfy({ !(cores[$0]?.core.isLive(info.id) ?? false) }) {
                     report.detection[j] = now
                 }
             case let .deliver(signed):
@@ -457,7 +457,7 @@ public struct SessionSimulation {
             case let .epochMoved(key):
                 // As `Node.moveToEpoch`: session-key datagrams under the new epoch's key.
                 seals[i] = DatagramSeal(key: key.subkey(.datagram))
-                olderSeals[i] = cores[i]!.handshakeKeys(now: now).dropFirst().prefix(DatagramOpener.maximumOlderSeals).map { DatagramSeal(key: $0.subkey(.datagram)) }
+                olderSeals[i] = cores[i]!.core.handshakeKeys(now: now).dropFirst().prefix(DatagramOpener.maximumOlderSeals).map { DatagramSeal(key: $0.subkey(.datagram)) }
                 report.movedAt[i] = now
             case .epochRemoved:
                 removed.insert(i)
@@ -471,13 +471,13 @@ public struct SessionSimulation {
             case let .serveChunk(peer, id, index):
                 // As `Node.serveChunk`: an admitted read that cannot be sent ends (no link, not held).
                 guard let j = indexByID[peer], let hash = held[i][id]?[index], let gen = links[linkKey(i, j)]?.generation else {
-                    cores[i]!.journal.serveEnded(to: peer)
+                    cores[i]!.core.journal.serveEnded(to: peer)
                     continue
                 }
                 let length = manifest.map { $0.plainLength(of: index) + AEAD.tagLength } ?? Self.chunkSize
                 report.chunkTransfers += 1
                 queue.schedule(.chunk(to: j, from: i, generation: gen, id: id, index: index, hash: hash), at: arrival(from: i, to: j, bytes: length))
-                cores[i]!.journal.served(id, index, to: peer, now: now)
+                cores[i]!.core.journal.served(id, index, to: peer, now: now)
             case let .journal(effect):
                 switch effect {
                 case let .sendHave(peer, id, have, offer):
@@ -501,11 +501,11 @@ public struct SessionSimulation {
         trace?.record(.chunk, at: now, UInt64(i), UInt64(j), UInt64(index))
         let valid = hash == m.chunkHashes[index]
         if !valid { sendLink(from: i, to: j, .chunkCorrupt(id: id, index: UInt32(index))) }
-        if cores[i]!.journal.chunkArrived(id, index, from: infos[j].id, valid: valid) {
+        if cores[i]!.core.journal.chunkArrived(id, index, from: infos[j].id, valid: valid) {
             held[i][id, default: [:]][index] = hash
-            execute(i, cores[i]!.journal.stored(id, now: now).map(SessionEffect.journal))
+            execute(i, cores[i]!.core.journal.stored(id, now: now).map(SessionEffect.journal))
         }
-        execute(i, cores[i]!.journal.requests(now: now).map(SessionEffect.journal))
+        execute(i, cores[i]!.core.journal.requests(now: now).map(SessionEffect.journal))
     }
 
     // MARK: network
@@ -513,11 +513,11 @@ public struct SessionSimulation {
     /// As the link handshake: the dialer offers its newest keys in turn, the peer tries every key
     /// it holds; then each end's admission rule decides on the key that matched.
     private mutating func admitsEpoch(dialer: Int, peer: Int) -> Bool {
-        let offered = cores[peer]!.handshakeKeys(now: now).map(\.head)
-        guard let key = cores[dialer]!.handshakeKeys(now: now).prefix(3).first(where: { offered.contains($0.head) }) else { return false }
+        let offered = cores[peer]!.core.handshakeKeys(now: now).map(\.head)
+        guard let key = cores[dialer]!.core.handshakeKeys(now: now).prefix(3).first(where: { offered.contains($0.head) }) else { return false }
         do {
-            try cores[dialer]!.admitEpoch(infos[peer], keyHead: key.head, now: now)
-            try cores[peer]!.admitEpoch(infos[dialer], keyHead: key.head, now: now)
+            try cores[dialer]!.core.admitEpoch(infos[peer], keyHead: key.head, now: now)
+            try cores[peer]!.core.admitEpoch(infos[dialer], keyHead: key.head, now: now)
         } catch {
             return false
         }
@@ -573,7 +573,7 @@ public struct SessionSimulation {
         lastArrival[a * scenario.members + b] = nil
         lastArrival[b * scenario.members + a] = nil
         for (x, y) in [(a, b), (b, a)] where isUp(x) {
-            execute(x, cores[x]!.linkDown(infos[y].id, settled: now - link.upAt >= Self.settling, now: now))
+            execute(x, cores[x]!.core.linkDown(infos[y].id, settled: now - link.upAt >= Self.settling, now: now))
         }
     }
 
@@ -581,7 +581,7 @@ public struct SessionSimulation {
     /// `minimumTickGap` after the last tick, so a deadline that does not move cannot spin.
     private mutating func reschedule(_ i: Int) {
         guard isUp(i) else { return }
-        let deadline = max(now, lastTick[i] + Self.minimumTickGap, cores[i]!.nextDeadline)
+        let deadline = max(now, lastTick[i] + Self.minimumTickGap, cores[i]!.core.deadlineInPlace())
         guard deadline < scheduledTick[i] else { return }
         scheduledTick[i] = deadline
         queue.schedule(.tick(i), at: deadline)
@@ -594,7 +594,7 @@ public struct SessionSimulation {
     /// baseline. A baseline is set before anything of its origin is delivered, so the baseline now
     /// is never larger than the final one the offline check would use.
     private mutating func record(_ i: Int, _ delivered: WireMessage) {
-        let core = cores[i]!
+        let core = cores[i]!.core
         let m = core.applicationView(delivered)
         trace?.record(.delivery, at: now, UInt64(i), m.from.raw, m.seq, m.counter)
         for dep in m.deps where !(dep.member == m.from && m.seq != 0 && dep.seq < m.seq) {
@@ -610,18 +610,18 @@ public struct SessionSimulation {
     private mutating func finish(_ end: Double) -> SessionReport {
         // Removed: a member that saw its own removal, or that a member still in the session removed.
         for i in survivorsNow() where !removed.contains(i) {
-            for j in 0..<scenario.members where cores[i]!.removedMembers.contains(infos[j].id) { removed.insert(j) }
+            for j in 0..<scenario.members where cores[i]!.core.removedMembers.contains(infos[j].id) { removed.insert(j) }
         }
         report.survivors = survivorsNow().filter { !removed.contains($0) }
         for i in 0..<scenario.members where !isUp(i) || removed.contains(i) { logs[i].stayed = false }
         report.removed = removed.sorted()
         report.linksToRemoved = links.keys.filter { removed.contains($0 / scenario.members) || removed.contains($0 % scenario.members) }.count
         for i in report.survivors {
-            report.epochs[i] = cores[i]!.epoch
-            report.epochHeads[i] = cores[i]!.epochs.head
+            report.epochs[i] = cores[i]!.core.epoch
+            report.epochHeads[i] = cores[i]!.core.epochs.head
         }
         for i in report.survivors {
-            let core = cores[i]!
+            let core = cores[i]!.core
             logs[i].baseline = Dictionary(uniqueKeysWithValues: core.applicationClock(core.broadcast.baseline).map { ($0.key.description, $0.value) })
             report.held.append(core.broadcast.heldCount)
             report.stored.append(core.broadcast.unacknowledgedCount)
@@ -655,4 +655,17 @@ extension MemberChange {
         case .removed: 7
         }
     }
+}
+
+/// A member's `SessionCore` behind a reference, so the simulator reads its properties in place:
+/// through an array of values each read (`nextDeadline`, at every event) copied the whole core.
+private final class CoreSlot {
+    var core: SessionCore
+    init(_ core: SessionCore) { self.core = core }
+}
+
+private extension SessionCore {
+    /// `nextDeadline` read through an in-place (inout) access: a plain read of `slot.core` still
+    /// copied the core (a retain per field) before calling the getter in another module.
+    mutating func deadlineInPlace() -> Double { nextDeadline }
 }

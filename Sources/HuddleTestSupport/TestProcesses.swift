@@ -6,9 +6,11 @@ import Synchronization
 ///
 /// - `launch` and `pipe`: one spawn at a time, and pipes no other child can hold, so every exit
 ///   is seen (Foundation's `Process` otherwise misses some; see `launch`).
-/// - `end`: each process gets SIGTERM at once; one still running `grace` seconds later gets
-///   SIGKILL; `cleanup` runs once all have exited; any still running when the test process exits
-///   is killed then (`atexit`), so none outlives the run. The wait runs on a thread of its own:
+/// - `end`: each process gets `signal` at once (teardown: SIGKILL, as nothing is checked any
+///   more and a leave costs every other node work; SIGTERM where the test wants them to leave);
+///   one still running `grace` seconds later gets SIGKILL; `cleanup` runs once all have exited;
+///   any still running when the test process exits is killed then (`atexit`), so none outlives
+///   the run. The wait runs on a thread of its own:
 ///   the pool has one thread per core (two here), and a teardown that waited there for nodes to
 ///   leave (seconds under load) stalled every other test, whose `Task.sleep`s woke seconds late,
 ///   so that a 0.7 s SIGSTOP became a pause long enough to be failed.
@@ -42,10 +44,11 @@ public enum TestProcesses {
         }
     }
 
-    /// SIGTERM to each running process now; the rest happens on a background thread.
-    public static func end(_ processes: [Process], grace: Double = 30, cleanup: @escaping @Sendable () -> Void = {}) {
+    /// `signal` to each running process now; the rest happens on a background thread.
+    public static func end(_ processes: [Process], signal: Int32 = SIGKILL, grace: Double = 30,
+                           cleanup: @escaping @Sendable () -> Void = {}) {
         let started = processes.filter(\.isRunning)
-        for process in started { process.terminate() }
+        for process in started { kill(process.processIdentifier, signal) }
         Pending.add(started.map(\.processIdentifier))
         Thread {
             // Each pid leaves `Pending` as soon as its process is seen to exit (its pid may be

@@ -7,7 +7,7 @@ private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathCom
 
 /// What the browser test runs with: `$HUDDLE_BROWSER_PYTHON` (else `.build/browser-venv/bin/python`),
 /// `$HUDDLE_CHROMIUM`, `$HUDDLE_CHROMEDRIVER` (else Debian's paths), and the `huddle` and
-/// `drawtogether` of this build (beside `$HUDDLE_BIN`, else in `.build/debug`).
+/// `drawtogether` of this build (`BuiltExecutables`).
 private struct BrowserTools {
     let python: String
     let chromium: String
@@ -21,8 +21,8 @@ private struct BrowserTools {
         let python = pick("HUDDLE_BROWSER_PYTHON", repositoryRoot.appendingPathComponent(".build/browser-venv/bin/python").path)
         let chromium = pick("HUDDLE_CHROMIUM", "/usr/bin/chromium")
         let chromedriver = pick("HUDDLE_CHROMEDRIVER", "/usr/bin/chromedriver")
-        let huddle = pick("HUDDLE_BIN", repositoryRoot.appendingPathComponent(".build/debug/huddle").path)
-        let binaries = URL(fileURLWithPath: huddle).deletingLastPathComponent().path
+        let huddle = BuiltExecutables.path("huddle")
+        let binaries = BuiltExecutables.directory
         var missing: [String] = []
         for (what, path) in [("python (HUDDLE_BROWSER_PYTHON)", python), ("chromium (HUDDLE_CHROMIUM)", chromium),
                              ("chromedriver (HUDDLE_CHROMEDRIVER)", chromedriver), ("huddle", huddle),

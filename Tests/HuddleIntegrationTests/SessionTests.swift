@@ -204,7 +204,8 @@ struct SessionTests {
         try await cluster.waitForFullMesh(2)
         let collector = try await EventCollector.subscribe(a, topics: ["members"])
         kill(b.process.processIdentifier, SIGKILL)
-        try await eventually("a to see b as failed") { await collector.memberChanges("failed").count == 1 }
+        // Detection takes a suspicion timeout or so; the deadline is for a loaded machine.
+        try await eventually("a to see b as failed", within: 120) { await collector.memberChanges("failed").count == 1 }
         await collector.stop()
     }
 

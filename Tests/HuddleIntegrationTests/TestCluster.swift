@@ -4,12 +4,8 @@ import HuddleControl
 import HuddleCrypto
 import Testing
 
-/// Where the `huddle` executable under test is: `$HUDDLE_BIN`, else the package's debug build.
-let huddleBinary: String = {
-    if let path = ProcessInfo.processInfo.environment["HUDDLE_BIN"], !path.isEmpty { return path }
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    return root.appendingPathComponent(".build/debug/huddle").path
-}()
+/// Where the `huddle` executable under test is (`BuiltExecutables`).
+let huddleBinary = BuiltExecutables.path("huddle")
 
 struct TestTimeout: Error, CustomStringConvertible {
     let description: String
@@ -236,9 +232,10 @@ final class TestCluster: @unchecked Sendable {
         }
     }
 
-    /// SIGTERM to every node still running (they leave gracefully); one that has not exited 30 s
-    /// later is killed, so a node stuck in a request cannot hang the suite at teardown. Returns at
-    /// once: the wait runs off the test pool (`TestProcesses`), and the directory goes after it.
+    /// SIGKILL to every node still running (teardown: nothing is checked any more, and leaving
+    /// would only cost the other tests' nodes CPU). Returns at once: the wait runs off the test
+    /// pool (`TestProcesses`), and the directory goes after it. A test that checks leaving sends
+    /// SIGTERM or `leave` itself and waits for the exit.
     func shutdown() {
         let dir = self.dir
         TestProcesses.end(nodes.map(\.process)) { try? FileManager.default.removeItem(atPath: dir) }

@@ -4,12 +4,8 @@ import HuddleControl
 import HuddleKit
 import Testing
 
-/// Where the `huddle` executable under test is: `$HUDDLE_BIN`, else the package's debug build.
-let huddleBinary: String = {
-    if let path = ProcessInfo.processInfo.environment["HUDDLE_BIN"], !path.isEmpty { return path }
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    return root.appendingPathComponent(".build/debug/huddle").path
-}()
+/// Where the `huddle` executable under test is (`BuiltExecutables`).
+let huddleBinary = BuiltExecutables.path("huddle")
 
 struct Timeout: Error, CustomStringConvertible { let description: String }
 
@@ -113,7 +109,8 @@ final class Nodes: @unchecked Sendable {
         try await eventually("\(name) to die") { !process.isRunning }
     }
 
-    /// SIGTERM to every node (they leave); returns at once, the wait runs off the test pool.
+    /// SIGKILL to every node still running (teardown: nothing is checked any more); returns at
+    /// once, the wait runs off the test pool.
     func shutdown() {
         let dir = self.dir
         TestProcesses.end(Array(processes.values)) { try? FileManager.default.removeItem(atPath: dir) }

@@ -3,14 +3,8 @@ import Foundation
 import HuddleSim
 import Testing
 
-/// The `huddle-sim` executable: next to `$HUDDLE_BIN` when set, else the package's debug build.
-private let simBinary: String = {
-    if let huddle = ProcessInfo.processInfo.environment["HUDDLE_BIN"], !huddle.isEmpty {
-        return URL(fileURLWithPath: huddle).deletingLastPathComponent().appendingPathComponent("huddle-sim").path
-    }
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    return root.appendingPathComponent(".build/debug/huddle-sim").path
-}()
+/// The `huddle-sim` executable of this build (`BuiltExecutables`).
+private let simBinary = BuiltExecutables.path("huddle-sim")
 
 /// One `huddle-sim … --trace-digest` run in its own process.
 private struct TraceDigest: Equatable, CustomStringConvertible {

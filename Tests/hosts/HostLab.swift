@@ -6,14 +6,8 @@ import Glibc
 import HuddleControl
 import HuddleCrypto
 
-/// Where the `huddle` executable under test is: `$HUDDLE_BIN`, else the package's debug build.
-let huddleBinary: String = {
-    if let path = ProcessInfo.processInfo.environment["HUDDLE_BIN"], !path.isEmpty {
-        return URL(fileURLWithPath: path).standardizedFileURL.path
-    }
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    return root.appendingPathComponent(".build/debug/huddle").path
-}()
+/// Where the `huddle` executable under test is (`BuiltExecutables`).
+let huddleBinary = BuiltExecutables.path("huddle")
 
 /// Every name this process creates starts with `hhost-<pid>-`, so a later run can tell which
 /// leftovers belong to a process that is gone.

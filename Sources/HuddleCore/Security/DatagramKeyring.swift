@@ -34,7 +34,9 @@ public struct DatagramKeyring: Sendable {
         public let counter: UInt64
     }
 
-    private(set) var entries: [MemberID: [Entry]] = [:]
+    private(set) var entries: [MemberID: [Entry]] = [:] {
+        didSet { nextExpiry = Self.earliestExpiry(entries) }
+    }
     private var uses: [UInt64: Use] = [:]
     private var nextSerial: UInt64 = 1
     /// Grows whenever a key is installed or dropped (the node republishes its `DatagramOpener`).
@@ -98,8 +100,11 @@ public struct DatagramKeyring: Sendable {
         generation += 1
     }
 
-    /// When `expire` next has work (infinity when nothing is retired).
-    public var nextExpiry: Double {
+    /// When `expire` next has work (infinity when nothing is retired). Kept as keys change, not
+    /// found at each read: the core's `nextDeadline` reads it after every input.
+    public private(set) var nextExpiry = Double.infinity
+
+    private static func earliestExpiry(_ entries: [MemberID: [Entry]]) -> Double {
         var earliest = Double.infinity
         for list in entries.values {
             for entry in list { if let at = entry.retiredAt { earliest = min(earliest, at + Self.grace) } }
