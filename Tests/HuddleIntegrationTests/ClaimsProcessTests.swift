@@ -181,7 +181,8 @@ struct ClaimsProcessTests {
     }
 
     /// CONTROL.md: "attachment 100 MiB = 104,857,600 bytes (`too_large`)". Exactly the limit is
-    /// accepted and reaches every member byte for byte; one byte more is refused.
+    /// accepted and reaches every member (each lists it; one fetches it, byte for byte by hash);
+    /// one byte more is refused.
     @Test func anAttachmentOfExactlyTheLimitReachesEveryMemberAndOneByteMoreIsRefused() async throws {
         let cluster = try TestCluster("100mib")
         defer { cluster.shutdown() }
@@ -202,12 +203,17 @@ struct ClaimsProcessTests {
         #expect(added?["size"] == .int(Int64(limit)))
         #expect(added?["chunks"] == .int(400))
         let id = added?["id"]?.stringValue ?? ""
-        for node in [b, c] {
-            let out = "\(cluster.dir)/\(node.name).out"
-            _ = try await node.request("attach.get", ["id": .string(id), "path": .string(out), "timeout_ms": 480_000])
-            #expect(filesEqual(source, out), "\(node.name) wrote different bytes")
-            try? FileManager.default.removeItem(atPath: out)
+        // Every member learns it; one fetches it whole (once) and it is compared by hash.
+        try await eventually("c to list the attachment at its full size") {
+            try await c.request("attach.list")["attachments"]?.arrayValue?.contains {
+                $0.objectValue?["id"]?.stringValue == id && $0.objectValue?["size"] == .int(Int64(limit)) && $0.objectValue?["chunks"] == .int(400)
+            } == true
         }
+        let out = "\(cluster.dir)/b.out"
+        _ = try await b.request("attach.get", ["id": .string(id), "path": .string(out), "timeout_ms": 480_000])
+        #expect(fileHash(out)?.size == limit)
+        #expect(filesEqual(source, out), "b wrote different bytes")
+        try? FileManager.default.removeItem(atPath: out)
         #expect(try await a.request("attach.list")["attachments"]?.arrayValue?.count == 1, "the refused file was not added")
     }
 

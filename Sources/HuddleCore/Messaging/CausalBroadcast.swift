@@ -639,8 +639,19 @@ public struct CausalBroadcast: Sendable {
     }
 
     private mutating func dropStable(counting holders: Set<MemberID>) {
-        for origin in Array(store.keys) {
-            let stable = stable(origin, counting: holders)
+        guard !store.isEmpty else { return }
+        // What `stable` finds for each origin, with each holder's acknowledgements looked up once
+        // (origins × holders lookups instead of twice that: at 100 members this ran 4 times a second).
+        let origins = Array(store.keys)
+        var floors = origins.map { delivered[$0] ?? 0 }
+        for member in holders {
+            guard let acked = acks[member] else {
+                for k in origins.indices where origins[k] != member { floors[k] = 0 }
+                continue
+            }
+            for k in origins.indices where floors[k] > 0 && origins[k] != member { floors[k] = min(floors[k], acked[origins[k]] ?? 0) }
+        }
+        for (origin, stable) in zip(origins, floors) {
             storedBytes -= store[origin, default: MessageRun()].drop(through: stable, bytes: Self.storedSize)
             if store[origin]?.isEmpty ?? false { store[origin] = nil }
         }
