@@ -40,8 +40,15 @@ func fileHash(_ path: String) -> (size: Int, hash: [UInt8])? {
     var failed = false
     let hash = BLAKE2b.hash { feed in
         while true {
-            guard let block = try? handle.read(upToCount: 1 << 20) else { failed = true; return }
-            if block.isEmpty { return }
+            let block: Data
+            do {
+                // nil at the end of the file.
+                guard let read = try handle.read(upToCount: 1 << 20), !read.isEmpty else { return }
+                block = read
+            } catch {
+                failed = true
+                return
+            }
             size += block.count
             block.withUnsafeBytes { feed($0) }
         }

@@ -19,6 +19,28 @@ struct TestHelperTests {
         }
     }
 
+    /// `filesEqual` (a streamed hash) says equal for the same bytes across its 1 MiB blocks, and
+    /// not for one flipped byte in the second block, one byte more, or a missing file.
+    @Test func filesEqualTellsOneByteApart() throws {
+        var template = Array("/tmp/hd-fileq-XXXXXX".utf8CString)
+        let dir = try #require(mkdtemp(&template).map { String(cString: $0) })
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (a, b) = ("\(dir)/a", "\(dir)/b")
+        try writeRandomFile(a, count: (1 << 20) + 5000, seed: 1)
+        try writeRandomFile(b, count: (1 << 20) + 5000, seed: 1)
+        #expect(filesEqual(a, b))
+        #expect(fileHash(a)?.size == (1 << 20) + 5000)
+        var bytes = try #require(FileManager.default.contents(atPath: b))
+        bytes[(1 << 20) + 17] ^= 1
+        try bytes.write(to: URL(fileURLWithPath: b))
+        #expect(!filesEqual(a, b), "one flipped byte")
+        bytes[(1 << 20) + 17] ^= 1
+        bytes.append(0)
+        try bytes.write(to: URL(fileURLWithPath: b))
+        #expect(!filesEqual(a, b), "one byte more")
+        #expect(!filesEqual(a, "\(dir)/missing"))
+    }
+
     @Test func anEventStreamThatEndsBeforeStopFailsTheTestThatReadsIt() async throws {
         let cluster = try TestCluster("evdead")
         defer { cluster.shutdown() }
