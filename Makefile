@@ -40,8 +40,8 @@ test: deps noise-venv browser-venv
 # A million inputs a peer could send, through every decoder and core (PeerInputFuzzTests).
 FUZZ_COUNT ?= 1000000
 fuzz: deps
-	$(SWIFT) build --build-tests
-	HUDDLE_FUZZ_COUNT=$(FUZZ_COUNT) $(SWIFT) test --skip-build --filter noInputAPeerCanSendTrapsTheDecodersOrTheCores
+	$(SWIFT) build $(TEST_BUILD) --build-tests
+	HUDDLE_FUZZ_COUNT=$(FUZZ_COUNT) $(SWIFT) test $(TEST_BUILD) --skip-build --filter noInputAPeerCanSendTrapsTheDecodersOrTheCores
 
 demo: build
 	@examples/demo.sh "$(BIN)"
