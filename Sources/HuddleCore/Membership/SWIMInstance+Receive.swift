@@ -26,9 +26,18 @@ extension SWIMInstance {
                 refuse(.hostnameAddress, into: &actions)
                 break
             }
+            // Only a member this node knows, at the address of its own signed record: a ping-req
+            // never makes this node send to an address of the requester's choosing (reflection).
+            // One it does not know (yet: gossip lags behind the prober) stays unanswered, as a
+            // ping for another member id does; the prober's other helpers answer.
+            guard let known = members[target], known.state != .left else { break }
+            guard relays.count < Self.maximumRelays else {
+                refuse(.pingReqOverflow, into: &actions)
+                break
+            }
             self.seq &+= 1
             relays[self.seq] = Relay(requester: from, target: target, seq: seq, nackAt: now + settings.probeTimeout * settings.nackFraction)
-            actions.append(self.message(.ping(seq: self.seq, target: target), to: targetAddr))
+            actions.append(self.message(.ping(seq: self.seq, target: target), to: known.addr))
         case let .nack(seq):
             if var p = probe, p.seq == seq {
                 p.nacks += 1

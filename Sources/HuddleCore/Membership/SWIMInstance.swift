@@ -65,6 +65,9 @@ public struct SWIMInstance: Sendable {
     var probe: Probe?
     /// Indirect probes this member runs for others, by the seq of its own ping to the target.
     var relays: [UInt32: Relay] = [:]
+    /// Ping-reqs relayed at once (each waits at most a probe timeout): more are refused
+    /// (`pingReqOverflow`). Honest probers ask a handful of helpers per failed probe.
+    static let maximumRelays = 256
     var seq: UInt32 = 0
     /// Alive and suspect members, self included while it has not left.
     public internal(set) var liveCount = 1

@@ -67,6 +67,8 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     /// A member record, link or `pingReq` that names an address other than a numeric IPv4 or
     /// [IPv6] `host:port` (`HostPort.numeric`): a hostname would make this member ask DNS for a peer.
     case hostnameAddress = "hostname_address"
+    /// A `pingReq` beyond `SWIMInstance.maximumRelays` relays waiting at once.
+    case pingReqOverflow = "ping_req_overflow"
 
     // Epoch changes, grants and old keys (issue 21; `EpochHistory`).
 
