@@ -108,6 +108,27 @@ private func moved(_ effects: [SessionEffect]) -> [UInt64] { effects.compactMap 
     #expect(t.cores[2].epoch == 2 && t.cores[2].epochs.current == t.cores[0].epochs.current, "handed both changes, it holds the current key")
 }
 
+/// A member that repeats its old head gets the hand-over (changes and grant) once per
+/// `handoverInterval`, not once per message: a thousand heads in a second make one hand-over.
+@Test func aRepeatedHeadIsHandedOverOncePerInterval() throws {
+    var t = Trio()
+    _ = try t.link(0, 1, now: 1)
+    let (_, first) = try t.cores[0].rekey(now: 2)
+    t.run(first, from: 0, now: 2)
+    _ = try t.link(0, 2, keyHead: t.genesis.head, now: 4)
+    func handedOver(_ effects: [SessionEffect]) -> Int {
+        effects.filter { if case .sendLink(_, .epochGrant) = $0 { true } else if case .sendLink(_, .epochChanges) = $0 { true } else { false } }.count
+    }
+    let head = LinkMessage.epochHead(epoch: 0, head: t.genesis.head, holdsKey: true)
+    let once = handedOver(t.cores[0].receiveLink(head, from: t.infos[2].id, addr: t.infos[2].addr, now: 5))
+    #expect(once > 0, "a member behind is handed the changes")
+    var more = 0
+    for k in 1..<1000 { more += handedOver(t.cores[0].receiveLink(head, from: t.infos[2].id, addr: t.infos[2].addr, now: 5 + Double(k) / 1000)) }
+    #expect(more == 0, "hand-over messages for 999 more heads within a second: \(more)")
+    let later = handedOver(t.cores[0].receiveLink(head, from: t.infos[2].id, addr: t.infos[2].addr, now: 5 + SessionCore.handoverInterval + 0.1))
+    #expect(later == once, "the same head after the interval is handed over again")
+}
+
 @Test func aStrangerWithAnOldKeyIsRefusedAndSoIsANonAdmin() throws {
     var settings = EpochSettings()
     let admin = Identity(seed: [UInt8](repeating: 1, count: 32)).publicKey

@@ -158,12 +158,20 @@ extension SessionCore {
     }
 
     /// A peer's head: a peer on another head than this member's, or without its key, is handed
-    /// what this member can give it (nothing when its link's key is not admitted any more).
+    /// what this member can give it (nothing when its link's key is not admitted any more) — once
+    /// per `handoverInterval` for the same two heads: a member repeating its head cannot make this
+    /// one seal grants and resend changes at the rate it sends (links are reliable: what was
+    /// handed arrives; a new link hands over again at link-up).
     mutating func receiveEpochHead(_ head: [UInt8], holdsKey: Bool, from peer: MemberID, now: Double) -> [SessionEffect] {
         peerHeads[peer] = head
         guard head != epochs.head || !holdsKey else { return [] }
+        if let last = headHandovers[peer], last.theirs == head, last.mine == epochs.head, now - last.at < Self.handoverInterval { return [] }
+        headHandovers[peer] = (head, epochs.head, now)
         return handover(to: peer, now: now)
     }
+
+    /// How often one peer's repeated head is handed the same changes and grant again.
+    static let handoverInterval = 2.0
 
     /// The hand-over to a linked peer by the key its link proved: the changes, one per message, and the grant.
     mutating func handover(to peer: MemberID, now: Double) -> [SessionEffect] {

@@ -54,6 +54,9 @@ public struct SessionCore: Sendable {
     var epochLinks: [MemberID: (node: [UInt8], keyHead: [UInt8])] = [:]
     /// Per linked peer, the epoch head it last said it is on (`LinkMessage.epochHead`).
     public internal(set) var peerHeads: [MemberID: [UInt8]] = [:]
+    /// Per linked peer, the heads (its and this member's) of the last hand-over its `epochHead`
+    /// asked for, and when: the same heads again within `handoverInterval` get nothing more.
+    var headHandovers: [MemberID: (theirs: [UInt8], mine: [UInt8], at: Double)] = [:]
     /// Members whose node key is removed: out of `live`, never linked, their events not shown.
     public internal(set) var removedMembers: Set<MemberID> = []
     /// Where new epoch keys and grants' ephemeral keys come from (the node: the system's secure
@@ -364,6 +367,7 @@ public struct SessionCore: Sendable {
         datagramKeys.retire(peer, now: now)
         epochLinks[peer] = nil
         peerHeads[peer] = nil
+        headHandovers[peer] = nil
         return settled ? membership(swim.linkLost(peer, now: now), now: now) : []
     }
 
