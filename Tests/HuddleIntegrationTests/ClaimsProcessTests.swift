@@ -320,14 +320,23 @@ struct ClaimsProcessTests {
     }
 
     /// README: "`send --unreliable`: one encrypted UDP datagram". One send to a 3-member session is
-    /// one datagram to each other member (stats count datagrams, not bytes), it is not stored for
-    /// repair, and it arrives without being sent again; a directed one is one datagram to its target.
+    /// one datagram to each other member, it is not stored for repair, and it arrives without being
+    /// sent again; a directed one is one datagram to its target. Counted twice: by the nodes' stats
+    /// (datagrams, not bytes), and by relays the test owns in front of b and c (every datagram to
+    /// them crosses one): the messages carry 1,000-byte bodies, so their datagrams are the only
+    /// ones that large (SWIM's stay far smaller in a settled 3-member session: checked before).
     @Test func anUnreliableSendIsExactlyOneDatagramPerRecipient() async throws {
         let cluster = try TestCluster("dgram1")
-        defer { cluster.shutdown() }
+        var relays: [StallableRelay] = []
+        defer {
+            for relay in relays { relay.close() }
+            cluster.shutdown()
+        }
         let a = try await cluster.start("a")
-        let b = try await cluster.start("b")
-        let c = try await cluster.start("c")
+        let (b, rb) = try await cluster.startBehindRelay("b")
+        relays.append(rb)
+        let (c, rc) = try await cluster.startBehindRelay("c")
+        relays.append(rc)
         try await cluster.waitForFullMesh(3)
         let collectors = [try await EventCollector.subscribe(b, topics: ["messages"]), try await EventCollector.subscribe(c, topics: ["messages"])]
         func counts() async throws -> [Int64] {
@@ -335,28 +344,37 @@ struct ClaimsProcessTests {
              field(try await b.request("stats"), "datagrams_received", "messages"),
              field(try await c.request("stats"), "datagrams_received", "messages")]
         }
+        /// Datagrams of at least `large` bytes that crossed each relay toward its node.
+        let large = 1_000
+        func largeDatagrams() -> [Int] { [rb, rc].map { $0.datagrams(.towardNode).filter { $0 >= large }.count } }
+        let text = "once, by datagram " + String(repeating: "x", count: 1_000 - 18)
+        let directedText = "to b alone " + String(repeating: "y", count: 1_000 - 11)
+        try await eventually("SWIM's datagrams to cross both relays") { rb.datagrams(.towardNode).count > 2 && rc.datagrams(.towardNode).count > 2 }
+        #expect(largeDatagrams() == [0, 0], "before any send, no datagram to b or c was \(large) bytes or more")
         let before = try await counts()
         #expect(before.allSatisfy { $0 >= 0 }, "stats has datagrams_sent / datagrams_received")
-        let reply = try await a.request("send", ["text": "once, by datagram", "reliable": false])
+        let reply = try await a.request("send", ["text": .string(text), "reliable": false])
         #expect(reply["seq"] == .null)
         for (node, collector) in zip([b, c], collectors) {
             try await eventually("\(node.name) to deliver the unreliable message sent once") {
-                await collector.messages().contains { $0["text"]?.stringValue == "once, by datagram" }
+                await collector.messages().contains { $0["text"]?.stringValue == text }
             }
-            let event = await collector.messages().filter { $0["text"]?.stringValue == "once, by datagram" }
+            let event = await collector.messages().filter { $0["text"]?.stringValue == text }
             #expect(event.count == 1)
             #expect(event.first?["reliable"] == .bool(false) && event.first?["seq"] == .null && event.first?["from"]?.stringValue == a.member)
         }
         let after = try await counts()
         #expect(zip(after, before).map { $0 - $1 } == [2, 1, 1], "datagrams sent by a / received by b, c: before \(before), after \(after)")
+        #expect(largeDatagrams() == [1, 1], "datagrams of the message that crossed the relays to b, c: \(largeDatagrams())")
         #expect(field(try await a.request("stats"), "messages_stored") == 0, "an unreliable send is not kept for repair")
 
-        _ = try await a.request("send", ["text": "to b alone", "to": .array([.string(b.member)]), "reliable": false])
+        _ = try await a.request("send", ["text": .string(directedText), "to": .array([.string(b.member)]), "reliable": false])
         try await eventually("b to deliver the directed unreliable message") {
-            await collectors[0].messages().contains { $0["text"]?.stringValue == "to b alone" }
+            await collectors[0].messages().contains { $0["text"]?.stringValue == directedText }
         }
         let directed = try await counts()
         #expect(zip(directed, after).map { $0 - $1 } == [1, 1, 0], "a directed unreliable send: before \(after), after \(directed)")
+        #expect(largeDatagrams() == [2, 1], "datagrams of the two messages that crossed the relays to b, c: \(largeDatagrams())")
         for collector in collectors { await collector.stop() }
     }
 }

@@ -1,8 +1,24 @@
 import Foundation
 import HuddleTestSupport
 import HuddleControl
+import HuddleCore
 import HuddleCrypto
 import Testing
+
+/// The failure detector's timing as the node under test runs it (its SWIM settings are the
+/// defaults, `SWIMSettings.lan`): what every pause of a test is derived from.
+enum FailureDetector {
+    static let settings = SWIMSettings.lan
+    /// The shortest a suspicion lasts before the member is failed, at `members` live members.
+    static func minimumSuspicion(members: Int) -> Double { SWIMSuspicion.bounds(members: members, settings: settings).min }
+    /// The longest (a lone suspecter, no confirmation).
+    static func maximumSuspicion(members: Int) -> Double { SWIMSuspicion.bounds(members: members, settings: settings).max }
+    /// The longest a test may stop a member (SIGSTOP) that must not be failed: 40 % of the
+    /// minimum suspicion timeout (the floor, 2.5 s, at every size a test runs), which leaves the
+    /// rest for the first probe to notice, for a loaded machine to resume the member, and for its
+    /// refutation to travel.
+    static let safePause: Double = 0.4 * settings.minSuspicionTimeout
+}
 
 /// Where the `huddle` executable under test is: `$HUDDLE_BIN`, else the package's debug build.
 let huddleBinary: String = {
@@ -248,13 +264,20 @@ final class TestCluster: @unchecked Sendable {
     var logs: String { nodes.map { "--- \($0.name)\n\($0.log)" }.joined(separator: "\n") }
 }
 
-/// Runs a request that must fail, and checks the node answered with one of `codes`.
-/// The integer at `path` in a reply (`field(stats, "bytes_sent", "messages")`), or -1.
-func field(_ reply: JSONObject, _ path: String...) -> Int64 {
+/// The integer at `path` in a reply (`field(stats, "bytes_sent", "messages")`). A figure the
+/// reply does not hold fails the test (and reads as -1): a check such as `<= 0` or `== 0` must
+/// not pass on a stat that was renamed or never reported.
+func field(_ reply: JSONObject, _ path: String..., sourceLocation: SourceLocation = #_sourceLocation) -> Int64 {
     var value: JSON? = .object(reply)
     for key in path { value = value?.objectValue?[key] }
-    return value?.intValue ?? -1
+    guard let number = value?.intValue else {
+        Issue.record("no integer at \(path.joined(separator: ".")) in the reply: \(reply.serializedForLog)", sourceLocation: sourceLocation)
+        return -1
+    }
+    return number
 }
+
+/// Runs a request that must fail, and checks the node answered with one of `codes`.
 
 func expectFailure(_ codes: ControlErrorCode..., what: String, _ body: () async throws -> Void) async {
     do {
