@@ -391,6 +391,7 @@ struct ClaimsProcessTests {
             try await eventually("\(node.name) to deliver the unreliable message sent once") {
                 await collector.messages().contains { $0["text"]?.stringValue == text }
             }
+            try await collector.catchUp()
             let event = await collector.messages().filter { $0["text"]?.stringValue == text }
             #expect(event.count == 1)
             #expect(event.first?["reliable"] == .bool(false) && event.first?["seq"] == .null && event.first?["from"]?.stringValue == a.member)

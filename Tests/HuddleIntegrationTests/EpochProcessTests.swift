@@ -141,8 +141,10 @@ struct EpochProcessTests {
         }
         for collector in collectors.prefix(4) {
             try await eventually("the message after the removal to arrive") { await collector.messages().contains { $0["text"]?.stringValue == "after the removal" } }
+            try await collector.catchUp()
             #expect(await !collector.messages().contains { $0["text"]?.stringValue == "from the removed member" })
         }
+        try await collectors[4].catchUp()
         #expect(await !collectors[4].messages().contains { $0["text"]?.stringValue == "after the removal" })
         let list = try await removed.request("attach.list")
         #expect(!(list["attachments"]?.arrayValue ?? []).contains { $0.objectValue?["id"]?.stringValue == id }, "the removed member never hears of the new attachment")

@@ -143,6 +143,7 @@ struct HostileMemberTests {
         // b is still a member to a: its message arrives; a never reported it left or failed.
         _ = try await b.request("send", ["text": "still here"])
         try await eventually("b's message at a") { await events.messages().contains { $0["text"]?.stringValue == "still here" } }
+        try await events.catchUp()
         let aboutB = await events.events.filter { $0["event"]?.stringValue == "member" && $0["member"]?.objectValue?["member"]?.stringValue == b.member }
         // Nobody leaves: a `left` of b is the forged one, whatever the load.
         #expect(!aboutB.contains { $0["change"]?.stringValue == "left" }, "\(aboutB)")
@@ -245,6 +246,7 @@ struct HostileMemberTests {
             polls += 1
             try await Task.sleep(for: .milliseconds(50))  // the attack's pace, not a wait for a condition
         }
+        for events in watchers { try await events.catchUp() }
         var findings: [String] = []
         if !failedSeen.isEmpty { findings.append("c was failed at \(failedSeen) (\(polls) polls)") }
         for (node, events) in zip([a, b], watchers) {
@@ -308,6 +310,7 @@ struct HostileMemberTests {
         }
         try await eventually("a to refuse the claims of members that are not live") { try await refused(.claimerNotLive, at: a) >= refusedBefore + 4 }
         #expect(try await state(of: relay.info.id.description, at: a).state != "failed", "the relay stayed live (its gossip was read)")
+        for events in watchers { try await events.catchUp() }
         var findings: [String] = []
         for (node, events) in zip([a, b, c], watchers) {
             let seen = await changes(about: c.member, in: events)

@@ -65,6 +65,7 @@ struct MembershipProcessTests {
         // the maximum timeout; one more probe period for the last to start), then look.
         try await Task.sleep(for: .seconds(FailureDetector.maximumSuspicion(members: 8) + FailureDetector.settings.probeInterval * 2))
         for (node, collector) in zip(nodes.dropFirst(), collectors) {
+            try await collector.catchUp()
             #expect(await changes(collector, "failed", about: paused.member) == 0, "\(node.name) marked a member paused for \(stopped) s failed")
         }
         try await cluster.waitForFullMesh(8)

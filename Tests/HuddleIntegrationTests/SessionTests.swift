@@ -116,6 +116,7 @@ struct SessionTests {
         try await eventually("the one unreliable message to arrive (loopback drops nothing)") {
             await collector.messages().contains { $0["reliable"] == .bool(false) && $0["text"]?.stringValue == "ping" }
         }
+        try await collector.catchUp()
         #expect(await collector.messages().filter { $0["text"]?.stringValue == "ping" }.count == 1)
         let tooBig = String(repeating: "x", count: 2000)
         await #expect(throws: ControlError.self) { _ = try await a.request("send", ["text": .string(tooBig), "reliable": false]) }

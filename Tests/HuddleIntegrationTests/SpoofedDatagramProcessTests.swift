@@ -85,6 +85,7 @@ struct SpoofedDatagramProcessTests {
             await events.messages().contains { $0["text"]?.stringValue == "really b" && $0["from"]?.stringValue == b.member }
         }
         let after = try await bAtA()
+        try await events.catchUp()
         var findings: [String] = []
         if !(after?["state"]?.stringValue == "alive" && after?["incarnation"] == before?["incarnation"]) { findings.append("b at a: \(String(describing: after))") }
         #expect(await !events.messages().contains { $0["text"]?.stringValue == "spoofed" }, "a delivered the spoofed message")

@@ -158,29 +158,87 @@ final class TestNode: @unchecked Sendable {
 /// or died), errors, or overflows (the node dropped this subscriber), every later read of what was
 /// collected (`events`, `messages()`, `memberChanges`, `check()`) fails the test once — a test
 /// that waits for an event, or checks that one never came, must not pass on a dead stream.
+/// A check that an event never came first calls `catchUp()`: the stream may merely lag.
 actor EventCollector {
     private var collected: [JSONObject] = []
+    /// The cursors of what was collected (the stream and `catchUp` may both bring an event).
+    private var cursors: Set<Int64> = []
+    /// The node's cursor when this subscribed, then the highest collected.
+    private var latestSeen: Int64 = 0
     private var task: Task<Void, Never>?
     private var client: ControlClient?
     private let node: String
+    private let source: TestNode
+    private let topics: [String]
     private var stopped = false
     /// Why the stream ended before `stop()`, when it did.
     private(set) var ended: String?
     private var reported = false
 
-    private init(node: String) { self.node = node }
+    private init(node: TestNode, topics: [String]) {
+        self.node = node.name
+        source = node
+        self.topics = topics
+    }
 
     static func subscribe(_ node: TestNode, topics: [String], since: Int64? = nil) async throws -> EventCollector {
-        let collector = EventCollector(node: node.name)
+        let collector = EventCollector(node: node, topics: topics)
         let client = try await node.client()
         var request: JSONObject = ["topics": .array(topics.map { .string($0) })]
         if let since { request["since"] = .int(since) }
-        _ = try await client.request("subscribe", request)
-        await collector.start(client)
+        let reply = try await client.request("subscribe", request)
+        await collector.start(client, from: since ?? reply["cursor"]?.intValue ?? 0)
         return collector
     }
 
-    private func start(_ client: ControlClient) {
+    /// Waits until every event `node` has logged by now, of this collector's topics, is collected,
+    /// whether the stream lags, stalled or died: asks the node for its latest cursor over a
+    /// subscription of its own to every topic from the last cursor collected, and takes that
+    /// replay up to the latest cursor. A check that something did not happen comes after this.
+    func catchUp(within seconds: Double = 30, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let from = latestSeen
+        let client = try await source.client()
+        defer { Task { await client.close() } }
+        let every: [JSON] = ControlTopic.allCases.map { .string($0.rawValue) }
+        let reply = try await client.request("subscribe", ["topics": .array(every), "since": .int(from)])
+        guard let latest = reply["cursor"]?.intValue else { throw TestTimeout(description: "\(node): subscribe named no cursor") }
+        guard latest > from else { return }
+        let replay = Task { () -> [JSONObject] in
+            var got: [JSONObject] = []
+            for try await event in await client.events() {
+                if event["event"]?.stringValue == "overflow" { throw TestTimeout(description: "\(node): the catch-up replay overflowed") }
+                guard let cursor = event["cursor"]?.intValue else { continue }
+                got.append(event)
+                if cursor >= latest { return got }
+            }
+            throw TestTimeout(description: "\(node): the catch-up replay ended before cursor \(latest)")
+        }
+        let timer = Task {
+            try await Task.sleep(for: .seconds(seconds))
+            await client.close()
+        }
+        defer { timer.cancel() }
+        let replayed: [JSONObject]
+        do { replayed = try await replay.value } catch {
+            throw TestTimeout(description: "\(node): could not catch up from cursor \(from) to \(latest) within \(seconds) s: \(error)")
+        }
+        let wanted = Set(topics)
+        for event in replayed where wanted.contains(Self.topic(of: event)) { add(event) }
+    }
+
+    /// The topic of an event, by its name.
+    private static func topic(of event: JSONObject) -> String {
+        switch event["event"]?.stringValue ?? "" {
+        case "member": "members"
+        case "message": "messages"
+        case "activity": "activity"
+        case "invite", "pairing": "invite"
+        default: "attachments"
+        }
+    }
+
+    private func start(_ client: ControlClient, from cursor: Int64) {
+        latestSeen = cursor
         self.client = client
         task = Task {
             do {
@@ -198,7 +256,13 @@ actor EventCollector {
         }
     }
 
-    private func add(_ e: JSONObject) { collected.append(e) }
+    private func add(_ e: JSONObject) {
+        if let cursor = e["cursor"]?.intValue {
+            guard cursors.insert(cursor).inserted else { return }
+            latestSeen = max(latestSeen, cursor)
+        }
+        collected.append(e)
+    }
 
     private func finish(_ why: String) {
         guard !stopped, ended == nil else { return }
