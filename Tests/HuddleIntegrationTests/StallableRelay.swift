@@ -119,6 +119,9 @@ final class StallableRelay: @unchecked Sendable {
     /// Lets every held connection go on, and admits every new one.
     func admitAll() { lock.withLock { admitted = nil } }
 
+    /// Each relayed connection's pumps, for failure messages: direction, dialer, parked.
+    var pumpStates: String { lock.withLock { pumps.values.map { "\($0.direction)/\($0.dialer.map(String.init) ?? "?")/\($0.parked ? "parked" : "running")" }.sorted().joined(separator: " ") } }
+
     /// TCP bytes carried so far, both directions.
     var bytesRelayed: Int { lock.withLock { tcpBytes.values.reduce(0, +) } }
 
@@ -270,7 +273,7 @@ final class StallableRelay: @unchecked Sendable {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &peer) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) } }
         let local = String(format: "0100007F:%04X", Int(UInt16(bigEndian: peer.sin_port)))
-        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8),
+        guard let table = readWhole("/proc/net/tcp"),
               let row = table.split(separator: "\n").map({ $0.split(separator: " ") }).first(where: { $0.count > 9 && $0[1] == local }) else { return nil }
         let socket = "socket:[\(row[9])]"
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
@@ -278,6 +281,23 @@ final class StallableRelay: @unchecked Sendable {
             for fd in fds where (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) == socket { return pid }
         }
         return nil
+    }
+
+    /// The whole of a /proc file: read until the end (a single read, as `String(contentsOfFile:)`
+    /// makes of a file whose size shows as 0, stops at the first page: /proc/net/tcp is longer).
+    private static func readWhole(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { Glibc.close(fd) }
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { break }
+            out += buffer[..<n]
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     // MARK: UDP
