@@ -17,6 +17,8 @@ public struct AdversaryError: Error, CustomStringConvertible {
 public final class AdversaryLink {
     private let fd: Int32
     private var send: NoiseCipherState
+    /// The receiving cipher, until `startReading` hands it to its reader thread.
+    private var receive: NoiseCipherState?
     /// The link's datagram keys, as the adversary holds them: what it may seal datagrams with.
     public let datagramKeys: PairDatagramKeys
 
@@ -51,6 +53,7 @@ public final class AdversaryLink {
             guard let result = handshake.result else { throw AdversaryError("handshake incomplete") }
             self.fd = fd
             send = result.send
+            receive = result.receive
             datagramKeys = result.datagramKeys
         } catch {
             Glibc.close(fd)
@@ -80,12 +83,33 @@ public final class AdversaryLink {
     /// reading ends a flood; a flood meant to be read whole on a loaded machine sets more.
     public var patience: Double = 0
 
+    /// Reads what the node sends on this link, on a thread of its own, until the link closes (or a
+    /// record does not decrypt or reassemble): `handler` gets each whole link message that
+    /// decodes. Once only; the adversary then reads everything (so nothing backs up).
+    public func startReading(_ handler: @escaping @Sendable (LinkMessage) -> Void) {
+        guard let initial = receive else { return }
+        receive = nil
+        let fd = self.fd
+        Thread {
+            var cipher = initial
+            var reassembler = LinkReassembler(limit: 16 << 20)
+            while true {
+                guard let frame = try? Self.readFrame(fd, waiting: true), let record = try? cipher.decrypt(ad: [], ciphertext: frame) else {
+                    if Self.isOpen(fd) { continue } else { return }
+                }
+                // nil: the message goes on in later records.
+                if case let whole?? = try? reassembler.add(record), let message = try? LinkMessage.decode(whole) { handler(message) }
+            }
+        }.start()
+    }
+
     private var closed = false
 
     /// Closes the link (once; later calls do nothing).
     public func close() {
         guard !closed else { return }
         closed = true
+        shutdown(fd, Int32(SHUT_RDWR))  // ends a reader thread's read before the fd goes
         Glibc.close(fd)
     }
 
@@ -103,19 +127,33 @@ public final class AdversaryLink {
         }
     }
 
-    private static func readExactly(_ fd: Int32, _ count: Int) throws -> [UInt8] {
+    /// `waiting`: a read that times out (the socket's receive timeout) tries again.
+    private static func readExactly(_ fd: Int32, _ count: Int, waiting: Bool = false) throws -> [UInt8] {
         var out: [UInt8] = []
         while out.count < count {
             var buffer = [UInt8](repeating: 0, count: count - out.count)
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            guard n > 0 else { throw AdversaryError("link closed during the handshake") }
+            if n < 0, waiting, errno == EAGAIN || errno == EINTR { continue }
+            guard n > 0 else { throw AdversaryError("link closed") }
             out += buffer[..<n]
         }
         return out
     }
 
-    private static func readFrame(_ fd: Int32) throws -> [UInt8] {
-        let header = try readExactly(fd, 2)
-        return try readExactly(fd, Int(header[0]) << 8 | Int(header[1]))
+    private static func readFrame(_ fd: Int32, waiting: Bool = false) throws -> [UInt8] {
+        let header = try readExactly(fd, 2, waiting: waiting)
+        return try readExactly(fd, Int(header[0]) << 8 | Int(header[1]), waiting: waiting)
+    }
+
+    /// False once the link's socket was shut down or closed by either end (then a reader stops).
+    private static func isOpen(_ fd: Int32) -> Bool {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, 0) >= 0 else { return false }
+        if poller.revents & Int16(POLLNVAL | POLLHUP | POLLERR) != 0 { return false }
+        if poller.revents & Int16(POLLIN) != 0 {
+            var byte: UInt8 = 0
+            return recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
+        }
+        return true
     }
 }

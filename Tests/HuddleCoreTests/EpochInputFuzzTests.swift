@@ -98,11 +98,18 @@ extension EpochFuzzInput {
     var core = pool.group.members[0]
     var rng = SWIMRandom(seed: 5)
     var now = 10.0, fed = 0
+    // Undamaged inputs (damage 0) of each kind that the decoders took: each kind must reach the core.
+    var changesDecoded = 0, grantsDecoded = 0, undamaged = 0
     await propertyCheck(count: fuzzCount, input: inputGen) { input in
         if fed % 200 == 0 { core = pool.group.members[fed % 400 == 0 ? 0 : 2] }
         fed += 1
         now += 1
         let bytes = input.damaged
+        if input.damage == 0 {
+            undamaged += 1
+            if input.base == 3 { if (try? EpochGrant.decode(bytes)) != nil { grantsDecoded += 1 } }
+            else if (try? EpochChange.decode(bytes)) != nil { changesDecoded += 1 }
+        }
         if let change = try? EpochChange.decode(bytes) {
             _ = core.receive(change, now: now)
             _ = core.admission(of: change.makerNode, holding: change.parent, now: now)
@@ -113,4 +120,9 @@ extension EpochFuzzInput {
         _ = core.handshakeKeys(now: now)
     }
     #expect(fed == fuzzCount)
+    // About 1 in 6 inputs is undamaged, a quarter of those a grant; most changes keep counts that
+    // decode. A decoder that refused everything (so the core never ran) fails here.
+    print("epoch fuzz: \(fed) inputs, \(undamaged) undamaged: \(changesDecoded) changes and \(grantsDecoded) grants decoded")
+    #expect(changesDecoded >= fuzzCount / 40, "only \(changesDecoded) undamaged changes decoded of \(fuzzCount) inputs")
+    #expect(grantsDecoded >= fuzzCount / 100, "only \(grantsDecoded) undamaged grants decoded of \(fuzzCount) inputs")
 }

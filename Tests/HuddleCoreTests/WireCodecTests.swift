@@ -70,16 +70,42 @@ private let samples: [LinkMessage] = [
 
 @Test func randomBytesNeverTrap() {
     var rng = SplitMix64(state: 1)
-    var decoded = 0
+    var decoded = 0, wrongVersion = 0, wrongVersionDecoded = 0, unstable = 0
     for _ in 0..<20_000 {
         let count = Int.random(in: 0..<200, using: &rng)
         var bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &rng) }
         if count > 1, Bool.random(using: &rng) { bytes[0] = LinkMessage.version; bytes[1] = UInt8.random(in: 1...9, using: &rng) }
-        if (try? LinkMessage.decode(bytes)) != nil { decoded += 1 }
+        let message = try? LinkMessage.decode(bytes)
+        let decodes = message != nil
+        if let message {
+            decoded += 1
+            if (try? LinkMessage.decode(message.encoded())) != message { unstable += 1 }
+        }
+        // What the rule says, computed here: no input without the version byte decodes.
+        if bytes.first != LinkMessage.version {
+            wrongVersion += 1
+            if decodes { wrongVersionDecoded += 1 }
+        }
         _ = try? DatagramPayload.decode(bytes)
         _ = try? MemberInfo.decode(bytes)
     }
-    #expect(decoded < 20_000)
+    // Valid messages with up to 4 bytes changed: many still decode (the decoders are reached past
+    // the header), and one whose version byte changed never does.
+    var mutatedDecoded = 0
+    for _ in 0..<10_000 {
+        var bytes = samples[Int.random(in: 0..<samples.count, using: &rng)].encoded()
+        for _ in 0...Int.random(in: 0..<4, using: &rng) { bytes[Int.random(in: 0..<bytes.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng) }
+        if bytes[0] != LinkMessage.version { wrongVersion += 1 }
+        guard let message = try? LinkMessage.decode(bytes) else { continue }
+        mutatedDecoded += 1
+        if bytes[0] != LinkMessage.version { wrongVersionDecoded += 1 }
+        if (try? LinkMessage.decode(message.encoded())) != message { unstable += 1 }
+    }
+    #expect(mutatedDecoded > 500, "only \(mutatedDecoded) of 10,000 mutated messages decoded")
+    #expect(wrongVersion > 5_000, "the inputs cover other versions")
+    #expect(wrongVersionDecoded == 0, "\(wrongVersionDecoded) of \(wrongVersion) inputs of another version decoded")
+    #expect(unstable == 0, "\(unstable) decoded messages did not survive encode and decode")
+    #expect(decoded < 20_000 - wrongVersion, "\(decoded) decoded")
 }
 
 @Test func oversizedLengthsAreRefusedBeforeAllocation() {

@@ -51,6 +51,22 @@ actor AddressCapture {
         }
     }
 
+    /// Takes over an address whose sockets are already bound (and the TCP one listening): the two
+    /// a `StallableRelay` hands over, so the port is never free for another process to take.
+    func start(tcp boundTCP: Int32, udp boundUDP: Int32) async throws {
+        let group = MultiThreadedEventLoopGroup.singleton
+        udp = try await DatagramBootstrap(group: group)
+            .channelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(DatagramRecorder(capture: self)) }
+            }
+            .withBoundSocket(boundUDP).get()
+        tcp = try await ServerBootstrap(group: group)
+            .childChannelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(FirstFrameRecorder(capture: self)) }
+            }
+            .withBoundSocket(boundTCP).get()
+    }
+
     /// Sends `datagram` from the captured address to `addr` (`127.0.0.1:port`).
     func send(_ datagram: [UInt8], to addr: String) async throws {
         let parts = addr.split(separator: ":")

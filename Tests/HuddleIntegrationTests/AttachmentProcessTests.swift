@@ -107,8 +107,13 @@ struct AttachmentProcessTests {
         /// b's chunk files, relative to its data directory.
         let damaged: [String]
 
-        init(_ cluster: TestCluster, seed: UInt64) async throws {
-            a = try await cluster.start("a")
+        /// `relayForA`: a starts behind this relay (advertising it).
+        init(_ cluster: TestCluster, seed: UInt64, relayForA: StallableRelay? = nil) async throws {
+            if let relayForA {
+                (a, _) = try await cluster.startBehindRelay("a", relay: relayForA)
+            } else {
+                a = try await cluster.start("a")
+            }
             b = try await cluster.start("b")
             try await cluster.waitForFullMesh(2)
             source = "\(cluster.dir)/source.bin"
@@ -214,22 +219,31 @@ struct AttachmentProcessTests {
 
     @Test func aCorruptedStoredChunkIsDetectedAndFetchedElsewhere() async throws {
         let cluster = try TestCluster("corrupt")
-        defer { cluster.shutdown() }
-        let held = try await DamagedHolder(cluster, seed: 9)
-        let a = held.a
-        // A newcomer whose only reachable holder is b (a is paused): every chunk it gets fails its
-        // hash, is rejected and reported to b. Without pausing a, which holder a newcomer asks
-        // first depends on whose `have` reaches it first (the race that made this test flaky).
-        kill(a.process.processIdentifier, SIGSTOP)
-        var resumed = false
-        defer { if !resumed { kill(a.process.processIdentifier, SIGCONT) } }
-        let c = try await cluster.start("c", join: [held.b.addr])
+        let ra = try StallableRelay(), rc = try StallableRelay()
+        defer {
+            ra.close()
+            rc.close()
+            cluster.shutdown()
+        }
+        let held = try await DamagedHolder(cluster, seed: 9, relayForA: ra)
+        let a = held.a, b = held.b
+        // A newcomer whose only reachable holder is b: every chunk it gets fails its hash, is
+        // rejected and reported to b. Without keeping a from c, which holder a newcomer asks first
+        // depends on whose `have` reaches it first (the race that made this test flaky). a and c
+        // each sit behind a relay that holds every connection not dialed by b, so no link between
+        // a and c comes up (whoever dials), while both stay alive to SWIM (UDP crosses): a stopped
+        // (SIGSTOP) a, as before, was failed after 2.5 s and came back only by re-merge.
+        ra.admitOnly([b.process.processIdentifier])
+        rc.admitOnly([b.process.processIdentifier])
+        let servedByA = field(try await a.request("stats"), "chunks_served")
+        let (c, _) = try await cluster.startBehindRelay("c", join: [b.addr], relay: rc)
         try await eventually("c to reject a damaged chunk from b") {
             (try await c.request("stats")["chunks_corrupt"]?.intValue ?? 0) >= 1
         }
         #expect((try await c.request("stats")["chunks_fetched"]?.intValue ?? -1) == 0, "c stored a chunk that failed its hash")
-        kill(a.process.processIdentifier, SIGCONT)
-        resumed = true
+        #expect(field(try await a.request("stats"), "chunks_served") == servedByA, "a served c nothing (no link between them)")
+        ra.admitAll()
+        rc.admitAll()
         // c then gets every chunk from a; b, told of the damage, checks its whole copy, drops
         // every damaged chunk and fetches it again.
         try await cluster.waitForFullMesh(3)

@@ -47,34 +47,42 @@ actor RecordingProxy {
 
 @Suite(.timeLimit(.minutes(10)))
 struct CapturedTrafficTests {
+    /// Both members sit behind recording relays (`StallableRelay`) they advertise, so every link
+    /// between them, whoever dialed it, crosses a relay the test owns: the relays count the bytes
+    /// that crossed while the two messages went (at least each message's length: the messages did
+    /// cross), and the recorded bytes never hold a body in plaintext.
     @Test func linkTrafficNeverContainsAPlaintextBody() async throws {
         let cluster = try TestCluster("capture")
-        defer { cluster.shutdown() }
-        let a = try await cluster.start("a")
-        let parts = a.addr.split(separator: ":")
-        let proxy = RecordingProxy()
-        let port = try await proxy.start(upstream: (String(parts[0]), Int(parts[1]) ?? 0))
-        let b = try await cluster.start("b", join: ["127.0.0.1:\(port)"])
+        let ra = try StallableRelay(recording: true), rb = try StallableRelay(recording: true)
+        defer {
+            ra.close()
+            rb.close()
+            cluster.shutdown()
+        }
+        let (a, _) = try await cluster.startBehindRelay("a", relay: ra)
+        let (b, _) = try await cluster.startBehindRelay("b", join: [ra.addr], relay: rb)
         try await cluster.waitForFullMesh(2)
         let collectorA = try await EventCollector.subscribe(a, topics: ["messages"])
         let collectorB = try await EventCollector.subscribe(b, topics: ["messages"])
-        let secret = "the eagle lands at midnight \(UUID().uuidString)"
+        // Long enough that the bytes crossing while it is sent cannot be the link's chatter alone.
+        let secret = "the eagle lands at midnight " + (0..<40).map { _ in UUID().uuidString }.joined(separator: " ")
+        let crossedBefore = ra.bytesRelayed + rb.bytesRelayed
         _ = try await b.request("send", ["text": .string(secret)])
         _ = try await a.request("send", ["text": .string(secret + " (reply)")])
-        try await eventually("both messages to cross the proxied link") {
+        try await eventually("both messages to cross the relayed link") {
             let atA = await collectorA.messages().contains { $0["text"]?.stringValue == secret }
             let atB = await collectorB.messages().contains { $0["text"]?.stringValue == secret + " (reply)" }
             return atA && atB
         }
-        try await Task.sleep(for: .milliseconds(200))
-        let captured = await proxy.captured
-        #expect(captured.count > 2 * secret.utf8.count, "the proxy saw the link's traffic")
-        let needle = Array(secret.utf8)
+        let crossed = ra.bytesRelayed + rb.bytesRelayed - crossedBefore
+        #expect(crossed >= 2 * secret.utf8.count, "\(crossed) bytes crossed the relays while two messages of \(secret.utf8.count) bytes went: they did not cross")
+        let captured = ra.capturedBytes + rb.capturedBytes
+        let needle = Array(secret.utf8.prefix(64))
         let found = captured.count >= needle.count && (0...(captured.count - needle.count)).contains { i in
             captured[i..<i + needle.count].elementsEqual(needle)
         }
         #expect(!found, "plaintext message body seen on the wire")
-        await proxy.stop()
+        print("captured traffic: \(crossed) bytes crossed the relays for two messages of \(secret.utf8.count) bytes; \(captured.count) recorded in all")
         await collectorA.stop()
         await collectorB.stop()
     }

@@ -1,6 +1,38 @@
 import Foundation
+import HuddleAdversary
 import HuddleControl
+import HuddleCore
+import HuddleCrypto
+import Synchronization
 import Testing
+
+/// Every activity record the nodes send a listener linked to them (a key holder with links of its
+/// own, `AdversaryLink`, that only reads): what each `activity.set` made, with its Lamport time.
+private final class ActivityListener: @unchecked Sendable {
+    // @unchecked: `links` is set once and only closed (by the test's task); `seen` is a Mutex.
+    private let links: [AdversaryLink]
+    private let seen = Mutex<[ActivityRecord]>([])
+
+    init(linkedTo nodes: [TestNode], key: String) throws {
+        let identity = Identity.generate()
+        let info = MemberInfo(id: MemberID(raw: UInt64.random(in: 1...(1 << 52))), node: identity.publicKey, name: "listener", addr: "127.0.0.1:9")
+            .signed(by: identity)
+        let sessionKey = try SessionKey.load(from: key)
+        links = try nodes.map { try AdversaryLink(addr: $0.addr, key: sessionKey, identity: identity, info: info) }
+        for link in links {
+            link.startReading { [self] message in
+                if case let .activity(record) = message { self.seen.withLock { $0.append(record) } }
+            }
+        }
+    }
+
+    /// The record `member` made with `value`, once one arrived.
+    func record(of value: JSON, by member: String) -> ActivityRecord? {
+        seen.withLock { $0 }.first { $0.setBy.description == member && (try? JSON.parse($0.value)) == value }
+    }
+
+    func close() { for link in links { link.close() } }
+}
 
 // Claims of README / DESIGN / CONTROL.md checked against real `huddle run` processes (issue 18).
 
@@ -261,11 +293,13 @@ struct ClaimsProcessTests {
         }
     }
 
-    /// Concurrent `activity.set` on two members of one session: a set made after seeing the other's
-    /// wins (its time is higher), and each node's activity events say whether it had (a value a node
-    /// applied is an event, in the order applied). Sets that saw neither the other's are ordered by
-    /// their hybrid times (issue 33: wall-clock based, which the control protocol does not show),
-    /// then by member id: either may win, and every member must end on the same one.
+    /// Concurrent `activity.set` on two members of one session. The winner is computed here, from
+    /// the rule (`ActivityRegister`: the higher (Lamport time, member id) wins), out of the two
+    /// records the sets made — read off the wire by a listener linked to both members, each with
+    /// the time its setter gave it — and both members must end on it. Each node's activity events
+    /// also say whether it had seen the other's set before making its own (a value a node applied
+    /// is an event, in the order applied): a set made after seeing the other's must have the
+    /// higher time (it is ordered after every set its member had seen), so it is the winner then.
     @Test func concurrentActivitySetsEndOnTheWinnerTheOrderingRuleNames() async throws {
         let cluster = try TestCluster("actconc")
         defer { cluster.shutdown() }
@@ -273,6 +307,8 @@ struct ClaimsProcessTests {
         let y = try await cluster.start("y")
         try await cluster.waitForFullMesh(2)
         let (low, high) = memberOrder(x, y)
+        let listener = try ActivityListener(linkedTo: [low, high], key: cluster.key)
+        defer { listener.close() }
         var tallies: [String: Int] = [:]
         for round in 0..<5 {
             let lowEvents = try await EventCollector.subscribe(low, topics: ["activity"])
@@ -285,6 +321,19 @@ struct ClaimsProcessTests {
             _ = try await (setLow, setHigh)
             await lowClient.close()
             await highClient.close()
+            // Each set is sent to every link at once: the listener gets both records.
+            try await eventually("the listener to get both records of round \(round)") {
+                listener.record(of: lowValue, by: low.member) != nil && listener.record(of: highValue, by: high.member) != nil
+            }
+            guard let lowRecord = listener.record(of: lowValue, by: low.member), let highRecord = listener.record(of: highValue, by: high.member) else { return }
+            // The rule, applied here: the higher stamp (Lamport time, then member id) wins.
+            let (winner, winnerValue, winnerMember) = highRecord.stamp < lowRecord.stamp ? (lowRecord, lowValue, low.member) : (highRecord, highValue, high.member)
+            for node in [low, high] {
+                try await eventually("\(node.name) to end round \(round) on the set with the higher stamp (\(winner.lamport), \(winnerMember))") {
+                    let (value, setBy) = try await activity(at: node)
+                    return value == winnerValue && setBy == .string(winnerMember)
+                }
+            }
             // A set is ordered after every set its member had seen, so it always becomes the value
             // there at once: its event is the marker up to which that member's events are complete.
             try await eventually("low's own set of round \(round) to become its value (an event there)") {
@@ -293,32 +342,15 @@ struct ClaimsProcessTests {
             try await eventually("high's own set of round \(round) to become its value (an event there)") {
                 await highEvents.events.contains { $0["activity"] == highValue }
             }
-            // The lower member's own set is always an event there; the higher member's value is an
-            // event there iff it was applied: before low's own set (low saw it first), or after it
-            // (it wins by Lamport time or by id).
             let order = await lowEvents.events.compactMap { $0["activity"] }.filter { $0 == lowValue || $0 == highValue }
             let highOrder = await highEvents.events.compactMap { $0["activity"] }.filter { $0 == lowValue || $0 == highValue }
             let lowSawHighFirst = order.first == highValue, highSawLowFirst = highOrder.first == lowValue
             #expect(!(lowSawHighFirst && highSawLowFirst), "each saw the other's set before making its own")
-            if lowSawHighFirst || highSawLowFirst {
-                let winner = lowSawHighFirst ? (lowValue, low.member) : (highValue, high.member)
-                for node in [low, high] {
-                    try await eventually("\(node.name) to end round \(round) on the set made after seeing the other") {
-                        let (value, setBy) = try await activity(at: node)
-                        return value == winner.0 && setBy == .string(winner.1)
-                    }
-                }
-            } else {
-                // Neither saw the other's: both must end on one of the two, with its own setter.
-                try await eventually("low and high to end round \(round) on the same value") {
-                    let (lowHolds, lowSetBy) = try await activity(at: low), (highHolds, highSetBy) = try await activity(at: high)
-                    let expectedSetter = lowHolds == lowValue ? JSON.string(low.member) : JSON.string(high.member)
-                    return lowHolds == highHolds && lowSetBy == highSetBy && (lowHolds == lowValue || lowHolds == highValue) && lowSetBy == expectedSetter
-                }
-            }
-            // For the record only: which case this round was.
+            if lowSawHighFirst { #expect(highRecord.lamport < lowRecord.lamport, "low set after seeing high's, at a time not above it") }
+            if highSawLowFirst { #expect(lowRecord.lamport < highRecord.lamport, "high set after seeing low's, at a time not above it") }
+            // For the record only: which case this round was, and who won.
             let kind = lowSawHighFirst ? "low saw high's first" : highSawLowFirst ? "high saw low's first" : "neither saw the other's first"
-            tallies[kind, default: 0] += 1
+            tallies["\(kind), \(winnerMember == low.member ? "low" : "high") won", default: 0] += 1
             await lowEvents.stop()
             await highEvents.stop()
         }
@@ -326,14 +358,23 @@ struct ClaimsProcessTests {
     }
 
     /// README: "`send --unreliable`: one encrypted UDP datagram". One send to a 3-member session is
-    /// one datagram to each other member (stats count datagrams, not bytes), it is not stored for
-    /// repair, and it arrives without being sent again; a directed one is one datagram to its target.
+    /// one datagram to each other member, it is not stored for repair, and it arrives without being
+    /// sent again; a directed one is one datagram to its target. Counted twice: by the nodes' stats
+    /// (datagrams, not bytes), and by relays the test owns in front of b and c (every datagram to
+    /// them crosses one): the messages carry 1,000-byte bodies, so their datagrams are the only
+    /// ones that large (SWIM's stay far smaller in a settled 3-member session: checked before).
     @Test func anUnreliableSendIsExactlyOneDatagramPerRecipient() async throws {
         let cluster = try TestCluster("dgram1")
-        defer { cluster.shutdown() }
+        var relays: [StallableRelay] = []
+        defer {
+            for relay in relays { relay.close() }
+            cluster.shutdown()
+        }
         let a = try await cluster.start("a")
-        let b = try await cluster.start("b")
-        let c = try await cluster.start("c")
+        let (b, rb) = try await cluster.startBehindRelay("b")
+        relays.append(rb)
+        let (c, rc) = try await cluster.startBehindRelay("c")
+        relays.append(rc)
         try await cluster.waitForFullMesh(3)
         let collectors = [try await EventCollector.subscribe(b, topics: ["messages"]), try await EventCollector.subscribe(c, topics: ["messages"])]
         func counts() async throws -> [Int64] {
@@ -341,28 +382,38 @@ struct ClaimsProcessTests {
              field(try await b.request("stats"), "datagrams_received", "messages"),
              field(try await c.request("stats"), "datagrams_received", "messages")]
         }
+        /// Datagrams of at least `large` bytes that crossed each relay toward its node.
+        let large = 1_000
+        func largeDatagrams() -> [Int] { [rb, rc].map { $0.datagrams(.towardNode).filter { $0 >= large }.count } }
+        let text = "once, by datagram " + String(repeating: "x", count: 1_000 - 18)
+        let directedText = "to b alone " + String(repeating: "y", count: 1_000 - 11)
+        try await eventually("SWIM's datagrams to cross both relays") { rb.datagrams(.towardNode).count > 2 && rc.datagrams(.towardNode).count > 2 }
+        #expect(largeDatagrams() == [0, 0], "before any send, no datagram to b or c was \(large) bytes or more")
         let before = try await counts()
         #expect(before.allSatisfy { $0 >= 0 }, "stats has datagrams_sent / datagrams_received")
-        let reply = try await a.request("send", ["text": "once, by datagram", "reliable": false])
+        let reply = try await a.request("send", ["text": .string(text), "reliable": false])
         #expect(reply["seq"] == .null)
         for (node, collector) in zip([b, c], collectors) {
             try await eventually("\(node.name) to deliver the unreliable message sent once") {
-                await collector.messages().contains { $0["text"]?.stringValue == "once, by datagram" }
+                await collector.messages().contains { $0["text"]?.stringValue == text }
             }
-            let event = await collector.messages().filter { $0["text"]?.stringValue == "once, by datagram" }
+            try await collector.catchUp()
+            let event = await collector.messages().filter { $0["text"]?.stringValue == text }
             #expect(event.count == 1)
             #expect(event.first?["reliable"] == .bool(false) && event.first?["seq"] == .null && event.first?["from"]?.stringValue == a.member)
         }
         let after = try await counts()
         #expect(zip(after, before).map { $0 - $1 } == [2, 1, 1], "datagrams sent by a / received by b, c: before \(before), after \(after)")
+        #expect(largeDatagrams() == [1, 1], "datagrams of the message that crossed the relays to b, c: \(largeDatagrams())")
         #expect(field(try await a.request("stats"), "messages_stored") == 0, "an unreliable send is not kept for repair")
 
-        _ = try await a.request("send", ["text": "to b alone", "to": .array([.string(b.member)]), "reliable": false])
+        _ = try await a.request("send", ["text": .string(directedText), "to": .array([.string(b.member)]), "reliable": false])
         try await eventually("b to deliver the directed unreliable message") {
-            await collectors[0].messages().contains { $0["text"]?.stringValue == "to b alone" }
+            await collectors[0].messages().contains { $0["text"]?.stringValue == directedText }
         }
         let directed = try await counts()
         #expect(zip(directed, after).map { $0 - $1 } == [1, 1, 0], "a directed unreliable send: before \(after), after \(directed)")
+        #expect(largeDatagrams() == [2, 1], "datagrams of the two messages that crossed the relays to b, c: \(largeDatagrams())")
         for collector in collectors { await collector.stop() }
     }
 }

@@ -96,6 +96,11 @@ private func changes(about member: String, in events: EventCollector) async -> [
 @Suite("Hostile members (real nodes)", .timeLimit(.minutes(10)))
 struct HostileMemberTests {
     @Test func forgedMembershipRecordsNeitherEvictReplaceNorSuspectAMember() async throws {
+        try await withoutSuspicionByLoad("b suspected at a") { _ in try await forgedMembershipRecords() }
+    }
+
+    /// One run; returns what may be load's doing (b suspected or failed at a).
+    private func forgedMembershipRecords() async throws -> [String] {
         let cluster = try TestCluster("hostile-records")
         defer { cluster.shutdown() }
         let a = try await cluster.start("a")
@@ -105,7 +110,7 @@ struct HostileMemberTests {
         guard let aID = MemberID(a.member), let bID = MemberID(b.member),
               let bRecord = try await record(of: b.member, at: a),
               let bNode = bRecord["node"]?.stringValue, let bIncarnation = bRecord["incarnation"]?.intValue
-        else { Issue.record("no record of b at a"); return }
+        else { Issue.record("no record of b at a"); return [] }
         let mallory = try await Mallory(linkedTo: a, key: cluster.key)
         let before = (key: try await refused(.keyChange, at: a), record: try await refused(.unsignedRecord, at: a),
                       claim: try await refused(.unsignedClaim, at: a), above: try await refused(.claimAboveIncarnation, at: a))
@@ -130,16 +135,22 @@ struct HostileMemberTests {
             return keyChanges > before.key && records >= before.record + 3 && claims > before.claim && above > before.above
         }
         let held = try await record(of: b.member, at: a)
-        #expect(held?["state"]?.stringValue == "alive" && held?["node"]?.stringValue == bNode && held?["addr"]?.stringValue == b.addr)
+        var findings: [String] = []
+        #expect(held?["node"]?.stringValue == bNode && held?["addr"]?.stringValue == b.addr && held?["state"]?.stringValue != "left")
+        if held?["state"]?.stringValue != "alive" { findings.append("b at a: \(String(describing: held))") }
         #expect(try await record(of: MemberID(raw: 0x6057).description, at: a) == nil, "the unsigned member was not learned")
         #expect((try await record(of: a.member, at: b))?["incarnation"]?.intValue ?? .max < 1000, "a did not refute a forged claim")
         // b is still a member to a: its message arrives; a never reported it left or failed.
         _ = try await b.request("send", ["text": "still here"])
         try await eventually("b's message at a") { await events.messages().contains { $0["text"]?.stringValue == "still here" } }
+        try await events.catchUp()
         let aboutB = await events.events.filter { $0["event"]?.stringValue == "member" && $0["member"]?.objectValue?["member"]?.stringValue == b.member }
-        #expect(!aboutB.contains { ["left", "failed", "suspect"].contains($0["change"]?.stringValue ?? "") }, "\(aboutB)")
+        // Nobody leaves: a `left` of b is the forged one, whatever the load.
+        #expect(!aboutB.contains { $0["change"]?.stringValue == "left" }, "\(aboutB)")
+        if aboutB.contains(where: { ["failed", "suspect"].contains($0["change"]?.stringValue ?? "") }) { findings.append("a reported b: \(aboutB)") }
         #expect(a.process.isRunning && b.process.isRunning)
         await events.stop()
+        return findings
     }
 
     /// Members invented by the hundred, each with a node key of its own and a record it signed (a
@@ -207,10 +218,15 @@ struct HostileMemberTests {
     /// 10 s, at whatever incarnation c holds at a, so each refutation is followed by a new claim:
     /// c is never `failed` at any honest node, and its messages keep reaching everyone.
     @Test func repeatedFailedClaimsAfterEachRefutationNeverFailAnHonestMember() async throws {
+        try await withoutSuspicionByLoad("c failed at an honest node") { _ in try await repeatedFailedClaims() }
+    }
+
+    /// One run; returns what may be load's doing (c failed: a refutation late on a loaded machine).
+    private func repeatedFailedClaims() async throws -> [String] {
         let cluster = try TestCluster("hostile-claims")
         defer { cluster.shutdown() }
         let (a, b, c) = try await threeMembers(cluster)
-        guard let cID = MemberID(c.member) else { Issue.record("bad member id"); return }
+        guard let cID = MemberID(c.member) else { Issue.record("bad member id"); return [] }
         let watchers = [try await EventCollector.subscribe(a, topics: ["members", "messages"]),
                         try await EventCollector.subscribe(b, topics: ["members", "messages"])]
         let mallory = try await Mallory(linkedTo: a, key: cluster.key)
@@ -230,10 +246,13 @@ struct HostileMemberTests {
             polls += 1
             try await Task.sleep(for: .milliseconds(50))  // the attack's pace, not a wait for a condition
         }
-        #expect(failedSeen.isEmpty, "c was failed at \(failedSeen) (\(polls) polls)")
+        for events in watchers { try await events.catchUp() }
+        var findings: [String] = []
+        if !failedSeen.isEmpty { findings.append("c was failed at \(failedSeen) (\(polls) polls)") }
         for (node, events) in zip([a, b], watchers) {
             let seen = await changes(about: c.member, in: events)
-            #expect(!seen.contains("failed") && !seen.contains("left"), "\(node.name) reported c: \(seen)")
+            #expect(!seen.contains("left"), "\(node.name) reported c: \(seen)")
+            if seen.contains("failed") { findings.append("\(node.name) reported c: \(seen)") }
         }
         // The claims were heard (c refuted at least one suspicion) and most were refused by rate.
         let after = try await state(of: c.member, at: c).incarnation
@@ -249,15 +268,21 @@ struct HostileMemberTests {
         }
         print("failed claims: \(claims) in 10 s; c refuted \(after - before) times; \(try await refused(.claimRate, at: a) - rateBefore) refused by rate at a")
         #expect(a.process.isRunning && b.process.isRunning && c.process.isRunning)
+        return findings
     }
 
     /// Issue 33, item 3: nothing a member that left or failed claims counts, even relayed by a live
     /// member (claims travel by gossip): c is never suspected, at any honest node.
     @Test func aClaimByAMemberThatLeftOrFailedIsNotBelieved() async throws {
+        try await withoutSuspicionByLoad("c suspected at an honest node") { _ in try await claimsByMembersThatLeftOrFailed() }
+    }
+
+    /// One run; returns what may be load's doing (c suspected, failed or refuting).
+    private func claimsByMembersThatLeftOrFailed() async throws -> [String] {
         let cluster = try TestCluster("hostile-deadclaims")
         defer { cluster.shutdown() }
         let (a, b, c) = try await threeMembers(cluster)
-        guard let cID = MemberID(c.member) else { Issue.record("bad member id"); return }
+        guard let cID = MemberID(c.member) else { Issue.record("bad member id"); return [] }
         let gone = try await Mallory(linkedTo: a, key: cluster.key)
         let dead = try await Mallory(linkedTo: a, key: cluster.key)
         let relay = try await Mallory(linkedTo: a, key: cluster.key)
@@ -285,13 +310,19 @@ struct HostileMemberTests {
         }
         try await eventually("a to refuse the claims of members that are not live") { try await refused(.claimerNotLive, at: a) >= refusedBefore + 4 }
         #expect(try await state(of: relay.info.id.description, at: a).state != "failed", "the relay stayed live (its gossip was read)")
+        for events in watchers { try await events.catchUp() }
+        var findings: [String] = []
         for (node, events) in zip([a, b, c], watchers) {
             let seen = await changes(about: c.member, in: events)
-            #expect(!seen.contains("suspect") && !seen.contains("failed"), "\(node.name) reported c: \(seen)")
-            #expect(try await state(of: c.member, at: node).state == "alive")
+            #expect(!seen.contains("left"), "\(node.name) reported c: \(seen)")
+            if seen.contains("suspect") || seen.contains("failed") { findings.append("\(node.name) reported c: \(seen)") }
+            let held = try await state(of: c.member, at: node).state
+            if held != "alive" { findings.append("\(node.name) holds c \(held)") }
             await events.stop()
         }
-        #expect(try await state(of: c.member, at: c).incarnation == before, "c never had to refute")
+        let refuted = try await state(of: c.member, at: c).incarnation
+        if refuted != before { findings.append("c had to refute (incarnation \(before) → \(refuted))") }
+        return findings
     }
 
     /// Issue 33, item 3: only the uploader or an admin removes an attachment. Mallory's signed

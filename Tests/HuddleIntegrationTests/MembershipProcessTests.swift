@@ -59,10 +59,13 @@ struct MembershipProcessTests {
         let collectors = try await subscribeAll(Array(nodes.dropFirst()))
         let paused = nodes[0]
         // Timed on a thread of its own: a `Task.sleep` here wakes late when the shared pool is busy.
-        let stopped = await TestProcesses.pause(paused.process.processIdentifier, for: 0.7)
-        // Let every suspicion that the pause may have started run out, then look.
-        try await Task.sleep(for: .seconds(6))
+        let stopped = await TestProcesses.pause(paused.process.processIdentifier, for: min(0.7, FailureDetector.safePause))
+        #expect(stopped < FailureDetector.minimumSuspicion(members: 8), "the pause lasted \(stopped) s")
+        // Let every suspicion that the pause may have started run out (a lone suspecter's lasts
+        // the maximum timeout; one more probe period for the last to start), then look.
+        try await Task.sleep(for: .seconds(FailureDetector.maximumSuspicion(members: 8) + FailureDetector.settings.probeInterval * 2))
         for (node, collector) in zip(nodes.dropFirst(), collectors) {
+            try await collector.catchUp()
             #expect(await changes(collector, "failed", about: paused.member) == 0, "\(node.name) marked a member paused for \(stopped) s failed")
         }
         try await cluster.waitForFullMesh(8)

@@ -6,7 +6,7 @@ import Testing
 
 /// The link handshake against an independent Noise implementation: the `noiseprotocol` package
 /// from PyPI (Tests/interop/noise_xxpsk0.py) runs `Noise_XXpsk0_25519_ChaChaPoly_BLAKE2b` as the
-/// initiator against a real node. The cacophony vectors have no XXpsk0 vector, so without this
+/// initiator against a real node, and as the responder a real node dials. The cacophony vectors have no XXpsk0 vector, so without this
 /// our link handshake would only be tested against itself.
 ///
 /// The Python comes from `$HUDDLE_NOISE_PYTHON` (`make test` creates `.build/noise-venv` with
@@ -38,8 +38,8 @@ private func recordMissing(_ missing: NoisePythonMissing) {
         """)
 }
 
-/// One run of the Python initiator: its JSON line, once printed; `finish()` closes its standard
-/// input (ending a `--hold`) and waits for it to exit.
+/// One run of the Python script (initiator, or responder with `--listen`): its JSON lines, once
+/// printed; `finish()` closes its standard input (ending a `--hold`) and waits for it to exit.
 private final class NoiseInitiator: @unchecked Sendable {
     // @unchecked: everything is set in init; Process and FileHandle are thread-safe for these calls.
     let process = Process()
@@ -62,13 +62,15 @@ private final class NoiseInitiator: @unchecked Sendable {
     private var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
     var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
-    /// The script's JSON line; fails when it exits without one.
-    func result() async throws -> [String: Any] {
-        try await eventually("the noiseprotocol initiator's result", within: 60) { stdout.contains("\n") || !process.isRunning }
-        guard stdout.contains("\n") else {
-            throw TestTimeout(description: "the noiseprotocol initiator exited with \(process.terminationStatus) and no result: \(stderr)")
+    /// The script's JSON line (the `index`th: a responder prints where it listens first); fails
+    /// when it exits without one.
+    func result(line index: Int = 0, within seconds: Double = 60) async throws -> [String: Any] {
+        func lines() -> [Substring] { stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast() }
+        try await eventually("the noiseprotocol script's result", within: seconds) { lines().count > index || !process.isRunning }
+        guard lines().count > index else {
+            throw TestTimeout(description: "the noiseprotocol script exited with \(process.terminationStatus) and no result: \(stderr)")
         }
-        let line = String(stdout.prefix { $0 != "\n" })
+        let line = String(lines()[index])
         guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
             throw TestTimeout(description: "the noiseprotocol initiator printed \(line), not a JSON object")
         }
@@ -163,6 +165,83 @@ struct NoiseInteropTests {
         // While noiseprotocol holds the link, a counts it; once it closes, the link is gone.
         try await eventually("a to count the noiseprotocol link") { try await a.request("stats")["links"]?.intValue == 1 }
         #expect(try await initiator.finish() == 0, "\(initiator.stderr)")
+        try await eventually("a to drop the closed link") { try await a.request("stats")["links"]?.intValue == 0 }
+        #expect(!a.log.contains("refused link"), "a refused a link: \(a.log)")
+    }
+
+    /// The other way round: a node dials noiseprotocol (its `--join` seed), so noiseprotocol is the
+    /// responder. It listens on a port of its own (bound by the script itself, named on its first
+    /// line), answers the node's message 1 with a message 2 binding a fresh identity to its Noise
+    /// static key, decrypts the node's message 3 — whose identity binding we verify from the outside
+    /// — and sends a push-pull with its member record through its transport cipher: the node holds
+    /// the link, takes the record (it lists the member), and noiseprotocol decrypts the node's
+    /// hello and push-pull reply.
+    @Test func anIndependentNoiseResponderCompletesTheLinkHandshakeWithANodeThatDialsIt() async throws {
+        let python: String
+        switch noisePython() {
+        case let .success(path): python = path
+        case let .failure(missing): recordMissing(missing); return
+        }
+        let cluster = try TestCluster("noiseresp")
+        defer { cluster.shutdown() }
+        let psk = try SessionKey.load(from: cluster.key).subkey(.handshakePSK)
+        let identity = Identity.generate()
+        let noiseStatic = NoiseKeyPair.generate()
+        let info = MemberInfo(id: MemberID(raw: UInt64.random(in: 1...(1 << 52))), node: identity.publicKey, name: "noiseprotocol", addr: "127.0.0.1:9")
+            .signed(by: identity)
+        let payload2 = identity.publicKey + identity.sign(bindingContext + noiseStatic.publicKey) + info.encoded()
+        let pushPull = LinkRecords.split(LinkMessage.pushPull(SWIMPushPull(join: false, members: [info])).encoded())
+        let replyPrefix = [0] + LinkMessage.pushPullReply(SWIMPushPull(join: false, members: [])).encoded().prefix(2)
+
+        let responder = try NoiseInitiator(python: python, dir: cluster.dir, label: "responder", arguments: [
+            "--listen", "127.0.0.1:0", "--psk", hexString(psk), "--static", hexString(noiseStatic.privateKey),
+            "--payload2", hexString(payload2), "--until", hexString(replyPrefix), "--timeout", "60", "--hold",
+        ] + pushPull.flatMap { ["--send", hexString($0)] })
+        defer { responder.kill() }
+        let listening = try await responder.result(line: 0)
+        guard let port = listening["listening"] as? Int else { Issue.record("the responder named no port: \(listening); \(responder.stderr)"); return }
+        let a = try await cluster.start("a", join: ["127.0.0.1:\(port)"])
+        let status = try await a.request("status")
+        guard let nodeKey = status["node"]?.stringValue.flatMap(bytesFromHex), nodeKey.count == 32 else {
+            Issue.record("a's status has no node key: \(status.serializedForLog)"); return
+        }
+        let result = try await responder.result(line: 1, within: 90)
+        #expect(result["outcome"] as? String == "message3", "\(result); \(responder.stderr)\n\(cluster.logs)")
+
+        // Message 3 as noiseprotocol decrypted it: identity | signature over the binding context and
+        // the static key noiseprotocol learned in message 3 | the node's member record.
+        guard let payload = bytes(result, "payload"), payload.count >= 96, let remoteStatic = bytes(result, "remote_static"), remoteStatic.count == 32 else {
+            Issue.record("no message 3 payload and static key: \(result)"); return
+        }
+        let remoteIdentity = Array(payload[0..<32])
+        let signature = Array(payload[32..<96])
+        #expect(remoteIdentity == nodeKey, "message 3 names identity \(hexString(remoteIdentity)), a's status \(hexString(nodeKey))")
+        #expect(Identity.verify(signature: signature, message: bindingContext + remoteStatic, publicKey: remoteIdentity),
+                "a's signature in message 3 does not cover the Noise static key noiseprotocol received")
+        #expect(!Identity.verify(signature: signature, message: bindingContext + NoiseKeyPair.generate().publicKey, publicKey: remoteIdentity))
+        let record = try MemberInfo.decode(Array(payload[96...]))
+        #expect(record.id.description == a.member && record.node == nodeKey && record.name == "a" && record.addr == a.addr, "\(record)")
+        if let error = result["error"] {
+            Issue.record("noiseprotocol failed after message 3: \(error)\n\(cluster.logs)")
+            return
+        }
+
+        // Transport, both ways: what noiseprotocol decrypted from the node, and the record the node
+        // took from noiseprotocol's push-pull.
+        var reassembler = LinkReassembler(limit: 1 << 20)
+        var messages: [LinkMessage] = []
+        for hex in result["records"] as? [String] ?? [] {
+            guard let record = bytesFromHex(hex) else { Issue.record("bad record hex \(hex)"); continue }
+            if let message = try reassembler.add(record) { messages.append(try LinkMessage.decode(message)) }
+        }
+        #expect(messages.contains { if case .hello = $0 { true } else { false } }, "no hello from a: \(messages)")
+        let reply = messages.compactMap { if case let .pushPullReply(state) = $0 { state } else { nil } }.first
+        #expect(reply?.members.contains { $0.id.description == a.member && $0.node == nodeKey } == true, "a's push-pull reply: \(String(describing: reply))")
+        try await eventually("a to take noiseprotocol's member record") {
+            try await a.request("members")["members"]?.arrayValue?.contains { $0.objectValue?["member"]?.stringValue == info.id.description } ?? false
+        }
+        try await eventually("a to count the link it dialed to noiseprotocol") { try await a.request("stats")["links"]?.intValue == 1 }
+        #expect(try await responder.finish() == 0, "\(responder.stderr)")
         try await eventually("a to drop the closed link") { try await a.request("stats")["links"]?.intValue == 0 }
         #expect(!a.log.contains("refused link"), "a refused a link: \(a.log)")
     }

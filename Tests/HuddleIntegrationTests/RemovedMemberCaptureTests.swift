@@ -49,7 +49,15 @@ struct RemovedMemberCaptureTests {
         let cluster = try TestCluster("rmcap")
         defer { cluster.shutdown() }
         var nodes: [TestNode] = []
-        for name in ["a", "b", "c", "d", "e"] { nodes.append(try await startOwnKey(cluster, name, identity: name == "d")) }
+        // d's address is a relay's the test holds from the start: when d stops, the test takes its
+        // bound sockets over (never closed in between), so no other process can take d's port.
+        let relay = try StallableRelay()
+        defer { relay.close() }
+        for name in ["a", "b", "c"] { nodes.append(try await startOwnKey(cluster, name)) }
+        try FileManager.default.copyItem(atPath: cluster.key, toPath: "\(cluster.dir)/d.key")
+        chmod("\(cluster.dir)/d.key", 0o600)
+        nodes.append(try await cluster.startBehindRelay("d", key: "\(cluster.dir)/d.key", extra: ["--identity", "\(cluster.dir)/d.id"], relay: relay).0)
+        nodes.append(try await startOwnKey(cluster, "e"))
         try await cluster.waitForFullMesh(5)
         let removed = nodes[3]
         let remaining = nodes.filter { $0.name != "d" }
@@ -60,13 +68,14 @@ struct RemovedMemberCaptureTests {
         #expect(held.key.epoch == 0)
         var targets: [(addr: String, member: MemberID)] = []
         for node in remaining { targets.append((node.addr, try #require(MemberID(node.member)))) }
-        let port = try #require(Int(removed.addr.split(separator: ":").last ?? ""))
+        #expect(removed.addr == relay.addr)
 
-        // d stops; the test takes over its address.
+        // d stops; the test takes over its address (the relay's sockets).
         kill(removed.process.processIdentifier, SIGKILL)
         _ = try await removed.waitForExit()
         let capture = AddressCapture()
-        try await capture.start(port: port)
+        let sockets = try await relay.handOver()
+        try await capture.start(tcp: sockets.tcp, udp: sockets.udp)
         defer { Task { await capture.stop() } }
         // Round `round` of pings: counters and seqs grow with the round, as d's own would.
         let pingEveryone: @Sendable (Int) async throws -> Void = { [held, targets] round in

@@ -17,12 +17,18 @@ import Testing
 @Suite(.timeLimit(.minutes(10)))
 struct SpoofedDatagramProcessTests {
     @Test func aKeyHolderCannotMakeANodeTakeADatagramAsAnotherMembers() async throws {
+        // b suspected or failed, or moved off its incarnation, may be load's doing: retried.
+        try await withoutSuspicionByLoad("b suspected at a") { _ in try await spoofedDatagramsClaimingB() }
+    }
+
+    /// One run of the attack; returns what may be load's doing (b suspected, failed or refuted at a).
+    private func spoofedDatagramsClaimingB() async throws -> [String] {
         let cluster = try TestCluster("spoofdg")
         defer { cluster.shutdown() }
         let a = try await cluster.start("a")
         let b = try await cluster.start("b")
         try await cluster.waitForFullMesh(2)
-        guard let aID = MemberID(a.member), let bID = MemberID(b.member) else { Issue.record("bad member ids"); return }
+        guard let aID = MemberID(a.member), let bID = MemberID(b.member) else { Issue.record("bad member ids"); return [] }
         let events = try await EventCollector.subscribe(a, topics: ["messages", "members"])
         let key = try SessionKey.load(from: cluster.key)
         func bAtA() async throws -> JSONObject? {
@@ -79,12 +85,17 @@ struct SpoofedDatagramProcessTests {
             await events.messages().contains { $0["text"]?.stringValue == "really b" && $0["from"]?.stringValue == b.member }
         }
         let after = try await bAtA()
-        #expect(after?["state"]?.stringValue == "alive" && after?["incarnation"] == before?["incarnation"], "b at a: \(String(describing: after))")
+        try await events.catchUp()
+        var findings: [String] = []
+        if !(after?["state"]?.stringValue == "alive" && after?["incarnation"] == before?["incarnation"]) { findings.append("b at a: \(String(describing: after))") }
         #expect(await !events.messages().contains { $0["text"]?.stringValue == "spoofed" }, "a delivered the spoofed message")
-        for change in ["suspect", "failed", "left"] {
-            #expect(await events.memberChanges(change).allSatisfy { $0["member"]?.objectValue?["member"]?.stringValue != b.member }, "a saw b \(change)")
+        // Nobody leaves: a `left` of b is the spoofed one, whatever the load.
+        #expect(await events.memberChanges("left").allSatisfy { $0["member"]?.objectValue?["member"]?.stringValue != b.member }, "a saw b left")
+        for change in ["suspect", "failed"] where await !events.memberChanges(change).allSatisfy({ $0["member"]?.objectValue?["member"]?.stringValue != b.member }) {
+            findings.append("a saw b \(change)")
         }
         #expect(a.process.isRunning && b.process.isRunning, "a node exited: \(cluster.logs)")
         await events.stop()
+        return findings
     }
 }

@@ -12,11 +12,18 @@ struct StampedEvent: Sendable {
 /// Every event one node streams, collected in the background. Survives `overflow` (resubscribes
 /// with `since`) and a stalled or vanished node (keeps retrying until stopped); events are never
 /// counted twice (cursors only move forward).
+///
+/// A stream that ended or failed, or a resubscription that failed, is recorded (`disconnects`):
+/// events may be missing until a resubscription replays them. So a check that something did NOT
+/// happen first calls `catchUp()`, which waits until every event the node had logged by then (of
+/// this reader's topics) has been collected, whatever happened to the stream.
 actor HostEvents {
     let node: HostNode
     private let topics: [String]
     private(set) var events: [StampedEvent] = []
     private(set) var overflows = 0
+    /// Why the stream ended before `stop()`, each time it did (and each failed resubscription).
+    private(set) var disconnects: [String] = []
     private var cursor: Int64?
     private var task: Task<Void, Never>?
 
@@ -52,20 +59,30 @@ actor HostEvents {
             var client: ControlClient? = first
             while !Task.isCancelled {
                 if client == nil {
-                    client = try? await connect()
-                    if client == nil { try? await Task.sleep(for: .milliseconds(200)); continue }
+                    do {
+                        client = try await connect()
+                    } catch {
+                        if !Task.isCancelled { disconnects.append("resubscribing failed: \(error)") }
+                        try? await Task.sleep(for: .milliseconds(200))
+                        continue
+                    }
                 }
                 guard let c = client else { continue }
                 do {
+                    var overflowed = false
                     for try await event in await c.events() {
                         if event["event"]?.stringValue == "overflow" {
                             overflows += 1
+                            overflowed = true
                             if let resume = event["resume"]?.intValue { cursor = resume }
                             break
                         }
                         add(event)
                     }
-                } catch {}
+                    if !overflowed && !Task.isCancelled { disconnects.append("the node closed the stream") }
+                } catch {
+                    if !Task.isCancelled { disconnects.append("the stream failed: \(error)") }
+                }
                 await c.close()
                 client = nil
             }
@@ -79,6 +96,56 @@ actor HostEvents {
             cursor = c
         }
         events.append(StampedEvent(at: .now, event: event))
+    }
+
+    /// Waits until every event the node has logged by now, of this reader's topics, is collected:
+    /// asks the node for its latest cursor over a subscription of its own to every topic from this
+    /// reader's cursor, and reads that subscription's replay up to the latest cursor, adding what
+    /// the stream itself missed. Throws when the node does not answer or the replay does not reach
+    /// the latest cursor within `seconds` (then nothing may be concluded from what is missing).
+    func catchUp(within seconds: Double = 30) async throws {
+        let from = cursor ?? 0
+        let client = try await node.client()
+        defer { Task { await client.close() } }
+        let everyTopic: [JSON] = ["members", "messages", "attachments", "activity", "invite"]
+        let reply = try await client.request("subscribe", ["topics": .array(everyTopic), "since": .int(from)])
+        guard let latest = reply["cursor"]?.intValue else { throw LabError(description: "\(node.name): subscribe named no cursor: \(reply)") }
+        guard latest > from else { return }
+        let wanted = Set(topics)
+        let replay = Task { () -> [JSONObject] in
+            var got: [JSONObject] = []
+            for try await event in await client.events() {
+                guard let c = event["cursor"]?.intValue else {
+                    if event["event"]?.stringValue == "overflow" { throw LabError(description: "\(node.name): the catch-up replay overflowed") }
+                    continue
+                }
+                got.append(event)
+                if c >= latest { return got }
+            }
+            throw LabError(description: "\(node.name): the catch-up replay ended before cursor \(latest)")
+        }
+        let timer = Task {
+            try await Task.sleep(for: .seconds(seconds))
+            replay.cancel()
+            await client.close()
+        }
+        defer { timer.cancel() }
+        let replayed: [JSONObject]
+        do { replayed = try await replay.value } catch {
+            throw LabError(description: "\(node.name): could not catch up from cursor \(from) to \(latest) within \(seconds) s: \(error)")
+        }
+        for event in replayed where wanted.contains(Self.topic(of: event)) { add(event) }
+    }
+
+    /// The topic an event belongs to, by its name (CONTROL.md).
+    private static func topic(of event: JSONObject) -> String {
+        switch event["event"]?.stringValue ?? "" {
+        case "member": "members"
+        case "message": "messages"
+        case "activity": "activity"
+        case "invite", "pairing": "invite"
+        default: "attachments"
+        }
     }
 
     func stop() {
@@ -133,6 +200,7 @@ struct Delivered: Equatable {
 func deliveryViolations(_ streams: [HostEvents]) async throws -> [String] {
     var logs: [DeliveryLog] = []
     for stream in streams {
+        try await stream.catchUp()
         let status = try await stream.node.request("status")
         var baseline: [String: UInt64] = [:]
         for (k, v) in status["baseline"]?.objectValue ?? [:] { baseline[k] = UInt64(v.intValue ?? 0) }

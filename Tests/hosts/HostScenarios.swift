@@ -1,6 +1,7 @@
 import Foundation
 import HuddleTestSupport
 import HuddleControl
+import HuddleSim
 import Testing
 
 // The multi-host fault suite (issue 6). Every scenario runs real `huddle run` processes, one per
@@ -263,8 +264,10 @@ struct HostScenarios {
         #expect(problems.isEmpty, "\(problems.prefix(10))")
     }
 
-    /// A host stopped (SIGSTOP) for 2 s is never marked failed; one stopped for 20 s is, and after
-    /// SIGCONT it is alive again everywhere as the same member (refuted or re-merged).
+    /// A host stopped (SIGSTOP) for 40 % of the minimum suspicion timeout (1 s with the node's SWIM
+    /// defaults) is never marked failed; one stopped until every other host has marked it failed
+    /// (at most 20 s) is, and after SIGCONT it is alive again everywhere as the same member
+    /// (refuted or re-merged).
     @Test(.enabled(if: runScenarios)) func pausedHostsShortIsKeptLongIsFailedThenReturns() async throws {
         let lab = try HostLab("pause", hosts: 4)
         defer { lab.teardown() }
@@ -272,12 +275,20 @@ struct HostScenarios {
         var streams: [HostEvents] = []
         for node in nodes { streams.append(try await HostEvents.subscribe(node, topics: ["members"])) }
 
-        // Short pause: 2 s stopped, then a 6 s window in which no `failed` may appear.
+        // Short pause: 40 % of the minimum suspicion timeout, derived from the node's SWIM settings
+        // (the simulator runs the same defaults), then a window as long as the longest suspicion
+        // the pause may have started (a lone suspecter's, β × the minimum) and two probe periods,
+        // in which no `failed` may appear; every stream catches up with its node before the count.
+        let swim = SimScenario(nodes: nodes.count, seed: 1, duration: 1).settings
+        let shortPause = 0.4 * swim.minSuspicionTimeout
+        let window = swim.suspicionBeta * swim.minSuspicionTimeout + 2 * swim.probeInterval
         let short = nodes[3]
         let others = streams.filter { $0.node !== short }
         // Timed on a thread of its own: a `Task.sleep` here wakes late when the shared pool is busy.
-        let shortStop = await TestProcesses.pause(short.pid, for: 2)
-        try await Task.sleep(for: .seconds(6))
+        let shortStop = await TestProcesses.pause(short.pid, for: shortPause)
+        #expect(shortStop < swim.minSuspicionTimeout, "the short pause lasted \(shortStop) s")
+        try await Task.sleep(for: .seconds(window))
+        for stream in others { try await stream.catchUp() }
         var shortFailed = 0, shortSuspected = 0
         for stream in others {
             shortFailed += await stream.memberChanges("failed", about: short.member).count + stream.memberChanges("left", about: short.member).count
@@ -286,7 +297,7 @@ struct HostScenarios {
         #expect(shortFailed == 0, "a host paused for \(shortStop) s was marked failed \(shortFailed) times")
         try await lab.waitForOneView(nodes, within: 30)
 
-        // Long pause: 20 s stopped; the others must mark it failed while it is stopped.
+        // Long pause: stopped until every other host marked it failed (at most 20 s), then resumed.
         let long = nodes[2]
         let watchers = streams.filter { $0.node !== long }
         let stopped = ContinuousClock.now
@@ -301,8 +312,6 @@ struct HostScenarios {
         } catch {
             Issue.record("a host paused for 20 s was not marked failed by every other host within 19 s")
         }
-        let rest = Duration.seconds(20) - (ContinuousClock.now - stopped)
-        if rest > .zero { try await Task.sleep(for: rest) }
         let resumed = ContinuousClock.now
         long.resume()
         var backSeconds = -1.0
@@ -323,12 +332,15 @@ struct HostScenarios {
                 how[change, default: 0] += await stream.memberChanges(change, about: long.member).filter { $0.at >= resumed }.count
             }
         }
+        var disconnects: [String] = []
+        for stream in streams { disconnects += await stream.disconnects.map { "\(stream.node.name): \($0)" } }
         for stream in streams { await stream.stop() }
         await expectNoOverflows(streams)
         let came = how.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", ")
-        report("pause: 2 s stop → \(shortFailed) failed (\(shortSuspected) suspect events); "
-            + "20 s stop → failed everywhere after \(f1(detectSeconds)) s, alive in one view \(f1(backSeconds)) s after SIGCONT"
-            + " as the same member (\(came.isEmpty ? "no alive/joined event" : came))")
+        report("pause: \(f1(shortStop)) s stop → \(shortFailed) failed (\(shortSuspected) suspect events) in a \(f1(window)) s window; "
+            + "long stop → failed everywhere after \(f1(detectSeconds)) s, alive in one view \(f1(backSeconds)) s after SIGCONT"
+            + " as the same member (\(came.isEmpty ? "no alive/joined event" : came))"
+            + (disconnects.isEmpty ? "" : "; event streams reconnected (caught up): \(disconnects.prefix(4))"))
         #expect(backSeconds >= 0)
     }
 

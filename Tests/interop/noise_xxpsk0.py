@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""An independent Noise_XXpsk0_25519_ChaChaPoly_BLAKE2b initiator (the `noiseprotocol` package),
-for NoiseInteropTests: it opens a Huddle link to a real node over TCP.
+"""An independent Noise_XXpsk0_25519_ChaChaPoly_BLAKE2b initiator or responder (the `noiseprotocol`
+package), for NoiseInteropTests: it opens a Huddle link to a real node over TCP, or (--listen) is
+dialed by one.
 
 Link framing: every handshake message and transport record is `u16 big-endian length | bytes`.
 The script sends message 1 (empty payload), reads message 2 and decrypts it. Given --static and
@@ -18,6 +19,13 @@ Outcomes ("outcome" in the JSON):
 Exit status 0 when the run went as asked; 2 for a usage or protocol error (message 2 that does not
 decrypt, no transport record matching --until), with the reason on stderr and, once the node has
 answered, in the JSON line's "error" (the line then still carries what message 2 held).
+
+As the responder (--listen HOST:PORT, port 0 for a free one): the script prints {"listening": PORT}
+first, accepts one connection, reads message 1, sends message 2 with --payload2 (and --static as its
+static key), reads message 3 and decrypts it. Then --send and --until work as for the initiator.
+Outcomes: "message3" with "payload" (message 3's decrypted payload) and "remote_static" (the
+node's Noise static key, learned in message 3); "eof", "reset" or "timeout" when no message 1 or 3
+came; "undecryptable" when one did not decrypt.
 """
 import argparse
 import json
@@ -82,9 +90,107 @@ def write_frame(sock, data):
     sock.sendall(len(data).to_bytes(2, "big") + bytes(data))
 
 
+def transport(sock, noise, args):
+    """After the handshake: sends each --send record, then reads records until --until matches."""
+    result["handshake_hash"] = bytes(noise.get_handshake_hash()).hex()
+    for record in args.send:
+        write_frame(sock, noise.encrypt(bytes.fromhex(record)))
+    records = []
+    if args.until is not None:
+        until = bytes.fromhex(args.until)
+        deadline = time.monotonic() + args.timeout
+        while True:
+            try:
+                frame = read_frame(sock, deadline)
+            except socket.timeout:
+                fail(f"no transport record starting with {args.until} within {args.timeout} s; got {records}")
+            if frame is None:
+                fail(f"the node closed the link before a record starting with {args.until}; got {records}")
+            try:
+                record = bytes(noise.decrypt(frame))
+            except Exception as e:  # noqa: BLE001
+                fail(f"transport frame of {len(frame)} bytes does not decrypt: {e!r}")
+            records.append(record.hex())
+            if record.startswith(until):
+                break
+    result["records"] = records
+
+
+def respond(args, psk):
+    """The responder's run (--listen)."""
+    if args.static is None or args.payload2 is None:
+        fail("--listen needs --static and --payload2")
+    host, _, port = args.listen.rpartition(":")
+    noise = NoiseConnection.from_name(PROTOCOL)
+    noise.set_as_responder()
+    noise.set_prologue(PROLOGUE)
+    noise.set_psks(psk=psk)
+    noise.set_keypair_from_private_bytes(Keypair.STATIC, bytes.fromhex(args.static))
+    noise.start_handshake()
+
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind((host, int(port)))
+    server.listen(1)
+    print(json.dumps({"listening": server.getsockname()[1]}), flush=True)
+    server.settimeout(args.timeout)
+    try:
+        sock, _ = server.accept()
+    except socket.timeout:
+        result["outcome"] = "timeout"
+        print(json.dumps(result), flush=True)
+        return
+    server.close()
+    deadline = time.monotonic() + args.timeout
+    try:
+        message1 = read_frame(sock, deadline)
+    except socket.timeout:
+        message1, result["outcome"] = None, "timeout"
+    except ConnectionResetError:
+        message1, result["outcome"] = None, "reset"
+    if message1 is None:
+        result.setdefault("outcome", "eof")
+        print(json.dumps(result), flush=True)
+        return
+    try:
+        noise.read_message(message1)
+    except Exception as e:  # noqa: BLE001
+        result.update(outcome="undecryptable", message1_length=len(message1))
+        fail(f"message 1 ({len(message1)} bytes) does not decrypt: {e!r}")
+    write_frame(sock, noise.write_message(bytes.fromhex(args.payload2)))
+    try:
+        message3 = read_frame(sock, deadline)
+    except socket.timeout:
+        message3, result["outcome"] = None, "timeout"
+    except ConnectionResetError:
+        message3, result["outcome"] = None, "reset"
+    if message3 is None:
+        result.setdefault("outcome", "eof")
+        print(json.dumps(result), flush=True)
+        return
+    # The handshake state goes away once message 3 finishes the handshake: keep it to read rs.
+    handshake_state = noise.noise_protocol.handshake_state
+    try:
+        payload = noise.read_message(message3)
+    except Exception as e:  # noqa: BLE001
+        result.update(outcome="undecryptable", message3_length=len(message3))
+        fail(f"message 3 ({len(message3)} bytes) does not decrypt: {e!r}")
+    if not noise.handshake_finished:
+        fail("the handshake did not finish after message 3")
+    remote_static = handshake_state.rs.public_bytes
+    result.update(outcome="message3", message3_length=len(message3), payload=bytes(payload).hex(),
+                  remote_static=bytes(remote_static).hex())
+    transport(sock, noise, args)
+    print(json.dumps(result), flush=True)
+    if args.hold:
+        sys.stdin.read()
+    sock.close()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--addr", required=True, help="the node's HOST:PORT")
+    p.add_argument("--addr", help="the node's HOST:PORT (the initiator)")
+    p.add_argument("--listen", help="HOST:PORT to be dialed on, as the responder (port 0: a free one, printed first)")
+    p.add_argument("--payload2", help="message 2's payload, hex (the responder's identity binding and member record)")
     p.add_argument("--psk", required=True, help="the 32-byte PSK (the session key's handshake subkey), hex")
     p.add_argument("--static", help="this side's X25519 private key, hex (needed for message 3)")
     p.add_argument("--payload3", help="message 3's payload, hex (identity binding and member record)")
@@ -94,10 +200,15 @@ def main():
     p.add_argument("--hold", action="store_true", help="keep the link open until standard input closes")
     args = p.parse_args()
 
-    host, _, port = args.addr.rpartition(":")
     psk = bytes.fromhex(args.psk)
     if len(psk) != 32:
         fail("the PSK must be 32 bytes")
+    if args.listen is not None:
+        respond(args, psk)
+        return
+    if args.addr is None:
+        fail("give --addr (initiator) or --listen (responder)")
+    host, _, port = args.addr.rpartition(":")
 
     noise = NoiseConnection.from_name(PROTOCOL)
     noise.set_as_initiator()
@@ -135,28 +246,7 @@ def main():
         write_frame(sock, noise.write_message(bytes.fromhex(args.payload3)))
         if not noise.handshake_finished:
             fail("the handshake did not finish after message 3")
-        result["handshake_hash"] = bytes(noise.get_handshake_hash()).hex()
-        for record in args.send:
-            write_frame(sock, noise.encrypt(bytes.fromhex(record)))
-        records = []
-        if args.until is not None:
-            until = bytes.fromhex(args.until)
-            deadline = time.monotonic() + args.timeout
-            while True:
-                try:
-                    frame = read_frame(sock, deadline)
-                except socket.timeout:
-                    fail(f"no transport record starting with {args.until} within {args.timeout} s; got {records}")
-                if frame is None:
-                    fail(f"the node closed the link before a record starting with {args.until}; got {records}")
-                try:
-                    record = bytes(noise.decrypt(frame))
-                except Exception as e:  # noqa: BLE001
-                    fail(f"transport frame of {len(frame)} bytes does not decrypt: {e!r}")
-                records.append(record.hex())
-                if record.startswith(until):
-                    break
-        result["records"] = records
+        transport(sock, noise, args)
     print(json.dumps(result), flush=True)
     if args.hold:
         sys.stdin.read()
