@@ -235,13 +235,13 @@ struct AttachmentProcessTests {
         // (SIGSTOP) a, as before, was failed after 2.5 s and came back only by re-merge.
         ra.admitOnly([b.process.processIdentifier])
         rc.admitOnly([b.process.processIdentifier])
-        let servedByA = field(try await a.request("stats"), "chunks_served")
         let (c, _) = try await cluster.startBehindRelay("c", join: [b.addr], relay: rc)
         try await eventually("c to reject a damaged chunk from b") {
             (try await c.request("stats")["chunks_corrupt"]?.intValue ?? 0) >= 1
         }
         #expect((try await c.request("stats")["chunks_fetched"]?.intValue ?? -1) == 0, "c stored a chunk that failed its hash")
-        #expect(field(try await a.request("stats"), "chunks_served") == servedByA, "a served c nothing (no link between them)")
+        // (a's own `chunks_served` may move: b, told of the damage, repairs its copy from a.)
+        #expect(field(try await c.request("stats"), "links") == 1, "c's only link is to b: none to a")
         ra.admitAll()
         rc.admitAll()
         // c then gets every chunk from a; b, told of the damage, checks its whole copy, drops

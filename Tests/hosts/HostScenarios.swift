@@ -117,153 +117,6 @@ struct HostScenarios {
         #expect(problems.isEmpty, "\(problems.prefix(10))")
     }
 
-    /// {A,B} | {C,D,E} for longer than the suspicion timeout, then heal: one view again without
-    /// any `join`, and messages sent on each side after the heal reach everyone.
-    @Test(.enabled(if: runScenarios)) func partitionHealsIntoOneViewWithoutJoin() async throws {
-        let lab = try HostLab("partition", hosts: 5)
-        defer { lab.teardown() }
-        let nodes = try await lab.startAll()
-        var streams: [HostEvents] = []
-        for node in nodes { streams.append(try await HostEvents.subscribe(node, topics: ["members", "messages"])) }
-        let left = [0, 1], right = [2, 3, 4]
-        let cut = ContinuousClock.now
-        try lab.partition(left, right)
-        // Each side marks the other failed (the cut outlasts the suspicion timeout).
-        do {
-            try await eventually("each side to mark the other failed", within: 30, every: .milliseconds(100)) {
-                for (mine, theirs) in [(left, right), (right, left)] {
-                    for i in mine {
-                        for j in theirs {
-                            let state = try await nodes[i].state(of: nodes[j].member)
-                            if state == "alive" || state == "suspect" { return false }
-                        }
-                    }
-                }
-                return true
-            }
-        } catch {
-            Issue.record("\(error)\n\(lab.logs)")
-            return
-        }
-        let detectSeconds = (ContinuousClock.now - cut).seconds
-        // The cut lasts at least 8 s in all (a fault duration, not a speed assumption).
-        let held = Duration.seconds(8) - (ContinuousClock.now - cut)
-        if held > .zero { try await Task.sleep(for: held) }
-        let cutSeconds = (ContinuousClock.now - cut).seconds
-        try lab.heal()
-        let healed = ContinuousClock.now
-        do {
-            try await lab.waitForOneView(nodes, within: 90)
-        } catch {
-            var views: [String] = []
-            for node in nodes { views.append("\(node.name) sees \((try? await node.aliveMembers().count) ?? -1)") }
-            Issue.record("\(error): \(views.joined(separator: ", "))\n\(lab.logs)")
-            return
-        }
-        let viewSeconds = (ContinuousClock.now - healed).seconds
-        // Messages from each side after the heal.
-        let perSide = 20
-        let sendStart = ContinuousClock.now
-        var texts: Set<String> = []
-        for s in [0, 2] {
-            let client = try await nodes[s].client()
-            for i in 0..<perSide {
-                let text = "after-heal-\(nodes[s].name)-\(i)"
-                _ = try await client.request("send", ["text": .string(text)])
-                texts.insert(text)
-            }
-            await client.close()
-        }
-        let want = texts.count
-        do {
-            try await eventually("the \(want) post-heal messages at every host", within: 60) {
-                for stream in streams {
-                    let got = Set(await stream.messages().compactMap { $0["text"]?.stringValue }).intersection(texts)
-                    if got.count < want { return false }
-                }
-                return true
-            }
-        } catch {
-            var counts: [String] = []
-            for stream in streams {
-                counts.append("\(stream.node.name)=\(Set(await stream.messages().compactMap { $0["text"]?.stringValue }).intersection(texts).count)")
-            }
-            Issue.record("\(error): \(counts.joined(separator: " "))\n\(lab.logs)")
-            return
-        }
-        let deliverSeconds = (ContinuousClock.now - sendStart).seconds
-        let problems = try await deliveryViolations(streams)
-        var failedEvents = 0
-        for stream in streams { failedEvents += await stream.memberChanges("failed").count }
-        for stream in streams { await stream.stop() }
-        await expectNoOverflows(streams)
-        report("partition {a,b}|{c,d,e}: sides split in \(f1(detectSeconds)) s (\(failedEvents) failed events), cut held \(f1(cutSeconds)) s; "
-            + "one view \(f1(viewSeconds)) s after heal with no join; \(want)/\(want) post-heal messages at all 5 within \(f1(deliverSeconds)) s"
-            + (problems.isEmpty ? "" : ", \(problems.count) VIOLATIONS"))
-        #expect(failedEvents >= left.count * right.count * 2, "each side should have marked the other failed")
-        #expect(problems.isEmpty, "\(problems.prefix(10))")
-    }
-
-    /// 5 hosts; e is cut off, and while it is, a removes d (issue 21). After the heal, e comes back
-    /// on the new epoch without a join (it was on the old epoch's roster: it is handed the change),
-    /// sees d removed, and a, b, c, e exchange messages; d is refused by everyone.
-    @Test(.enabled(if: runScenarios)) func removalWhileAHostIsPartitionedAwayReachesItAfterTheHeal() async throws {
-        let lab = try HostLab("removal", hosts: 5)
-        defer { lab.teardown() }
-        let nodes = try await lab.startAll()
-        var streams: [HostEvents] = []
-        for node in nodes { streams.append(try await HostEvents.subscribe(node, topics: ["members", "messages"])) }
-        let (remover, removed, away) = (0, 3, 4)
-        let stay = [0, 1, 2, 3]
-        try lab.partition(stay, [away])
-        let cut = ContinuousClock.now
-        let removedAt = ContinuousClock.now
-        let reply = try await nodes[remover].request("remove", ["member": .string(nodes[removed].member)])
-        let removeSeconds = (ContinuousClock.now - removedAt).seconds
-        #expect(reply["epoch"]?.intValue == 1)
-        // The cut lasts at least 8 s in all (a fault duration, not a speed assumption).
-        let held = Duration.seconds(8) - (ContinuousClock.now - cut)
-        if held > .zero { try await Task.sleep(for: held) }
-        #expect(try await nodes[away].request("status")["epoch"]?.intValue == 0, "the host cut off has not heard of the removal")
-        try lab.heal()
-        let healed = ContinuousClock.now
-        let remaining = [0, 1, 2, 4]
-        do {
-            try await eventually("the host that was away on epoch 1 with d removed", within: 90) {
-                guard try await nodes[away].request("status")["epoch"]?.intValue == 1 else { return false }
-                return try await nodes[away].state(of: nodes[removed].member) == "removed"
-            }
-            try await eventually("one view of the four", within: 90) {
-                for i in remaining where try await nodes[i].aliveMembers() != Set(remaining.map { nodes[$0].member }) { return false }
-                return true
-            }
-        } catch {
-            Issue.record("\(error)\n\(lab.logs)")
-            return
-        }
-        let backSeconds = (ContinuousClock.now - healed).seconds
-        var texts: Set<String> = []
-        for s in [0, away] {
-            for i in 0..<10 {
-                let text = "after-removal-\(nodes[s].name)-\(i)"
-                _ = try await nodes[s].request("send", ["text": .string(text)])
-                texts.insert(text)
-            }
-        }
-        _ = try? await nodes[removed].request("send", ["text": "from-the-removed-host"])
-        try await eventually("the post-heal messages at the four", within: 60) {
-            for i in remaining where Set(await streams[i].messages().compactMap { $0["text"]?.stringValue }).intersection(texts).count < texts.count { return false }
-            return true
-        }
-        for i in remaining { #expect(await !streams[i].messages().contains { $0["text"]?.stringValue == "from-the-removed-host" }) }
-        #expect(Set(await streams[removed].messages().compactMap { $0["text"]?.stringValue }).intersection(texts).isEmpty, "the removed host receives nothing new")
-        let problems = try await deliveryViolations(remaining.map { streams[$0] })
-        for stream in streams { await stream.stop() }
-        report("removal while e is cut off: remove replied in \(f1(removeSeconds)) s; e on the new epoch, d removed and one view \(f1(backSeconds)) s after the heal, no join"
-            + (problems.isEmpty ? "" : ", \(problems.count) VIOLATIONS"))
-        #expect(problems.isEmpty, "\(problems.prefix(10))")
-    }
-
     /// A host stopped (SIGSTOP) for 40 % of the minimum suspicion timeout (1 s with the node's SWIM
     /// defaults) is never marked failed; one stopped until every other host has marked it failed
     /// (at most 20 s) is, and after SIGCONT it is alive again everywhere as the same member
@@ -452,5 +305,157 @@ struct HostScenarios {
         report("uploader killed before any chunk left: unavailable at all 3 others \(f1(unavailableSeconds)) s after the kill; "
             + "attach.get failed with unavailable in ≤ \(String(format: "%.3f", slowest)) s (timeout_ms was 60000)")
         #expect(slowest < 10, "attach.get took \(slowest) s to fail")
+    }
+}
+
+/// The partition scenarios: a second lane beside `HostScenarios`, serialized within itself, so the
+/// host suite's two halves run side by side (each lab has its own namespaces, bridge and subnet).
+@Suite("Several hosts: partitions (network namespaces)", .serialized, .timeLimit(.minutes(10)))
+struct HostPartitionScenarios {
+    /// {A,B} | {C,D,E} for longer than the suspicion timeout, then heal: one view again without
+    /// any `join`, and messages sent on each side after the heal reach everyone.
+    @Test(.enabled(if: runScenarios)) func partitionHealsIntoOneViewWithoutJoin() async throws {
+        let lab = try HostLab("partition", hosts: 5)
+        defer { lab.teardown() }
+        let nodes = try await lab.startAll()
+        var streams: [HostEvents] = []
+        for node in nodes { streams.append(try await HostEvents.subscribe(node, topics: ["members", "messages"])) }
+        let left = [0, 1], right = [2, 3, 4]
+        let cut = ContinuousClock.now
+        try lab.partition(left, right)
+        // Each side marks the other failed (the cut outlasts the suspicion timeout).
+        do {
+            try await eventually("each side to mark the other failed", within: 30, every: .milliseconds(100)) {
+                for (mine, theirs) in [(left, right), (right, left)] {
+                    for i in mine {
+                        for j in theirs {
+                            let state = try await nodes[i].state(of: nodes[j].member)
+                            if state == "alive" || state == "suspect" { return false }
+                        }
+                    }
+                }
+                return true
+            }
+        } catch {
+            Issue.record("\(error)\n\(lab.logs)")
+            return
+        }
+        let detectSeconds = (ContinuousClock.now - cut).seconds
+        // The cut lasts at least 8 s in all (a fault duration, not a speed assumption).
+        let held = Duration.seconds(8) - (ContinuousClock.now - cut)
+        if held > .zero { try await Task.sleep(for: held) }
+        let cutSeconds = (ContinuousClock.now - cut).seconds
+        try lab.heal()
+        let healed = ContinuousClock.now
+        do {
+            try await lab.waitForOneView(nodes, within: 90)
+        } catch {
+            var views: [String] = []
+            for node in nodes { views.append("\(node.name) sees \((try? await node.aliveMembers().count) ?? -1)") }
+            Issue.record("\(error): \(views.joined(separator: ", "))\n\(lab.logs)")
+            return
+        }
+        let viewSeconds = (ContinuousClock.now - healed).seconds
+        // Messages from each side after the heal.
+        let perSide = 20
+        let sendStart = ContinuousClock.now
+        var texts: Set<String> = []
+        for s in [0, 2] {
+            let client = try await nodes[s].client()
+            for i in 0..<perSide {
+                let text = "after-heal-\(nodes[s].name)-\(i)"
+                _ = try await client.request("send", ["text": .string(text)])
+                texts.insert(text)
+            }
+            await client.close()
+        }
+        let want = texts.count
+        do {
+            try await eventually("the \(want) post-heal messages at every host", within: 60) {
+                for stream in streams {
+                    let got = Set(await stream.messages().compactMap { $0["text"]?.stringValue }).intersection(texts)
+                    if got.count < want { return false }
+                }
+                return true
+            }
+        } catch {
+            var counts: [String] = []
+            for stream in streams {
+                counts.append("\(stream.node.name)=\(Set(await stream.messages().compactMap { $0["text"]?.stringValue }).intersection(texts).count)")
+            }
+            Issue.record("\(error): \(counts.joined(separator: " "))\n\(lab.logs)")
+            return
+        }
+        let deliverSeconds = (ContinuousClock.now - sendStart).seconds
+        let problems = try await deliveryViolations(streams)
+        var failedEvents = 0
+        for stream in streams { failedEvents += await stream.memberChanges("failed").count }
+        for stream in streams { await stream.stop() }
+        await expectNoOverflows(streams)
+        report("partition {a,b}|{c,d,e}: sides split in \(f1(detectSeconds)) s (\(failedEvents) failed events), cut held \(f1(cutSeconds)) s; "
+            + "one view \(f1(viewSeconds)) s after heal with no join; \(want)/\(want) post-heal messages at all 5 within \(f1(deliverSeconds)) s"
+            + (problems.isEmpty ? "" : ", \(problems.count) VIOLATIONS"))
+        #expect(failedEvents >= left.count * right.count * 2, "each side should have marked the other failed")
+        #expect(problems.isEmpty, "\(problems.prefix(10))")
+    }
+
+    /// 5 hosts; e is cut off, and while it is, a removes d (issue 21). After the heal, e comes back
+    /// on the new epoch without a join (it was on the old epoch's roster: it is handed the change),
+    /// sees d removed, and a, b, c, e exchange messages; d is refused by everyone.
+    @Test(.enabled(if: runScenarios)) func removalWhileAHostIsPartitionedAwayReachesItAfterTheHeal() async throws {
+        let lab = try HostLab("removal", hosts: 5)
+        defer { lab.teardown() }
+        let nodes = try await lab.startAll()
+        var streams: [HostEvents] = []
+        for node in nodes { streams.append(try await HostEvents.subscribe(node, topics: ["members", "messages"])) }
+        let (remover, removed, away) = (0, 3, 4)
+        let stay = [0, 1, 2, 3]
+        try lab.partition(stay, [away])
+        let cut = ContinuousClock.now
+        let removedAt = ContinuousClock.now
+        let reply = try await nodes[remover].request("remove", ["member": .string(nodes[removed].member)])
+        let removeSeconds = (ContinuousClock.now - removedAt).seconds
+        #expect(reply["epoch"]?.intValue == 1)
+        // The cut lasts at least 8 s in all (a fault duration, not a speed assumption).
+        let held = Duration.seconds(8) - (ContinuousClock.now - cut)
+        if held > .zero { try await Task.sleep(for: held) }
+        #expect(try await nodes[away].request("status")["epoch"]?.intValue == 0, "the host cut off has not heard of the removal")
+        try lab.heal()
+        let healed = ContinuousClock.now
+        let remaining = [0, 1, 2, 4]
+        do {
+            try await eventually("the host that was away on epoch 1 with d removed", within: 90) {
+                guard try await nodes[away].request("status")["epoch"]?.intValue == 1 else { return false }
+                return try await nodes[away].state(of: nodes[removed].member) == "removed"
+            }
+            try await eventually("one view of the four", within: 90) {
+                for i in remaining where try await nodes[i].aliveMembers() != Set(remaining.map { nodes[$0].member }) { return false }
+                return true
+            }
+        } catch {
+            Issue.record("\(error)\n\(lab.logs)")
+            return
+        }
+        let backSeconds = (ContinuousClock.now - healed).seconds
+        var texts: Set<String> = []
+        for s in [0, away] {
+            for i in 0..<10 {
+                let text = "after-removal-\(nodes[s].name)-\(i)"
+                _ = try await nodes[s].request("send", ["text": .string(text)])
+                texts.insert(text)
+            }
+        }
+        _ = try? await nodes[removed].request("send", ["text": "from-the-removed-host"])
+        try await eventually("the post-heal messages at the four", within: 60) {
+            for i in remaining where Set(await streams[i].messages().compactMap { $0["text"]?.stringValue }).intersection(texts).count < texts.count { return false }
+            return true
+        }
+        for i in remaining { #expect(await !streams[i].messages().contains { $0["text"]?.stringValue == "from-the-removed-host" }) }
+        #expect(Set(await streams[removed].messages().compactMap { $0["text"]?.stringValue }).intersection(texts).isEmpty, "the removed host receives nothing new")
+        let problems = try await deliveryViolations(remaining.map { streams[$0] })
+        for stream in streams { await stream.stop() }
+        report("removal while e is cut off: remove replied in \(f1(removeSeconds)) s; e on the new epoch, d removed and one view \(f1(backSeconds)) s after the heal, no join"
+            + (problems.isEmpty ? "" : ", \(problems.count) VIOLATIONS"))
+        #expect(problems.isEmpty, "\(problems.prefix(10))")
     }
 }
