@@ -229,11 +229,12 @@ struct AttachmentProcessTests {
         let a = held.a, b = held.b
         // A newcomer whose only reachable holder is b: every chunk it gets fails its hash, is
         // rejected and reported to b. Without keeping a from c, which holder a newcomer asks first
-        // depends on whose `have` reaches it first (the race that made this test flaky). a and c
-        // each sit behind a relay that holds every connection not dialed by b, so no link between
-        // a and c comes up (whoever dials), while both stay alive to SWIM (UDP crosses): a stopped
-        // (SIGSTOP) a, as before, was failed after 2.5 s and came back only by re-merge.
-        ra.admitOnly([b.process.processIdentifier])
+        // depends on whose `have` reaches it first (the race that made this test flaky). a's relay
+        // stalls every TCP byte of a's (so neither c nor b, repairing its copy once told of the
+        // damage, gets a chunk from a: c could otherwise get good chunks through b's repair), and
+        // c's holds every connection not dialed by b; both stay alive to SWIM (UDP crosses): a
+        // stopped (SIGSTOP) a, as before, was failed after 2.5 s and came back only by re-merge.
+        try await ra.stall()
         rc.admitOnly([b.process.processIdentifier])
         let (c, _) = try await cluster.startBehindRelay("c", join: [b.addr], relay: rc)
         try await eventually("c to reject a damaged chunk from b") {
@@ -242,7 +243,7 @@ struct AttachmentProcessTests {
         #expect((try await c.request("stats")["chunks_fetched"]?.intValue ?? -1) == 0, "c stored a chunk that failed its hash")
         // (a's own `chunks_served` may move: b, told of the damage, repairs its copy from a.)
         #expect(field(try await c.request("stats"), "links") == 1, "c's only link is to b: none to a")
-        ra.admitAll()
+        ra.resume()
         rc.admitAll()
         // c then gets every chunk from a; b, told of the damage, checks its whole copy, drops
         // every damaged chunk and fetches it again.
