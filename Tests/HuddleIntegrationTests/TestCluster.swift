@@ -313,9 +313,17 @@ final class TestCluster: @unchecked Sendable {
         try SessionKey.generate().write(to: key)
     }
 
-    /// Starts a node; later nodes join the first one unless told otherwise.
+    /// Whether this cluster holds one of the test process's `ClusterSlots`.
+    private var holdsSlot = false
+
+    /// Starts a node; later nodes join the first one unless told otherwise. The first waits for a
+    /// slot (`ClusterSlots`): at most so many tests run nodes at once.
     @discardableResult
     func start(_ name: String, join: [String]? = nil, key: String? = nil, keyArguments: [String]? = nil, extra: [String] = []) async throws -> TestNode {
+        if !holdsSlot {
+            await ClusterSlots.shared.acquire()
+            holdsSlot = true
+        }
         let joins = join ?? (nodes.first.map { [$0.addr] } ?? [])
         let node = try TestNode(name: name, dir: dir, key: key ?? self.key, keyArguments: keyArguments, join: joins, extra: extra)
         nodes.append(node)
@@ -339,6 +347,10 @@ final class TestCluster: @unchecked Sendable {
     /// pool (`TestProcesses`), and the directory goes after it. A test that checks leaving sends
     /// SIGTERM or `leave` itself and waits for the exit.
     func shutdown() {
+        if holdsSlot {
+            holdsSlot = false
+            Task { await ClusterSlots.shared.release() }
+        }
         let dir = self.dir
         TestProcesses.end(nodes.map(\.process)) { try? FileManager.default.removeItem(atPath: dir) }
     }

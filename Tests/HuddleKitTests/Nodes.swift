@@ -45,6 +45,8 @@ final class Nodes: @unchecked Sendable {
     let key: String
     private var processes: [String: Process] = [:]
     private(set) var firstAddress: String?
+    /// Whether these nodes hold one of the test process's `ClusterSlots`.
+    private var holdsSlot = false
 
     init(_ label: String) throws {
         var template = Array("/tmp/hk-\(label.prefix(8))-XXXXXX".utf8CString)
@@ -65,6 +67,10 @@ final class Nodes: @unchecked Sendable {
     /// Starts node `name` (joining the first node started) and returns its control path once it answers.
     @discardableResult
     func start(_ name: String, dataDir: String? = nil) async throws -> String {
+        if !holdsSlot {
+            await ClusterSlots.shared.acquire()
+            holdsSlot = true
+        }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: huddleBinary)
         var arguments = ["run", "--key", key, "--listen", "127.0.0.1:0", "--name", name, "--control", control(name),
@@ -112,6 +118,10 @@ final class Nodes: @unchecked Sendable {
     /// SIGKILL to every node still running (teardown: nothing is checked any more); returns at
     /// once, the wait runs off the test pool.
     func shutdown() {
+        if holdsSlot {
+            holdsSlot = false
+            Task { await ClusterSlots.shared.release() }
+        }
         let dir = self.dir
         TestProcesses.end(Array(processes.values)) { try? FileManager.default.removeItem(atPath: dir) }
     }
