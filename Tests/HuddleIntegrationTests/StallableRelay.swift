@@ -99,13 +99,13 @@ final class StallableRelay: @unchecked Sendable {
     }
 
     /// Stops carrying TCP bytes, both ways, on every connection dialed by one of `pids` (now and
-    /// later ones; the relay must identify dialers) until `resume()`; returns once their pumps
-    /// are parked, as `stall` does.
+    /// later ones; the relay must identify dialers), and on every one whose dialer it could not
+    /// identify, until `resume()`; returns once their pumps are parked, as `stall` does.
     func stall(dialedBy pids: Set<pid_t>, within seconds: Double = 30) async throws {
         precondition(identifyDialers, "stall(dialedBy:) needs a relay made with identifyDialers")
         lock.withLock { stalledDialers = pids }
         let deadline = ContinuousClock.now + .seconds(seconds)
-        while lock.withLock({ pumps.values.contains { $0.dialer.map(pids.contains) == true && !$0.parked } }) {
+        while lock.withLock({ pumps.values.contains { ($0.dialer.map(pids.contains) ?? true) && !$0.parked } }) {
             guard ContinuousClock.now < deadline else { throw TestTimeout(description: "relay \(port): a pump did not park within \(seconds) s") }
             try await Task.sleep(for: .milliseconds(5))
         }
@@ -225,7 +225,10 @@ final class StallableRelay: @unchecked Sendable {
         }
         /// Whether this pump must not carry bytes now (called under the lock).
         func parkedNow() -> Bool {
-            stalled.contains(direction) || (held && admitted != nil) || dialer.map(stalledDialers.contains) == true
+            // A connection whose dialer was not identified is stalled too while some dialers are:
+            // it may be one of theirs (a cut-off member must not slip through an unread /proc row).
+            stalled.contains(direction) || (held && admitted != nil)
+                || (stalledDialers.isEmpty ? false : dialer.map(stalledDialers.contains) ?? true)
         }
         defer {
             lock.withLock {
