@@ -162,6 +162,8 @@ struct AttachmentProcessTests {
         let atC = try await EventCollector.subscribe(c, topics: ["messages"], since: 0)
         _ = try await a.request("attach.add", ["path": .string(file), "name": "again"])
         _ = try await a.request("send", ["text": "three"])
+        // b replies once it has a's third message (else the reply may depend on the second only).
+        try await eventually("b to get a's third message") { await atB.messages().count == 3 }
         _ = try await b.request("send", ["text": "reply"])
         try await eventually("b and c to get the messages") {
             let (atBCount, atCCount) = (await atB.messages().count, await atC.messages().count)
