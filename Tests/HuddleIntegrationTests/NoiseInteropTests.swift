@@ -184,6 +184,8 @@ struct NoiseInteropTests {
         }
         let cluster = try TestCluster("noiseresp")
         defer { cluster.shutdown() }
+        // The responder waits 60 s for the node's dial: the node's slot is taken before it starts.
+        await cluster.reserveSlot()
         let psk = try SessionKey.load(from: cluster.key).subkey(.handshakePSK)
         let identity = Identity.generate()
         let noiseStatic = NoiseKeyPair.generate()

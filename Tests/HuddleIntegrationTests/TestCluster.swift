@@ -316,14 +316,20 @@ final class TestCluster: @unchecked Sendable {
     /// Whether this cluster holds one of the test process's `ClusterSlots`.
     private var holdsSlot = false
 
+    /// Takes this cluster's slot now (once): a test that starts something with a deadline of its
+    /// own before its first node (an outside peer the node dials) calls it first, so that the wait
+    /// for a slot does not run out that deadline.
+    func reserveSlot() async {
+        guard !holdsSlot else { return }
+        await ClusterSlots.shared.acquire()
+        holdsSlot = true
+    }
+
     /// Starts a node; later nodes join the first one unless told otherwise. The first waits for a
     /// slot (`ClusterSlots`): at most so many tests run nodes at once.
     @discardableResult
     func start(_ name: String, join: [String]? = nil, key: String? = nil, keyArguments: [String]? = nil, extra: [String] = []) async throws -> TestNode {
-        if !holdsSlot {
-            await ClusterSlots.shared.acquire()
-            holdsSlot = true
-        }
+        await reserveSlot()
         let joins = join ?? (nodes.first.map { [$0.addr] } ?? [])
         let node = try TestNode(name: name, dir: dir, key: key ?? self.key, keyArguments: keyArguments, join: joins, extra: extra)
         nodes.append(node)
