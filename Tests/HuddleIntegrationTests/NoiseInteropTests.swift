@@ -93,6 +93,44 @@ private func bytes(_ object: [String: Any], _ key: String) -> [UInt8]? {
 /// "huddle-link-binding v1": what a link peer's identity signs, with its Noise static key after it.
 private let bindingContext = Array("huddle-link-binding v1".utf8)
 
+/// Checks what noiseprotocol decrypted from the node `node` (identity key `nodeKey`) in a link
+/// handshake, whichever side the node took: the payload of `message` (2: the node responded; 3:
+/// it initiated) — identity | signature over the binding context and the Noise static key
+/// noiseprotocol learned | the node's member record — and, in transport, the node's hello and its
+/// push-pull reply naming itself. False when noiseprotocol reported no payload or an error (the
+/// issue is recorded; the caller stops there).
+private func expectNodeSide(of result: [String: Any], message: Int, node a: TestNode, nodeKey: [UInt8], logs: String) throws -> Bool {
+    guard let payload = bytes(result, "payload"), payload.count >= 96, let remoteStatic = bytes(result, "remote_static"), remoteStatic.count == 32 else {
+        Issue.record("no message \(message) payload and static key: \(result)")
+        return false
+    }
+    let remoteIdentity = Array(payload[0..<32])
+    let signature = Array(payload[32..<96])
+    #expect(remoteIdentity == nodeKey, "message \(message) names identity \(hexString(remoteIdentity)), a's status \(hexString(nodeKey))")
+    #expect(Identity.verify(signature: signature, message: bindingContext + remoteStatic, publicKey: remoteIdentity),
+            "a's signature in message \(message) does not cover the Noise static key noiseprotocol received")
+    // The check can fail: the same signature does not cover another static key, nor verify under another identity.
+    #expect(!Identity.verify(signature: signature, message: bindingContext + NoiseKeyPair.generate().publicKey, publicKey: remoteIdentity))
+    #expect(!Identity.verify(signature: signature, message: bindingContext + remoteStatic, publicKey: Identity.generate().publicKey))
+    let record = try MemberInfo.decode(Array(payload[96...]))
+    #expect(record.id.description == a.member && record.node == nodeKey && record.name == "a" && record.addr == a.addr, "\(record)")
+    if let error = result["error"] {
+        Issue.record("noiseprotocol failed after message \(message): \(error)\n\(logs)")
+        return false
+    }
+    // Transport: what noiseprotocol decrypted, reassembled and decoded as link messages.
+    var reassembler = LinkReassembler(limit: 1 << 20)
+    var messages: [LinkMessage] = []
+    for hex in result["records"] as? [String] ?? [] {
+        guard let record = bytesFromHex(hex) else { Issue.record("bad record hex \(hex)"); continue }
+        if let message = try reassembler.add(record) { messages.append(try LinkMessage.decode(message)) }
+    }
+    #expect(messages.contains { if case .hello = $0 { true } else { false } }, "no hello from a: \(messages)")
+    let reply = messages.compactMap { if case let .pushPullReply(state) = $0 { state } else { nil } }.first
+    #expect(reply?.members.contains { $0.id.description == a.member && $0.node == nodeKey } == true, "a's push-pull reply: \(String(describing: reply))")
+    return true
+}
+
 @Suite(.timeLimit(.minutes(10)))
 struct NoiseInteropTests {
     /// noiseprotocol decrypts the node's message 2 and we verify its identity binding from the
@@ -131,36 +169,7 @@ struct NoiseInteropTests {
         let result = try await initiator.result()
         #expect(result["outcome"] as? String == "message2", "\(result); \(initiator.stderr)\n\(cluster.logs)")
 
-        // Message 2 as noiseprotocol decrypted it: identity | signature over the binding context and
-        // the static key noiseprotocol learned in message 2 | the node's member record.
-        guard let payload = bytes(result, "payload"), payload.count >= 96, let remoteStatic = bytes(result, "remote_static"), remoteStatic.count == 32 else {
-            Issue.record("no message 2 payload and static key: \(result)"); return
-        }
-        let remoteIdentity = Array(payload[0..<32])
-        let signature = Array(payload[32..<96])
-        #expect(remoteIdentity == nodeKey, "message 2 names identity \(hexString(remoteIdentity)), a's status \(hexString(nodeKey))")
-        #expect(Identity.verify(signature: signature, message: bindingContext + remoteStatic, publicKey: remoteIdentity),
-                "a's signature in message 2 does not cover the Noise static key noiseprotocol received")
-        // The check can fail: the same signature does not cover another static key, nor verify under another identity.
-        #expect(!Identity.verify(signature: signature, message: bindingContext + NoiseKeyPair.generate().publicKey, publicKey: remoteIdentity))
-        #expect(!Identity.verify(signature: signature, message: bindingContext + remoteStatic, publicKey: Identity.generate().publicKey))
-        let record = try MemberInfo.decode(Array(payload[96...]))
-        #expect(record.id.description == a.member && record.node == nodeKey && record.name == "a" && record.addr == a.addr, "\(record)")
-        if let error = result["error"] {
-            Issue.record("noiseprotocol failed after message 2: \(error)\n\(cluster.logs)")
-            return
-        }
-
-        // Transport: what noiseprotocol decrypted, reassembled and decoded as link messages.
-        var reassembler = LinkReassembler(limit: 1 << 20)
-        var messages: [LinkMessage] = []
-        for hex in result["records"] as? [String] ?? [] {
-            guard let record = bytesFromHex(hex) else { Issue.record("bad record hex \(hex)"); continue }
-            if let message = try reassembler.add(record) { messages.append(try LinkMessage.decode(message)) }
-        }
-        #expect(messages.contains { if case .hello = $0 { true } else { false } }, "no hello from a: \(messages)")
-        let reply = messages.compactMap { if case let .pushPullReply(state) = $0 { state } else { nil } }.first
-        #expect(reply?.members.contains { $0.id.description == a.member && $0.node == nodeKey } == true, "a's push-pull reply: \(String(describing: reply))")
+        guard try expectNodeSide(of: result, message: 2, node: a, nodeKey: nodeKey, logs: cluster.logs) else { return }
 
         // While noiseprotocol holds the link, a counts it; once it closes, the link is gone.
         try await eventually("a to count the noiseprotocol link") { try await a.request("stats")["links"]?.intValue == 1 }
@@ -210,35 +219,7 @@ struct NoiseInteropTests {
         let result = try await responder.result(line: 1, within: 90)
         #expect(result["outcome"] as? String == "message3", "\(result); \(responder.stderr)\n\(cluster.logs)")
 
-        // Message 3 as noiseprotocol decrypted it: identity | signature over the binding context and
-        // the static key noiseprotocol learned in message 3 | the node's member record.
-        guard let payload = bytes(result, "payload"), payload.count >= 96, let remoteStatic = bytes(result, "remote_static"), remoteStatic.count == 32 else {
-            Issue.record("no message 3 payload and static key: \(result)"); return
-        }
-        let remoteIdentity = Array(payload[0..<32])
-        let signature = Array(payload[32..<96])
-        #expect(remoteIdentity == nodeKey, "message 3 names identity \(hexString(remoteIdentity)), a's status \(hexString(nodeKey))")
-        #expect(Identity.verify(signature: signature, message: bindingContext + remoteStatic, publicKey: remoteIdentity),
-                "a's signature in message 3 does not cover the Noise static key noiseprotocol received")
-        #expect(!Identity.verify(signature: signature, message: bindingContext + NoiseKeyPair.generate().publicKey, publicKey: remoteIdentity))
-        let record = try MemberInfo.decode(Array(payload[96...]))
-        #expect(record.id.description == a.member && record.node == nodeKey && record.name == "a" && record.addr == a.addr, "\(record)")
-        if let error = result["error"] {
-            Issue.record("noiseprotocol failed after message 3: \(error)\n\(cluster.logs)")
-            return
-        }
-
-        // Transport, both ways: what noiseprotocol decrypted from the node, and the record the node
-        // took from noiseprotocol's push-pull.
-        var reassembler = LinkReassembler(limit: 1 << 20)
-        var messages: [LinkMessage] = []
-        for hex in result["records"] as? [String] ?? [] {
-            guard let record = bytesFromHex(hex) else { Issue.record("bad record hex \(hex)"); continue }
-            if let message = try reassembler.add(record) { messages.append(try LinkMessage.decode(message)) }
-        }
-        #expect(messages.contains { if case .hello = $0 { true } else { false } }, "no hello from a: \(messages)")
-        let reply = messages.compactMap { if case let .pushPullReply(state) = $0 { state } else { nil } }.first
-        #expect(reply?.members.contains { $0.id.description == a.member && $0.node == nodeKey } == true, "a's push-pull reply: \(String(describing: reply))")
+        guard try expectNodeSide(of: result, message: 3, node: a, nodeKey: nodeKey, logs: cluster.logs) else { return }
         try await eventually("a to take noiseprotocol's member record") {
             try await a.request("members")["members"]?.arrayValue?.contains { $0.objectValue?["member"]?.stringValue == info.id.description } ?? false
         }

@@ -192,45 +192,9 @@ actor EventCollector {
     /// subscription of its own to every topic from the last cursor collected, and takes that
     /// replay up to the latest cursor. A check that something did not happen comes after this.
     func catchUp(within seconds: Double = 30, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        let from = latestSeen
         let client = try await source.client()
         defer { Task { await client.close() } }
-        let every: [JSON] = ControlTopic.allCases.map { .string($0.rawValue) }
-        let reply = try await client.request("subscribe", ["topics": .array(every), "since": .int(from)])
-        guard let latest = reply["cursor"]?.intValue else { throw TestTimeout(description: "\(node): subscribe named no cursor") }
-        guard latest > from else { return }
-        let replay = Task { () -> [JSONObject] in
-            var got: [JSONObject] = []
-            for try await event in await client.events() {
-                if event["event"]?.stringValue == "overflow" { throw TestTimeout(description: "\(node): the catch-up replay overflowed") }
-                guard let cursor = event["cursor"]?.intValue else { continue }
-                got.append(event)
-                if cursor >= latest { return got }
-            }
-            throw TestTimeout(description: "\(node): the catch-up replay ended before cursor \(latest)")
-        }
-        let timer = Task {
-            try await Task.sleep(for: .seconds(seconds))
-            await client.close()
-        }
-        defer { timer.cancel() }
-        let replayed: [JSONObject]
-        do { replayed = try await replay.value } catch {
-            throw TestTimeout(description: "\(node): could not catch up from cursor \(from) to \(latest) within \(seconds) s: \(error)")
-        }
-        let wanted = Set(topics)
-        for event in replayed where wanted.contains(Self.topic(of: event)) { add(event) }
-    }
-
-    /// The topic of an event, by its name.
-    private static func topic(of event: JSONObject) -> String {
-        switch event["event"]?.stringValue ?? "" {
-        case "member": "members"
-        case "message": "messages"
-        case "activity": "activity"
-        case "invite", "pairing": "invite"
-        default: "attachments"
-        }
+        for event in try await EventReplay.upToNow(client, node: node, from: latestSeen, topics: Set(topics), within: seconds) { add(event) }
     }
 
     private func start(_ client: ControlClient, from cursor: Int64) {

@@ -1,4 +1,5 @@
 import Foundation
+import HuddleTestSupport
 import HuddleControl
 import HuddleSim
 import Testing
@@ -104,48 +105,9 @@ actor HostEvents {
     /// the stream itself missed. Throws when the node does not answer or the replay does not reach
     /// the latest cursor within `seconds` (then nothing may be concluded from what is missing).
     func catchUp(within seconds: Double = 30) async throws {
-        let from = cursor ?? 0
         let client = try await node.client()
         defer { Task { await client.close() } }
-        let everyTopic: [JSON] = ["members", "messages", "attachments", "activity", "invite"]
-        let reply = try await client.request("subscribe", ["topics": .array(everyTopic), "since": .int(from)])
-        guard let latest = reply["cursor"]?.intValue else { throw LabError(description: "\(node.name): subscribe named no cursor: \(reply)") }
-        guard latest > from else { return }
-        let wanted = Set(topics)
-        let replay = Task { () -> [JSONObject] in
-            var got: [JSONObject] = []
-            for try await event in await client.events() {
-                guard let c = event["cursor"]?.intValue else {
-                    if event["event"]?.stringValue == "overflow" { throw LabError(description: "\(node.name): the catch-up replay overflowed") }
-                    continue
-                }
-                got.append(event)
-                if c >= latest { return got }
-            }
-            throw LabError(description: "\(node.name): the catch-up replay ended before cursor \(latest)")
-        }
-        let timer = Task {
-            try await Task.sleep(for: .seconds(seconds))
-            replay.cancel()
-            await client.close()
-        }
-        defer { timer.cancel() }
-        let replayed: [JSONObject]
-        do { replayed = try await replay.value } catch {
-            throw LabError(description: "\(node.name): could not catch up from cursor \(from) to \(latest) within \(seconds) s: \(error)")
-        }
-        for event in replayed where wanted.contains(Self.topic(of: event)) { add(event) }
-    }
-
-    /// The topic an event belongs to, by its name (CONTROL.md).
-    private static func topic(of event: JSONObject) -> String {
-        switch event["event"]?.stringValue ?? "" {
-        case "member": "members"
-        case "message": "messages"
-        case "activity": "activity"
-        case "invite", "pairing": "invite"
-        default: "attachments"
-        }
+        for event in try await EventReplay.upToNow(client, node: node.name, from: cursor ?? 0, topics: Set(topics), within: seconds) { add(event) }
     }
 
     func stop() {

@@ -84,6 +84,20 @@ def read_frame(sock, deadline):
     return body
 
 
+def handshake_frame(sock, deadline):
+    """The next handshake message, or None once the outcome (timeout, reset, eof) is printed."""
+    try:
+        frame = read_frame(sock, deadline)
+    except socket.timeout:
+        frame, result["outcome"] = None, "timeout"
+    except ConnectionResetError:
+        frame, result["outcome"] = None, "reset"
+    if frame is None:
+        result.setdefault("outcome", "eof")
+        print(json.dumps(result), flush=True)
+    return frame
+
+
 def write_frame(sock, data):
     if len(data) > 0xFFFF:
         fail(f"frame of {len(data)} bytes is too long")
@@ -141,15 +155,8 @@ def respond(args, psk):
         return
     server.close()
     deadline = time.monotonic() + args.timeout
-    try:
-        message1 = read_frame(sock, deadline)
-    except socket.timeout:
-        message1, result["outcome"] = None, "timeout"
-    except ConnectionResetError:
-        message1, result["outcome"] = None, "reset"
+    message1 = handshake_frame(sock, deadline)
     if message1 is None:
-        result.setdefault("outcome", "eof")
-        print(json.dumps(result), flush=True)
         return
     try:
         noise.read_message(message1)
@@ -157,15 +164,8 @@ def respond(args, psk):
         result.update(outcome="undecryptable", message1_length=len(message1))
         fail(f"message 1 ({len(message1)} bytes) does not decrypt: {e!r}")
     write_frame(sock, noise.write_message(bytes.fromhex(args.payload2)))
-    try:
-        message3 = read_frame(sock, deadline)
-    except socket.timeout:
-        message3, result["outcome"] = None, "timeout"
-    except ConnectionResetError:
-        message3, result["outcome"] = None, "reset"
+    message3 = handshake_frame(sock, deadline)
     if message3 is None:
-        result.setdefault("outcome", "eof")
-        print(json.dumps(result), flush=True)
         return
     # The handshake state goes away once message 3 finishes the handshake: keep it to read rs.
     handshake_state = noise.noise_protocol.handshake_state
@@ -223,15 +223,8 @@ def main():
 
     sock = socket.create_connection((host, int(port)), timeout=args.timeout)
     write_frame(sock, noise.write_message(b""))
-    try:
-        message2 = read_frame(sock, time.monotonic() + args.timeout)
-    except socket.timeout:
-        message2, result["outcome"] = None, "timeout"
-    except ConnectionResetError:
-        message2, result["outcome"] = None, "reset"
+    message2 = handshake_frame(sock, time.monotonic() + args.timeout)
     if message2 is None:
-        result.setdefault("outcome", "eof")
-        print(json.dumps(result), flush=True)
         return
     try:
         payload = noise.read_message(message2)
