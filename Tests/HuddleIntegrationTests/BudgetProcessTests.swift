@@ -110,7 +110,12 @@ struct BudgetProcessTests {
         await expectFailure(.tooLarge, what: "attach.get of an attachment that does not fit the store") {
             _ = try await b.request("attach.get", ["id": .string(id), "path": .string("\(cluster.dir)/b.out"), "timeout_ms": 30_000])
         }
-        let have = try await b.request("attach.list")["attachments"]?.arrayValue?.first?.objectValue?["have"]?.intValue ?? -1
+        // What was admitted before the limit was met may still be being written: wait for it.
+        var have: Int64 = -1
+        try await eventually("b to hold the chunks that fit", within: 60) {
+            have = try await b.request("attach.list")["attachments"]?.arrayValue?.first?.objectValue?["have"]?.intValue ?? -1
+            return have >= 1
+        }
         #expect(have >= 1 && have <= 3, "b holds what fits 1 MiB: \(have) chunks of 256 KiB")
         #expect(b.log.contains("stopped fetching attachment \(id)"))
         try await honestExchange(a, b, "with b's store full")
