@@ -65,6 +65,9 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .customLong("link-stall-seconds"), help: "A link whose peer reads nothing of what waits for it this long is closed.")
     var linkStallSeconds: Double = NodeConfiguration.defaultLinkStallSeconds
 
+    @Option(name: .customLong("ack-deadline-seconds"), help: "A member that leaves this node's broadcasts unacknowledged this long stops holding them in the store (it catches up later from its baseline), so one silent member cannot make every send busy.")
+    var ackDeadlineSeconds: Double = NodeConfiguration.defaultAckDeadlineSeconds
+
     @Option(name: .customLong("handshake-timeout-seconds"), help: "A connection whose link handshake (or pairing) has not finished after this long is dropped; at most 16 such handshakes from one address wait at once.")
     var handshakeTimeoutSeconds: Double = NodeConfiguration.defaultHandshakeTimeoutSeconds
 
@@ -101,6 +104,7 @@ struct RunCommand: AsyncParsableCommand {
         }
         guard maxMembers >= 2, maxMembers <= 1 << 20 else { throw ValidationError("--max-members must be between 2 and 1048576") }
         guard linkStallSeconds >= 1, linkStallSeconds <= 86_400 else { throw ValidationError("--link-stall-seconds must be between 1 and 86400") }
+        guard ackDeadlineSeconds >= 1, ackDeadlineSeconds <= 86_400 else { throw ValidationError("--ack-deadline-seconds must be between 1 and 86400") }
         guard handshakeTimeoutSeconds >= 1, handshakeTimeoutSeconds <= 3_600 else { throw ValidationError("--handshake-timeout-seconds must be between 1 and 3600") }
         guard storeLimit >= 0 else { throw ValidationError("--store-limit must not be negative") }
         guard linkRekeySeconds >= 0.01, linkRekeySeconds <= 86_400 else { throw ValidationError("--link-rekey-seconds must be between 0.01 and 86400") }
@@ -138,6 +142,7 @@ struct RunCommand: AsyncParsableCommand {
         config.linkRekeyInterval = linkRekeySeconds
         config.maxMembers = maxMembers
         config.linkStallSeconds = linkStallSeconds
+        config.ackDeadlineSeconds = ackDeadlineSeconds
         config.handshakeTimeoutSeconds = handshakeTimeoutSeconds
         config.rekeyEvery = rekeyEvery.flatMap(parseDuration)
         config.rekeyGrace = parseDuration(rekeyGrace) ?? NodeConfiguration.defaultRekeyGrace

@@ -159,15 +159,21 @@ struct ClaimsProcessTests {
             for relay in relays { relay.close() }
             cluster.shutdown()
         }
-        let (a, ra) = try await cluster.startBehindRelay("a")
+        // b stays silent for as long as the stall lasts: two busy waits of 5 s and up to 256
+        // sends. With the default 10 s ack deadline b would become a laggard mid-test on a loaded
+        // machine and a's store drain while its links are still stalled (what
+        // `aMemberThatNeverAcknowledgesDoesNotMakeSendsBusy` checks); here the deadline is out of the test's way.
+        let slow = ["--ack-deadline-seconds", "600"]
+        let (a, ra) = try await cluster.startBehindRelay("a", extra: slow)
         relays.append(ra)
-        let (b, rb) = try await cluster.startBehindRelay("b")
+        let (b, rb) = try await cluster.startBehindRelay("b", extra: slow)
         relays.append(rb)
         try await cluster.waitForFullMesh(2)
         for node in [a, b] {
             try await eventually("\(node.name) to hold its link") { try await node.request("stats")["links"] == .int(1) }
         }
         for relay in relays { try await relay.stall() }
+        let stalledAt = ContinuousClock.now
         let body = String(repeating: "b", count: 64 * 1024)
         let client = try await a.client()
         var accepted = 0
@@ -192,8 +198,11 @@ struct ClaimsProcessTests {
             _ = try await request(client, "send", ["text": .string(body)], within: 60)
         }
         #expect(field(try await a.request("stats"), "messages_stored") == stored, "a refused send stores nothing")
-        for node in [a, b] {
-            #expect(try await node.aliveMembers() == 2, "\(node.name): both stayed members (only the links were stalled)")
+        for node in [a, b] where try await node.aliveMembers() != 2 {
+            // Diagnostics for a failure seen once in a loaded run: what each side holds, how long
+            // the links had been stalled, and both logs.
+            let members = try await node.request("members")
+            Issue.record("\(node.name): both should have stayed members (only the links were stalled, \(String(format: "%.1f", seconds(ContinuousClock.now - stalledAt))) s ago): \(members); \(cluster.logs)")
         }
 
         for relay in relays { relay.resume() }

@@ -55,7 +55,8 @@ public struct CausalBroadcast: Sendable {
         /// links, reads and never acknowledges used to pin every message: the store filled and
         /// every send in the session answered `busy` for as long as it stayed. A laggard whose
         /// messages were dropped cannot repair them (`storedFrom` is past its clock).
-        public var ackDeadline: Double = 10
+        public var ackDeadline: Double = Self.defaultAckDeadline
+        public static let defaultAckDeadline = 10.0
         /// Stored bytes at which the shell applies backpressure to new sends. Every member keeps
         /// a message until every member has acknowledged it, so while one origin streams, each
         /// member's store holds about what the origin's holds: this bounds it at every member, per

@@ -30,6 +30,9 @@ extension SessionCore {
         public var holdbackBytesPerOrigin = CausalBroadcast.Settings.defaultHoldbackBytesPerOrigin
         /// Most bytes of chunks the store holds (`Journal.storeLimitBytes`).
         public var storeBytes = Journal.defaultStoreLimitBytes
+        /// How long a member may leave messages unacknowledged before it stops pinning the store
+        /// (`CausalBroadcast.Settings.ackDeadline`).
+        public var ackDeadline = CausalBroadcast.Settings.defaultAckDeadline
         public init() {}
     }
 

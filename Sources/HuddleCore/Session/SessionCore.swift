@@ -139,6 +139,7 @@ public struct SessionCore: Sendable {
         swim = SWIMInstance(local: local, settings: settings, seed: swimSeed, signer: NodeKeySigner(identity))
         var broadcastSettings = CausalBroadcast.Settings()
         broadcastSettings.holdbackBytesPerOrigin = limits.holdbackBytesPerOrigin
+        broadcastSettings.ackDeadline = limits.ackDeadline
         broadcast = CausalBroadcast(local: local.id, awaitingBaseline: joining, settings: broadcastSettings)
         journal = Journal(local: local.id, seed: journalSeed, storeLimitBytes: limits.storeBytes)
         planner = LinkPlanner(local: local.id)

@@ -67,6 +67,7 @@ actor Node {
         limits.unreliable = config.maxUnreliableBytes
         limits.members = config.maxMembers
         limits.storeBytes = config.storeLimitBytes
+        limits.ackDeadline = config.ackDeadlineSeconds
         core = SessionCore(local: local, identity: security.identity, limits: limits, joining: !config.join.isEmpty, swimSeed: SecureRandom.uint64(), journalSeed: SecureRandom.uint64(),
                            sessionKey: security.sessionKey, epochSettings: epochSettings)
         core.rotate(every: config.rekeyEvery, now: 0)

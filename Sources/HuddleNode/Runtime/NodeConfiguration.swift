@@ -27,6 +27,10 @@ public struct NodeConfiguration: Sendable {
     public static let defaultMaxMembers = SWIMSettings.defaultMemberLimit
     /// Seconds bytes may wait on a link whose peer reads none of them before the link is closed.
     public var linkStallSeconds: Double = Self.defaultLinkStallSeconds
+    /// How long a member may leave broadcasts unacknowledged before it stops pinning this node's
+    /// store (it is then a laggard: `CausalBroadcast.Settings.ackDeadline`).
+    public var ackDeadlineSeconds: Double = Self.defaultAckDeadlineSeconds
+    public static let defaultAckDeadlineSeconds = CausalBroadcast.Settings.defaultAckDeadline
     public static let defaultLinkStallSeconds = LinkBudget.defaultStallSeconds
     /// Handshakes (links and pairings) in progress at once from one source address, and in all;
     /// a connection over either bound is closed unanswered (`HandshakeGate`).
