@@ -134,7 +134,9 @@ import Testing
         #expect(g.deliver([byAdmin], to: [2], now: 2)[2] == .moved(g.members[0].current!))
     }
 
-    /// The same maker signing two changes on one parent: every member keeps the lower hash, in any order.
+    /// The same maker signing two changes on one parent: every member follows the lower hash, in any
+    /// order, holds both as the evidence, and counts the maker removed (by itself) — its removal is
+    /// then re-issued, and the session moves on without it.
     @Test func twoChangesByOneMakerOnOneParentLeaveOneAnswer() throws {
         var g = EpochGroup(3, seed: 10)
         var twin = g.members[0]
@@ -144,8 +146,27 @@ import Testing
         g.deliver([low, high], to: [1], now: 2)
         g.deliver([high, low], to: [2], now: 2)
         #expect(g.members[1].head == low.hash && g.members[2].head == low.hash)
-        #expect(g.members[1].receive(high, now: 3) == .refused(.epochEquivocation) || g.members[1].receive(high, now: 3) == .duplicate)
+        #expect(g.members[1].receive(high, now: 3) == .duplicate)
         #expect(g.members[1].current == g.members[2].current)
+        for i in [1, 2] {
+            #expect(g.members[i].equivocators == [g.node(0)] && g.members[i].removedNodes[g.node(0)] == g.node(0))
+            let evidence = try #require(g.members[i].equivocations.first)
+            #expect(Set([evidence.first.hash, evidence.second.hash]) == Set([low.hash, high.hash]))
+            #expect(g.members[i].pendingRemovals == [g.node(0)], "the equivocator is on the head's roster: its removal is due")
+        }
+        // Member 0's own history holds only its first change: handed the second, it learns it equivocated (is removed).
+        #expect(g.members[0].receive(b, now: 3) == .removed(by: g.node(0)))
+        // A third change on the same parent is kept only below the two kept, which it then replaces.
+        var thirdMaker = EpochHistory(key: g.genesis, identity: g.members[0].identity, local: g.members[0].local)
+        let third = try thirdMaker.rekey(members: g.nodes, now: 4, using: &g.rng)
+        let receipt = g.members[1].receive(third, now: 4)
+        if bytesPrecede(third.hash, high.hash) {
+            let thirdKey = try #require(third.openKey(with: g.members[1].identity))
+            #expect(receipt == .recorded || receipt == .moved(thirdKey))
+            #expect(g.members[1].changes.filter { $0.parent == g.genesis.head }.count == 2)
+        } else {
+            #expect(receipt == .refused(.epochEquivocation))
+        }
     }
 
     @Test func aChangeWaitsForItsParentAndWaitingIsBounded() throws {

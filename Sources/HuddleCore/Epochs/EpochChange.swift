@@ -62,8 +62,9 @@ public struct EpochChange: Sendable, Equatable {
 
     /// A change made and signed by `identity`: `key` sealed to each of `roster` (any order; sorted
     /// here), ephemeral keys derived from `sealSeed` per recipient. Throws when a roster node key
-    /// cannot be sealed to.
-    static func make(session: [UInt8], epoch: UInt64, parent: [UInt8], maker: MemberID, identity: Identity,
+    /// cannot be sealed to. Public so that a hostile member in the tests (`HuddleAdversary`) signs
+    /// changes with our own code; a node makes its changes through `EpochHistory`'s rules.
+    public static func make(session: [UInt8], epoch: UInt64, parent: [UInt8], maker: MemberID, identity: Identity,
                      removed: [[UInt8]], roster: [[UInt8]], key: [UInt8], sealSeed: [UInt8]) throws(SealedBoxError) -> EpochChange {
         let plaintext = key + bigEndian(epoch)
         var recipients: [Recipient] = []

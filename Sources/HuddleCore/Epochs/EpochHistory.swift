@@ -19,13 +19,25 @@ import HuddleCrypto
 // - **History is a tree, the session follows one branch.** Changes name their parent by hash. Two
 //   members making epoch n+1 at once make siblings. Every member picks the same branch from the
 //   same set of changes, level by level from the oldest epoch it remembers: among the children of
-//   the chosen epoch, a child whose maker is removed anywhere in a sibling's subtree is out (a member
-//   being removed cannot outrun its removal, even by forking from an older epoch); of the rest (all
-//   of them if none is left) the lowest change hash wins. The winning branch's tip is the **head**:
-//   the current epoch. Only one change per (parent, maker) is kept — the lowest hash — so a member
-//   signing two at once still leaves one answer.
+//   the chosen epoch, the lowest of (excluded, undoes a removal, change hash) wins (`winner(among:)`):
+//   - a child is **excluded** when its maker is removed anywhere in a sibling's subtree (a member
+//     being removed cannot outrun its removal, even by forking from an older epoch) or is an
+//     equivocator;
+//   - a child **undoes a removal** when its subtree hands a key (a roster names it) to a node key
+//     that a sibling's subtree removes and its own subtree does not: a removal, once made, is never
+//     outrun by a sibling of an older change, whoever signs the sibling (a puppet of the removed
+//     member on the old roster can sign one; its hash, ground low, used to win).
+//   The winning branch's tip is the **head**: the current epoch.
+// - **Equivocation.** Honest software makes at most one change per (parent, maker): a member makes a
+//   change only on its head, and its head moves to that change at once. Two by one maker on one
+//   parent are the **evidence** (`EpochEquivocation`) that its node key forks the history: both are
+//   kept (so every member that is handed the changes holds the evidence and checks it for itself),
+//   the maker counts as removed, by itself, and its changes are excluded from every fork choice; a
+//   third or later change on that parent is kept only if its hash is lower than one of the two
+//   (which then goes, with its subtree), so what one maker can make members keep stays bounded.
 // - **A removal is never lost.** Removals count wherever they are (`removedNodes`: every kept
-//   change's, on any branch), so a node key removed on a losing branch is refused at once. Its key
+//   change's, on any branch, and every removal in a subtree that was dropped or forgotten), so a node
+//   key removed on a losing branch is refused at once. Its key
 //   may still be on the winning branch's roster, though, so the removal is **re-issued** on top of
 //   the head: by the maker of the losing change that removed it, if that maker is on the head's
 //   roster (else by the lowest node key on it), at once; by every member on the roster after
@@ -112,6 +124,10 @@ public struct EpochHistory: Sendable {
     public private(set) var pendingSince: Double?
     /// Heads whose key this member tried to open and could not (not tried again).
     var unopenable: Set<[UInt8]> = []
+    /// Node keys proven to have signed two changes on one parent (at most `maxRemembered`).
+    public private(set) var equivocators: Set<[UInt8]> = []
+    /// The evidence of the latest equivocations (at most `EpochSettings.maxEvidence`), oldest first.
+    public private(set) var equivocations: [EpochEquivocation] = []
 
     /// Starts from the key this member holds (from its key file, or epoch 0's).
     public init(key: SessionKey, identity: Identity, local: MemberID, settings: EpochSettings = EpochSettings()) {
@@ -205,9 +221,12 @@ public struct EpochHistory: Sendable {
         if let roster = parent.roster, !roster.contains(change.makerNode) { return .epochMakerNotOnRoster }
         if !settings.admins.isEmpty && !settings.admins.contains(change.makerNode) { return .epochNotAdmin }
         if change.roster.contains(where: before.contains) { return .epochReaddsRemoved }
-        if let sibling = parent.children.first(where: { entries[$0]?.makerNode == change.makerNode }) {
-            guard bytesPrecede(hash, sibling) else { return .epochEquivocation }
-            drop(subtree: sibling)
+        let twins = parent.children.filter { entries[$0]?.makerNode == change.makerNode }
+        if let twin = twins.first.flatMap({ entries[$0]?.change }) { noteEquivocation(twin, change) }
+        // Two changes by one maker on one parent are the evidence; of more, the two lowest hashes are kept.
+        if twins.count >= 2, let highest = twins.max(by: bytesPrecede) {
+            guard bytesPrecede(hash, highest) else { return .epochEquivocation }
+            drop(subtree: highest)
         }
         entries[hash] = Entry(change: change, epoch: change.epoch, parent: change.parent, roster: Set(change.roster),
                               removed: change.removed, makerNode: change.makerNode)
@@ -229,13 +248,21 @@ public struct EpochHistory: Sendable {
         }
     }
 
-    /// Removes `hash` and everything after it (a change replaced by its maker's lower one).
+    /// Removes `hash` and everything after it (an equivocator's third change on one parent, replaced
+    /// by a lower one), remembering every removal in it: a removal once made is never undone by
+    /// dropping the change, or the honest descendants, that made it.
     mutating func drop(subtree hash: [UInt8]) {
-        guard let entry = entries.removeValue(forKey: hash) else { return }
-        if let parent = entry.parent { entries[parent]?.children.removeAll { $0 == hash } }
-        keys[hash] = nil
-        endedAt[hash] = nil
-        for child in entry.children { drop(subtree: child) }
+        if let parent = entries[hash]?.parent { entries[parent]?.children.removeAll { $0 == hash } }
+        forget(subtree: hash)
+    }
+
+    /// Records that `a` and `b` prove their maker equivocated (once per maker; the evidence kept is bounded).
+    mutating func noteEquivocation(_ a: EpochChange, _ b: EpochChange) {
+        guard let evidence = EpochEquivocation(a, b, session: sessionID), !equivocators.contains(evidence.maker),
+              equivocators.count < settings.maxRemembered else { return }
+        equivocators.insert(evidence.maker)
+        equivocations.append(evidence)
+        if equivocations.count > settings.maxEvidence { equivocations.removeFirst(equivocations.count - settings.maxEvidence) }
     }
 
     /// Node keys removed on the way from the forgotten past to `hash` (inclusive).
@@ -268,28 +295,48 @@ public struct EpochHistory: Sendable {
 
     /// Walks from the root, at each epoch taking the winning child (see the note at the top).
     mutating func chooseHead() {
-        let subtree = subtreeRemovals()
         var cursor = root
         var path = [root]
         while let children = entries[cursor]?.children, !children.isEmpty {
-            let eligible = children.filter { child in
-                guard let maker = entries[child]?.makerNode else { return true }
-                return !children.contains { $0 != child && subtree[$0]?.contains(maker) == true }
-            }
-            let pool = eligible.isEmpty ? children : eligible
-            cursor = pool.min(by: bytesPrecede) ?? cursor
+            cursor = children.count == 1 ? children[0] : winner(among: children)
             path.append(cursor)
         }
         head = cursor
         chain = path
     }
 
-    /// Per kept epoch, every node key removed in it or after it.
-    func subtreeRemovals() -> [[UInt8]: Set<[UInt8]>] {
-        var out: [[UInt8]: Set<[UInt8]>] = [:]
-        for (hash, entry) in entries.sorted(by: { $0.value.epoch > $1.value.epoch }) {
-            out[hash, default: []].formUnion(entry.removed)
-            if let parent = entry.parent, let mine = out[hash] { out[parent, default: []].formUnion(mine) }
+    /// What a subtree does to node keys: whom its changes hand a key to, and whom they remove.
+    struct SubtreeEffect {
+        var handed: Set<[UInt8]> = []
+        var removed: Set<[UInt8]> = []
+    }
+
+    /// The winning child among siblings: the lowest of (excluded, undoes a removal, hash), as the
+    /// note at the top says. A pure function of the kept changes and the equivocators they prove.
+    func winner(among children: [[UInt8]]) -> [UInt8] {
+        let effects = children.map(subtreeEffect)
+        func rank(_ i: Int) -> Int {
+            let mine = effects[i]
+            let maker = entries[children[i]]?.makerNode ?? []
+            let others = effects.indices.filter { $0 != i }
+            let excluded = equivocators.contains(maker) || others.contains { effects[$0].removed.contains(maker) }
+            let undoes = others.contains { j in effects[j].removed.contains { mine.handed.contains($0) && !mine.removed.contains($0) } }
+            return (excluded ? 2 : 0) + (undoes ? 1 : 0)
+        }
+        let ranks = children.indices.map(rank)
+        let best = ranks.min() ?? 0
+        return children.indices.filter { ranks[$0] == best }.map { children[$0] }.min(by: bytesPrecede) ?? children[0]
+    }
+
+    /// Every node key the changes of the subtree at `hash` hand a key to, and every one they remove.
+    func subtreeEffect(_ hash: [UInt8]) -> SubtreeEffect {
+        var out = SubtreeEffect()
+        var stack = [hash]
+        while let h = stack.popLast() {
+            guard let entry = entries[h] else { continue }
+            out.handed.formUnion(entry.roster ?? [])
+            out.removed.formUnion(entry.removed)
+            stack += entry.children
         }
         return out
     }
@@ -299,6 +346,8 @@ public struct EpochHistory: Sendable {
         var all: [[UInt8]: [UInt8]] = [:]
         for (node, by) in rememberedRemovals { all[node] = by }
         for node in rootRemoved where all[node] == nil { all[node] = [] }
+        // An equivocator is removed by its own evidence.
+        for node in equivocators { all[node] = node }
         // Who removed a node key: the winning branch's change when there is one, else the oldest
         // (then lowest-hash) change that did.
         let onChain = Set(chain)

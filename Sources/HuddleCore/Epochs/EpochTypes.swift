@@ -70,6 +70,9 @@ public struct EpochSettings: Sendable {
     public var maxWaiting = 32
     /// Most removed node keys remembered beyond the changes that removed them.
     public var maxRemembered = 4096
+    /// Most equivocations whose evidence (the two changes) is kept; the equivocators themselves
+    /// are remembered up to `maxRemembered`.
+    public var maxEvidence = 16
     /// Most keys a handshake tries (the current one first, then newest to oldest).
     public var maxHandshakeKeys = 32
     /// How long after a removal is found lost (its change lost to a concurrent one) every member on

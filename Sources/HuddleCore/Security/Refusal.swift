@@ -89,7 +89,8 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     case epochReaddsRemoved = "epoch_readds_removed"
     /// A change on top of an epoch that ended longer than the grace ago (or was forgotten).
     case epochStale = "epoch_stale"
-    /// A second change by the same maker on the same parent, ordered after the one kept.
+    /// A third (or later) change by the same maker on the same parent, above the two lowest kept as
+    /// the evidence of its equivocation.
     case epochEquivocation = "epoch_equivocation"
     /// A removed node key, with any key it holds.
     case removedNode = "removed_node"

@@ -150,9 +150,16 @@ extension SessionCore {
         var out: [SessionEffect] = []
         for change in changes {
             let before = epochs.head
+            let evidence = epochs.equivocators.count
             let receipt = epochs.receive(change, now: now)
             if case .moved = receipt, epochs.head == change.hash { peerHeads[peer] = change.hash }
             out += epochOutcome(receipt, previous: before, from: peer, now: now)
+            // A maker just proven to equivocate: its two changes go to every link, so every member
+            // holds the evidence and excludes it (a losing twin is not on the winning branch, which
+            // is all that is forwarded otherwise).
+            if epochs.equivocators.count > evidence, let proof = epochs.equivocations.last {
+                out += [proof.first, proof.second].map { .sendToLinks(.epochChanges([$0])) }
+            }
         }
         return out
     }

@@ -1,0 +1,149 @@
+import HuddleCrypto
+import Testing
+@testable import HuddleCore
+
+/// Issue 33: the epoch history against a hostile member that holds the key — it equivocates,
+/// signs siblings of older changes through a puppet and races removals (see the note at the top of
+/// EpochHistory.swift). Members 0 and 1 are honest, 2 is the hostile member, 3 its puppet (a node
+/// key it runs as a member, on the rosters like any other).
+@Suite struct EpochAdversaryTests {
+    static let honest = 0, other = 1, hostile = 2, puppet = 3
+
+    /// A change by `maker` on `parent` with exactly `roster` (and `removed`), ground until `accept` holds.
+    static func forged(_ g: inout EpochGroup, by maker: Int, parent: [UInt8], epoch: UInt64, roster: [[UInt8]], removed: [[UInt8]] = [],
+                       until accept: (EpochChange) -> Bool = { _ in true }) throws -> EpochChange {
+        for _ in 0..<400 {
+            let change = try EpochChange.make(session: g.genesis.sessionID, epoch: epoch, parent: parent, maker: MemberID(raw: UInt64(maker + 1)),
+                                              identity: g.members[maker].identity, removed: removed, roster: roster,
+                                              key: randomBytes(32, &g.rng), sealSeed: randomBytes(32, &g.rng))
+            if accept(change) { return change }
+        }
+        throw EpochError.cannotSeal
+    }
+
+    /// The confirmed attack: the puppet made epoch 1, an honest member removed the hostile member on
+    /// top of it, then the puppet signs a lower-hash sibling of its own change with the hostile
+    /// member back on the roster. The removal stays, the puppet is proven to equivocate (evidence
+    /// anyone checks from the two changes alone) and removed, and the session never goes back to
+    /// epoch 1. Before: the lower sibling replaced the puppet's change, the removal went with its
+    /// subtree, and the removed key was on the head's roster again.
+    @Test func anEquivocatorsLowerSiblingUndoesNoRemoval() throws {
+        var g = EpochGroup(4, seed: 41)
+        let first = try g.rekey(Self.puppet, now: 1)
+        g.deliver([first], to: [0, 1, 2], now: 1)
+        let removal = try g.remove(Self.honest, [Self.hostile], now: 2)
+        g.deliver([removal], to: [1, 3], now: 2)
+        let twin = try Self.forged(&g, by: Self.puppet, parent: g.genesis.head, epoch: 1, roster: g.nodes) { bytesPrecede($0.hash, first.hash) }
+        for i in [Self.honest, Self.other] {
+            _ = g.members[i].receive(twin, now: 3)
+            #expect(g.members[i].removedNodes[g.node(Self.hostile)] != nil, "member \(i): the removal was undone")
+            #expect(g.members[i].admission(of: g.node(Self.hostile), holding: g.genesis.head, now: 3) == .refused(.removedNode))
+            #expect(g.members[i].head == removal.hash, "member \(i): the session went back to epoch \(g.members[i].epoch)")
+            #expect(g.members[i].equivocators == [g.node(Self.puppet)])
+            #expect(g.members[i].removedNodes[g.node(Self.puppet)] == g.node(Self.puppet), "the equivocator is removed by its own evidence")
+            #expect(g.members[i].admission(of: g.node(Self.puppet), holding: g.genesis.head, now: 3) == .refused(.removedNode))
+        }
+        let evidence = try #require(g.members[Self.other].equivocations.first)
+        #expect(EpochEquivocation.verify(evidence.first, evidence.second, session: g.genesis.sessionID))
+        #expect(EpochEquivocation.verify(evidence.second, evidence.first, session: g.genesis.sessionID))
+        #expect(Set([evidence.first.hash, evidence.second.hash]) == Set([first.hash, twin.hash]))
+        // Not evidence: one change twice, two makers, two parents, or another session.
+        #expect(!EpochEquivocation.verify(first, first, session: g.genesis.sessionID))
+        #expect(!EpochEquivocation.verify(first, removal, session: g.genesis.sessionID))
+        #expect(!EpochEquivocation.verify(first, twin, session: [UInt8](repeating: 9, count: g.genesis.sessionID.count)))
+        // The puppet is on the head's roster: its removal is re-issued, and the honest members converge without both.
+        _ = g.converge(among: [0, 1], now: 4)
+        for i in [Self.honest, Self.other] {
+            let roster = g.members[i].roster ?? []
+            #expect(!roster.contains(g.node(Self.puppet)) && !roster.contains(g.node(Self.hostile)))
+            #expect(g.members[i].current != nil && g.members[i].current == g.members[Self.honest].current)
+            #expect(g.members[i].epoch == 3)
+        }
+    }
+
+    /// The same attack without equivocation: two honest members remove the hostile member at once
+    /// (on its own epoch 1), then its puppet signs lower-hash siblings of the hostile member's change
+    /// and of the removals, each handing the hostile member the key again. None wins: the session
+    /// stays where the removals took it, and nothing is left to re-issue.
+    @Test func aSiblingOfAnOlderChangeNeverUndoesARemoval() throws {
+        var g = EpochGroup(4, seed: 42)
+        let first = try g.rekey(Self.hostile, now: 1)
+        g.deliver([first], to: [0, 1, 3], now: 1)
+        let removal = try g.remove(Self.honest, [Self.hostile], now: 2)
+        let again = try g.remove(Self.other, [Self.hostile], now: 2)
+        g.deliver([again], to: [0], now: 3)
+        g.deliver([removal], to: [1], now: 3)
+        #expect(g.members[Self.honest].epoch == 2 && g.members[Self.other].head == g.members[Self.honest].head)
+        let head = g.members[Self.honest].head
+        let lowest = [first.hash, removal.hash, again.hash].min(by: bytesPrecede) ?? head
+        let parents = [g.genesis.head, first.hash]
+        for round in 0..<6 {
+            let parent = parents[round % parents.count]
+            let atGenesis = parent == g.genesis.head
+            let sibling = try Self.forged(&g, by: Self.puppet, parent: parent, epoch: atGenesis ? 1 : 2, roster: g.nodes) {
+                bytesPrecede($0.hash, lowest)
+            }
+            for i in [Self.honest, Self.other] {
+                let receipt = g.members[i].receive(sibling, now: Double(4 + round))
+                #expect(receipt == .recorded || receipt == .refused(.epochEquivocation), "member \(i), round \(round): \(receipt)")
+                #expect(g.members[i].head == head, "member \(i), round \(round): the session went to epoch \(g.members[i].epoch)")
+                #expect(g.members[i].removedNodes[g.node(Self.hostile)] != nil)
+                #expect(!g.members[i].pendingRemovals.contains(g.node(Self.hostile)), "member \(i): the removal stands, nothing to re-issue")
+            }
+        }
+    }
+
+    /// An equivocator's third change, lower than both kept, replaces the higher one with its whole
+    /// subtree — honest descendants and their removals included. The removals stay.
+    @Test func aDroppedSubtreeKeepsItsRemovals() throws {
+        var g = EpochGroup(4, seed: 43)
+        let first = try g.rekey(Self.puppet, now: 1)
+        g.deliver([first], to: [0, 1], now: 1)
+        let removal = try g.remove(Self.honest, [Self.hostile], now: 2)
+        g.deliver([removal], to: [1], now: 2)
+        #expect(g.members[Self.other].head == removal.hash)
+        // Two more siblings of the puppet's change, each lower than it: the second drops `first`'s subtree.
+        let low = try Self.forged(&g, by: Self.puppet, parent: g.genesis.head, epoch: 1, roster: g.nodes) { bytesPrecede($0.hash, first.hash) }
+        let lower = try Self.forged(&g, by: Self.puppet, parent: g.genesis.head, epoch: 1, roster: g.nodes) { bytesPrecede($0.hash, low.hash) }
+        for i in [Self.honest, Self.other] {
+            _ = g.members[i].receive(low, now: 3)
+            _ = g.members[i].receive(lower, now: 3)
+            #expect(!g.members[i].changes.contains(removal), "member \(i): the removal's change was dropped with the puppet's")
+            #expect(g.members[i].removedNodes[g.node(Self.hostile)] == g.node(Self.honest), "member \(i): the removal went with its change")
+            #expect(g.members[i].admission(of: g.node(Self.hostile), holding: g.genesis.head, now: 3) == .refused(.removedNode))
+            #expect(g.members[i].pendingRemovals.contains(g.node(Self.hostile)), "member \(i): the removal is re-issued on the new head")
+        }
+        // The re-issue takes both the removed member and the equivocator off the roster.
+        _ = g.converge(among: [0, 1], now: 4)
+        for i in [Self.honest, Self.other] {
+            let roster = g.members[i].roster ?? []
+            #expect(!roster.contains(g.node(Self.hostile)) && !roster.contains(g.node(Self.puppet)))
+            #expect(g.members[i].current != nil && g.members[i].current == g.members[Self.honest].current)
+        }
+    }
+
+    /// Whatever order the changes of an equivocation race arrive in, members holding the same
+    /// changes choose the same head and the same removed node keys.
+    @Test(arguments: 1...6)
+    func equivocationsConvergeInEveryOrder(seed: UInt64) throws {
+        var g = EpochGroup(4, seed: 50 + seed)
+        let first = try g.rekey(Self.puppet, now: 1)
+        let removal = try g.remove(Self.honest, [Self.hostile], now: 1)
+        let twin = try Self.forged(&g, by: Self.puppet, parent: g.genesis.head, epoch: 1, roster: g.nodes)
+        let onTwin = try Self.forged(&g, by: Self.other, parent: twin.hash, epoch: 2, roster: g.nodes)
+        let all = [first, removal, twin, onTwin]
+        var rng = SWIMRandom(seed: seed)
+        var heads: Set<[UInt8]> = []
+        var removed: Set<Set<[UInt8]>> = []
+        for _ in 0..<8 {
+            var fresh = EpochHistory(key: g.genesis, identity: g.members[Self.other].identity, local: g.members[Self.other].local)
+            for change in all.shuffled(using: &rng) { _ = fresh.receive(change, now: 2) }
+            heads.insert(fresh.head)
+            removed.insert(Set(fresh.removedNodes.keys))
+        }
+        #expect(heads.count == 1 && removed.count == 1, "orders disagree: \(heads.count) heads, \(removed.count) removed sets")
+        #expect(removed.first == Set([g.node(Self.hostile), g.node(Self.puppet)]))
+        // The honest removal wins over the puppet's changes: it is not excluded and undoes nothing.
+        #expect(heads.first == removal.hash)
+    }
+}
