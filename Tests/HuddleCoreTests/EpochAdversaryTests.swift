@@ -146,4 +146,64 @@ import Testing
         // The honest removal wins over the puppet's changes: it is not excluded and undoes nothing.
         #expect(heads.first == removal.hash)
     }
+
+    /// The confirmed capture: a rekey with the roster {maker}, ground to a low hash. Every honest
+    /// member follows it without its key (nobody but the maker holds it, so nobody can grant it),
+    /// and is locked out; after the re-issue delay one of them removes the maker on the epoch
+    /// before (a sibling of the capture, which the fork choice then excludes), and every honest
+    /// member moves there with the new key, able to rekey and remove again. Before: every honest
+    /// member stayed on the captured epoch for good (`remove` and `rekey` failed with `not_member`).
+    @Test func aRosterOfTheMakerAloneLocksNobodyOut() throws {
+        var g = EpochGroup(3, seed: 44)
+        let capture = try Self.forged(&g, by: Self.hostile, parent: g.genesis.head, epoch: 1, roster: [g.node(Self.hostile)])
+        for i in [Self.honest, Self.other] {
+            #expect(g.members[i].receive(capture, now: 1) == .notHanded)
+            #expect(g.members[i].lockout?.maker == g.node(Self.hostile), "member \(i) is not seen as locked out")
+            #expect(g.members[i].counterDeadline == 1 + g.members[i].settings.reissueDelay)
+            #expect(g.members[i].counter(members: g.view(i), now: 2, using: &g.rng) == nil, "not before the delay")
+        }
+        let counter = try #require(g.members[Self.honest].counter(members: g.view(Self.honest), now: 31, using: &g.rng))
+        #expect(counter.parent == g.genesis.head && counter.removed == [g.node(Self.hostile)] && !counter.roster.contains(g.node(Self.hostile)))
+        #expect(g.members[Self.honest].head == counter.hash && g.members[Self.honest].current != nil)
+        let key = try #require(g.members[Self.honest].current)
+        #expect(g.deliver([counter], to: [Self.other, Self.hostile], now: 31) == [Self.other: .moved(key), Self.hostile: .removed(by: g.node(Self.honest))])
+        #expect(g.members[Self.other].counterDeadline == nil && g.members[Self.other].lockout == nil)
+        // Both honest members make changes again.
+        let rekey = try g.rekey(Self.other, now: 32)
+        #expect(g.deliver([rekey], to: [Self.honest], now: 32)[Self.honest] == .moved(try #require(g.members[Self.other].current)))
+
+        // On a known roster: leaving out one honest member is as bad as leaving out both. The member
+        // left out counts itself first (the only one left out): it counters at once after the delay.
+        var h = EpochGroup(3, seed: 45)
+        let first = try h.rekey(Self.honest, now: 1)
+        h.deliver([first], to: [1, 2], now: 1)
+        let partial = try Self.forged(&h, by: Self.hostile, parent: first.hash, epoch: 2, roster: [h.node(Self.honest), h.node(Self.hostile)])
+        h.deliver([partial], to: [0, 1], now: 2)
+        #expect(h.members[Self.honest].lockout == nil, "member 0 is on the roster: it holds the key")
+        #expect(h.members[Self.other].lockout?.parent == first.hash && h.members[Self.other].counterDeadline == 2 + 30)
+        // Its own `remove` works at once: made on the epoch before, as a sibling that wins.
+        let removal = try h.remove(Self.other, [Self.hostile], now: 3)
+        #expect(removal.parent == first.hash)
+        let key2 = try #require(h.members[Self.other].current)
+        #expect(h.deliver([removal], to: [Self.honest], now: 3)[Self.honest] == .moved(key2))
+        #expect(h.members[Self.honest].head == removal.hash && h.members[Self.honest].removedNodes[h.node(Self.hostile)] != nil)
+    }
+
+    /// An honest maker leaves out only a member it has not seen for the grace, and grants it the
+    /// key when it links: the member left out, granted, makes no counter-change.
+    @Test func aMemberLeftOutAndGrantedMakesNoCounterChange() throws {
+        var g = EpochGroup(3, seed: 46)
+        let first = try g.rekey(Self.honest, now: 1)
+        g.deliver([first], to: [1, 2], now: 1)
+        let later = 1 + g.members[Self.honest].settings.grace + 10
+        let change = try g.rekey(Self.honest, now: later, members: [g.node(Self.honest), g.node(Self.other)])
+        #expect(!change.roster.contains(g.node(2)), "member 2, not seen for the grace, is left out")
+        #expect(g.members[2].receive(change, now: later) == .notHanded)
+        #expect(g.members[2].lockout?.parent == first.hash && g.members[2].counterDeadline == later + 30)
+        let handover = try #require(g.members[Self.honest].handover(to: g.node(2), holding: first.hash, now: later + 1, using: &g.rng))
+        #expect(handover.grant != nil)
+        #expect(g.members[2].receive(handover, now: later + 1) == .moved(try #require(g.members[Self.honest].current)))
+        #expect(g.members[2].counterDeadline == nil)
+        #expect(g.members[2].counter(members: g.view(2), now: later + 100, using: &g.rng) == nil)
+    }
 }

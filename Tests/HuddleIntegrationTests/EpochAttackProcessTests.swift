@@ -97,4 +97,43 @@ struct EpochAttackProcessTests {
             }
         }
     }
+
+    /// Mallory rekeys with the roster {herself}, the lowest hash of many she signs, and sends it to
+    /// every honest node. They follow it without its key (locked out); after the re-issue delay
+    /// (30 s) one of them removes her on epoch 0, as a sibling that wins over hers, and every node
+    /// moves there with the new key; `rekey` then works everywhere. Before: all three stayed on an
+    /// epoch whose key they did not hold, and `remove` and `rekey` failed with `not_member` for good.
+    @Test func aRosterOfTheMakerAloneLocksNobodyOut() async throws {
+        let cluster = try TestCluster("capture")
+        defer { cluster.shutdown() }
+        var nodes: [TestNode] = []
+        for name in ["a", "b", "c"] { nodes.append(try await startOwnKey(cluster, name)) }
+        try await cluster.waitForFullMesh(3)
+        let key = try SessionKey.load(from: cluster.key)
+        let mallory = Identity.generate()
+        let info = hostileRecord(mallory, "mallory")
+        let links = try hostileLinks(nodes, key: key, mallory, info, records: [info])
+        defer { for link in links { link.close() } }
+        var capture = try hostileChange(on: key, by: mallory, info, roster: [mallory.publicKey])
+        for _ in 0..<64 {
+            let change = try hostileChange(on: key, by: mallory, info, roster: [mallory.publicKey])
+            if change.hash.lexicographicallyPrecedes(capture.hash) { capture = change }
+        }
+        for link in links { try link.write(.epochChanges([capture])) }
+        for node in nodes {
+            try await eventually("\(node.name) to follow mallory's epoch 1") { try await epoch(node) == 1 }
+        }
+        await expectFailure(.notMember, what: "a rekey on an epoch whose key nobody honest holds") {
+            _ = try await nodes[1].request("rekey", within: 60)
+        }
+        for node in nodes {
+            try await eventually("\(node.name) to remove mallory (a counter-change after the 30 s re-issue delay)", within: 120) {
+                let members = try await node.request("members")["members"]?.arrayValue ?? []
+                return members.contains { $0.objectValue?["name"]?.stringValue == "mallory" && $0.objectValue?["state"]?.stringValue == "removed" }
+            }
+        }
+        let reply = try await nodes[1].request("rekey", within: 60)
+        #expect(reply["epoch"]?.intValue == 2)
+        for node in nodes { try await eventually("\(node.name) on epoch 2") { try await epoch(node) == 2 } }
+    }
 }

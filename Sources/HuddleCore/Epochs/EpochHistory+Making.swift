@@ -12,17 +12,24 @@ extension EpochHistory {
     }
 
     /// Moves the session to a new epoch whose key `nodes` are not handed, and removes them for good.
+    /// A member the head's roster leaves out (`lockout`) removes on the head's parent instead: its
+    /// change is a sibling of the head, and wins over it whenever the head hands a key to one of
+    /// `nodes` or its maker is among them.
     public mutating func remove(_ nodes: [[UInt8]], members: [[UInt8]], now: Double, using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
         guard !nodes.isEmpty else { throw .nobodyToRemove }
         guard !nodes.contains(nodeKey) else { throw .removingSelf }
+        if let lockout { return try make(on: lockout.parent, removing: nodes, members: members, now: now, using: &rng) }
         return try make(removing: nodes, members: members, now: now, using: &rng)
     }
 
     /// Node keys removed somewhere (a losing branch) but not on the winning branch, that are still on
     /// the head's roster: they may hold the current key, so a change must remove them.
-    public var pendingRemovals: [[UInt8]] {
-        guard let roster = entries[head]?.roster else { return [] }
-        let removedOnChain = ancestryRemovals(of: head)
+    public var pendingRemovals: [[UInt8]] { pendingRemovals(at: head) }
+
+    /// Node keys removed somewhere but not on the way to `hash`, that are on `hash`'s roster.
+    func pendingRemovals(at hash: [UInt8]) -> [[UInt8]] {
+        guard let roster = entries[hash]?.roster else { return [] }
+        let removedOnChain = ancestryRemovals(of: hash)
         return removedNodes.keys.filter { roster.contains($0) && !removedOnChain.contains($0) }.sorted(by: bytesPrecede)
     }
 
@@ -56,21 +63,24 @@ extension EpochHistory {
 
     func mayMake(_ node: [UInt8]) -> Bool { settings.admins.isEmpty || settings.admins.contains(node) }
 
-    /// Makes, keeps and returns a change on top of the head removing `removing` and every pending removal.
-    mutating func make(removing: [[UInt8]], members: [[UInt8]], now: Double, using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
-        guard let key = current, !isRemoved else { throw .notHandedCurrentKey }
+    /// Makes, keeps and returns a change on top of `base` (the head unless given: a locked-out
+    /// member's counter-change is made on the head's parent) removing `removing` and every removal
+    /// pending there.
+    mutating func make(on base: [UInt8]? = nil, removing: [[UInt8]], members: [[UInt8]], now: Double, using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
+        let base = base ?? head
+        guard let key = keys[base], let baseEpoch = entries[base]?.epoch, !isRemoved else { throw .notHandedCurrentKey }
         guard mayMake(nodeKey) else { throw .notAdmin }
         // A member handed the key by a grant is not on the roster: only the roster makes the next epoch.
-        guard entries[head]?.roster?.contains(nodeKey) ?? true else { throw .notOnRoster }
-        let removed = sortedUnique(removing + pendingRemovals)
+        guard entries[base]?.roster?.contains(nodeKey) ?? true else { throw .notOnRoster }
+        let removed = sortedUnique(removing + pendingRemovals(at: base))
         guard removed.count <= EpochChange.maxRemoved else { throw .tooMany }
         for node in members { lastSeen[node] = now }
         let excluded = Set(removed).union(removedNodes.keys)
-        let roster = rosterFor(members: members, excluding: excluded, now: now)
+        let roster = rosterFor(base: base, members: members, excluding: excluded, now: now)
         let newKey = randomBytes(32, &rng), sealSeed = randomBytes(32, &rng)
         let change: EpochChange
         do {
-            change = try EpochChange.make(session: sessionID, epoch: epoch &+ 1, parent: key.head, maker: local, identity: identity,
+            change = try EpochChange.make(session: sessionID, epoch: baseEpoch &+ 1, parent: key.head, maker: local, identity: identity,
                                           removed: removed, roster: roster, key: newKey, sealSeed: sealSeed)
         } catch { throw .cannotSeal }
         if let refusal = insert(change, hash: change.hash, now: now) { throw .refused(refusal) }
@@ -78,11 +88,11 @@ extension EpochHistory {
         return change
     }
 
-    /// The roster of a new epoch: this member, `members`, and the head's roster entries seen within
+    /// The roster of an epoch on `base`: this member, `members`, and `base`'s roster entries seen within
     /// the grace, without `excluded` and node keys nothing can be sealed to; at most
     /// `EpochChange.maxRoster`, the most recently seen kept first.
-    func rosterFor(members: [[UInt8]], excluding excluded: Set<[UInt8]>, now: Double) -> [[UInt8]] {
-        let carried = (entries[head]?.roster ?? []).filter { node in lastSeen[node].map { now - $0 <= settings.grace } ?? false }
+    func rosterFor(base: [UInt8], members: [[UInt8]], excluding excluded: Set<[UInt8]>, now: Double) -> [[UInt8]] {
+        let carried = (entries[base]?.roster ?? []).filter { node in lastSeen[node].map { now - $0 <= settings.grace } ?? false }
         var candidates = Set(members).union(carried)
         candidates.remove(nodeKey)
         let ordered = candidates.filter { !excluded.contains($0) && SealedBox.canSeal(to: $0) }

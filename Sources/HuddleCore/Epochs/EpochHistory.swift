@@ -122,6 +122,10 @@ public struct EpochHistory: Sendable {
     var lastSeen: [[UInt8]: Double] = [:]
     /// Since when a removal has been missing from the winning branch.
     public private(set) var pendingSince: Double?
+    /// The head this member is locked out of without its key (`lockout`), and since when.
+    var lockedOutAt: (head: [UInt8], since: Double)?
+    /// Since when this member has been locked out of the head without its key (`lockout`).
+    public var lockedOutSince: Double? { lockedOutAt?.since }
     /// Heads whose key this member tried to open and could not (not tried again).
     var unopenable: Set<[UInt8]> = []
     /// Node keys proven to have signed two changes on one parent (at most `maxRemembered`).
@@ -290,6 +294,7 @@ public struct EpochHistory: Sendable {
             for node in roster where lastSeen[node] == nil { lastSeen[node] = now }
         }
         pendingSince = pendingRemovals.isEmpty ? nil : (pendingSince ?? now)
+        if lockout == nil || current != nil { lockedOutAt = nil } else if lockedOutAt?.head != head { lockedOutAt = (head, now) }
         prune(now: now)
     }
 

@@ -109,11 +109,15 @@ extension SessionCore {
         return (known + joining).filter { epochs.removedNodes[$0] == nil }
     }
 
-    /// Routine rotation and re-issued removals that are due.
+    /// Routine rotation, re-issued removals and a locked-out member's counter-change that are due.
     mutating func epochTick(now: Double) -> [SessionEffect] {
         let before = epochs.head
         if let deadline = epochs.reissueDeadline, now >= deadline,
            epochs.reissue(members: epochMembers, now: now, using: &epochRandom) != nil, let key = epochs.current {
+            return epochMoved(key, previous: before, from: nil, now: now)
+        }
+        if let deadline = epochs.counterDeadline, now >= deadline,
+           epochs.counter(members: epochMembers, now: now, using: &epochRandom) != nil, let key = epochs.current {
             return epochMoved(key, previous: before, from: nil, now: now)
         }
         guard now >= rekeyAt else { return [] }
@@ -127,7 +131,7 @@ extension SessionCore {
 
     /// When `tick` has epoch work next: a due re-issue or rotation.
     var epochDeadline: Double {
-        min(epochs.reissueDeadline ?? .infinity, rekeyAt)
+        min(epochs.reissueDeadline ?? .infinity, epochs.counterDeadline ?? .infinity, rekeyAt)
     }
 
     /// Rotates the key routinely every `seconds` (and up to a quarter more) from `now` on; nil: never.
