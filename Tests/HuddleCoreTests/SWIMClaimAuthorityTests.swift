@@ -119,7 +119,14 @@ private func suspect(_ about: UInt64, by claimer: UInt64, incarnation: UInt64 = 
     #expect(!admit(swimID(4), 8), "the window's budget is spent")
     #expect(admit(x, 10.5), "past the gap and the window")
     limits.forget(c)
-    #expect(admit(y, 10.6), "a forgotten claimer starts afresh")
+    limits.forget(y)
+    #expect(admit(y, 10.6), "a forgotten claimer (and subject) starts afresh")
+    // Another claimer may not start a suspicion of a subject within its gap either.
+    func admitOther(_ now: Double) -> Bool {
+        limits.admit(claimer: swimID(9), subject: x, now: now, window: 10, perWindow: 2, subjectGap: 7.5)
+    }
+    #expect(!admitOther(11))
+    #expect(admitOther(18.1))
 }
 
 @Test func aStreamOfClaimsAboutThisMemberIsRefutedButSlowsItDownOnce() {
@@ -128,9 +135,36 @@ private func suspect(_ about: UInt64, by claimer: UInt64, incarnation: UInt64 = 
     for k in 0..<50 { _ = a.receive(failed(1, by: 3, incarnation: a.local.incarnation), from: "x:1", now: 1 + Double(k) * 0.02) }
     #expect(a.local.incarnation == 50, "every claim is refuted")
     #expect(a.awareness.score == 1, "only the first within mallory's rate counts as a hint that a is slow")
-    // Another member's claim counts on its own.
+    // Another member's claim within the same gap is refuted too, and is no second hint (mallory's
+    // puppets would each be one); past the gap it counts.
     _ = a.receive(suspect(1, by: 4, incarnation: a.local.incarnation), from: "x:1", now: 2)
-    #expect(a.awareness.score == 2)
+    #expect(a.local.incarnation == 51 && a.awareness.score == 1)
+    _ = a.receive(suspect(1, by: 4, incarnation: a.local.incarnation), from: "x:1", now: 1 + a.suspicionBounds.max)
+    #expect(a.local.incarnation == 52 && a.awareness.score == 2)
+}
+
+/// Puppets taking turns (issue 33): ten members a hostile member runs each claim that member 1 is
+/// suspect, one after another, each right after 1 refuted the last. One suspicion starts per
+/// maximum suspicion timeout, whoever claims; the others are refused (`claim_rate`). Before, each
+/// claimer had its own budget, so ten puppets made 1 suspect, and refute, ten times a second.
+@Test func puppetsTakingTurnsStartOneSuspicionOfAMemberPerGap() {
+    var b = swimInstance(2, knowing: [1] + Array(3...13))
+    let gap = b.suspicionBounds.max
+    var incarnation: UInt64 = 0
+    var started: [Double] = []
+    func round(_ claimer: UInt64, at now: Double) {
+        if b.receive(suspect(1, by: claimer, incarnation: incarnation), from: "x:1", now: now).emitted(about: 1) == [.suspect] { started.append(now) }
+        incarnation += 1
+        var refuted = swimInfo(1); refuted.incarnation = incarnation
+        _ = b.receive(swimGossip(from: 1, [.alive(refuted)]), from: swimInfo(1).addr, now: now + 0.01)
+    }
+    for (k, claimer) in (UInt64(3)...12).enumerated() { round(claimer, at: 1 + Double(k) * 0.1) }
+    #expect(started == [1], "suspicions started at \(started)")
+    #expect(b.refusals[.claimRate] == 9)
+    // Past the gap, a claim starts the next one; a claim about another member is not held back.
+    round(13, at: 1 + gap)
+    #expect(started == [1, 1 + gap])
+    #expect(b.receive(suspect(5, by: 3), from: "x:1", now: 1 + gap).emitted(about: 5) == [.suspect])
 }
 
 /// Direct evidence beats hearsay: a suspicion only another member started, of a member this member

@@ -37,9 +37,9 @@ import Darwin
 ///   this member above its own incarnation is refused rather than refuted (`refusals`);
 /// - authority per member: only this member's own suspicion timeout fails a member here; another
 ///   member's `failed` claim only starts a suspicion the member can refute (or confirms a running
-///   one), claims about others count only from a live claimer, and each claimer starts at most one
-///   suspicion per subject per maximum suspicion timeout and `claimSuspicionsPerWindow` per
-///   `claimWindow` (`applyClaim`, `SWIMClaimLimits`);
+///   one), claims about others count only from a live claimer, claims start at most one suspicion per
+///   subject per maximum suspicion timeout whoever the claimers are, and each claimer at most
+///   `claimSuspicionsPerWindow` per `claimWindow` (`applyClaim`, `SWIMClaimLimits`);
 /// - `joined` is emitted once per member, when it is first known; then `suspect`, `alive` (refuted
 ///   after suspect or failed), `failed`, `left` and `updated` (name or address changed) as they happen.
 public struct SWIMInstance: Sendable {

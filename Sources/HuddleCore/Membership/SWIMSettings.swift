@@ -38,12 +38,13 @@ public struct SWIMSettings: Sendable, Equatable {
     /// Clamped to 0 when fewer than K + 2 members exist (nobody could confirm), as memberlist does.
     public var suspicionConfirmations: Int = 3
     /// Another member's claims (`suspect` or `failed`) start at most this many suspicions here per
-    /// `claimWindow`, and at most one per subject within the suspicion's maximum timeout
-    /// (`SWIMClaimLimits`); beyond that they are refused (`Refusal.claimRate`). An honest member
+    /// `claimWindow`, and at most one per subject within the suspicion's maximum timeout, whoever
+    /// claims it (`SWIMClaimLimits`); beyond that they are refused (`Refusal.claimRate`). An honest member
     /// starts suspicions by its own probes (one member per probe period: at most 20 per 10 s, and
     /// in practice only the few that crashed) or when links close at once (a host with several
     /// members going down); 16 leaves room for that, while a hostile member can make a member
-    /// refute at most once per maximum timeout and start at most 1.6 suspicions a second. Its
+    /// refute at most once per maximum timeout (with any number of puppets) and start at most 1.6
+    /// suspicions a second per member it runs. Its
     /// confirmations of suspicions already running are not limited (each claimer counts once per
     /// suspicion), nor are this member's own suspicions.
     public var claimSuspicionsPerWindow: Int = 16
