@@ -102,3 +102,33 @@ private func member(_ id: MemberID, knowing others: [MemberID], settings: Causal
     for m in flood.dropFirst() { out += bob.receive(m) }
     #expect(out.count == 2_000)
 }
+
+/// Issue 33: a hostile origin that trickles one deliverable message every 50 s (under `heldExpiry`)
+/// while it keeps a block held above a gap nobody can fill: the held block goes after twice
+/// `heldExpiry` of holding without a pause, whatever the trickle. Before, each delivery restarted
+/// the expiry and the block stayed for as long as the trickle went on.
+@Test func heldMessagesExpireEvenWhileTheirOriginTricklesDeliveries() {
+    let (a, b, x) = (MemberID(raw: 1), MemberID(raw: 2), MemberID(raw: 9))
+    var settings = CausalBroadcast.Settings()
+    settings.holdbackCountPerOrigin = 100
+    var bob = member(b, knowing: [a, x], settings: settings)
+    var mallory = member(x, knowing: [a, b], settings: settings)
+    var trickle = (0..<10).map { _ in signed(mallory.makeBroadcast(body: [1])) }
+    // The block: seqs 12...61, above seq 11, which mallory never sends.
+    _ = mallory.makeBroadcast(body: [0])
+    let block = (0..<50).map { _ in signed(mallory.makeBroadcast(body: [2])) }
+    for m in block { _ = bob.receive(m) }
+    #expect(bob.heldCounts[x] == 50)
+    let digest = CausalBroadcast.Digest(delivered: [:], storedFrom: [:])
+    var now = 1.0
+    var lastHeld = 0.0
+    while now <= 1 + 3 * settings.heldExpiry, !trickle.isEmpty {
+        #expect(bob.receive(trickle.removeFirst()).count == 1, "the trickle is delivered")
+        _ = bob.receiveDigest(digest, from: a, now: now)
+        if bob.heldCounts[x] != nil { lastHeld = now }
+        now += 50
+    }
+    #expect(bob.heldCounts[x] == nil, "the block is still held after \(now - 1) s of trickling")
+    #expect(lastHeld < 1 + 2 * settings.heldExpiry + 50, "held until \(lastHeld)")
+    #expect(bob.refusals[.heldExpired] == 50)
+}

@@ -48,6 +48,10 @@ public struct CausalBroadcast: Sendable {
         /// How long an origin's held-back messages may wait without a delivery from that origin
         /// before they are dropped (counted as `held_expired`): a broadcast is repaired later from
         /// any member that stores it, so only a gap nobody can fill (a hostile origin's) is lost.
+        /// Held messages are also dropped once the origin has had some held for twice this without
+        /// a pause: an origin that trickles one deliverable message a minute used to keep its
+        /// held messages (up to `holdbackBytesPerOrigin`) for ever (issue 33). An honest origin's
+        /// gap is repaired in seconds, so its hold-back empties long before.
         public var heldExpiry: Double = 60
         /// How long a live member may leave messages delivered here unacknowledged before it stops
         /// holding them in the store: past this it is a *laggard*, kept for only as a failed member
@@ -129,6 +133,9 @@ public struct CausalBroadcast: Sendable {
     /// Per origin with messages held back, since when no message of it was delivered (set at the
     /// next digest: `receive` has no clock); past `heldExpiry` its held messages are dropped.
     private var heldWaiting: [MemberID: Double] = [:]
+    /// Per origin with messages held back, since when it has had some held without a pause (set
+    /// at the next digest, as `heldWaiting`; forgotten when its hold-back empties).
+    private var heldContinuously: [MemberID: Double] = [:]
     /// `delivered` as it was at recent moments (every `ackDeadline` / 2), to tell laggards by.
     private var deliveredMarks: [(at: Double, clock: [MemberID: UInt64])] = []
     /// When each live member became one: a member is judged a laggard only on marks after that.
@@ -379,13 +386,18 @@ public struct CausalBroadcast: Sendable {
         heldCounts[origin] = count > 0 ? count : nil
     }
 
-    /// Drops the held messages of origins that delivered nothing for `heldExpiry` (see there).
+    /// Drops the held messages of origins that delivered nothing for `heldExpiry`, or had messages
+    /// held for twice that without a pause (see there).
     private mutating func expireHeld(now: Double) {
         for origin in Array(heldWaiting.keys) where heldCounts[origin] == nil { heldWaiting[origin] = nil }
+        for origin in Array(heldContinuously.keys) where heldCounts[origin] == nil { heldContinuously[origin] = nil }
         for origin in heldCounts.keys {
-            guard let since = heldWaiting[origin] else { heldWaiting[origin] = now; continue }
-            guard now - since >= settings.heldExpiry else { continue }
+            let holding = heldContinuously[origin] ?? now, since = heldWaiting[origin] ?? now
+            heldContinuously[origin] = holding
+            heldWaiting[origin] = since
+            guard now - since >= settings.heldExpiry || now - holding >= 2 * settings.heldExpiry else { continue }
             heldWaiting[origin] = nil
+            heldContinuously[origin] = nil
             for signed in held.removeValue(forKey: origin)?.values ?? [:].values {
                 unhold(signed)
                 refusals.add(.heldExpired)
@@ -531,7 +543,7 @@ public struct CausalBroadcast: Sendable {
     /// stalled for `repairDelay` while a peer shows more, and then asks only for the seqs it does
     /// not hold (held-back messages are not fetched again).
     public mutating func receiveDigest(_ digest: Digest, from peer: MemberID, now: Double) -> [Action] {
-        if !heldCounts.isEmpty || !heldWaiting.isEmpty { expireHeld(now: now) }
+        if !heldCounts.isEmpty || !heldWaiting.isEmpty || !heldContinuously.isEmpty { expireHeld(now: now) }
         if members.contains(peer) || retained[peer] != nil {
             acks[peer] = digest.delivered
             let pressed = storedBytes >= settings.storeLimitBytes / 4
