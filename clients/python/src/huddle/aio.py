@@ -158,14 +158,14 @@ class _AsyncConnection:
     async def request(self, call: Call[T], timeout: float) -> T:
         """Sends ``call`` and returns its decoded reply; a reply that does not come within
         ``timeout`` is abandoned (dropped when it comes). Raises :class:`_Timeout`."""
-        request_id = self.matcher.next_id()
-        line = encode_request(call.op, request_id, call.fields)
+        token = self.matcher.next_token()
+        line, expected_id = encode_request(call.op, token, call.fields)
         sent = False
 
         async def exchange() -> T:
             nonlocal sent
             await self.send(line)
-            self.matcher.sent(request_id)
+            self.matcher.sent(token, expected_id)
             sent = True
             while True:
                 obj = await self.read_object()
@@ -176,14 +176,14 @@ class _AsyncConnection:
                 except ProtocolError:
                     self.broken = True
                     raise
-                if matched == request_id:
+                if matched == token:
                     return call.result(obj)
 
         try:
             return await _within(exchange(), timeout)
         except (_Timeout, asyncio.CancelledError):
             if sent:
-                self.matcher.abandon(request_id)
+                self.matcher.abandon(token)
             raise
 
     def close(self) -> None:

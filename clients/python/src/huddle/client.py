@@ -129,9 +129,10 @@ class _Connection:
     def request(self, call: Call[T], deadline: float) -> T:
         """Sends ``call`` and returns its decoded reply; a reply that does not come before
         ``deadline`` is abandoned (dropped when it comes)."""
-        request_id = self.matcher.next_id()
-        self.send(encode_request(call.op, request_id, call.fields), deadline)
-        self.matcher.sent(request_id)
+        token = self.matcher.next_token()
+        line, expected_id = encode_request(call.op, token, call.fields)
+        self.send(line, deadline)
+        self.matcher.sent(token, expected_id)
         try:
             while True:
                 obj = self.read_object(deadline)
@@ -142,10 +143,10 @@ class _Connection:
                 except ProtocolError:
                     self.broken = True
                     raise
-                if matched == request_id:
+                if matched == token:
                     return call.result(obj)
         except socket.timeout:
-            self.matcher.abandon(request_id)
+            self.matcher.abandon(token)
             raise
 
     def close(self) -> None:

@@ -89,18 +89,23 @@ def check_control_path(path: str) -> None:
         raise UntrustedSocket(path, f"{path} is owned by uid {info.st_uid}, not by this user (uid {uid}); refusing it")
 
 
-def encode_request(op: str, request_id: int, fields: Mapping[str, Any]) -> bytes:
-    """The request line for ``op`` with ``fields`` and ``id``.
+def encode_request(op: str, request_id: Any, fields: Mapping[str, Any]) -> tuple[bytes, Any]:
+    """The request line for ``op`` with ``fields``, and the ``id`` its reply will carry.
+
+    The request's ``id`` is ``request_id``, except for a request that has an ``id`` field of its
+    own: ``attach.get`` and ``attach.remove`` name the attachment with ``id``, the same key
+    CONTROL.md gives the request id, so such a request is sent with that ``id`` once, and its
+    reply carries it back.
 
     Raises:
         HuddleError: ``bad_request`` when the line would be longer than a node reads
             (:data:`MAX_REQUEST_LINE`), as the node itself would answer; nothing is sent then.
-        TypeError: when a field is not JSON-serializable.
+        TypeError, ValueError: when a field is not JSON (or is a non-finite number).
     """
     request: dict[str, Any] = {"op": op, "id": request_id}
     for key, value in fields.items():
-        if key in ("op", "id"):
-            raise ValueError(f"request field {key!r} is set by the client")
+        if key == "op":
+            raise ValueError("request field 'op' is set by the client")
         request[key] = value
     line = json.dumps(request, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
     if len(line) > MAX_REQUEST_LINE:
@@ -109,7 +114,7 @@ def encode_request(op: str, request_id: int, fields: Mapping[str, Any]) -> bytes
             f"the request line is {len(line)} bytes; a node reads at most {MAX_REQUEST_LINE} (not sent)",
             op,
         )
-    return line + b"\n"
+    return line + b"\n", request["id"]
 
 
 def decode_line(line: bytes) -> JSONObject:
@@ -201,27 +206,30 @@ class ReplyMatcher:
     """Matches replies to requests on one connection by ``id`` (CONTROL.md: exactly one reply per
     request, with the same ``id``, in request order).
 
-    A request whose caller gave up (a timeout) is *abandoned*: its reply, when it comes, is
+    Each request sent is known by a token (:meth:`next_token`) and the ``id`` its reply must
+    carry. A request whose caller gave up (a timeout) is *abandoned*: its reply, when it comes, is
     dropped, and the connection goes on serving the next requests.
     """
 
     def __init__(self) -> None:
-        self._next_id = 1
-        self._outstanding: deque[tuple[int, bool]] = deque()  # (id, abandoned), in send order
+        self._next = 1
+        self._outstanding: deque[list[Any]] = deque()  # [token, expected id, abandoned], in send order
 
-    def next_id(self) -> int:
-        """A fresh request id (an integer, unique on this connection)."""
-        request_id = self._next_id
-        self._next_id += 1
-        return request_id
+    def next_token(self) -> int:
+        """A fresh token, also the request id of a request without an ``id`` field of its own."""
+        token = self._next
+        self._next += 1
+        return token
 
-    def sent(self, request_id: int) -> None:
-        """The request ``request_id`` was written whole."""
-        self._outstanding.append((request_id, False))
+    def sent(self, token: int, expected_id: Any) -> None:
+        """The request ``token``, whose reply must carry ``expected_id``, was written whole."""
+        self._outstanding.append([token, expected_id, False])
 
-    def abandon(self, request_id: int) -> None:
-        """Nobody waits for ``request_id``'s reply any more."""
-        self._outstanding = deque((i, abandoned or i == request_id) for i, abandoned in self._outstanding)
+    def abandon(self, token: int) -> None:
+        """Nobody waits for the reply to request ``token`` any more."""
+        for entry in self._outstanding:
+            if entry[0] == token:
+                entry[2] = True
 
     @property
     def outstanding(self) -> int:
@@ -229,7 +237,7 @@ class ReplyMatcher:
         return len(self._outstanding)
 
     def match(self, reply: JSONObject) -> int | None:
-        """The request id a reply answers, or ``None`` when it answers an abandoned request.
+        """The token of the request a reply answers, or ``None`` when it answers an abandoned one.
 
         Raises:
             ProtocolError: a reply when no request is outstanding, or with another id than the
@@ -237,8 +245,8 @@ class ReplyMatcher:
         """
         if not self._outstanding:
             raise ProtocolError(f"the node sent a reply to no request: {str(reply)[:200]}")
-        request_id, abandoned = self._outstanding.popleft()
+        token, expected, abandoned = self._outstanding.popleft()
         got = reply.get("id")
-        if got is not None and (got != request_id or isinstance(got, bool)):
-            raise ProtocolError(f"the node answered request {got!r} when request {request_id} was next")
-        return None if abandoned else request_id
+        if got is not None and (got != expected or isinstance(got, bool) != isinstance(expected, bool)):
+            raise ProtocolError(f"the node answered request id {got!r} when {expected!r} was next")
+        return None if abandoned else int(token)
