@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import pytest
 
-from huddle import Client, Member
+from huddle import Client, EventStream, Member
 
 T = TypeVar("T")
 
@@ -230,3 +230,22 @@ def flood(control: str, count: int, size: int, tag: str) -> None:
         writer.join(DEADLINE)
         sock.close()
     assert not failure, f"writing the flood failed: {failure[0]!r}"
+
+
+E = TypeVar("E")
+
+
+def take(stream: EventStream, kind: type[E], want: Callable[[E], bool], count: int = 1,
+         timeout: float = DEADLINE) -> list[E]:
+    """The first ``count`` events of type ``kind`` matching ``want`` from ``stream`` (others are
+    skipped); fails the test after ``timeout`` seconds."""
+    found: list[E] = []
+    deadline = time.monotonic() + timeout
+    while len(found) < count:
+        left = deadline - time.monotonic()
+        event = stream.get(timeout=max(left, 0))
+        if event is None:
+            pytest.fail(f"{len(found)} of {count} {kind.__name__} events came in {timeout:g} s (stream {stream})")
+        if isinstance(event, kind) and want(event):
+            found.append(event)
+    return found

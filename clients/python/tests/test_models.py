@@ -111,7 +111,7 @@ def test_send_bodies_and_recipients() -> None:
     assert call.fields == {"data": base64.b64encode(b"\x00\x01").decode(), "to": [MEMBER["member"], "745e56e24f49caa2"],
                            "reliable": False}
     with pytest.raises(TypeError):
-        protocol.send("hi", to="745e56e24f49caa2")  # type: ignore[arg-type]
+        protocol.send("hi", to="745e56e24f49caa2")  # one member, not a list
     with pytest.raises(TypeError):
         protocol.send(5)  # type: ignore[arg-type]
 

@@ -31,6 +31,7 @@ from .framing import (
     decode_line,
     encode_request,
     is_event,
+    peer_closed,
     resolve_control_path,
 )
 from .models import (
@@ -237,7 +238,7 @@ class AsyncClient:
                 self._connection = None
 
     async def _connected(self) -> _AsyncConnection:
-        if self._connection is not None and self._connection.broken:
+        if self._connection is not None and (self._connection.broken or peer_closed(self._connection.sock)):
             self._connection.close()
             self._connection = None
         if self._connection is None:

@@ -27,6 +27,7 @@ from .framing import (
     decode_line,
     encode_request,
     is_event,
+    peer_closed,
     resolve_control_path,
 )
 from .models import (
@@ -213,7 +214,7 @@ class Client:
                 self._connection = None
 
     def _connected(self) -> _Connection:
-        if self._connection is not None and self._connection.broken:
+        if self._connection is not None and (self._connection.broken or peer_closed(self._connection.sock)):
             self._connection.close()
             self._connection = None
         if self._connection is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 from collections import deque
 from collections.abc import Mapping
@@ -87,6 +88,21 @@ def check_control_path(path: str) -> None:
         return  # nothing there: connecting says so
     if info.st_uid not in (uid, 0):
         raise UntrustedSocket(path, f"{path} is owned by uid {info.st_uid}, not by this user (uid {uid}); refusing it")
+
+
+def peer_closed(sock: socket.socket) -> bool:
+    """Whether the node has closed this connection (it stopped or left since the last request):
+    a look at the socket that neither waits nor takes anything from it."""
+    saved = sock.gettimeout()
+    sock.settimeout(0.0)  # a socket with a timeout would wait for data, MSG_DONTWAIT or not
+    try:
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return True
+    finally:
+        sock.settimeout(saved)
 
 
 def encode_request(op: str, request_id: Any, fields: Mapping[str, Any]) -> tuple[bytes, Any]:
