@@ -249,3 +249,10 @@ def take(stream: EventStream, kind: type[E], want: Callable[[E], bool], count: i
         if isinstance(event, kind) and want(event):
             found.append(event)
     return found
+
+
+OVERFLOW_COUNT = 7000
+OVERFLOW_SIZE = 3500
+"""A flood that overflows a subscriber reading nothing: the node drops one that lags by more than
+half of its retention (5,000 events and 32 MiB, CONTROL.md retains 10,000 and 64 MiB), and some
+700 of these 7.5 KiB event lines fit in the socket buffers and the node's window first."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -70,7 +71,7 @@ def test_send_broadcast_directed_and_unreliable_and_their_message_events(trio: T
 def test_activity_set_get_and_events(trio: Trio) -> None:
     value = {"game": "chess", "tag": tag()}
     with trio.a.client() as a, trio.b.client() as b, b.events(topics=["activity"]) as at_b:
-        assert a.activity_set(value) is None
+        a.activity_set(value)
         event = take(at_b, ActivityEvent, lambda e: e.activity == value)[0]
         assert event.set_by == trio.a.member
         current = wait_until("b to hold a's activity", lambda: b.activity_get() if b.activity_get().activity == value else None)
@@ -136,22 +137,28 @@ def test_error_codes(trio: Trio, scratch: Path) -> None:
             a.attach_add(Path(__file__), meta={"big": "z" * (16 * 1024 + 1)})
         assert e.value.code == "too_large"
 
-        for action in (lambda: a.attach_get("0" * 32, scratch / "x", wait=False),
-                       lambda: a.attach_remove("0" * 32),
-                       lambda: a.send("to nobody", to=["0123456789abcdef"]),
-                       lambda: a.remove("0123456789abcdef"),
-                       lambda: a.attach_add(scratch / "no such file")):
+        not_found: list[Callable[[], object]] = [
+            lambda: a.attach_get("0" * 32, scratch / "x", wait=False),
+            lambda: a.attach_remove("0" * 32),
+            lambda: a.send("to nobody", to=["0123456789abcdef"]),
+            lambda: a.remove("0123456789abcdef"),
+            lambda: a.attach_add(scratch / "no such file"),
+        ]
+        for action in not_found:
             with pytest.raises(HuddleError) as e:
                 action()
             assert e.value.code == "not_found", e.value
 
-        for action in (lambda: a.request("no.such.op"),
-                       lambda: a.request("send", {"text": 5}),
-                       lambda: a.request("attach.get", {"id": "x", "path": "relative/path"}),
-                       lambda: a.send("x", to=["not a member"]),
-                       lambda: a.invite(ttl_ms=10),
-                       lambda: a.remove(trio.a.member),
-                       lambda: a.events(topics=["no such topic"])):
+        bad: list[Callable[[], object]] = [
+            lambda: a.request("no.such.op"),
+            lambda: a.request("send", {"text": 5}),
+            lambda: a.request("attach.get", {"id": "x", "path": "relative/path"}),
+            lambda: a.send("x", to=["not a member"]),
+            lambda: a.invite(ttl_ms=10),
+            lambda: a.remove(trio.a.member),
+            lambda: a.events(topics=["no such topic"]),
+        ]
+        for action in bad:
             with pytest.raises(HuddleError) as e:
                 action()
             assert e.value.code == "bad_request", e.value
