@@ -241,3 +241,41 @@ def test_a_socket_another_user_could_replace_is_refused(sockdir: Path) -> None:
                 Client(node.path).status()
         finally:
             node.close()
+
+
+def test_a_connection_the_node_closed_between_requests_is_replaced_before_the_next(sockdir: Path) -> None:
+    def handler(number: int, request: dict[str, Any], send: Send) -> bool:
+        send(ok(request, activity=number, set_by=None))
+        return True  # served one request, then gone (a node restarted meanwhile, say)
+
+    node = FakeNode(str(sockdir / "n.sock"), handler)
+
+    async def run() -> list[object]:
+        async with AsyncClient(node.path, timeout=5) as client:
+            first = (await client.activity_get()).activity
+            await asyncio.sleep(0.2)
+            return [first, (await client.activity_get()).activity]
+
+    try:
+        with Client(node.path, timeout=5) as client:
+            assert client.activity_get().activity == 0
+            time.sleep(0.2)
+            assert client.activity_get().activity == 1, "a new connection, and no ConnectionClosed"
+        assert asyncio.run(run()) == [2, 3]
+    finally:
+        node.close()
+
+
+def test_a_line_longer_than_the_clients_limit_is_a_protocol_error(sockdir: Path) -> None:
+    def handler(number: int, request: dict[str, Any], send: Send) -> None:
+        send(ok(request, activity="x" * 5000, set_by=None))
+
+    node = FakeNode(str(sockdir / "n.sock"), handler)
+    try:
+        with Client(node.path, timeout=5, max_line=1000) as client:
+            with pytest.raises(ProtocolError, match="limit is 1000"):
+                client.activity_get()
+        with Client(node.path, timeout=5) as client:
+            assert client.activity_get().activity == "x" * 5000
+    finally:
+        node.close()

@@ -59,13 +59,31 @@ class _Timeout(Exception):
     """A wait ran out (turned into a :class:`TimeoutError` with the op and path)."""
 
 
+class _Raised(Exception):
+    """Carries a :class:`TimeoutError` raised inside :func:`_within` out of ``wait_for``, which
+    must not be taken for ``wait_for``'s own (the same class from Python 3.11 on)."""
+
+    def __init__(self, error: TimeoutError) -> None:
+        super().__init__()
+        self.error = error
+
+
 async def _within(awaitable: Awaitable[T], timeout: float | None) -> T:
     """``awaitable``'s result, or :class:`_Timeout` after ``timeout`` seconds (``None``: no bound)."""
     if timeout is None:
         return await awaitable
+
+    async def guarded() -> T:
+        try:
+            return await awaitable
+        except TimeoutError as error:
+            raise _Raised(error) from None
+
     try:
-        return await asyncio.wait_for(awaitable, max(timeout, 0.0))
-    except asyncio.TimeoutError:  # TimeoutError's alias from 3.11 on
+        return await asyncio.wait_for(guarded(), max(timeout, 0.0))
+    except _Raised as raised:
+        raise raised.error from None
+    except asyncio.TimeoutError:
         raise _Timeout() from None
 
 
@@ -156,22 +174,19 @@ class _AsyncConnection:
                 raise
             await asyncio.sleep(0)  # a stream that is always readable still lets other tasks run
 
-    async def request(self, call: Call[T], timeout: float) -> T:
-        """Sends ``call`` and returns its decoded reply; a reply that does not come within
-        ``timeout`` is abandoned (dropped when it comes). Raises :class:`_Timeout`."""
+    async def request(self, call: Call[T]) -> T:
+        """Sends ``call`` and returns its decoded reply. Cancelled (a timeout) after the request
+        went out, the request is abandoned: its reply is dropped when it comes, and the connection
+        serves the next requests; cancelled while writing, the connection is broken."""
         token = self.matcher.next_token()
         line, expected_id = encode_request(call.op, token, call.fields)
-        sent = False
-
-        async def exchange() -> T:
-            nonlocal sent
-            await self.send(line)
-            self.matcher.sent(token, expected_id)
-            sent = True
+        await self.send(line)
+        self.matcher.sent(token, expected_id)
+        try:
             while True:
                 obj = await self.read_object()
                 if is_event(obj):
-                    continue
+                    continue  # not on a request connection; nothing to answer
                 try:
                     matched = self.matcher.match(obj)
                 except ProtocolError:
@@ -179,12 +194,8 @@ class _AsyncConnection:
                     raise
                 if matched == token:
                     return call.result(obj)
-
-        try:
-            return await _within(exchange(), timeout)
-        except (_Timeout, asyncio.CancelledError):
-            if sent:
-                self.matcher.abandon(token)
+        except asyncio.CancelledError:
+            self.matcher.abandon(token)
             raise
 
     def close(self) -> None:
@@ -248,24 +259,21 @@ class AsyncClient:
     async def call(self, call: Call[T], timeout: float | None = None) -> T:
         """Runs one request (see :mod:`huddle.protocol`) and returns its decoded result."""
         wait = timeout if timeout is not None else call.timeout if call.timeout is not None else self.timeout
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait
+
+        async def in_turn() -> T:
+            async with self._lock:  # requests of one connection go one at a time
+                connection = await self._connected()
+                try:
+                    return await connection.request(call)
+                except ProtocolError:
+                    connection.close()
+                    self._connection = None
+                    raise
+
         try:
-            await _within(self._lock.acquire(), wait)
+            return await _within(in_turn(), wait)
         except _Timeout:
-            raise TimeoutError(f"{call.op}: the client's earlier requests to {self.path} took all of {wait:g} s") from None
-        try:
-            connection = await self._connected()
-            try:
-                return await connection.request(call, deadline - loop.time())
-            except _Timeout:
-                raise TimeoutError(f"{call.op}: no reply from the Huddle node at {self.path} within {wait:g} s") from None
-            except ProtocolError:
-                connection.close()
-                self._connection = None
-                raise
-        finally:
-            self._lock.release()
+            raise TimeoutError(f"{call.op}: no reply from the Huddle node at {self.path} within {wait:g} s") from None
 
     async def request(self, op: str, fields: Mapping[str, Any] | None = None, *,
                       timeout: float | None = None) -> JSONObject:
@@ -292,7 +300,7 @@ class AsyncClient:
         """The event stream of a subscription (see :meth:`huddle.Client.events`). It subscribes
         when entered (``async with``), started (:meth:`AsyncEventStream.start`) or first iterated;
         :meth:`subscribe` does both at once."""
-        subscription = Subscription(topics=list(topics) if topics is not None else None, since=since, resume=resume)
+        subscription = Subscription(topics=protocol.topic_list(topics), since=since, resume=resume)
         return AsyncEventStream(self.path, subscription, reply_timeout=self.timeout, event_timeout=timeout,
                                 connect_timeout=self.connect_timeout, max_line=self.max_line)
 
@@ -391,7 +399,7 @@ class AsyncEventStream(AsyncIterator[AnyEvent]):
             self._connection = None
         connection = await _AsyncConnection.open(self.path, self._connect_timeout, self._max_line)
         try:
-            latest = await connection.request(self._subscription.request(), self._reply_timeout)
+            latest = await _within(connection.request(self._subscription.request()), self._reply_timeout)
         except _Timeout:
             connection.close()
             raise TimeoutError(f"subscribe: no reply from the Huddle node at {self.path} within {self._reply_timeout:g} s") from None

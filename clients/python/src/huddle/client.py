@@ -224,8 +224,10 @@ class Client:
     def call(self, call: Call[T], timeout: float | None = None) -> T:
         """Runs one request (see :mod:`huddle.protocol`) and returns its decoded result."""
         wait = timeout if timeout is not None else call.timeout if call.timeout is not None else self.timeout
-        with self._lock:
-            deadline = time.monotonic() + wait
+        deadline = time.monotonic() + wait
+        if not self._lock.acquire(timeout=wait):
+            raise TimeoutError(f"{call.op}: this client's earlier request to {self.path} took all of {wait:g} s")
+        try:
             connection = self._connected()
             try:
                 return connection.request(call, deadline)
@@ -235,6 +237,8 @@ class Client:
                 connection.close()
                 self._connection = None
                 raise
+        finally:
+            self._lock.release()
 
     def request(self, op: str, fields: Mapping[str, Any] | None = None, *, timeout: float | None = None) -> JSONObject:
         """Any request, for what a node offers beyond CONTROL.md: the reply's result fields (the
@@ -280,7 +284,7 @@ class Client:
         :class:`TimeoutError` (default: as long as the node is up; a node that stops ends the
         wait with :class:`ConnectionClosed`). Use :meth:`EventStream.get` to poll.
         """
-        subscription = Subscription(topics=list(topics) if topics is not None else None, since=since, resume=resume)
+        subscription = Subscription(topics=protocol.topic_list(topics), since=since, resume=resume)
         return EventStream(self.path, subscription, reply_timeout=self.timeout, event_timeout=timeout,
                            connect_timeout=self.connect_timeout, max_line=self.max_line)
 

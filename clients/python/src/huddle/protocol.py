@@ -222,6 +222,15 @@ def leave(timeout_ms: int | None = None, timeout: float | None = None) -> Call[i
 # MARK: the event subscription
 
 
+def topic_list(topics: Iterable[str] | None) -> list[str] | None:
+    """``topics`` as the list ``subscribe`` sends (``None``: the node's default, every topic)."""
+    if topics is None:
+        return None
+    if isinstance(topics, str):
+        raise TypeError(f"'topics' is a list of topic names, such as [{topics!r}], not one string")
+    return list(topics)
+
+
 @dataclass
 class Subscription:
     """The state of one event stream across its connections: what to subscribe to, the last
