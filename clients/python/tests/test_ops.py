@@ -13,6 +13,7 @@ import pytest
 from conftest import Cluster, Trio, take, wait_until
 from huddle import (
     ActivityEvent,
+    Client,
     AttachmentEvent,
     ErrorCode,
     HuddleError,
@@ -24,6 +25,12 @@ from huddle import (
 
 def tag() -> str:
     return uuid.uuid4().hex[:10]
+
+
+def test_the_default_path_is_huddle_control(trio: Trio, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HUDDLE_CONTROL", trio.b.control)
+    with Client() as b:
+        assert b.path == trio.b.control and b.status().member == trio.b.member
 
 
 def test_status_and_members(trio: Trio) -> None:
@@ -42,7 +49,11 @@ def test_status_and_members(trio: Trio) -> None:
 
 def test_send_broadcast_directed_and_unreliable_and_their_message_events(trio: Trio) -> None:
     t = tag()
-    with trio.a.client() as a, trio.b.client() as b, trio.c.client() as c, \
+
+    def mine(event: MessageEvent) -> bool:
+        return t in (event.text or "") or event.data.endswith(t.encode())
+
+    with trio.a.client() as a, trio.b.client() as b, trio.c.client() as c, a.events(topics=["messages"]) as at_a, \
             b.events(topics=["messages"]) as at_b, c.events(topics=["messages"]) as at_c:
         broadcast = a.send(f"hello {t}")
         assert broadcast.seq is not None and broadcast.msg
@@ -52,15 +63,21 @@ def test_send_broadcast_directed_and_unreliable_and_their_message_events(trio: T
         assert unreliable.seq is None
         end = a.send(f"end {t}")
 
-        got = take(at_c, MessageEvent, lambda e: t in (e.text or "") or e.data.endswith(t.encode()), 4)
-        by_msg = {e.msg: e for e in got}
-        hello = by_msg[broadcast.msg]
+        # The sender's own stream has all four (the datagram too: it is delivered locally).
+        own = {e.msg: e for e in take(at_a, MessageEvent, mine, 3)}
+        assert set(own) == {broadcast.msg, unreliable.msg, end.msg}
+        datagram = own[unreliable.msg]
+        assert (datagram.reliable, datagram.seq, datagram.text) == (False, None, f"datagram {t}")
+
+        # c: the broadcasts in seq order and the message directed to it (the datagram, best effort,
+        # is not waited for).
+        at_c_got = {e.msg: e for e in take(at_c, MessageEvent, lambda e: e.msg in (broadcast.msg, directed.msg, end.msg), 3)}
+        hello = at_c_got[broadcast.msg]
         assert (hello.text, hello.data, hello.seq, hello.to, hello.reliable, hello.from_) == (
             f"hello {t}", f"hello {t}".encode(), broadcast.seq, None, True, trio.a.member)
-        secret = by_msg[directed.msg]
+        secret = at_c_got[directed.msg]
         assert secret.data == b"\x00\xff" + t.encode() and secret.text is None and secret.to == [trio.c.member]
-        assert by_msg[unreliable.msg].reliable is False and by_msg[unreliable.msg].text == f"datagram {t}"
-        assert end.msg in by_msg
+        assert secret.from_ == trio.a.member and secret.reliable
 
         # b gets a's broadcasts in seq order, and never the message directed to c.
         at_b_got = take(at_b, MessageEvent, lambda e: e.msg in (broadcast.msg, directed.msg, end.msg), 2)
