@@ -228,6 +228,7 @@ class AsyncClient:
         return f"AsyncClient({self.path!r})"
 
     async def __aenter__(self) -> AsyncClient:
+        """Sends a message: ``str`` as text, bytes as data (:meth:`huddle.Client.send`)."""
         await self.connect()
         return self
 
@@ -280,15 +281,18 @@ class AsyncClient:
         """Any request: the reply's result fields, or :class:`HuddleError`."""
         return await self.call(protocol.raw(op, fields), timeout)
 
-    # MARK: operations (CONTROL.md, Operations); see huddle.Client for each
+    # MARK: operations (CONTROL.md, Operations): as huddle.Client's, awaited
 
     async def status(self, *, timeout: float | None = None) -> Status:
+        """This node: its member and node ids, name, address, session, clocks, epoch… (:meth:`huddle.Client.status`)."""
         return await self.call(protocol.status(), timeout)
 
     async def members(self, *, timeout: float | None = None) -> list[Member]:
+        """Every member this node knows (:meth:`huddle.Client.members`)."""
         return await self.call(protocol.members(), timeout)
 
     async def join(self, addr: str, *, timeout: float | None = None) -> int:
+        """Joins the session through ``addr``; the count of members once joined (:meth:`huddle.Client.join`)."""
         return await self.call(protocol.join(addr), timeout)
 
     async def send(self, body: Body, *, to: Iterable[MemberRef] | None = None, reliable: bool = True,
@@ -311,38 +315,49 @@ class AsyncClient:
 
     async def attach_add(self, path: str | os.PathLike[str], *, name: str | None = None, meta: Any = None,
                          timeout: float | None = None) -> Attachment:
+        """Shares a file as an attachment, once chunked, stored and announced (:meth:`huddle.Client.attach_add`)."""
         return await self.call(protocol.attach_add(path, name, meta, timeout))
 
     async def attach_list(self, *, timeout: float | None = None) -> list[Attachment]:
+        """Every attachment this node knows."""
         return await self.call(protocol.attach_list(), timeout)
 
     async def attach_get(self, attachment: AttachmentRef, path: str | os.PathLike[str], *, wait: bool = True,
                          timeout_ms: int | None = None, timeout: float | None = None) -> Fetched:
+        """Writes the attachment's whole file to ``path`` (:meth:`huddle.Client.attach_get`)."""
         return await self.call(protocol.attach_get(attachment, path, wait, timeout_ms, timeout))
 
     async def attach_remove(self, attachment: AttachmentRef, *, timeout: float | None = None) -> None:
+        """Removes an attachment from the session."""
         await self.call(protocol.attach_remove(attachment), timeout)
 
     async def activity_get(self, *, timeout: float | None = None) -> Activity:
+        """The session's activity and who set it."""
         return await self.call(protocol.activity_get(), timeout)
 
     async def activity_set(self, value: Any, *, timeout: float | None = None) -> None:
+        """Sets the session's activity (any JSON, ≤ 16 KiB serialized)."""
         await self.call(protocol.activity_set(value), timeout)
 
     async def stats(self, *, timeout: float | None = None) -> Stats:
+        """The node's traffic and delivery counters."""
         return await self.call(protocol.stats(), timeout)
 
     async def remove(self, member: MemberRef, *, timeout: float | None = None) -> int:
+        """Removes a member for good and rotates the session key; the new epoch."""
         return await self.call(protocol.remove(member), timeout)
 
     async def rekey(self, *, timeout: float | None = None) -> int:
+        """Rotates the session key, removing nobody; the new epoch."""
         return await self.call(protocol.rekey(), timeout)
 
     async def invite(self, *, ttl_ms: int | None = None, uses: int | None = None,
                      timeout: float | None = None) -> Invite:
+        """A one-time pairing code (:meth:`huddle.Client.invite`)."""
         return await self.call(protocol.invite(ttl_ms, uses), timeout)
 
     async def leave(self, *, timeout_ms: int | None = None, timeout: float | None = None) -> int:
+        """Hands off chunks, then the node leaves, wipes its data and exits; the chunks handed off."""
         return await self.call(protocol.leave(timeout_ms, timeout))
 
 

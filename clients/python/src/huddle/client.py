@@ -288,6 +288,11 @@ class Client:
         return EventStream(self.path, subscription, reply_timeout=self.timeout, event_timeout=timeout,
                            connect_timeout=self.connect_timeout, max_line=self.max_line)
 
+    def subscribe(self, topics: Iterable[str] | None = None, since: int | None = None, *, resume: bool = True,
+                  timeout: float | None = None) -> EventStream:
+        """:meth:`events` (the same, under the op's name, as in the asyncio client)."""
+        return self.events(topics, since, resume=resume, timeout=timeout)
+
     def attach_add(self, path: str | os.PathLike[str], *, name: str | None = None, meta: Any = None,
                    timeout: float | None = None) -> Attachment:
         """Shares the file at ``path`` (made absolute here; the node reads it) as an attachment
