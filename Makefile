@@ -16,8 +16,15 @@ BROWSER_VENV := $(CURDIR)/.build/browser-venv
 export HUDDLE_BROWSER_PYTHON ?= $(BROWSER_VENV)/bin/python
 export HUDDLE_CHROMIUM ?= /usr/bin/chromium
 export HUDDLE_CHROMEDRIVER ?= /usr/bin/chromedriver
+# The Python client (clients/python): pytest, mypy and the client itself (scripts/python-client-venv.sh
+# makes it). Its checks: mypy --strict on the client, its tests and examples/python, then its tests
+# against real nodes of the release build (well under a minute).
+PYTHON_VENV := $(CURDIR)/.build/python-venv
+PYTHON_TEST := $(PYTHON_VENV)/bin/mypy --strict --cache-dir "$(CURDIR)/.build/mypy-cache" \
+	clients/python/src/huddle clients/python/tests examples/python \
+	&& HUDDLE_BIN="$(CURDIR)/.build/release/huddle" $(PYTHON_VENV)/bin/pytest -q clients/python/tests
 
-.PHONY: deps noise-venv browser-venv build test fuzz demo clean
+.PHONY: deps noise-venv browser-venv python-venv build test python-test fuzz demo clean
 
 deps:
 	@scripts/deps.sh
@@ -28,14 +35,26 @@ noise-venv:
 browser-venv:
 	@scripts/browser-venv.sh "$(BROWSER_VENV)"
 
+python-venv:
+	@scripts/python-client-venv.sh "$(PYTHON_VENV)"
+
 build: deps
 	$(SWIFT) build --product huddle
 	$(SWIFT) build --product drawtogether
 
-test: deps noise-venv browser-venv
+# The Swift suite, then the Python client's checks (run whatever the Swift suite's outcome): the
+# status fails when either failed (the Swift suite's own status when it did).
+test: deps noise-venv browser-venv python-venv
 	$(SWIFT) build $(TEST_BUILD) --build-tests
 	@status=0; $(SWIFT) test $(TEST_BUILD) --skip-build --xunit-output "$(TEST_RESULTS)" || status=$$?; \
-	  scripts/suite-times.py "$(basename $(TEST_RESULTS))-swift-testing.xml"; exit $$status
+	  scripts/suite-times.py "$(basename $(TEST_RESULTS))-swift-testing.xml"; \
+	  echo "== the Python client (make python-test)"; \
+	  ( $(PYTHON_TEST) ) || { [ $$status -ne 0 ] || status=1; }; \
+	  exit $$status
+
+# Needs the release build of huddle (make test makes it; or swift build -c release --product huddle).
+python-test: python-venv
+	$(PYTHON_TEST)
 
 # A million inputs a peer could send, through every decoder and core (PeerInputFuzzTests).
 FUZZ_COUNT ?= 1000000
