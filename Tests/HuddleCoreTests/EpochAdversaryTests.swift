@@ -206,4 +206,21 @@ import Testing
         #expect(g.members[2].counterDeadline == nil)
         #expect(g.members[2].counter(members: g.view(2), now: later + 100, using: &g.rng) == nil)
     }
+
+    /// Keys the hostile member planted on its roster, run by no node (no member record, never
+    /// linked): the honest change that removes it carries none of them, so they are handed no key
+    /// made after its removal. Before: every roster entry counted as seen when the change was taken,
+    /// and honest changes carried the planted keys for the grace (7 days).
+    @Test func plantedKeysGoWithTheirPlantersRemoval() throws {
+        var g = EpochGroup(3, seed: 47)
+        let planted = (0..<3).map { Identity(seed: [UInt8](repeating: UInt8(200 + $0), count: 32)).publicKey }
+        let forgery = try Self.forged(&g, by: Self.hostile, parent: g.genesis.head, epoch: 1, roster: g.nodes + planted)
+        for i in [Self.honest, Self.other] { #expect(g.members[i].receive(forgery, now: 1) != .notHanded) }
+        let removal = try g.remove(Self.honest, [Self.hostile], now: 2)
+        #expect(planted.allSatisfy { !removal.roster.contains($0) }, "a planted key is handed the key made after the removal")
+        #expect(removal.roster.contains(g.node(Self.other)))
+        g.deliver([removal], to: [Self.other], now: 2)
+        let later = try g.rekey(Self.other, now: 3)
+        #expect(planted.allSatisfy { !later.roster.contains($0) })
+    }
 }

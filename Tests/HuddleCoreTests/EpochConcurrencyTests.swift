@@ -83,7 +83,8 @@ import Testing
         var g = EpochGroup(4, seed: 31)
         let one = try g.rekey(0, now: 1)
         g.deliver([one], to: [1, 2], now: 1)
-        // Member 1's membership view no longer names member 3; the roster carries it anyway.
+        g.members[1].observe(g.node(3), now: 1)
+        // Member 1's membership view no longer names member 3 (it linked to it at 1); the roster carries it anyway.
         let two = try g.rekey(1, now: 2, members: [g.node(0), g.node(1), g.node(2)])
         g.deliver([two], to: [0, 2], now: 2)
         #expect(two.roster.contains(g.node(3)), "an offline member seen within the grace stays on the roster")

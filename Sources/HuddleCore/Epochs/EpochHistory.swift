@@ -15,7 +15,11 @@ import HuddleCrypto
 //   them in `removed`. A removed node key is refused for good, with every key it ever held: its
 //   changes, its handshakes with an old key, a grant to it. The roster is the members the maker
 //   knows, plus the previous roster's node keys seen within the grace (so a member that is merely
-//   offline is still handed the key), minus everyone removed.
+//   offline is still handed the key), minus everyone removed. *Seen* means named by the caller (a
+//   member in the member table, whose record its own node key signed) or linked (`observe`): a
+//   node key that is only on a roster — never a member here, never linked — is not carried, so
+//   keys a hostile member planted on its roster (no node runs them) go with its removal instead of
+//   being handed every new key for the grace.
 // - **History is a tree, the session follows one branch.** Changes name their parent by hash. Two
 //   members making epoch n+1 at once make siblings. Every member picks the same branch from the
 //   same set of changes, level by level from the oldest epoch it remembers: among the children of
@@ -290,9 +294,6 @@ public struct EpochHistory: Sendable {
         openKeys()
         for hash in entries.keys where hash != head && endedAt[hash] == nil { endedAt[hash] = now }
         endedAt[head] = nil
-        if let roster = entries[head]?.roster {
-            for node in roster where lastSeen[node] == nil { lastSeen[node] = now }
-        }
         pendingSince = pendingRemovals.isEmpty ? nil : (pendingSince ?? now)
         if lockout == nil || current != nil { lockedOutAt = nil } else if lockedOutAt?.head != head { lockedOutAt = (head, now) }
         prune(now: now)
