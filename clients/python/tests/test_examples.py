@@ -41,10 +41,21 @@ class Script:
         return wait_until(f"the script to print {text!r}", printed, context=lambda: "\n".join(self.lines + self.errors))
 
 
+def _interruptible() -> None:
+    """Runs in the child before the script: Ctrl-C (SIGINT) is delivered to it as at a terminal.
+
+    A shell that starts a job in the background without job control (as CI, or `make test &`,
+    may) starts it with SIGINT ignored, every child inherits that, and Python then installs no
+    KeyboardInterrupt handler: the Ctrl-C below would be lost and the test would wait 30 s in vain.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @contextmanager
 def run(script: str, control: str) -> Iterator[Script]:
     process = subprocess.Popen([sys.executable, "-u", str(EXAMPLES / script), "--control", control],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+                               preexec_fn=_interruptible)
     try:
         yield Script(process)
     finally:
