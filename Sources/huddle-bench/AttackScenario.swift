@@ -12,22 +12,34 @@ struct AttackTally: Sendable {
     var bytes = 0
 }
 
-/// A member that holds the session key and floods one node over its links, as fast as the node
-/// takes the bytes: chunk requests it never reads the answers to, oversized message bodies, and
-/// gossip of unsigned members and forged claims. It runs on a thread of its own (blocking socket
-/// writes) until `stop`; when the node closes its link it links again as a new member.
+/// What a hostile member does to the node it attacks (issue 33's confirmed attacks).
+enum AttackKind: String, CaseIterable, Sendable {
+    /// Chunk requests it never reads the answers to, oversized message bodies, and gossip of
+    /// unsigned members and forged claims.
+    case flood
+    /// Digests showing no activity value, never reading: each once queued the whole activity
+    /// record (up to 64 KiB) to it (46 MB to 811 MB in 24 s).
+    case digests
+    /// One-byte broadcasts of its own above a gap it never fills: 50,000 filled the hold-back and
+    /// every send answered `busy`.
+    case heldFlood = "held flood"
+}
+
+/// A member that holds the session key and attacks one node over its links as fast as the node
+/// takes the bytes (`AttackKind`). It runs on a thread of its own (blocking socket writes) until
+/// `stop`; when the node closes its link it links again as a new member.
 final class FloodingAttacker: Sendable {
     private let stopped = DoneFlag()
     private let finished = DispatchSemaphore(value: 0)
     private let tally = Mutex(AttackTally())
 
-    /// Floods `addr` with requests for the chunks `0..<chunks` of attachment `attachment`.
-    init(addr: String, keyFile: String, attachment: String, chunks: Int) {
+    /// Attacks `addr` (`flood` asks for the chunks `0..<chunks` of attachment `attachment`).
+    init(_ kind: AttackKind, addr: String, keyFile: String, attachment: String, chunks: Int) {
         Thread.detachNewThread { [self] in
             defer { finished.signal() }
             guard let key = try? SessionKey.load(from: keyFile) else { return }
             while !stopped.isSet {
-                do { try flood(addr: addr, key: key, attachment: attachment, chunks: max(1, chunks)) } catch {
+                do { try attack(kind, addr: addr, key: key, attachment: attachment, chunks: max(1, chunks)) } catch {
                     Thread.sleep(forTimeInterval: 0.05)  // the node closed the link or refused the handshake
                 }
             }
@@ -41,7 +53,7 @@ final class FloodingAttacker: Sendable {
         return tally.withLock { $0 }
     }
 
-    private func flood(addr: String, key: SessionKey, attachment: String, chunks: Int) throws {
+    private func attack(_ kind: AttackKind, addr: String, key: SessionKey, attachment: String, chunks: Int) throws {
         let identity = Identity.generate()
         let me = MemberInfo(id: MemberID(raw: UInt64.random(in: 1...(1 << 52))), node: identity.publicKey, name: "attacker",
                             addr: "127.0.0.1:9").signed(by: identity)
@@ -53,6 +65,26 @@ final class FloodingAttacker: Sendable {
             tally.withLock { $0.linkMessages += 1; $0.bytes += encoded.count }
         }
         try send(LinkMessage.pushPull(SWIMPushPull(join: false, members: [me])).encoded())
+        switch kind {
+        case .flood: try flood(me, identity, attachment: attachment, chunks: chunks, send)
+        case .digests:
+            // No activity stamp: this member shows it holds no value, so it is behind the victim's.
+            let digest = LinkMessage.digest(CausalBroadcast.Digest(delivered: [:], storedFrom: [:]), activity: nil).encoded()
+            while !stopped.isSet { try send(digest) }
+        case .heldFlood:
+            // Seq 1 never comes: everything above it waits for it.
+            var seq: UInt64 = 1
+            while !stopped.isSet {
+                let batch = (0..<64).map { _ in
+                    seq += 1
+                    return WireMessage(from: me.id, counter: seq, seq: seq, to: nil, body: [0x41])
+                }
+                for signed in MessageBatch.sign(batch, identity: identity) { try send(LinkMessage.message(signed).encoded()) }
+            }
+        }
+    }
+
+    private func flood(_ me: MemberInfo, _ identity: Identity, attachment: String, chunks: Int, _ send: ([UInt8]) throws -> Void) throws {
         // A 1 MiB body (the limit is 64 KiB), signed by the attacker as its own broadcast.
         let oversized = MessageBatch.sign([WireMessage(from: me.id, counter: 1, seq: 1, to: nil, body: [UInt8](repeating: 0x41, count: 1 << 20))],
                                           identity: identity)[0]
@@ -73,9 +105,15 @@ final class FloodingAttacker: Sendable {
 }
 
 extension Scenarios {
-    /// One hostile member floods one node of four; honest latency at that node with and without the
-    /// attacker, and the node's peak memory.
+    /// One hostile member attacks one node of four, each attack of `AttackKind` on a fresh session:
+    /// honest latency at that node with and without the attacker, and the node's peak memory.
     func underAttack() async throws -> [BenchRow] {
+        var rows: [BenchRow] = []
+        for kind in AttackKind.allCases { rows += try await underAttack(kind) }
+        return rows
+    }
+
+    private func underAttack(_ kind: AttackKind) async throws -> [BenchRow] {
         let cluster = try HuddleCluster(binary: huddle, label: "atk")
         defer { cluster.stop() }
         try await cluster.start(4)
@@ -85,10 +123,12 @@ extension Scenarios {
         let added = try await cluster.request(cluster.controls[victim], "attach.add", ["path": .string(source)])
         let id = added["attachment"]?.objectValue?["id"]?.stringValue ?? ""
         let chunks = Int(added["attachment"]?.objectValue?["chunks"]?.intValue ?? 32)
+        // The largest activity value, so that each record the victim sends costs what it can.
+        _ = try await cluster.request(cluster.controls[victim], "activity.set", ["value": .string(String(repeating: "a", count: 16_000))])
         let count = quick ? 200 : 600
         let calm = try await collectLatencies(cluster, count: count, receivers: [victim])
         let before = cluster.usage()[victim].peakRSSMiB
-        let attacker = FloodingAttacker(addr: cluster.addrs[victim], keyFile: cluster.key, attachment: id, chunks: chunks)
+        let attacker = FloodingAttacker(kind, addr: cluster.addrs[victim], keyFile: cluster.key, attachment: id, chunks: chunks)
         try await Task.sleep(for: .seconds(1))
         let attacked = try await collectLatencies(cluster, count: count, receivers: [victim])
         let tally = attacker.stop()
@@ -98,12 +138,12 @@ extension Scenarios {
         let attackedP50 = percentile(attacked, 0.5), calmP50 = percentile(calm, 0.5)
         let delivered = attacked.count >= count  // every honest broadcast reached the attacked member
         return [
-            BenchRow(scenario: "under attack N=4", measure: "256 B broadcast at the attacked member, median / p99 ms",
+            BenchRow(scenario: "under attack N=4: \(kind.rawValue)", measure: "256 B broadcast at the attacked member, median / p99 ms",
                      huddle: "\(fmt(attackedP50)) / \(fmt(percentile(attacked, 0.99))) (\(attacked.count) of \(count) delivered)",
                      comparison: "same member, no attacker: \(fmt(calmP50)) / \(fmt(percentile(calm, 0.99)))",
                      ratio: "attacked ÷ calm median = \(fmt(attackedP50 / calmP50, 1))×",
                      target: "honest messages keep arriving: " + (delivered ? "met" : "missed")),
-            BenchRow(scenario: "under attack N=4", measure: "attacked member's peak RSS, MiB",
+            BenchRow(scenario: "under attack N=4: \(kind.rawValue)", measure: "attacked member's peak RSS, MiB",
                      huddle: "\(fmt(peak, 0)) (attacker: \(tally.links) links, \(tally.linkMessages) link messages, \(fmt(Double(tally.bytes) / 1048576, 0)) MiB; refused: \(refused.isEmpty ? "none" : refused.joined(separator: ", ")))",
                      comparison: "before the attack: \(fmt(before, 0))", ratio: "",
                      target: "target < 128 MiB: " + (peak < 128 ? "met" : "missed")),
