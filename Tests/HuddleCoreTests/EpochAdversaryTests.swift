@@ -223,4 +223,91 @@ import Testing
         let later = try g.rekey(Self.other, now: 3)
         #expect(planted.allSatisfy { !later.roster.contains($0) })
     }
+
+    /// Two colluding members each capture epoch 1 with a roster of themselves alone, both ground
+    /// below the honest counter-change. The locked-out member counters the first capture; the
+    /// second then wins, and it counters that one on top of its own counter-change (one change per
+    /// parent and maker: a second sibling would prove it equivocates). That branch removes both
+    /// makers, both captures are excluded, and both honest members end on it with its key. Before:
+    /// its second counter-change was a sibling of its first, and it was proven an equivocator and
+    /// removed by its own changes. A counter-change that loses is not tried again at once.
+    @Test func aSecondCaptureIsCounteredOnTopOfTheFirstCounterChange() throws {
+        var g = EpochGroup(4, seed: 48)
+        let low: (EpochChange) -> Bool = { $0.hash[0] < 4 }
+        let first = try Self.forged(&g, by: Self.hostile, parent: g.genesis.head, epoch: 1, roster: [g.node(Self.hostile)], until: low)
+        let second = try Self.forged(&g, by: Self.puppet, parent: g.genesis.head, epoch: 1, roster: [g.node(Self.puppet)], until: low)
+        let (lower, higher) = bytesPrecede(first.hash, second.hash) ? (first, second) : (second, first)
+        for i in [Self.honest, Self.other] {
+            g.deliver([higher], to: [i], now: 1)
+            g.deliver([lower], to: [i], now: 1)
+            #expect(g.members[i].head == lower.hash && g.members[i].lockout?.maker == lower.makerNode)
+        }
+        // The first counter-change removes the lower capture's maker and loses to the higher capture.
+        let counter = try #require(g.members[Self.honest].counter(members: g.view(Self.honest), now: 31, using: &g.rng))
+        #expect(counter.parent == g.genesis.head && counter.removed == [lower.makerNode])
+        #expect(bytesPrecede(higher.hash, counter.hash), "seed: the counter-change must hash above the captures")
+        #expect(g.members[Self.honest].head == higher.hash && g.members[Self.honest].lockout?.maker == higher.makerNode)
+        let retry = try #require(g.members[Self.honest].counterDeadline)
+        #expect(retry >= 31 + 30, "not tried again at once (\(retry))")
+        #expect(g.members[Self.honest].counter(members: g.view(Self.honest), now: 32, using: &g.rng) == nil)
+        // After the delay it removes the second maker on top of its own counter-change.
+        let again = try #require(g.members[Self.honest].counter(members: g.view(Self.honest), now: 61, using: &g.rng))
+        #expect(again.parent == counter.hash && again.removed == [higher.makerNode])
+        #expect(g.members[Self.honest].equivocators.isEmpty && !g.members[Self.honest].isRemoved)
+        #expect(g.members[Self.honest].head == again.hash && g.members[Self.honest].current != nil)
+        let key = try #require(g.members[Self.honest].current)
+        g.deliver([counter], to: [Self.other], now: 61)
+        #expect(g.deliver([again], to: [Self.other], now: 61)[Self.other] == .moved(key))
+        for i in [Self.honest, Self.other] {
+            #expect(g.members[i].removedNodes[g.node(Self.hostile)] != nil && g.members[i].removedNodes[g.node(Self.puppet)] != nil)
+        }
+    }
+
+    /// A maker proven to equivocate is removed by its evidence: it cannot extend the head even as
+    /// the only child (which the fork choice never ranks). Before: its change on top of its twin
+    /// was kept, and followed.
+    @Test func aProvenEquivocatorExtendsNothing() throws {
+        var g = EpochGroup(3, seed: 49)
+        let a = try Self.forged(&g, by: Self.hostile, parent: g.genesis.head, epoch: 1, roster: g.nodes)
+        let b = try Self.forged(&g, by: Self.hostile, parent: g.genesis.head, epoch: 1, roster: g.nodes)
+        g.deliver([a, b], to: [Self.honest], now: 1)
+        #expect(g.members[Self.honest].equivocators == [g.node(Self.hostile)])
+        let head = g.members[Self.honest].head
+        let on = try Self.forged(&g, by: Self.hostile, parent: head, epoch: 2, roster: g.nodes)
+        #expect(g.members[Self.honest].receive(on, now: 2) == .refused(.epochMakerRemoved))
+        #expect(g.members[Self.honest].head == head)
+    }
+
+    /// Remembered removals are bounded; an equivocator's go first, so the changes an equivocator
+    /// floods in (each dropped with its removals remembered) do not flush an honest removal out.
+    @Test func anEquivocatorsDroppedRemovalsDoNotFlushHonestOnes() throws {
+        var settings = EpochSettings()
+        settings.maxRemembered = 4
+        var g = EpochGroup(3, seed: 50, settings: settings)
+        let a = try Self.forged(&g, by: Self.hostile, parent: g.genesis.head, epoch: 1, roster: g.nodes)
+        let b = try Self.forged(&g, by: Self.hostile, parent: g.genesis.head, epoch: 1, roster: g.nodes)
+        g.deliver([a, b], to: [Self.honest], now: 1)
+        let honestRemoval = Identity(seed: [UInt8](repeating: 77, count: 32)).publicKey
+        g.members[Self.honest].rememberedRemovals = [(honestRemoval, g.node(Self.other))]
+        for n in 0..<8 {
+            g.members[Self.honest].rememberedRemovals.append((Identity(seed: [UInt8](repeating: UInt8(100 + n), count: 32)).publicKey, g.node(Self.hostile)))
+        }
+        g.members[Self.honest].trimRememberedRemovals()
+        #expect(g.members[Self.honest].rememberedRemovals.count == 4)
+        #expect(g.members[Self.honest].rememberedRemovals.first?.node == honestRemoval, "the honest removal is kept")
+    }
+
+    /// A member this maker never saw (reaped from its table before it joined or restarted) is on
+    /// the roster of an honest change this maker took within the grace: it is carried into the next
+    /// epoch, as a merely offline member should be; past the grace it is not. Before: only node keys
+    /// this maker saw itself were carried, so it dropped every member reaped before it came.
+    @Test func aMemberReapedBeforeTheMakerCameStaysOnTheRosterForTheGrace() throws {
+        for (at, carried) in [(2.0, true), (1 + EpochSettings().grace + 10, false)] {
+            var g = EpochGroup(3, seed: 51)
+            let first = try g.rekey(0, now: 1)
+            g.deliver([first], to: [1, 2], now: 1)
+            let change = try g.rekey(1, now: at, members: [g.node(0)])
+            #expect(change.roster.contains(g.node(2)) == carried, "at \(at)")
+        }
+    }
 }

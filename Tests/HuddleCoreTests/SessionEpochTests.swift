@@ -10,7 +10,8 @@ private struct Trio {
     let infos: [MemberInfo]
     let genesis: SessionKey
 
-    init(settings: EpochSettings = EpochSettings()) {
+    /// `knows[i]`: the members core `i` has in its member table (all three when nil).
+    init(settings: EpochSettings = EpochSettings(), knows: [[Int]]? = nil) {
         genesis = (try? SessionKey(bytes: [UInt8](repeating: 42, count: 32))) ?? SessionKey.generate()
         var infos: [MemberInfo] = []
         var cores: [SessionCore] = []
@@ -23,7 +24,10 @@ private struct Trio {
         }
         self.infos = infos
         self.cores = cores
-        for i in 0..<3 { _ = self.cores[i].receivePushPull(SWIMPushPull(join: false, members: infos), from: testAddr("m1"), now: 0) }
+        for i in 0..<3 {
+            let known = knows.map { $0[i].map { infos[$0] } } ?? infos
+            _ = self.cores[i].receivePushPull(SWIMPushPull(join: false, members: known), from: testAddr("m1"), now: 0)
+        }
     }
 
     /// Links `a` and `b` with the key of epoch `keyHead` (nil: current) and returns what each sent after its hello.
@@ -157,4 +161,47 @@ private func moved(_ effects: [SessionEffect]) -> [UInt64] { effects.compactMap 
     t.run(effects, from: 0, now: 14)
     #expect(t.cores[1].epoch == 1, "member 1 (no --rekey-every) follows")
     #expect(moved(t.cores[0].tick(now: 15)).isEmpty && t.cores[0].rekeyAt >= 24, "the next rotation is a period after this one")
+}
+
+/// A joiner that a concurrent rotation left out: member 2 linked to member 1 on epoch 0, while
+/// member 0, which does not know it yet, rotated. Member 1 let it in with epoch 0's key as a current
+/// member, so it hands it epoch 1's key: the joiner is not stranded, and makes no counter-change
+/// (which would remove the honest maker after the re-issue delay). Before: member 1 refused to hand
+/// it anything (not on any roster), and at epoch 0 the joiner counted itself locked out.
+@Test func aJoinerThatAConcurrentRotationLeftOutIsHandedTheKeyByTheMemberThatLetItIn() throws {
+    var t = Trio(knows: [[0, 1], [0, 1, 2], [1, 2]])
+    _ = try t.link(1, 2, now: 1)
+    _ = try t.link(0, 1, now: 1)
+    let (change, effects) = try t.cores[0].rekey(now: 2)
+    #expect(!change.roster.contains(t.infos[2].node), "the maker did not know the joiner")
+    t.run(effects, from: 0, now: 2)
+    #expect(t.cores[1].epoch == 1 && t.cores[2].epoch == 1)
+    let key = try #require(t.cores[1].epochs.current)
+    #expect(t.cores[2].epochs.current == key, "the joiner is handed the new key")
+    #expect(t.cores[2].epochs.lockout == nil && t.cores[2].epochs.counterDeadline == nil)
+    #expect(!t.cores[2].tick(now: 100).contains { if case .epochMoved = $0 { true } else { false } }, "no counter-change")
+    #expect(t.cores[2].epochs.head == change.hash)
+}
+
+/// A locked-out member's `remove` of someone the capture did not hand a key is made on the epoch
+/// before and loses to the capture: it is still sent (its removal counts everywhere) and the op
+/// succeeds. Before: the change was kept here, never sent, and the op failed with "not handed".
+@Test func aLockedOutRemovalThatLosesTheForkChoiceIsStillSent() throws {
+    var t = Trio()
+    for (a, b) in [(0, 1), (0, 2), (1, 2)] { _ = try t.link(a, b, now: 1) }
+    let hostile = Identity(seed: [UInt8](repeating: 3, count: 32))
+    var rng = SWIMRandom(seed: 9)
+    var capture: EpochChange?
+    for _ in 0..<2000 {
+        let c = try EpochChange.make(session: t.genesis.sessionID, epoch: 1, parent: t.genesis.head, maker: t.infos[2].id, identity: hostile,
+                                     removed: [], roster: [hostile.publicKey], key: randomBytes(32, &rng), sealSeed: randomBytes(32, &rng))
+        if c.hash[0] < 2 { capture = c; break }
+    }
+    let forged = try #require(capture)
+    for i in 0..<2 { t.run(t.cores[i].receiveLink(.epochChanges([forged]), from: t.infos[2].id, addr: t.infos[2].addr, now: 2), from: i, now: 2) }
+    #expect(t.cores[0].epochs.lockout?.maker == hostile.publicKey)
+    let (removal, effects) = try t.cores[0].remove(nodes: [t.infos[1].node], now: 3)
+    #expect(removal.parent == t.genesis.head && t.cores[0].epochs.head == forged.hash, "the removal lost to the lower capture")
+    #expect(effects.contains(.sendToLinks(.epochChanges([removal]))), "the change just made is sent")
+    #expect(t.cores[0].epochs.removedNodes[t.infos[1].node] != nil)
 }

@@ -18,7 +18,8 @@ extension EpochHistory {
     /// key `node`, is let in: never a removed node key (with any key); `current` with the current
     /// key; `behind` with the key of an epoch within the grace when `node` was on that epoch's
     /// roster or on the roster of a change made on top of it (its maker counted `node` a member
-    /// then); refused otherwise.
+    /// then), or this member let it in with that key while that epoch was the head (`vouch`: a
+    /// joiner that a concurrent change left out); refused otherwise.
     public func admission(of node: [UInt8], holding keyHead: [UInt8], now: Double) -> EpochAdmission {
         if removedNodes[node] != nil { return .refused(.removedNode) }
         if keyHead == head { return .current }
@@ -27,6 +28,7 @@ extension EpochHistory {
         }
         if entry.roster?.contains(node) == true { return .behind }
         if entry.children.contains(where: { entries[$0]?.roster?.contains(node) == true }) { return .behind }
+        if vouched[keyHead]?.contains(node) == true { return .behind }
         return .refused(.notOnRoster)
     }
 

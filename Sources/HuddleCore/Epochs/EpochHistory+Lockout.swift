@@ -17,11 +17,14 @@ import HuddleCrypto
 ///
 /// An honest maker leaves out only members it has not seen for the grace (7 days), and grants
 /// them the key when they link; a member left out that way and granted makes no counter-change.
+/// A joiner that a concurrent change left out (its maker did not know it yet) is granted the key
+/// by the members that let it in on the epoch before (`vouch`), well within the delay.
 extension EpochHistory {
-    /// The head's parent and the head's maker, when this member is locked out of the head (see above).
+    /// The head's parent and the head's maker, when this member is locked out of the head (see above):
+    /// nil once it holds the head's key (granted, it is a member like the roster's, and makes no change).
     public var lockout: (parent: [UInt8], maker: [UInt8])? {
         guard !isRemoved, let entry = entries[head], let parent = entry.parent, let roster = entry.roster, let maker = entry.makerNode,
-              maker != nodeKey, !roster.contains(nodeKey), !entry.removed.contains(nodeKey), keys[parent] != nil,
+              maker != nodeKey, !roster.contains(nodeKey), keys[head] == nil, !entry.removed.contains(nodeKey), keys[parent] != nil,
               entries[parent]?.roster?.contains(nodeKey) ?? true, mayMake(nodeKey) else { return nil }
         return (parent, maker)
     }
@@ -32,13 +35,17 @@ extension EpochHistory {
         guard let since = lockedOutSince, current == nil, let entry = entries[head], let parent = entry.parent else { return nil }
         let leftOut = (entries[parent]?.roster ?? []).subtracting(entry.roster ?? []).filter { removedNodes[$0] == nil && mayMake($0) }
         let first = leftOut.min(by: bytesPrecede) ?? nodeKey
-        return since + settings.reissueDelay * (first == nodeKey ? 1 : 2)
+        return max(since + settings.reissueDelay * (first == nodeKey ? 1 : 2), retryAt)
     }
 
     /// The counter-change of a locked-out member, when `counterDeadline` has come: a change on the
     /// head's parent that removes the head's maker. Nil when nothing is due.
     public mutating func counter(members: [[UInt8]], now: Double, using rng: inout some RandomNumberGenerator) -> EpochChange? {
         guard let deadline = counterDeadline, now >= deadline, let lockout else { return nil }
-        return try? make(on: lockout.parent, removing: [lockout.maker], members: members, now: now, using: &rng)
+        let change = try? make(on: lockout.parent, removing: [lockout.maker], members: members, now: now, using: &rng)
+        // Not made (this member made its change on that epoch already), or made and lost: not again
+        // before another delay, so a failure does not make the session core spin.
+        if change == nil || counterDeadline != nil { retryAt = now + settings.reissueDelay }
+        return change
     }
 }

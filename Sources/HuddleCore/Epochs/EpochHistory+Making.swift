@@ -40,7 +40,7 @@ extension EpochHistory {
     public var reissueDeadline: Double? {
         guard let since = pendingSince, current != nil, !isRemoved, mayMake(nodeKey),
               entries[head]?.roster?.contains(nodeKey) ?? true else { return nil }
-        return designatedReissuer == nodeKey ? since : since + settings.reissueDelay
+        return max(designatedReissuer == nodeKey ? since : since + settings.reissueDelay, retryAt)
     }
 
     /// The member that re-issues at once: the lowest node key among the makers of the changes that
@@ -58,7 +58,9 @@ extension EpochHistory {
     /// to send, or nil when nothing is due.
     public mutating func reissue(members: [[UInt8]], now: Double, using rng: inout some RandomNumberGenerator) -> EpochChange? {
         guard let deadline = reissueDeadline, now >= deadline else { return nil }
-        return try? make(removing: [], members: members, now: now, using: &rng)
+        let change = try? make(removing: [], members: members, now: now, using: &rng)
+        if change == nil || reissueDeadline != nil { retryAt = now + settings.reissueDelay }
+        return change
     }
 
     func mayMake(_ node: [UInt8]) -> Bool { settings.admins.isEmpty || settings.admins.contains(node) }
@@ -67,7 +69,7 @@ extension EpochHistory {
     /// member's counter-change is made on the head's parent) removing `removing` and every removal
     /// pending there.
     mutating func make(on base: [UInt8]? = nil, removing: [[UInt8]], members: [[UInt8]], now: Double, using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
-        let base = base ?? head
+        let base = ownTip(from: base ?? head)
         guard let key = keys[base], let baseEpoch = entries[base]?.epoch, !isRemoved else { throw .notHandedCurrentKey }
         guard mayMake(nodeKey) else { throw .notAdmin }
         // A member handed the key by a grant is not on the roster: only the roster makes the next epoch.
@@ -92,7 +94,9 @@ extension EpochHistory {
     /// the grace, without `excluded` and node keys nothing can be sealed to; at most
     /// `EpochChange.maxRoster`, the most recently seen kept first.
     func rosterFor(base: [UInt8], members: [[UInt8]], excluding excluded: Set<[UInt8]>, now: Double) -> [[UInt8]] {
-        let carried = (entries[base]?.roster ?? []).filter { node in lastSeen[node].map { now - $0 <= settings.grace } ?? false }
+        let carried = (entries[base]?.roster ?? []).filter { node in
+            lastSeen[node].map { now - $0 <= settings.grace } ?? vouchedByMaker(of: base, excluding: excluded, now: now)
+        }
         var candidates = Set(members).union(carried)
         candidates.remove(nodeKey)
         let ordered = candidates.filter { !excluded.contains($0) && SealedBox.canSeal(to: $0) }
@@ -101,6 +105,29 @@ extension EpochHistory {
                 return seenA != seenB ? seenA > seenB : bytesPrecede(a, b)
             }
         return [nodeKey] + ordered.prefix(EpochChange.maxRoster - 1)
+    }
+}
+
+extension EpochHistory {
+    /// Where this member's next change on `base` goes: `base`, or, when this member made a change on
+    /// it already, the tip of its own changes from there (one change per parent and maker: a second
+    /// would prove this member equivocates). A locked-out member whose counter-change lost to a
+    /// second capture removes that capture's maker on top of its own counter-change: that branch
+    /// then removes both makers, and both captures are excluded. Opens its key there when needed.
+    mutating func ownTip(from base: [UInt8]) -> [UInt8] {
+        var tip = base
+        while let mine = entries[tip]?.children.first(where: { entries[$0]?.makerNode == nodeKey }) { tip = mine }
+        if tip != base, keys[tip] == nil, let key = entries[tip]?.change?.openKey(with: identity) { keys[tip] = key }
+        return tip
+    }
+
+    /// Whether `base`'s roster counts as seen for the entries this member never saw itself (a member
+    /// reaped from its table before it joined or restarted): when `base` was made by a member that
+    /// is not removed (nor being removed by the change made on it), and this member kept it within the grace. A removed maker's roster counts for
+    /// nothing (keys a hostile member planted there go with its removal).
+    func vouchedByMaker(of base: [UInt8], excluding excluded: Set<[UInt8]>, now: Double) -> Bool {
+        guard let entry = entries[base], let maker = entry.makerNode else { return false }
+        return !excluded.contains(maker) && !equivocators.contains(maker) && now - entry.keptAt <= settings.grace
     }
 }
 

@@ -17,9 +17,11 @@ import HuddleCrypto
 //   knows, plus the previous roster's node keys seen within the grace (so a member that is merely
 //   offline is still handed the key), minus everyone removed. *Seen* means named by the caller (a
 //   member in the member table, whose record its own node key signed) or linked (`observe`): a
-//   node key that is only on a roster — never a member here, never linked — is not carried, so
-//   keys a hostile member planted on its roster (no node runs them) go with its removal instead of
-//   being handed every new key for the grace.
+//   node key that is only on a roster — never a member here, never linked — is carried only when
+//   that roster's maker is not removed (nor being removed by this change) and the change was taken
+//   here within the grace (a member reaped from this member's table before it joined or restarted
+//   stays on the roster), so keys a hostile member planted on its roster (no node runs them) go
+//   with its removal instead of being handed every new key for the grace.
 // - **History is a tree, the session follows one branch.** Changes name their parent by hash. Two
 //   members making epoch n+1 at once make siblings. Every member picks the same branch from the
 //   same set of changes, level by level from the oldest epoch it remembers: among the children of
@@ -52,7 +54,9 @@ import HuddleCrypto
 //   (`handshakeKeys`); a member holding such a key is let in (`admission`) if its node key was on
 //   that epoch's roster, or the next one's, and was never removed; anyone else with an old key is
 //   refused, and a key older than the grace opens nothing (the handshake fails at its first
-//   message, as a wrong key does). The member let in is handed over the winning changes after its
+//   message, as a wrong key does). A node key that linked here with an epoch's key while that
+//   epoch was the head (`vouch`: a joiner) is let in with that key too: a change made at the same
+//   moment by a maker that did not know it yet leaves it off the roster, and it is granted the key. The member let in is handed over the winning changes after its
 //   epoch, and a grant (`EpochGrant`) of the current key sealed to it when the current roster
 //   leaves it out (`handover`).
 // - **Grace.** An epoch's key is kept, and accepted, for `grace` (7 days) after the epoch ended
@@ -96,6 +100,8 @@ public struct EpochHistory: Sendable {
         var roster: Set<[UInt8]>?
         var removed: [[UInt8]]
         var makerNode: [UInt8]?
+        /// When this member kept it (its own clock; the root: when this member started from it).
+        var keptAt: Double = 0
         var children: [[UInt8]] = []
     }
 
@@ -124,6 +130,14 @@ public struct EpochHistory: Sendable {
     var waiting: [(hash: [UInt8], change: EpochChange)] = []
     /// When this member last saw each node key (a member the caller named, or `observe`d).
     var lastSeen: [[UInt8]: Double] = [:]
+    /// Node keys that linked here proving an epoch's key while that epoch was the head (`vouch`), by
+    /// head: this member let them in as current members of that epoch, so it hands them the key of
+    /// the next one when its roster leaves them out (a maker that changed epochs at the same moment
+    /// did not know them yet). At most `EpochChange.maxRoster` per epoch, forgotten with the epoch.
+    var vouched: [[UInt8]: Set<[UInt8]>] = [:]
+    /// No counter-change or re-issue is tried again before this (set when one could not be made,
+    /// or was made and did not settle it): a failure does not make the session core spin.
+    var retryAt: Double = -.infinity
     /// Since when a removal has been missing from the winning branch.
     public private(set) var pendingSince: Double?
     /// The head this member is locked out of without its key (`lockout`), and since when.
@@ -189,6 +203,13 @@ public struct EpochHistory: Sendable {
         lastSeen[node] = max(lastSeen[node] ?? now, now)
     }
 
+    /// Notes that `node` linked here proving the key of `keyHead` while it was the head: this member
+    /// let it in as a current member of that epoch (see `vouched`).
+    public mutating func vouch(_ node: [UInt8], holding keyHead: [UInt8]) {
+        guard keyHead == head, removedNodes[node] == nil, (vouched[keyHead]?.count ?? 0) < EpochChange.maxRoster else { return }
+        vouched[keyHead, default: []].insert(node)
+    }
+
     // MARK: receiving changes
 
     /// Receives an epoch change from a peer (or from this member: `rekey` and `remove` use it).
@@ -230,6 +251,9 @@ public struct EpochHistory: Sendable {
         if !settings.admins.isEmpty && !settings.admins.contains(change.makerNode) { return .epochNotAdmin }
         if change.roster.contains(where: before.contains) { return .epochReaddsRemoved }
         let twins = parent.children.filter { entries[$0]?.makerNode == change.makerNode }
+        // A proven equivocator is removed by its evidence: it extends no epoch (its twin, the second
+        // half of the evidence, is still kept).
+        if twins.isEmpty && equivocators.contains(change.makerNode) { return .epochMakerRemoved }
         if let twin = twins.first.flatMap({ entries[$0]?.change }) { noteEquivocation(twin, change) }
         // Two changes by one maker on one parent are the evidence; of more, the two lowest hashes are kept.
         if twins.count >= 2, let highest = twins.max(by: bytesPrecede) {
@@ -237,7 +261,7 @@ public struct EpochHistory: Sendable {
             drop(subtree: highest)
         }
         entries[hash] = Entry(change: change, epoch: change.epoch, parent: change.parent, roster: Set(change.roster),
-                              removed: change.removed, makerNode: change.makerNode)
+                              removed: change.removed, makerNode: change.makerNode, keptAt: now)
         entries[change.parent]?.children.append(hash)
         return nil
     }
@@ -390,7 +414,8 @@ public struct EpochHistory: Sendable {
             for (node, _) in lastSeen.sorted(by: { $0.value < $1.value }).prefix(lastSeen.count - seenBound) { lastSeen[node] = nil }
         }
         unopenable = unopenable.filter { entries[$0] != nil }
-        if rememberedRemovals.count > settings.maxRemembered { rememberedRemovals.removeFirst(rememberedRemovals.count - settings.maxRemembered) }
+        vouched = vouched.filter { entries[$0.key] != nil }
+        trimRememberedRemovals()
     }
 
     /// Makes `newRoot` (the root's child on the winning branch) the root: the old root and every
@@ -407,10 +432,26 @@ public struct EpochHistory: Sendable {
         chain.removeFirst()
     }
 
-    /// Drops a losing branch, remembering who it removed.
+    /// Keeps at most `maxRemembered` remembered removals: an equivocator's go first (what it removed
+    /// counts for nothing more than the removals an equivocator's changes can flood in), then the
+    /// oldest. Honest removals are not flushed by the drops of an equivocator's changes.
+    mutating func trimRememberedRemovals() {
+        var excess = rememberedRemovals.count - settings.maxRemembered
+        guard excess > 0 else { return }
+        rememberedRemovals.removeAll { entry in
+            guard excess > 0, equivocators.contains(entry.by) else { return false }
+            excess -= 1
+            return true
+        }
+        if excess > 0 { rememberedRemovals.removeFirst(excess) }
+    }
+
+    /// Drops a losing branch, remembering who it removed (each node key once).
     mutating func forget(subtree hash: [UInt8]) {
         guard let entry = entries[hash] else { return }
-        for node in entry.removed { rememberedRemovals.append((node, entry.makerNode ?? [])) }
+        for node in entry.removed where !rememberedRemovals.contains(where: { $0.node == node }) {
+            rememberedRemovals.append((node, entry.makerNode ?? []))
+        }
         for child in entry.children { forget(subtree: child) }
         entries[hash] = nil
         keys[hash] = nil

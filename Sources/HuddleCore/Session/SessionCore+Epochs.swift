@@ -49,12 +49,14 @@ extension SessionCore {
     public mutating func admitEpoch(_ peer: MemberInfo, keyHead: [UInt8]?, now: Double) throws(LinkRefusal) {
         if epochs.isRemoved { throw .epoch(.removedNode) }
         let head = keyHead ?? epochs.head
-        if case let .refused(reason) = epochs.admission(of: peer.node, holding: head, now: now) {
+        let admission = epochs.admission(of: peer.node, holding: head, now: now)
+        if case let .refused(reason) = admission {
             ownRefusals.add(reason)
             throw .epoch(reason)
         }
         epochLinks[peer.id] = (peer.node, head)
         epochs.observe(peer.node, now: now)
+        if admission == .current { epochs.vouch(peer.node, holding: head) }
     }
 
     /// What goes on a link right after its hello: this member's head, and what a peer whose link
@@ -62,6 +64,9 @@ extension SessionCore {
     public mutating func epochLinkUp(_ peer: MemberID, now: Double) -> [SessionEffect] {
         var out: [SessionEffect] = [.sendLink(peer, headMessage)]
         if let link = epochLinks[peer], link.keyHead != epochs.head { out += handover(to: peer, now: now) }
+        // The evidence against every equivocator this member knows (bounded by `maxEvidence`): a
+        // member that was not linked when it was found holds it too.
+        out += epochs.equivocations.flatMap { [$0.first, $0.second] }.map { .sendLink(peer, .epochChanges([$0])) }
         return out
     }
 
@@ -96,8 +101,21 @@ extension SessionCore {
             if error == .notAdmin { ownRefusals.add(.epochNotAdmin) }
             throw error
         }
-        guard let key = epochs.current else { throw .notHandedCurrentKey }
-        return (change, epochMoved(key, previous: before, from: nil, now: now))
+        return (change, made(change, previous: before, now: now))
+    }
+
+    /// What follows a change this member made: the move to it when it won, and the change itself on
+    /// every link whatever the fork choice made of it (a locked-out member's removal made on the
+    /// epoch before can lose to the head, and still counts everywhere: its removals are never lost).
+    mutating func made(_ change: EpochChange, previous: [UInt8], now: Double) -> [SessionEffect] {
+        var out: [SessionEffect]
+        if epochs.head != previous, let key = epochs.current {
+            out = epochMoved(key, previous: previous, from: nil, now: now)
+        } else {
+            out = applyRemovals(now: now)
+        }
+        if !epochs.chain.contains(change.hash) { out.append(.sendToLinks(.epochChanges([change]))) }
+        return out
     }
 
     /// The node keys of every member this member knows (any state: a member that failed or left may
@@ -113,12 +131,12 @@ extension SessionCore {
     mutating func epochTick(now: Double) -> [SessionEffect] {
         let before = epochs.head
         if let deadline = epochs.reissueDeadline, now >= deadline,
-           epochs.reissue(members: epochMembers, now: now, using: &epochRandom) != nil, let key = epochs.current {
-            return epochMoved(key, previous: before, from: nil, now: now)
+           let change = epochs.reissue(members: epochMembers, now: now, using: &epochRandom) {
+            return made(change, previous: before, now: now)
         }
         if let deadline = epochs.counterDeadline, now >= deadline,
-           epochs.counter(members: epochMembers, now: now, using: &epochRandom) != nil, let key = epochs.current {
-            return epochMoved(key, previous: before, from: nil, now: now)
+           let change = epochs.counter(members: epochMembers, now: now, using: &epochRandom) {
+            return made(change, previous: before, now: now)
         }
         guard now >= rekeyAt else { return [] }
         do { return try rekey(now: now).1 } catch {

@@ -283,6 +283,8 @@ public struct SessionCore: Sendable {
                 journal.setPeers(live)
                 switch change {
                 case .joined, .alive, .updated, .suspect:
+                    // Its own signed record: its node key counts as seen, carried into the next epoch.
+                    if change != .suspect { epochs.observe(info.node, now: now) }
                     if let dial = planner.want(info.id, addr: info.addr, now: now) { out.append(.dial(dial.addr)) }
                 case .failed, .left, .removed:
                     planner.forget(info.id)
