@@ -56,11 +56,16 @@ test: deps noise-venv browser-venv python-venv
 python-test: python-venv
 	$(PYTHON_TEST)
 
-# A million inputs a peer could send, through every decoder and core (PeerInputFuzzTests).
+# A million inputs per parser a peer (or a local program) could send — link messages and datagrams
+# through every decoder and core, epoch changes and grants, the link handshake's Noise messages,
+# the pairing frames and CPace, control-protocol lines — in release with AddressSanitizer (its own
+# build under .build/asan). Each run prints its seed; HUDDLE_FUZZ_SEED=S replays one.
 FUZZ_COUNT ?= 1000000
+FUZZ_BUILD := -c release -Xswiftc -enable-testing --sanitize=address --scratch-path $(CURDIR)/.build/asan
+FUZZ_TESTS := noInputAPeerCanSendTrapsTheDecodersOrTheCores|noEpochInputAPeerCanSendTrapsTheDecodersOrTheEpochCore|noLinkHandshakeMessageAPeerCanSendTraps|noPairingFrameAPeerCanSendTraps|noLineAProgramCanSendTrapsTheControlParser
 fuzz: deps
-	$(SWIFT) build $(TEST_BUILD) --build-tests
-	HUDDLE_FUZZ_COUNT=$(FUZZ_COUNT) $(SWIFT) test $(TEST_BUILD) --skip-build --filter noInputAPeerCanSendTrapsTheDecodersOrTheCores
+	$(SWIFT) build $(FUZZ_BUILD) --build-tests
+	HUDDLE_FUZZ_COUNT=$(FUZZ_COUNT) $(SWIFT) test $(FUZZ_BUILD) --skip-build --filter '$(FUZZ_TESTS)'
 
 demo: build
 	@examples/demo.sh "$(BIN)"

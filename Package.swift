@@ -81,10 +81,10 @@ let package = Package(
         ]),
         .testTarget(name: "HuddleCryptoTests", dependencies: ["HuddleCrypto", "HuddleTestSupport"]),
         .testTarget(name: "HuddleCoreTests", dependencies: [
-            "HuddleCore", .product(name: "PropertyBased", package: "swift-property-based"),
+            "HuddleCore", "HuddleTestSupport", .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "HuddleSimTests", dependencies: ["HuddleSim", "HuddleCore", "HuddleTestSupport"]),
-        .testTarget(name: "HuddleControlTests", dependencies: ["HuddleControl"]),
+        .testTarget(name: "HuddleControlTests", dependencies: ["HuddleControl", "HuddleTestSupport"]),
         .testTarget(name: "HuddleNodeTests", dependencies: ["HuddleNode", "HuddleControl"]),
         .testTarget(name: "HuddleIntegrationTests", dependencies: [
             "HuddleControl", "HuddleCrypto", "HuddleCore", "HuddleSim", "HuddleAdversary", "HuddleTestSupport",

@@ -1,6 +1,7 @@
 import Foundation
 import HuddleCrypto
 import PropertyBased
+import HuddleTestSupport
 import Testing
 @testable import HuddleCore
 
@@ -8,8 +9,7 @@ import Testing
 /// grants, made valid, re-encoded with extreme numbers and counts, damaged (bit flips, truncation,
 /// random tails, bytes alone) — through the decoders and into an `EpochHistory`, whose admission,
 /// handover and re-issue then run. A trap ends the process, so passing means no input trapped.
-/// Runs a tenth of `HUDDLE_FUZZ_COUNT` (default 20,000) inputs: each one verifies a signature.
-private let fuzzCount = max(200, (Int(ProcessInfo.processInfo.environment["HUDDLE_FUZZ_COUNT"] ?? "") ?? 20_000) / 10)
+/// `make test` runs 2,000 inputs (each one verifies a signature); `make fuzz` 1,000,000 (`FuzzRun`).
 
 private let extremes: [UInt64] = [0, 1, 2, 255, 256, 65_535, 65_536, UInt64(UInt32.max), WireReader.maximumCount,
                                   WireReader.maximumCount + 1, .max - 1, .max]
@@ -94,17 +94,22 @@ extension EpochFuzzInput {
     }
 }
 
-@Test func noEpochInputAPeerCanSendTrapsTheDecodersOrTheEpochCore() async {
+@Test func noEpochInputAPeerCanSendTrapsTheDecodersOrTheEpochCore() {
+    let run = FuzzRun("epoch", defaultCount: 2_000)
+    let fuzzCount = run.count
     var core = pool.group.members[0]
     var rng = SWIMRandom(seed: 5)
     var now = 10.0, fed = 0
     // Undamaged inputs (damage 0) of each kind that the decoders took: each kind must reach the core.
     var changesDecoded = 0, grantsDecoded = 0, undamaged = 0
-    await propertyCheck(count: fuzzCount, input: inputGen) { input in
+    for index in 0..<fuzzCount {
+        var inputRNG = run.random(index)
+        let input = inputGen.run(using: &inputRNG)
         if fed % 200 == 0 { core = pool.group.members[fed % 400 == 0 ? 0 : 2] }
         fed += 1
         now += 1
         let bytes = input.damaged
+        run.record(index, bytes)
         if input.damage == 0 {
             undamaged += 1
             if input.base == 3 { if (try? EpochGrant.decode(bytes)) != nil { grantsDecoded += 1 } }

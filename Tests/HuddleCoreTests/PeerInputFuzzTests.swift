@@ -1,6 +1,7 @@
 import Foundation
 import HuddleCrypto
 import PropertyBased
+import HuddleTestSupport
 import Testing
 @testable import HuddleCore
 
@@ -14,10 +15,9 @@ import Testing
 /// activity records — must decode again at a peer (issue 33, item 1: a count accepted at the cap
 /// made the next digest undecodable and cut an honest node off); each one that does not is counted
 /// in `undecodable`, which must stay 0.
-/// `make test` runs `HUDDLE_FUZZ_COUNT` (default 20,000) inputs; `make fuzz` runs 1,000,000. Each
-/// input is written to `HUDDLE_FUZZ_LAST_INPUT` before it is fed (the one that trapped, after a
-/// trap), and the run prints how many inputs of each kind were made and decoded.
-private let fuzzCount = Int(ProcessInfo.processInfo.environment["HUDDLE_FUZZ_COUNT"] ?? "") ?? 20_000
+/// `make test` runs 20,000 inputs; `make fuzz` 1,000,000 (`HUDDLE_FUZZ_COUNT`). Each input is made
+/// from the run's seed and its index, printed and written before it is fed (`FuzzRun`: the one that
+/// trapped, after a trap), and the run prints how many inputs of each kind were made and decoded.
 
 private let extremes: [UInt64] = [0, 1, 2, 255, 256, 65_535, 65_536, UInt64(UInt32.max), UInt64(UInt32.max) + 1,
                                   WireReader.maximumCount - 1, WireReader.maximumCount, WireReader.maximumCount + 1,
@@ -26,9 +26,6 @@ private let extremes: [UInt64] = [0, 1, 2, 255, 256, 65_535, 65_536, UInt64(UInt
 /// The message kinds `FuzzInput.encoding` makes (every link message kind, datagrams, journal entries, batches).
 private let kindCount = 17
 
-/// Where each input's bytes are written before it is fed (overwritten each time): a trap kills
-/// the process, and this file then holds the input that trapped, to replay.
-private let lastInputPath = ProcessInfo.processInfo.environment["HUDDLE_FUZZ_LAST_INPUT"] ?? "/tmp/huddle-fuzz-last-input.\(getpid())"
 
 /// How the encoding is damaged before decoding.
 private enum Damage: Int, CaseIterable { case none, flip, truncate, tail, bytesOnly }
@@ -230,15 +227,17 @@ private struct Cores {
     }
 }
 
-@Test func noInputAPeerCanSendTrapsTheDecodersOrTheCores() async {
+@Test func noInputAPeerCanSendTrapsTheDecodersOrTheCores() {
+    let run = FuzzRun("link")
+    let fuzzCount = run.count
     var cores = Cores()
     var now = 0.0, fed = 0
     var undecodable: [String] = []
     // Per kind: inputs made, and undamaged ones the decoders took (each kind must be reached).
     var made = [Int](repeating: 0, count: kindCount), decoded = [Int](repeating: 0, count: kindCount)
-    let lastInput = open(lastInputPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-    defer { if lastInput >= 0 { close(lastInput); unlink(lastInputPath) } }
-    await propertyCheck(count: fuzzCount, input: inputGen) { input in
+    for index in 0..<fuzzCount {
+        var rng = run.random(index)
+        let input = inputGen.run(using: &rng)
         // Fresh cores every 500 inputs: state accumulates (members, stored messages) within a run,
         // and stays small enough that a million inputs take minutes, not hours.
         if fed % 500 == 0 {
@@ -248,7 +247,7 @@ private struct Cores {
         fed += 1
         now += 0.01
         let bytes = input.damaged
-        if lastInput >= 0 { _ = bytes.withUnsafeBytes { pwrite(lastInput, $0.baseAddress, $0.count, 0) }; _ = ftruncate(lastInput, off_t(bytes.count)) }
+        run.record(index, bytes)
         let kind = input.kind % kindCount
         made[kind] += 1
         if input.damage == .none, cores.decodes(bytes) { decoded[kind] += 1 }
@@ -265,3 +264,6 @@ private struct Cores {
     }
     #expect(undecodable.isEmpty, "the cores made what a peer cannot decode: \(undecodable.prefix(4))")
 }
+
+/// The fuzz runs' generator drives the property-based generators (`Generator.run(using:)`).
+extension FuzzRandom: SeededRandomNumberGenerator {}
