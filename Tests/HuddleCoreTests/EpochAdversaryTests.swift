@@ -360,3 +360,22 @@ import Testing
         #expect(g.members[1].epoch == 100)
     }
 }
+
+/// A hostile member's own rosters stop letting anyone in once it is removed. It makes epoch 1
+/// with a puppet key on the roster (a node key it runs, named by no honest member) beside the
+/// honest ones; an honest member removes it on top. The puppet, linking with epoch 1's key, is
+/// refused, so it is never granted the key made after the removal. Before: epoch 1's roster
+/// admitted it as `behind`, and the hand-over sealed it the current key. An honest member that
+/// holds epoch 1's key is still let in (it is on the roster of the removal).
+@Test func aRemovedMakersRosterLetsNobodyIn() throws {
+    var g = EpochGroup(3, seed: 63)
+    let puppet = Identity(seed: [UInt8](repeating: 99, count: 32)).publicKey
+    let planted = try EpochAdversaryTests.forged(&g, by: EpochAdversaryTests.hostile, parent: g.genesis.head, epoch: 1, roster: g.nodes + [puppet])
+    g.deliver([planted], to: [0, 1], now: 1)
+    #expect(g.members[0].admission(of: puppet, holding: planted.hash, now: 2) == .current || g.members[0].head == planted.hash)
+    let removal = try g.remove(0, [EpochAdversaryTests.hostile], now: 3)
+    #expect(!removal.roster.contains(puppet))
+    #expect(g.members[0].admission(of: puppet, holding: planted.hash, now: 4) == .refused(.notOnRoster))
+    #expect(g.members[0].handover(to: puppet, holding: planted.hash, now: 4, using: &g.rng) == nil)
+    #expect(g.members[0].admission(of: g.node(1), holding: planted.hash, now: 4) == .behind, "an honest member on the removed maker's roster")
+}

@@ -18,7 +18,7 @@ extension EpochHistory {
     /// key `node`, is let in: never a removed node key (with any key); `current` with the current
     /// key; `behind` with the key of an epoch within the grace when `node` was on that epoch's
     /// roster or on the roster of a change made on top of it (its maker counted `node` a member
-    /// then), or this member let it in with that key while that epoch was the head (`vouch`: a
+    /// then; a roster counts only while its maker is not removed, `rosterCounts`), or this member let it in with that key while that epoch was the head (`vouch`: a
     /// joiner that a concurrent change left out); refused otherwise.
     public func admission(of node: [UInt8], holding keyHead: [UInt8], now: Double) -> EpochAdmission {
         if removedNodes[node] != nil { return .refused(.removedNode) }
@@ -26,10 +26,19 @@ extension EpochHistory {
         guard let entry = entries[keyHead], keys[keyHead] != nil, let ended = endedAt[keyHead], now - ended <= settings.grace else {
             return .refused(.epochOutsideGrace)
         }
-        if entry.roster?.contains(node) == true { return .behind }
-        if entry.children.contains(where: { entries[$0]?.roster?.contains(node) == true }) { return .behind }
+        if entry.roster?.contains(node) == true && rosterCounts(entry) { return .behind }
+        if entry.children.contains(where: { entries[$0].map { $0.roster?.contains(node) == true && rosterCounts($0) } ?? false }) { return .behind }
         if vouched[keyHead]?.contains(node) == true { return .behind }
         return .refused(.notOnRoster)
+    }
+
+    /// Whether an epoch's roster lets a node key in: not when its maker is removed or proven to
+    /// equivocate. Keys a hostile member put on the roster of a change of its own (a losing sibling
+    /// included) lose that way in when it is removed, and are never granted a key made after; an
+    /// honest member that was on that roster is on the roster of the change that removed its maker.
+    func rosterCounts(_ entry: Entry) -> Bool {
+        guard let maker = entry.makerNode else { return true }
+        return removedNodes[maker] == nil && !equivocators.contains(maker)
     }
 
     /// What to hand a member let in as `behind`: the winning changes after the epoch it holds (from
