@@ -26,9 +26,10 @@ struct EpochAttackProcessTests {
     }
 
     /// A change signed by `identity` on top of `key`'s epoch with `roster`, and a fresh random key.
-    private func hostileChange(on key: SessionKey, by identity: Identity, _ info: MemberInfo, roster: [[UInt8]]) throws -> EpochChange {
+    private func hostileChange(on key: SessionKey, by identity: Identity, _ info: MemberInfo, roster: [[UInt8]],
+                               newKey: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) }) throws -> EpochChange {
         try EpochChange.make(session: key.sessionID, epoch: key.epoch + 1, parent: key.head, maker: info.id, identity: identity, removed: [],
-                             roster: roster, key: (0..<32).map { _ in UInt8.random(in: 0...255) }, sealSeed: (0..<32).map { _ in UInt8.random(in: 0...255) })
+                             roster: roster, key: newKey, sealSeed: (0..<32).map { _ in UInt8.random(in: 0...255) })
     }
 
     /// Mallory makes epoch 1 with her puppet on the roster, and an honest node removes her (epoch
@@ -47,9 +48,10 @@ struct EpochAttackProcessTests {
         let key = try SessionKey.load(from: cluster.key)
         var honest: [[UInt8]] = []
         for node in nodes { honest.append(try #require(bytesFromHex(try await node.request("status")["node"]?.stringValue ?? ""))) }
-        let mallory = Identity.generate(), puppet = Identity.generate()
+        let mallory = Identity.generate(), puppet = Identity.generate(), planted = Identity.generate()
         let (malloryInfo, puppetInfo) = (hostileRecord(mallory, "mallory"), hostileRecord(puppet, "puppet"))
-        let roster = honest + [mallory.publicKey, puppet.publicKey]
+        // `planted`: a key on Mallory's roster that no member record names.
+        let roster = honest + [mallory.publicKey, puppet.publicKey, planted.publicKey]
         var links = try hostileLinks(nodes, key: key, mallory, malloryInfo, records: [malloryInfo, puppetInfo])
         defer { for link in links { link.close() } }
         for node in nodes {
@@ -58,14 +60,18 @@ struct EpochAttackProcessTests {
                 return names.contains("mallory") && names.contains("puppet")
             }
         }
-        let first = try hostileChange(on: key, by: mallory, malloryInfo, roster: roster)
+        let firstKey = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        let first = try hostileChange(on: key, by: mallory, malloryInfo, roster: roster, newKey: firstKey)
         for link in links { try link.write(.epochChanges([first])) }
         for node in nodes { try await eventually("\(node.name) on mallory's epoch 1") { try await epoch(node) == 1 } }
         _ = try await nodes[0].request("remove", ["member": .string(hexString(mallory.publicKey))], within: 90)
         for node in nodes { try await eventually("\(node.name) on epoch 2") { try await epoch(node) == 2 } }
 
-        // The puppet links with epoch 0's key (it is on epoch 1's roster: let in, behind).
-        let puppetLinks = try hostileLinks(nodes, key: key, puppet, puppetInfo, records: [puppetInfo])
+        // The puppet links with epoch 1's key: a member the honest removal kept on its roster (a
+        // member the remover knows), let in behind. (Epoch 1's own roster lets nobody in any more:
+        // its maker is removed.)
+        let epoch1 = try SessionKey(bytes: firstKey, epoch: 1, sessionID: key.sessionID, head: first.hash)
+        let puppetLinks = try hostileLinks(nodes, key: epoch1, puppet, puppetInfo, records: [puppetInfo])
         links += puppetLinks
         var siblings: [EpochChange] = []
         while siblings.count < 2 {
@@ -88,6 +94,15 @@ struct EpochAttackProcessTests {
             let members = try await node.request("members")["members"]?.arrayValue ?? []
             let mallorys = members.filter { $0.objectValue?["name"]?.stringValue == "mallory" }
             #expect(mallorys.allSatisfy { $0.objectValue?["state"]?.stringValue == "removed" }, "\(node.name): \(mallorys)")
+        }
+        // The planted key links with epoch 1's key (it is on epoch 1's roster, on no honest one):
+        // refused, since the roster of a removed maker lets nobody in; never granted a later key.
+        let plantedInfo = hostileRecord(planted, "planted")
+        for node in nodes {
+            try await eventually("\(node.name) to refuse the key Mallory planted on her roster") {
+                _ = try? AdversaryLink(addr: node.addr, key: epoch1, identity: planted, info: plantedInfo).close()
+                return field(try await node.request("stats"), "refused", Refusal.notOnRoster.rawValue) > 0
+            }
         }
         // Mallory tries to link back with the key of epoch 0: refused as removed, by everyone.
         for node in nodes {
