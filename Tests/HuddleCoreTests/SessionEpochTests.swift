@@ -205,3 +205,23 @@ private func moved(_ effects: [SessionEffect]) -> [UInt64] { effects.compactMap 
     #expect(effects.contains(.sendToLinks(.epochChanges([removal]))), "the change just made is sent")
     #expect(t.cores[0].epochs.removedNodes[t.infos[1].node] != nil)
 }
+
+/// The evidence against an equivocator goes to every link that comes up later too: a member that
+/// was not linked when it was found holds it as well, and excludes the equivocator by itself.
+/// Before: it went only to the links up at that moment.
+@Test func aNewLinkIsHandedTheEvidenceAgainstEveryEquivocator() throws {
+    var t = Trio()
+    _ = try t.link(0, 2, now: 1)
+    let hostile = Identity(seed: [UInt8](repeating: 3, count: 32))
+    var rng = SWIMRandom(seed: 11)
+    let twins = try (0..<2).map { _ in
+        try EpochChange.make(session: t.genesis.sessionID, epoch: 1, parent: t.genesis.head, maker: t.infos[2].id, identity: hostile,
+                             removed: [], roster: t.infos.map(\.node), key: randomBytes(32, &rng), sealSeed: randomBytes(32, &rng))
+    }
+    for twin in twins { _ = t.cores[0].receiveLink(.epochChanges([twin]), from: t.infos[2].id, addr: t.infos[2].addr, now: 2) }
+    #expect(t.cores[0].epochs.equivocators == [hostile.publicKey])
+    let up = try t.link(0, 1, now: 3)
+    t.run(up[0], from: 0, now: 3)
+    #expect(t.cores[1].epochs.equivocators == [hostile.publicKey], "the member linked later holds the evidence")
+    #expect(t.cores[1].epochs.removedNodes[hostile.publicKey] != nil)
+}
