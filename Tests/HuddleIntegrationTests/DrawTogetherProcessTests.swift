@@ -113,3 +113,105 @@ struct DrawTogetherProcessTests {
         }
     }
 }
+
+/// One HTTP/1.1 exchange over a plain TCP socket, with exactly the headers given (a browser's
+/// `Host` and `Origin` are what the checks look at, and URLSession would set its own): the status
+/// and the response headers, lowercased names.
+private func rawHTTP(port: Int, _ method: String, _ path: String, headers: [(String, String)], body: [UInt8] = []) throws -> (status: Int, headers: [String: String]) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
+    defer { close(fd) }
+    var timeout = timeval(tv_sec: 20, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_port = in_port_t(UInt16(port).bigEndian)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    guard connected == 0 else { throw TestFailure("connect to 127.0.0.1:\(port): \(errno)") }
+    var text = "\(method) \(path) HTTP/1.1\r\n"
+    for (name, value) in headers { text += "\(name): \(value)\r\n" }
+    text += "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+    let request = Array(text.utf8) + body
+    _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+    var reply: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while !String(decoding: reply, as: UTF8.self).contains("\r\n\r\n") {
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { break }
+        reply += buffer.prefix(n)
+    }
+    let head = String(decoding: reply, as: UTF8.self).components(separatedBy: "\r\n\r\n").first ?? ""
+    let lines = head.components(separatedBy: "\r\n")
+    let status = Int(lines.first?.split(separator: " ").dropFirst().first ?? "") ?? 0
+    var fields: [String: String] = [:]
+    for line in lines.dropFirst() {
+        guard let colon = line.firstIndex(of: ":") else { continue }
+        fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+    }
+    return (status, fields)
+}
+
+private struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension DrawTogetherProcessTests {
+    /// Issue 38, item 5: the page `serve` serves is for the browser that opened the printed URL
+    /// alone. Without its token, from another site (Origin), or through another host name pointing
+    /// here (DNS rebinding), the page, its state, uploads and the WebSocket are refused with 403;
+    /// with the token the page comes with a strict content security policy, `nosniff`, and a
+    /// `SameSite=Strict` cookie that then carries the token. Before: anything that could reach
+    /// 127.0.0.1 read the canvas, drew, reset and uploaded.
+    @Test func thePageIsServedToTheBrowserWithItsTokenAlone() async throws {
+        let cluster = try TestCluster("dtweb")
+        let node = try await cluster.start("alice")
+        let serve = try DrawProcess(["serve", "--control", node.control, "--http", "127.0.0.1:0", "--color", "#e6194b"],
+                                    output: "\(cluster.dir)/serve.log")
+        defer {
+            if serve.process.isRunning { serve.process.terminate() }
+            cluster.shutdown()
+        }
+        var url = ""
+        try await eventually("serve to print its URL", within: 60) {
+            guard let range = serve.output.range(of: #"http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{64}"#, options: .regularExpression) else { return false }
+            url = String(serve.output[range])
+            return true
+        }
+        let port = Int(url.split(separator: ":")[2].split(separator: "/")[0]) ?? 0
+        let token = String(url.split(separator: "=")[1])
+        let host = ("Host", "127.0.0.1:\(port)")
+
+        let page = try rawHTTP(port: port, "GET", "/?token=\(token)", headers: [host])
+        #expect(page.status == 200)
+        let policy = page.headers["content-security-policy"] ?? ""
+        #expect(policy.contains("default-src 'none'") && policy.contains("script-src 'nonce-") && !policy.contains("unsafe"), "\(policy)")
+        #expect(page.headers["x-content-type-options"] == "nosniff" && page.headers["referrer-policy"] == "no-referrer")
+        let cookie = page.headers["set-cookie"] ?? ""
+        #expect(cookie.contains("dt_token=\(token)") && cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "\(cookie)")
+        #expect(try rawHTTP(port: port, "GET", "/state", headers: [host, ("Cookie", "dt_token=\(token)")]).status == 200, "the cookie carries the token")
+
+        let upgrade = [("Connection", "Upgrade"), ("Upgrade", "websocket"), ("Sec-WebSocket-Version", "13"), ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")]
+        let refused: [(String, String, String, [(String, String)])] = [
+            ("the page without its token", "GET", "/", [host]),
+            ("the page with a wrong token", "GET", "/?token=\(String(repeating: "0", count: 64))", [host]),
+            ("the state without the token", "GET", "/state", [host]),
+            ("an upload without the token", "POST", "/image?x=1&y=1&name=a.png", [host]),
+            ("the WebSocket without the token", "GET", "/ws", [host] + upgrade),
+            ("the WebSocket from another site", "GET", "/ws", [host, ("Origin", "http://evil.example"), ("Cookie", "dt_token=\(token)")] + upgrade),
+            ("a reset posted from another site", "POST", "/image?x=1&y=1&name=a.png", [host, ("Origin", "http://evil.example"), ("Cookie", "dt_token=\(token)")]),
+            ("another host name pointing here", "GET", "/state", [("Host", "rebind.evil.example:\(port)"), ("Cookie", "dt_token=\(token)")]),
+        ]
+        for (what, method, path, headers) in refused {
+            let reply = try rawHTTP(port: port, method, path, headers: headers, body: method == "POST" ? [1, 2, 3] : [])
+            // A refused WebSocket upgrade is answered 400 by the upgrader (the route said 403); the
+            // same upgrade with the token from the page's own origin is answered 101 (below).
+            let upgrading = headers.contains { $0.0 == "Upgrade" }
+            #expect(upgrading ? reply.status == 400 || reply.status == 403 : reply.status == 403, "\(what): \(reply.status)")
+        }
+        // The WebSocket with the token from the page's own origin is upgraded.
+        let own = try rawHTTP(port: port, "GET", "/ws", headers: [host, ("Origin", "http://127.0.0.1:\(port)"), ("Cookie", "dt_token=\(token)")] + upgrade)
+        #expect(own.status == 101, "the page's own WebSocket: \(own.status)")
+    }
+}

@@ -91,7 +91,7 @@ class Session:
         self.processes.append(subprocess.Popen([self.draw, "serve", "--control", control, "--http", "127.0.0.1:0", "--color", color],
                                                stdout=out, stderr=subprocess.STDOUT))
         def url():
-            m = re.search(r"serving (http://127\.0\.0\.1:\d+/)", open(out_path).read())
+            m = re.search(r"serving (http://127\.0\.0\.1:\d+/\?token=[0-9a-f]+)", open(out_path).read())
             return m and m.group(1)
         return wait_for(f"{name}'s page to be served", url)
 

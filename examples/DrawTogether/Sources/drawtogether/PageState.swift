@@ -43,12 +43,12 @@ struct PageState: Encodable {
         let colors = await canvas.colors
         let people = await canvas.activeParticipants
             .map { Person(id: $0.id, name: $0.name.isEmpty ? $0.id : $0.name, isLocal: $0 == me,
-                          color: $0 == me ? canvas.strokeColor : colors[$0.id] ?? "") }
+                          color: $0 == me ? canvas.strokeColor : safeColor(colors[$0.id] ?? "")) }
             .sorted { ($0.isLocal ? 0 : 1, $0.name) < ($1.isLocal ? 0 : 1, $1.name) }
         return PageState(
             canvas: model.current, width: SVGRenderer.width, height: SVGRenderer.height, color: canvas.strokeColor,
             you: Person(id: me?.id ?? "", name: me?.name ?? "", isLocal: true, color: canvas.strokeColor), participants: people,
-            strokes: model.strokes.map { Line(id: $0.id, color: $0.color, points: $0.orderedPoints.map { [$0.x, $0.y] }) },
+            strokes: model.strokes.map { Line(id: $0.id, color: safeColor($0.color), points: $0.orderedPoints.map { [$0.x, $0.y] }) },
             images: await canvas.images.map {
                 Picture(id: $0.id, x: $0.location.x, y: $0.location.y, width: $0.displaySize.width, height: $0.displaySize.height,
                         url: "/attachment/\($0.id)")
@@ -70,4 +70,10 @@ struct PageCommand: Decodable {
     let stroke: String?
     let x: Double?
     let y: Double?
+}
+
+/// A color a peer chose, as the page may use it: `#rrggbb`, else grey (it goes into the page's
+/// styles and drawing calls: never a string a peer made up).
+func safeColor(_ color: String) -> String {
+    color.isEmpty || ScriptStep.isColor(color) ? color : "#888888"
 }

@@ -16,7 +16,9 @@ struct ServeCommand: AsyncParsableCommand {
             The page draws strokes with the mouse, a pen or a finger, in this participant's color; drops \
             an image where it is dropped (an attachment in the session's journal); resets the canvas for \
             everyone; lists the participants. Changes reach the page over a WebSocket. Nothing is fetched \
-            from the internet. With port 0 a free port is taken; the URL is printed either way.
+            from the internet. With port 0 a free port is taken; the URL is printed either way. \
+            The URL holds a secret token made for this run: only a browser that opened it may use the \
+            page (other sites' requests, and other host names pointing here, are refused).
             """
     )
 
@@ -42,13 +44,15 @@ struct ServeCommand: AsyncParsableCommand {
         do { try await canvas.configureGroupSession(session) } catch {
             throw DrawError("cannot join the session: \(error)")
         }
+        let access = WebAccess(servedHost: host)
         let app = Application(
-            router: Self.pageRouter(canvas),
-            server: .http1WebSocketUpgrade(webSocketRouter: Self.socketRouter(canvas)),
+            router: Self.pageRouter(canvas, access: access),
+            server: .http1WebSocketUpgrade(webSocketRouter: Self.socketRouter(canvas, access: access)),
             configuration: .init(address: .hostname(host, port: port), serverName: "drawtogether"),
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port
-                FileHandle.standardOutput.write(Data("drawtogether: serving http://\(host):\(bound)/ (color \(canvas.strokeColor)); Ctrl-C to stop\n".utf8))
+                let shown = host.contains(":") ? "[\(host)]" : host
+                FileHandle.standardOutput.write(Data("drawtogether: serving http://\(shown):\(bound)/?token=\(access.token) (color \(canvas.strokeColor)); Ctrl-C to stop\n".utf8))
             },
             logger: Self.quietLogger()
         )
@@ -57,11 +61,18 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     /// The page, its state, images, and image drops.
-    static func pageRouter(_ canvas: Canvas) -> Router<BasicRequestContext> {
+    static func pageRouter(_ canvas: Canvas, access: WebAccess) -> Router<BasicRequestContext> {
         let router = Router()
+        router.add(middleware: WebAccessMiddleware(access: access))
+        // The page's own script and style only (by a per-launch nonce), connections to this server only.
+        let nonce = WebAccess.newToken()
+        let page = WebPage.html.replacingOccurrences(of: "<script>", with: "<script nonce=\"\(nonce)\">")
+            .replacingOccurrences(of: "<style>", with: "<style nonce=\"\(nonce)\">")
+        let policy = "default-src 'none'; script-src 'nonce-\(nonce)'; style-src 'nonce-\(nonce)'; img-src 'self' blob:; "
+            + "connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
         router.get("/") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
-                     body: .init(byteBuffer: ByteBuffer(string: WebPage.html)))
+            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store", .contentSecurityPolicy: policy],
+                     body: .init(byteBuffer: ByteBuffer(string: page)))
         }
         router.get("/state") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: await PageState.of(canvas).json)))
@@ -69,7 +80,10 @@ struct ServeCommand: AsyncParsableCommand {
         router.get("/attachment/:id") { _, context in
             let id = context.parameters.get("id") ?? ""
             guard let image = await canvas.images.first(where: { $0.id == id }) else { return Response(status: .notFound) }
-            return Response(status: .ok, headers: [.contentType: image.mediaType, .cacheControl: "max-age=86400"],
+            // A peer's file: shown by the page as an image, never run as a document of this origin
+            // (an SVG opened directly would be): a download, in a sandbox with nothing allowed.
+            return Response(status: .ok, headers: [.contentType: image.mediaType, .cacheControl: "private, max-age=86400",
+                                                   .contentDisposition: "attachment", .contentSecurityPolicy: "default-src 'none'; sandbox"],
                             body: .init(byteBuffer: ByteBuffer(bytes: image.bytes)))
         }
         // An image dropped on the page: POST /image?x=X&y=Y&name=N with the file as the body.
@@ -89,8 +103,9 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     /// `/ws`: the page's state after every change, and the page's strokes and resets.
-    static func socketRouter(_ canvas: Canvas) -> Router<BasicWebSocketRequestContext> {
+    static func socketRouter(_ canvas: Canvas, access: WebAccess) -> Router<BasicWebSocketRequestContext> {
         let router = Router(context: BasicWebSocketRequestContext.self)
+        router.add(middleware: WebAccessMiddleware(access: access))
         router.ws("/ws") { inbound, outbound, _ in
             let push = Task {
                 for await _ in await canvas.updates() {
