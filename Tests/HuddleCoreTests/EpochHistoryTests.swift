@@ -23,7 +23,7 @@ import Testing
         let bytes = change.encoded()
         #expect(try EpochChange.decode(bytes) == change)
         #expect(change.validate() == nil)
-        #expect(bytes.count == 1 + 8 + 8 + 8 + 32 + 8 + 32 + 2 + 32 + 32 + 2 + 2 * (32 + EpochChange.sealedKeyLength) + 64)
+        #expect(bytes.count == 1 + 8 + 8 + 32 + 8 + 32 + 2 + 32 + 32 + 2 + 2 * (32 + EpochChange.sealedKeyLength) + 64)
         for i in bytes.indices {
             var damaged = bytes
             damaged[i] ^= 0x01
@@ -45,11 +45,11 @@ import Testing
     @Test func aHugeCountIsRefusedBeforeAllocation() throws {
         var g = EpochGroup(2, seed: 3)
         var bytes = try g.rekey(0, now: 1).encoded()
-        let rosterCountAt = 1 + 8 + 8 + 8 + 32 + 8 + 32 + 2 + 32
+        let rosterCountAt = 1 + 8 + 8 + 32 + 8 + 32 + 2 + 32
         bytes[rosterCountAt] = 0xFF
         bytes[rosterCountAt + 1] = 0xFF
         #expect(throws: WireError.self) { try EpochChange.decode(bytes) }
-        let removedCountAt = 1 + 8 + 8 + 8 + 32 + 8 + 32
+        let removedCountAt = 1 + 8 + 8 + 32 + 8 + 32
         var other = try g.rekey(0, now: 2).encoded()
         other[removedCountAt] = 0xFF
         #expect(throws: WireError.self) { try EpochChange.decode(other) }
@@ -122,7 +122,7 @@ import Testing
     }
 
     @Test func onlyAdminsMakeChangesWhenAdminsAreSet() throws {
-        var settings = EpochGroup.unthrottled
+        var settings = EpochSettings()
         let probe = EpochGroup(3, seed: 8)
         settings.admins = [probe.node(0)]
         var g = EpochGroup(3, seed: 8, settings: settings)
@@ -186,7 +186,7 @@ import Testing
     }
 
     @Test func historyIsBoundedByMaxChanges() throws {
-        var settings = EpochGroup.unthrottled
+        var settings = EpochSettings()
         settings.maxChanges = 16
         var g = EpochGroup(2, seed: 12, settings: settings)
         for t in 0..<100 {
@@ -202,7 +202,7 @@ import Testing
     /// Past the grace an old key opens nothing, and a change on top of an epoch that ended longer
     /// ago is stale.
     @Test func theGraceBoundsOldKeysAndLateForks() throws {
-        var settings = EpochGroup.unthrottled
+        var settings = EpochSettings()
         settings.grace = 100
         var g = EpochGroup(3, seed: 13, settings: settings)
         let first = try g.rekey(0, now: 0)

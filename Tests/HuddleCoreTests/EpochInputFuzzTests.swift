@@ -73,9 +73,8 @@ extension EpochFuzzInput {
         }
         var bytes = change.encoded()
         // Sometimes a count field says more than the bytes hold.
-        if number(3) % 3 == 0, bytes.count > 100 {
-            // The removed count (after version, session, epoch, made at, parent, maker, maker node key), or the roster count.
-            let at = number(4) % 2 == 0 ? 97 : 97 + 2 + 32 * change.removed.count + 32
+        if number(3) % 3 == 0, bytes.count > 92 {
+            let at = number(4) % 2 == 0 ? 89 : 89 + 2 + 32 * change.removed.count + 32
             if at + 1 < bytes.count { bytes[at] = UInt8(truncatingIfNeeded: number(5) >> 8); bytes[at + 1] = UInt8(truncatingIfNeeded: number(5)) }
         }
         return bytes

@@ -8,15 +8,7 @@ struct EpochGroup {
     var rng: SWIMRandom
     let genesis: SessionKey
 
-    /// The settings of most tests: the defaults, but no limit on changes per minute (the tests make
-    /// a change every second of injected time; `EpochRateTests` tests the limit).
-    static var unthrottled: EpochSettings {
-        var settings = EpochSettings()
-        settings.maxChangesPerMinute = .max
-        return settings
-    }
-
-    init(_ count: Int, seed: UInt64, settings: EpochSettings = EpochGroup.unthrottled) {
+    init(_ count: Int, seed: UInt64, settings: EpochSettings = EpochSettings()) {
         rng = SWIMRandom(seed: seed)
         var keyRNG = SWIMRandom(seed: seed ^ 0x5EED)
         let genesis = (try? SessionKey(bytes: randomBytes(32, &keyRNG))) ?? SessionKey.generate()

@@ -13,13 +13,8 @@ import HuddleCrypto
 /// - `keyCheck` commits to the one key every recipient opens (`openKey` checks it), so a maker
 ///   cannot hand different recipients different keys unnoticed.
 ///
-/// - `madeAt` is the maker's wall clock (ms since 1970), signed: receivers bound how many changes
-///   one maker makes per minute of it (`EpochSettings.maxChangesPerMinute`) and refuse a time too
-///   far ahead of their own clock, so catching up through days of routine rotations is never
-///   throttled, and a maker lying about its clock gains one burst at most.
-///
-/// Wire form (big-endian, `encoded()`): version 2 (u8), session id (8), epoch (u64, a count),
-/// made at (u64 ms, a count), parent (32), maker member id (u64), maker node key (32), removed count (u16) and node keys
+/// Wire form (big-endian, `encoded()`): version 1 (u8), session id (8), epoch (u64, a count),
+/// parent (32), maker member id (u64), maker node key (32), removed count (u16) and node keys
 /// (32 each), key check (32), roster count (u16) and per recipient node key (32) and sealed key
 /// (88), signature (64). Every count is checked against the bytes left before anything is made.
 public struct EpochChange: Sendable, Equatable {
@@ -33,8 +28,6 @@ public struct EpochChange: Sendable, Equatable {
 
     public var session: [UInt8]
     public var epoch: UInt64
-    /// When the maker made it: its wall clock, milliseconds since 1970 (signed with the rest).
-    public var madeAt: UInt64
     public var parent: [UInt8]
     public var maker: MemberID
     public var makerNode: [UInt8]
@@ -49,13 +42,13 @@ public struct EpochChange: Sendable, Equatable {
     static let nodeKeyLength = 32
     static let sealedPlaintextLength = SessionKey.length + 8
     public static let sealedKeyLength = sealedPlaintextLength + SealedBox.overhead
-    static let version: UInt8 = 2
-    static let signingDomain = Array("huddle-epoch-change v2".utf8)
+    static let version: UInt8 = 1
+    static let signingDomain = Array("huddle-epoch-change v1".utf8)
     static let hashDomain = Array("huddle-epoch-change-hash v1".utf8)
 
-    public init(session: [UInt8], epoch: UInt64, madeAt: UInt64, parent: [UInt8], maker: MemberID, makerNode: [UInt8],
+    public init(session: [UInt8], epoch: UInt64, parent: [UInt8], maker: MemberID, makerNode: [UInt8],
                 removed: [[UInt8]], keyCheck: [UInt8], recipients: [Recipient], signature: [UInt8]) {
-        self.session = session; self.epoch = epoch; self.madeAt = madeAt; self.parent = parent; self.maker = maker; self.makerNode = makerNode
+        self.session = session; self.epoch = epoch; self.parent = parent; self.maker = maker; self.makerNode = makerNode
         self.removed = removed; self.keyCheck = keyCheck; self.recipients = recipients; self.signature = signature
     }
 
@@ -71,7 +64,7 @@ public struct EpochChange: Sendable, Equatable {
     /// here), ephemeral keys derived from `sealSeed` per recipient. Throws when a roster node key
     /// cannot be sealed to. Public so that a hostile member in the tests (`HuddleAdversary`) signs
     /// changes with our own code; a node makes its changes through `EpochHistory`'s rules.
-    public static func make(session: [UInt8], epoch: UInt64, madeAt: UInt64 = 0, parent: [UInt8], maker: MemberID, identity: Identity,
+    public static func make(session: [UInt8], epoch: UInt64, parent: [UInt8], maker: MemberID, identity: Identity,
                      removed: [[UInt8]], roster: [[UInt8]], key: [UInt8], sealSeed: [UInt8]) throws(SealedBoxError) -> EpochChange {
         let plaintext = key + bigEndian(epoch)
         var recipients: [Recipient] = []
@@ -79,7 +72,7 @@ public struct EpochChange: Sendable, Equatable {
             let seed = BLAKE2b.hash(node, length: 32, key: sealSeed)
             recipients.append(Recipient(node: node, sealedKey: try SealedBox.seal(plaintext, to: node, ephemeralSeed: seed)))
         }
-        var change = EpochChange(session: session, epoch: epoch, madeAt: madeAt, parent: parent, maker: maker, makerNode: identity.publicKey,
+        var change = EpochChange(session: session, epoch: epoch, parent: parent, maker: maker, makerNode: identity.publicKey,
                                  removed: sortedUnique(removed), keyCheck: SessionKey.keyCheck(key), recipients: recipients, signature: [])
         change.signature = identity.sign(change.signedBytes())
         return change
@@ -123,7 +116,7 @@ public struct EpochChange: Sendable, Equatable {
     }
 
     private func encodeUnsigned(into w: inout WireWriter) {
-        w.u8(Self.version); w.raw(session); w.u64(epoch); w.u64(madeAt); w.raw(parent); w.member(maker); w.raw(makerNode)
+        w.u8(Self.version); w.raw(session); w.u64(epoch); w.raw(parent); w.member(maker); w.raw(makerNode)
         w.u16(UInt16(truncatingIfNeeded: removed.count)); for node in removed { w.raw(node) }
         w.raw(keyCheck)
         w.u16(UInt16(truncatingIfNeeded: recipients.count))
@@ -145,7 +138,6 @@ public struct EpochChange: Sendable, Equatable {
         guard try r.u8("epoch change version") == version else { throw WireError("unknown epoch change version") }
         let session = try r.raw(SessionKey.sessionIDLength, "session id")
         let epoch = try r.count("epoch")
-        let madeAt = try r.count("made at")
         let parent = try r.raw(SessionKey.headLength, "parent")
         let maker = try r.member("maker")
         let makerNode = try r.raw(nodeKeyLength, "maker node key")
@@ -162,7 +154,7 @@ public struct EpochChange: Sendable, Equatable {
             recipients.append(Recipient(node: try r.raw(nodeKeyLength, "roster node key"), sealedKey: try r.raw(sealedKeyLength, "sealed key")))
         }
         let signature = try r.raw(64, "epoch change signature")
-        return EpochChange(session: session, epoch: epoch, madeAt: madeAt, parent: parent, maker: maker, makerNode: makerNode,
+        return EpochChange(session: session, epoch: epoch, parent: parent, maker: maker, makerNode: makerNode,
                            removed: removed, keyCheck: keyCheck, recipients: recipients, signature: signature)
     }
 

@@ -82,8 +82,7 @@ extension EpochHistory {
         let newKey = randomBytes(32, &rng), sealSeed = randomBytes(32, &rng)
         let change: EpochChange
         do {
-            change = try EpochChange.make(session: sessionID, epoch: baseEpoch &+ 1, madeAt: wallClockMs(now: now), parent: key.head,
-                                          maker: local, identity: identity,
+            change = try EpochChange.make(session: sessionID, epoch: baseEpoch &+ 1, parent: key.head, maker: local, identity: identity,
                                           removed: removed, roster: roster, key: newKey, sealSeed: sealSeed)
         } catch { throw .cannotSeal }
         if let refusal = insert(change, hash: change.hash, now: now) { throw .refused(refusal) }
@@ -110,12 +109,6 @@ extension EpochHistory {
 }
 
 extension EpochHistory {
-    /// The wall clock at `now`, in milliseconds since 1970 (what a change this member makes signs).
-    func wallClockMs(now: Double) -> UInt64 {
-        let ms = ((now + settings.clockOffset) * 1000).rounded(.down)
-        return ms.isFinite && ms > 0 ? UInt64(min(ms, Double(WireReader.maximumCount))) : 0
-    }
-
     /// Where this member's next change on `base` goes: `base`, or, when this member made a change on
     /// it already, the tip of its own changes from there (one change per parent and maker: a second
     /// would prove this member equivocates). A locked-out member whose counter-change lost to a

@@ -70,12 +70,6 @@ import HuddleCrypto
 //   member can remove honest ones — its change is signed, so everyone sees who did it — and a
 //   member that only holds the key file of epoch 0 may make the first change (epoch 0 has no
 //   signed roster).
-// - **Rate.** A change signs its maker's wall clock (`madeAt`). A change whose maker made
-//   `maxChangesPerMinute` (8) others in the minute before it, by those signed times, on the way to
-//   it, is refused, and so is a time more than `maxClockAhead` (10 minutes) ahead of this member's
-//   clock (taken when handed again, once the clock caught up). A member spamming changes is held
-//   to 8 a minute (a lying clock buys one burst, inside the 10 minutes); a member catching up
-//   through days of rotations takes them all at once, since the times they signed are far apart.
 // - **What a removed member keeps.** Everything it already received: the keys of the epochs it was
 //   on, the messages, attachments and chunk keys sent under them, and whatever it captured on the
 //   wire in those epochs. Nothing made after the change that removed it is readable to it: new
@@ -256,7 +250,6 @@ public struct EpochHistory: Sendable {
         if let roster = parent.roster, !roster.contains(change.makerNode) { return .epochMakerNotOnRoster }
         if !settings.admins.isEmpty && !settings.admins.contains(change.makerNode) { return .epochNotAdmin }
         if change.roster.contains(where: before.contains) { return .epochReaddsRemoved }
-        if let reason = refusedByItsTime(change, now: now) { return reason }
         let twins = parent.children.filter { entries[$0]?.makerNode == change.makerNode }
         // A proven equivocator is removed by its evidence: it extends no epoch (its twin, the second
         // half of the evidence, is still kept).
@@ -270,23 +263,6 @@ public struct EpochHistory: Sendable {
         entries[hash] = Entry(change: change, epoch: change.epoch, parent: change.parent, roster: Set(change.roster),
                               removed: change.removed, makerNode: change.makerNode, keptAt: now)
         entries[change.parent]?.children.append(hash)
-        return nil
-    }
-
-    /// A change signed too far ahead of this member's clock, or one too many by its maker in the
-    /// minute before it (counted on the way to it, by the times its maker signed).
-    func refusedByItsTime(_ change: EpochChange, now: Double) -> Refusal? {
-        let wallMs = (now + settings.clockOffset + settings.maxClockAhead) * 1000
-        guard Double(change.madeAt) <= wallMs else { return .epochFromTheFuture }
-        var count = 0
-        var cursor: [UInt8]? = change.parent
-        while let h = cursor, let entry = entries[h] {
-            if entry.makerNode == change.makerNode, let madeAt = entry.change?.madeAt, madeAt &+ 60_000 > change.madeAt, madeAt <= change.madeAt {
-                count += 1
-                if count >= settings.maxChangesPerMinute { return .epochTooFrequent }
-            }
-            cursor = entry.parent
-        }
         return nil
     }
 

@@ -80,16 +80,6 @@ public struct EpochSettings: Sendable {
     public var reissueDelay: Double = 30
     /// Node keys that may make epoch changes; empty means every member may (`--admins`).
     public var admins: Set<[UInt8]> = []
-    /// Seconds to add to the `now` the history is given to get the wall clock (seconds since 1970):
-    /// the node sets it when it starts; changes carry the maker's wall clock (`EpochChange.madeAt`).
-    public var clockOffset: Double = 0
-    /// Most changes one maker makes in any minute of the times it signs: a change with this many by
-    /// its maker in the minute before it, on the way to it, is refused (`epochTooFrequent`). Routine
-    /// rotations, removals and their re-issues stay far below it; a member spamming changes (each
-    /// one rewrites and fsyncs every member's key file) is held to it.
-    public var maxChangesPerMinute = 8
-    /// How far ahead of this member's clock a change's signed time may be (clocks differ).
-    public var maxClockAhead: Double = 600
 
     public init() {}
 }

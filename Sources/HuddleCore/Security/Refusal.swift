@@ -92,12 +92,6 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     /// A third (or later) change by the same maker on the same parent, above the two lowest kept as
     /// the evidence of its equivocation.
     case epochEquivocation = "epoch_equivocation"
-    /// A change whose maker made `EpochSettings.maxChangesPerMinute` others in the minute before it
-    /// (by the times it signed), on the way to it.
-    case epochTooFrequent = "epoch_too_frequent"
-    /// A change signed with a time further ahead of this member's clock than `maxClockAhead`
-    /// (handed again later, it is taken once the clock has caught up).
-    case epochFromTheFuture = "epoch_from_the_future"
     /// A removed node key, with any key it holds.
     case removedNode = "removed_node"
     /// An old key whose holder was on neither that epoch's roster nor the next one's.

@@ -73,8 +73,6 @@ extension Node {
         case .nobodyToRemove: ControlError(code: .badRequest, message: "nobody to remove")
         case .tooMany: ControlError(code: .badRequest, message: "too many node keys to remove at once (at most \(EpochChange.maxRemoved))")
         case .cannotSeal: ControlError(code: .badRequest, message: "the new key cannot be sealed to a roster node key")
-        case .refused(.epochTooFrequent):
-            ControlError(code: .busy, message: "this node made \(EpochSettings().maxChangesPerMinute) epoch changes in the last minute, the most one member may: try again in a minute")
         case let .refused(reason): ControlError(code: .internal, message: "the epoch rules refused this member's own change (\(reason.rawValue))")
         }
     }

@@ -62,8 +62,6 @@ actor Node {
         var epochSettings = EpochSettings()
         epochSettings.grace = config.rekeyGrace
         epochSettings.admins = Set(config.admins)
-        // The cores' time starts at 0 now: the epoch changes this node makes sign its wall clock.
-        epochSettings.clockOffset = Date().timeIntervalSince1970
         var limits = SessionCore.Limits()
         limits.reliable = config.maxMessageBytes
         limits.unreliable = config.maxUnreliableBytes
