@@ -296,20 +296,6 @@ import Testing
         #expect(g.members[Self.honest].rememberedRemovals.count == 4)
         #expect(g.members[Self.honest].rememberedRemovals.first?.node == honestRemoval, "the honest removal is kept")
     }
-
-    /// A member this maker never saw (reaped from its table before it joined or restarted) is on
-    /// the roster of an honest change this maker took within the grace: it is carried into the next
-    /// epoch, as a merely offline member should be; past the grace it is not. Before: only node keys
-    /// this maker saw itself were carried, so it dropped every member reaped before it came.
-    @Test func aMemberReapedBeforeTheMakerCameStaysOnTheRosterForTheGrace() throws {
-        for (at, carried) in [(2.0, true), (1 + EpochSettings().grace + 10, false)] {
-            var g = EpochGroup(3, seed: 51)
-            let first = try g.rekey(0, now: 1)
-            g.deliver([first], to: [1, 2], now: 1)
-            let change = try g.rekey(1, now: at, members: [g.node(0)])
-            #expect(change.roster.contains(g.node(2)) == carried, "at \(at)")
-        }
-    }
 }
 
 /// A hostile member's own rosters stop letting anyone in once it is removed. It makes epoch 1
@@ -329,4 +315,33 @@ import Testing
     #expect(g.members[0].admission(of: puppet, holding: planted.hash, now: 4) == .refused(.notOnRoster))
     #expect(g.members[0].handover(to: puppet, holding: planted.hash, now: 4, using: &g.rng) == nil)
     #expect(g.members[0].admission(of: g.node(1), holding: planted.hash, now: 4) == .behind, "an honest member on the removed maker's roster")
+}
+
+/// The review's findings on vouches and rosters (issue 33): a puppet that linked while its maker
+/// was still a member is vouched for, but a removal after that epoch ends the vouch (the removal's
+/// roster is what its maker decided), so the puppet is not granted the key made after it; and a
+/// removed maker's roster still lets in the members it carried from the epoch before (on the
+/// parent's roster), not the keys it put there.
+@Test func aVouchEndsAtARemovalAndARemovedMakersRosterKeepsWhomItCarried() throws {
+    var g = EpochGroup(4, seed: 64)
+    let puppet = Identity(seed: [UInt8](repeating: 98, count: 32)).publicKey
+    // Epoch 1 by an honest member (1), all four on it.
+    let first = try g.rekey(1, now: 1)
+    g.deliver([first], to: [0, 2, 3], now: 1)
+    // Epoch 2 by the hostile member (2): everyone carried, and its puppet added.
+    let second = try EpochAdversaryTests.forged(&g, by: 2, parent: first.hash, epoch: 2, roster: g.nodes + [puppet])
+    g.deliver([second], to: [0, 1, 3], now: 2)
+    // The puppet links to member 0 with epoch 2's key while it is the head: vouched.
+    g.members[0].vouch(puppet, holding: second.hash)
+    #expect(g.members[0].admission(of: puppet, holding: second.hash, now: 3) == .current)
+    // Member 0 removes the hostile member, leaving member 3 (never seen here) off the removal's roster.
+    let later = 4.0
+    let removal = try g.remove(0, [2], now: later, members: [g.node(1)])
+    #expect(!removal.roster.contains(puppet) && !removal.roster.contains(g.node(3)))
+    #expect(g.members[0].admission(of: puppet, holding: second.hash, now: later + 1) == .refused(.notOnRoster), "vouch across a removal")
+    #expect(g.members[0].handover(to: puppet, holding: second.hash, now: later + 1, using: &g.rng) == nil)
+    // Member 3 was on epoch 1's roster (an honest maker's), carried by the removed maker: let in.
+    #expect(g.members[0].admission(of: g.node(3), holding: second.hash, now: later + 1) == .behind)
+    let handover = try #require(g.members[0].handover(to: g.node(3), holding: second.hash, now: later + 1, using: &g.rng))
+    #expect(handover.grant != nil, "granted the key its removal's roster left it off")
 }

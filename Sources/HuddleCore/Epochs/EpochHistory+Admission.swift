@@ -18,27 +18,39 @@ extension EpochHistory {
     /// key `node`, is let in: never a removed node key (with any key); `current` with the current
     /// key; `behind` with the key of an epoch within the grace when `node` was on that epoch's
     /// roster or on the roster of a change made on top of it (its maker counted `node` a member
-    /// then; a roster counts only while its maker is not removed, `rosterCounts`), or this member let it in with that key while that epoch was the head (`vouch`: a
-    /// joiner that a concurrent change left out); refused otherwise.
+    /// then; a removed maker's roster counts only for the keys it carried, `rosterLetsIn`), or this
+    /// member let it in with that key while that epoch was the head (`vouch`: a joiner that a
+    /// concurrent rotation left out; not across a removal); refused otherwise.
     public func admission(of node: [UInt8], holding keyHead: [UInt8], now: Double) -> EpochAdmission {
         if removedNodes[node] != nil { return .refused(.removedNode) }
         if keyHead == head { return .current }
         guard let entry = entries[keyHead], keys[keyHead] != nil, let ended = endedAt[keyHead], now - ended <= settings.grace else {
             return .refused(.epochOutsideGrace)
         }
-        if entry.roster?.contains(node) == true && rosterCounts(entry) { return .behind }
-        if entry.children.contains(where: { entries[$0].map { $0.roster?.contains(node) == true && rosterCounts($0) } ?? false }) { return .behind }
-        if vouched[keyHead]?.contains(node) == true { return .behind }
+        if rosterLetsIn(node, keyHead) || entry.children.contains(where: { rosterLetsIn(node, $0) }) { return .behind }
+        if vouched[keyHead]?.contains(node) == true && !removalOnChain(after: keyHead) { return .behind }
         return .refused(.notOnRoster)
     }
 
-    /// Whether an epoch's roster lets a node key in: not when its maker is removed or proven to
-    /// equivocate. Keys a hostile member put on the roster of a change of its own (a losing sibling
-    /// included) lose that way in when it is removed, and are never granted a key made after; an
-    /// honest member that was on that roster is on the roster of the change that removed its maker.
-    func rosterCounts(_ entry: Entry) -> Bool {
-        guard let maker = entry.makerNode else { return true }
-        return removedNodes[maker] == nil && !equivocators.contains(maker)
+    /// Whether the roster of epoch `hash` lets `node` in: it names `node`, and its maker is neither
+    /// removed nor proven to equivocate — or, when it is, `node` was on the parent's roster already
+    /// (the removed maker carried it, did not put it there), and so on up. Keys a hostile member put
+    /// on the roster of a change of its own lose that way in when it is removed, and are never
+    /// granted a key made after; members it carried from the epoch before keep theirs.
+    func rosterLetsIn(_ node: [UInt8], _ hash: [UInt8]) -> Bool {
+        var cursor: [UInt8]? = hash
+        while let h = cursor, let entry = entries[h], entry.roster?.contains(node) == true {
+            guard let maker = entry.makerNode, removedNodes[maker] != nil || equivocators.contains(maker) else { return true }
+            cursor = entry.parent
+        }
+        return false
+    }
+
+    /// Whether a change on the winning branch after `hash` removed anyone (nil `hash` off the branch:
+    /// true). A vouch stands only across rotations: a removal's roster is what its maker decided.
+    func removalOnChain(after hash: [UInt8]) -> Bool {
+        guard let i = chain.firstIndex(of: hash) else { return true }
+        return chain[(i + 1)...].contains { !(entries[$0]?.removed.isEmpty ?? true) }
     }
 
     /// What to hand a member let in as `behind`: the winning changes after the epoch it holds (from

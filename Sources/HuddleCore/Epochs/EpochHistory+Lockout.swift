@@ -20,11 +20,12 @@ import HuddleCrypto
 /// A joiner that a concurrent change left out (its maker did not know it yet) is granted the key
 /// by the members that let it in on the epoch before (`vouch`), well within the delay.
 extension EpochHistory {
-    /// The head's parent and the head's maker, when this member is locked out of the head (see above):
-    /// nil once it holds the head's key (granted, it is a member like the roster's, and makes no change).
+    /// The head's parent and the head's maker, when this member is locked out of the head (see
+    /// above). A member granted the head's key is still locked out of making the next epoch (only
+    /// the roster makes it): its `remove` goes on the parent; it makes no counter-change by itself.
     public var lockout: (parent: [UInt8], maker: [UInt8])? {
         guard !isRemoved, let entry = entries[head], let parent = entry.parent, let roster = entry.roster, let maker = entry.makerNode,
-              maker != nodeKey, !roster.contains(nodeKey), keys[head] == nil, !entry.removed.contains(nodeKey), keys[parent] != nil,
+              maker != nodeKey, !roster.contains(nodeKey), !entry.removed.contains(nodeKey), keys[parent] != nil,
               entries[parent]?.roster?.contains(nodeKey) ?? true, mayMake(nodeKey) else { return nil }
         return (parent, maker)
     }

@@ -95,7 +95,7 @@ extension EpochHistory {
     /// `EpochChange.maxRoster`, the most recently seen kept first.
     func rosterFor(base: [UInt8], members: [[UInt8]], excluding excluded: Set<[UInt8]>, now: Double) -> [[UInt8]] {
         let carried = (entries[base]?.roster ?? []).filter { node in
-            lastSeen[node].map { now - $0 <= settings.grace } ?? vouchedByMaker(of: base, excluding: excluded, now: now)
+            lastSeen[node].map { now - $0 <= settings.grace } ?? false
         }
         var candidates = Set(members).union(carried)
         candidates.remove(nodeKey)
@@ -119,15 +119,6 @@ extension EpochHistory {
         while let mine = entries[tip]?.children.first(where: { entries[$0]?.makerNode == nodeKey }) { tip = mine }
         if tip != base, keys[tip] == nil, let key = entries[tip]?.change?.openKey(with: identity) { keys[tip] = key }
         return tip
-    }
-
-    /// Whether `base`'s roster counts as seen for the entries this member never saw itself (a member
-    /// reaped from its table before it joined or restarted): when `base` was made by a member that
-    /// is not removed (nor being removed by the change made on it), and this member kept it within the grace. A removed maker's roster counts for
-    /// nothing (keys a hostile member planted there go with its removal).
-    func vouchedByMaker(of base: [UInt8], excluding excluded: Set<[UInt8]>, now: Double) -> Bool {
-        guard let entry = entries[base], let maker = entry.makerNode else { return false }
-        return !excluded.contains(maker) && !equivocators.contains(maker) && now - entry.keptAt <= settings.grace
     }
 }
 

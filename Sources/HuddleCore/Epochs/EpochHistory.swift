@@ -17,11 +17,10 @@ import HuddleCrypto
 //   knows, plus the previous roster's node keys seen within the grace (so a member that is merely
 //   offline is still handed the key), minus everyone removed. *Seen* means named by the caller (a
 //   member in the member table, whose record its own node key signed) or linked (`observe`): a
-//   node key that is only on a roster — never a member here, never linked — is carried only when
-//   that roster's maker is not removed (nor being removed by this change) and the change was taken
-//   here within the grace (a member reaped from this member's table before it joined or restarted
-//   stays on the roster), so keys a hostile member planted on its roster (no node runs them) go
-//   with its removal instead of being handed every new key for the grace.
+//   node key that is only on a roster — never a member here, never linked — is not carried, so
+//   keys a hostile member planted on its roster (no node runs them) go with its removal instead of
+//   being handed every new key for the grace. (A member reaped from this member's table before it
+//   joined or restarted is left off too; back within the grace it is granted the key on linking.)
 // - **History is a tree, the session follows one branch.** Changes name their parent by hash. Two
 //   members making epoch n+1 at once make siblings. Every member picks the same branch from the
 //   same set of changes, level by level from the oldest epoch it remembers: among the children of
@@ -100,8 +99,6 @@ public struct EpochHistory: Sendable {
         var roster: Set<[UInt8]>?
         var removed: [[UInt8]]
         var makerNode: [UInt8]?
-        /// When this member kept it (its own clock; the root: when this member started from it).
-        var keptAt: Double = 0
         var children: [[UInt8]] = []
     }
 
@@ -261,7 +258,7 @@ public struct EpochHistory: Sendable {
             drop(subtree: highest)
         }
         entries[hash] = Entry(change: change, epoch: change.epoch, parent: change.parent, roster: Set(change.roster),
-                              removed: change.removed, makerNode: change.makerNode, keptAt: now)
+                              removed: change.removed, makerNode: change.makerNode)
         entries[change.parent]?.children.append(hash)
         return nil
     }
@@ -449,8 +446,16 @@ public struct EpochHistory: Sendable {
     /// Drops a losing branch, remembering who it removed (each node key once).
     mutating func forget(subtree hash: [UInt8]) {
         guard let entry = entries[hash] else { return }
-        for node in entry.removed where !rememberedRemovals.contains(where: { $0.node == node }) {
-            rememberedRemovals.append((node, entry.makerNode ?? []))
+        let by = entry.makerNode ?? []
+        for node in entry.removed {
+            // Each node key once; a remover that is not an equivocator replaces one that is (those
+            // go first when the list is trimmed, and the removal must not go with them).
+            if let i = rememberedRemovals.firstIndex(where: { $0.node == node }) {
+                let known = rememberedRemovals[i].by
+                if (known.isEmpty || equivocators.contains(known)) && !by.isEmpty && !equivocators.contains(by) { rememberedRemovals[i].by = by }
+            } else {
+                rememberedRemovals.append((node, by))
+            }
         }
         for child in entry.children { forget(subtree: child) }
         entries[hash] = nil
