@@ -263,21 +263,6 @@ import Testing
         }
     }
 
-    /// A maker proven to equivocate is removed by its evidence: it cannot extend the head even as
-    /// the only child (which the fork choice never ranks). Before: its change on top of its twin
-    /// was kept, and followed.
-    @Test func aProvenEquivocatorExtendsNothing() throws {
-        var g = EpochGroup(3, seed: 49)
-        let a = try Self.forged(&g, by: Self.hostile, parent: g.genesis.head, epoch: 1, roster: g.nodes)
-        let b = try Self.forged(&g, by: Self.hostile, parent: g.genesis.head, epoch: 1, roster: g.nodes)
-        g.deliver([a, b], to: [Self.honest], now: 1)
-        #expect(g.members[Self.honest].equivocators == [g.node(Self.hostile)])
-        let head = g.members[Self.honest].head
-        let on = try Self.forged(&g, by: Self.hostile, parent: head, epoch: 2, roster: g.nodes)
-        #expect(g.members[Self.honest].receive(on, now: 2) == .refused(.epochMakerRemoved))
-        #expect(g.members[Self.honest].head == head)
-    }
-
     /// Remembered removals are bounded; an equivocator's go first, so the changes an equivocator
     /// floods in (each dropped with its removals remembered) do not flush an honest removal out.
     @Test func anEquivocatorsDroppedRemovalsDoNotFlushHonestOnes() throws {

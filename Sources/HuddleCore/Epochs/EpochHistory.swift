@@ -248,9 +248,6 @@ public struct EpochHistory: Sendable {
         if !settings.admins.isEmpty && !settings.admins.contains(change.makerNode) { return .epochNotAdmin }
         if change.roster.contains(where: before.contains) { return .epochReaddsRemoved }
         let twins = parent.children.filter { entries[$0]?.makerNode == change.makerNode }
-        // A proven equivocator is removed by its evidence: it extends no epoch (its twin, the second
-        // half of the evidence, is still kept).
-        if twins.isEmpty && equivocators.contains(change.makerNode) { return .epochMakerRemoved }
         if let twin = twins.first.flatMap({ entries[$0]?.change }) { noteEquivocation(twin, change) }
         // Two changes by one maker on one parent are the evidence; of more, the two lowest hashes are kept.
         if twins.count >= 2, let highest = twins.max(by: bytesPrecede) {
