@@ -57,17 +57,17 @@ struct DoctorCommand: AsyncParsableCommand {
         case finding(String)
     }
 
-    /// The node's `diagnose` reply, or the one finding that says why there is none.
+    /// The node's `diagnose` reply, or the one finding that says why there is none, within `deadline`.
     static func ask(_ path: String) async -> Outcome {
-        await withTaskGroup(of: Outcome?.self) { group in
+        let client: ControlClient
+        // A Unix socket connects at once (a stopped node's kernel takes it into the backlog).
+        do { client = try await ControlClient.connect(path: path) } catch ControlClientError.untrusted(let refusal) {
+            return .finding(refusal.message)
+        } catch {
+            return .finding("no node answers on \(path): start one (huddle run --key FILE --control \(path)), or name its socket with --socket")
+        }
+        let outcome = await withTaskGroup(of: Outcome?.self) { group in
             group.addTask {
-                let client: ControlClient
-                do { client = try await ControlClient.connect(path: path) } catch ControlClientError.untrusted(let refusal) {
-                    return .finding(refusal.message)
-                } catch {
-                    return .finding("no node answers on \(path): start one (huddle run --key FILE --control \(path)), or name its socket with --socket")
-                }
-                defer { Task { await client.close() } }
                 do { return .report(try await client.request("diagnose")) } catch let error as ControlError where error.code == .badRequest {
                     return .finding("the node at \(path) does not know diagnose: it runs an older huddle; restart it with this one")
                 } catch {
@@ -78,12 +78,14 @@ struct DoctorCommand: AsyncParsableCommand {
                 try? await Task.sleep(for: deadline)
                 return Task.isCancelled ? nil : .finding("the node at \(path) did not answer within \(deadline.components.seconds) s: it is stuck or overloaded")
             }
-            defer { group.cancelAll() }
-            while let next = await group.next() {
-                if let next { return next }
-            }
-            return .finding("no answer")
+            var first: Outcome?
+            while first == nil, let next = await group.next() { first = next }
+            // Closing fails a request still waiting, so the group can end; the timer is cancelled.
+            await client.close()
+            group.cancelAll()
+            return first ?? .finding("the node at \(path) did not answer")
         }
+        return outcome
     }
 
     private func printMembers(_ report: JSONObject) {

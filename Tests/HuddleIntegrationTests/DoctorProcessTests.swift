@@ -73,19 +73,10 @@ import Testing
             for relay in relays { relay.close() }
             cluster.shutdown()
         }
-        let (a, ra) = try await startOwnKeyBehindRelay(cluster, "a", identity: true)
-        relays.append(ra)
-        let (b, rb) = try await startOwnKeyBehindRelay(cluster, "b", identity: true)
-        relays.append(rb)
-        let (c, rc) = try await startOwnKeyBehindRelay(cluster, "c", identity: true)
-        relays.append(rc)
-        try await cluster.waitForFullMesh(3)
+        let (a, b, c) = try await startTrioBehindRelays(cluster, relays: &relays)
         // c's links stall at the relays through a rotation (as in EpochProcessTests), while SWIM's
         // datagrams still cross: c stays alive, on epoch 0, while a and b move to epoch 1.
-        let cPid = c.process.processIdentifier
-        try await rc.stall()
-        try await ra.stall(dialedBy: [cPid])
-        try await rb.stall(dialedBy: [cPid])
+        try await stallLinks(of: c, relays: relays)
         _ = try await a.request("rekey", within: 60)
         #expect(try await epoch(c) == 0)
         let seenByA = try await doctor(a)
@@ -95,5 +86,23 @@ import Testing
         #expect(!seenByA.findings.contains { $0.contains(b.member) && $0.contains("epoch") }, "b is on a's epoch: \(seenByA.findings)")
         for relay in relays { relay.resume() }
         try await eventually("c on epoch 1", within: 60) { try await epoch(c) == 1 }
+    }
+
+    @Test func noNodeAndAStoppedNodeAreOneFindingEach() async throws {
+        let cluster = try TestCluster("doctor-none")
+        defer { cluster.shutdown() }
+        let none = try await runCLI(["doctor", "--socket", "\(cluster.dir)/nobody.sock"])
+        #expect(none.status == 1)
+        #expect(none.stdout == "no node answers on \(cluster.dir)/nobody.sock: start one (huddle run --key FILE --control \(cluster.dir)/nobody.sock), or name its socket with --socket\n")
+
+        // A stopped node takes the connection (the kernel's backlog) and never answers: the
+        // doctor's own deadline ends the run.
+        let a = try await startOwnKey(cluster, "a")
+        kill(a.process.processIdentifier, SIGSTOP)
+        defer { kill(a.process.processIdentifier, SIGCONT) }
+        let stuck = try await doctor(a)
+        #expect(stuck.status == 1)
+        #expect(stuck.findings == ["the node at \(a.control) did not answer within 5 s: it is stuck or overloaded"])
+        #expect(stuck.elapsedMs >= 5000)
     }
 }
