@@ -39,6 +39,9 @@ public enum ControlRequest: Sendable, Equatable {
     case remove(member: String)
     /// Rotates the session key, removing nobody.
     case rekey
+    /// What `huddle doctor` asks (an extension of CONTROL.md): the node's own checks, as facts
+    /// (key file mode, reachability of each advertised address, epochs, store, subscribers).
+    case diagnose
 
     /// What `send` asked for: the body, the recipients (member ids, 16 hex digits; nil for all).
     public struct Send: Sendable, Equatable {
@@ -116,6 +119,7 @@ public enum ControlRequest: Sendable, Equatable {
             return .attachRemove(id: id)
         case "leave": return .leave(timeoutMs: try optionalMilliseconds(r, "timeout_ms"))
         case "rekey": return .rekey
+        case "diagnose": return .diagnose
         case "remove":
             guard let target = r["member"]?.stringValue, isMemberID(target) || isNodeKey(target) else {
                 throw bad("remove needs \"member\": a member id (16 hex digits) or a node key (64 hex digits)")

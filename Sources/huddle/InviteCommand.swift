@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HuddleControl
+import HuddleNode
 
 /// `huddle invite`: a one-time code that pairs a new host with this session (no key file to copy).
 struct InviteCommand: AsyncParsableCommand {
@@ -39,17 +40,4 @@ struct InviteCommand: AsyncParsableCommand {
             print("  huddle run --invite \(code) --join \(addr) --key-out huddle.key")
         }
     }
-}
-
-/// Seconds in a duration written as `90`, `90s`, `10m`, `2h` or `1d`; nil when it is not one.
-func parseDuration(_ text: String) -> Double? {
-    let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
-    var number = Substring(text.trimmingCharacters(in: .whitespaces))
-    var scale = 1.0
-    if let last = number.last, let unit = units[last] {
-        scale = unit
-        number = number.dropLast()
-    }
-    guard let value = Double(number), value.isFinite, value >= 0 else { return nil }
-    return value * scale
 }

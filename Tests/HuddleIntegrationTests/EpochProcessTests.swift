@@ -27,6 +27,29 @@ func startOwnKeyBehindRelay(_ cluster: TestCluster, _ name: String, identity: Bo
                                               relay: try StallableRelay(identifyDialers: true))
 }
 
+/// a, b and c, each with its own key and identity behind a relay (`startOwnKeyBehindRelay`),
+/// fully meshed. Each relay goes into `relays` (a's, b's, c's) as it is made, so that the caller's
+/// cleanup closes it even when a later start fails.
+func startTrioBehindRelays(_ cluster: TestCluster, relays: inout [StallableRelay]) async throws -> (TestNode, TestNode, TestNode) {
+    var nodes: [TestNode] = []
+    for name in ["a", "b", "c"] {
+        let (node, relay) = try await startOwnKeyBehindRelay(cluster, name, identity: true)
+        relays.append(relay)
+        nodes.append(node)
+    }
+    try await cluster.waitForFullMesh(3)
+    return (nodes[0], nodes[1], nodes[2])
+}
+
+/// Stalls every link of `c`'s at the trio's relays (a's, b's, c's): those dialed to c at its own,
+/// those c dialed at a's and b's, both ways; SWIM's datagrams still cross, so c is not failed.
+func stallLinks(of c: TestNode, relays: [StallableRelay]) async throws {
+    let cPid = c.process.processIdentifier
+    try await relays[2].stall()
+    try await relays[0].stall(dialedBy: [cPid])
+    try await relays[1].stall(dialedBy: [cPid])
+}
+
 func epoch(_ node: TestNode) async throws -> Int64 { try await node.request("status")["epoch"]?.intValue ?? -1 }
 
 private func keyFileEpoch(_ cluster: TestCluster, _ name: String) throws -> UInt64 { try SessionKey.load(from: "\(cluster.dir)/\(name).key").epoch }
@@ -185,14 +208,9 @@ struct EpochProcessTests {
             for relay in relays { relay.close() }
             cluster.shutdown()
         }
-        let (a, ra) = try await startOwnKeyBehindRelay(cluster, "a", identity: true)
-        relays.append(ra)
-        let (b, rb) = try await startOwnKeyBehindRelay(cluster, "b", identity: true)
-        relays.append(rb)
-        let (firstC, rc) = try await startOwnKeyBehindRelay(cluster, "c", identity: true)
-        relays.append(rc)
+        let (a, b, firstC) = try await startTrioBehindRelays(cluster, relays: &relays)
+        let (ra, rb, rc) = (relays[0], relays[1], relays[2])
         var c = firstC
-        try await cluster.waitForFullMesh(3)
 
         // Cut off through a rotation, then back without a `join`: every link of c's stalls at the
         // relays (those dialed to c at its own, those c dialed at a's and b's), both ways, for as
@@ -200,9 +218,7 @@ struct EpochProcessTests {
         // SIGSTOP, as before, lasted as long as the rekey took: past 2.5 s c was failed, and came
         // back only by re-merge 10-20 s later.)
         let cPid = c.process.processIdentifier
-        try await rc.stall()
-        try await ra.stall(dialedBy: [cPid])
-        try await rb.stall(dialedBy: [cPid])
+        try await stallLinks(of: c, relays: relays)
         _ = try await a.request("rekey", within: 60)
         #expect(try await epoch(c) == 0, "c took part in the rotation it was cut off from (c is \(cPid); relays a: \(ra.pumpStates); b: \(rb.pumpStates); c: \(rc.pumpStates))")
         for relay in relays { relay.resume() }

@@ -293,6 +293,12 @@ struct EventLog {
         if !feed(subscribers.count - 1) { subscribers.removeLast() }
     }
 
+    /// Each subscriber's backlog: events not yet sent to it, and how near it is to an overflow
+    /// (0 caught up, 1 and above: overflowing). What `diagnose` reports as subscribers behind.
+    var subscriberBacklogs: [(events: Int64, risk: Double)] {
+        subscribers.map { s in let l = lag(s.next); return (l.count, risk(l)) }
+    }
+
     mutating func unsubscribe(_ connection: ControlConnection) {
         subscribers.removeAll { $0.connection === connection }
         connection.disarmRefill()

@@ -81,6 +81,7 @@ extension Node {
         case let .invite(ttlMs, uses): return ControlReply.ok(id: id, invite(ttlMs: ttlMs, uses: uses))
         case let .remove(member): return ControlReply.ok(id: id, try await removeOp(member))
         case .rekey: return ControlReply.ok(id: id, try await rekeyOp())
+        case .diagnose: return ControlReply.ok(id: id, await diagnose())
         case let .leave(timeoutMs):
             let handedOff = await handOff(timeout: timeoutMs.map { Duration.milliseconds($0) } ?? .seconds(30))
             var reply: [UInt8] = []

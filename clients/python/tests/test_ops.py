@@ -236,6 +236,16 @@ def test_invite_pairs_a_new_node(cluster: Cluster) -> None:
         assert guest.member in {m.member for m in c.members()}
 
 
+def test_diagnose(cluster: Cluster) -> None:
+    node = cluster.start("doc")
+    with node.client() as c:
+        report = c.diagnose()
+        assert report["epoch"] == 0 and report["addr"] == node.addr
+        assert report["key_file"]["mode"] == "600"
+        [me] = report["members"]
+        assert me["self"] is True and me["tcp"]["ok"] is True and me["udp"]["ok"] is True
+
+
 def test_rekey_and_remove(cluster: Cluster) -> None:
     x = cluster.start("x")
     y = cluster.start("y", join=x)

@@ -351,6 +351,10 @@ class AsyncClient:
         """Rotates the session key, removing nobody; the new epoch."""
         return await self.call(protocol.rekey(), timeout)
 
+    async def diagnose(self, *, timeout: float | None = None) -> JSONObject:
+        """The node's own checks as facts (:meth:`huddle.Client.diagnose`)."""
+        return await self.call(protocol.diagnose(), timeout)
+
     async def invite(self, *, ttl_ms: int | None = None, uses: int | None = None,
                      timeout: float | None = None) -> Invite:
         """A one-time pairing code (:meth:`huddle.Client.invite`)."""

@@ -338,6 +338,12 @@ class Client:
         """Rotates the session key, removing nobody; returns the new epoch."""
         return self.call(protocol.rekey(), timeout)
 
+    def diagnose(self, *, timeout: float | None = None) -> JSONObject:
+        """What ``huddle doctor`` asks: the node's own checks as facts (key file mode, each
+        advertised address probed over TCP and UDP, members' state, last heard and epoch, store,
+        subscribers); the README's "Operate" section lists the fields."""
+        return self.call(protocol.diagnose(), timeout)
+
     def invite(self, *, ttl_ms: int | None = None, uses: int | None = None, timeout: float | None = None) -> Invite:
         """A one-time pairing code, valid ``ttl_ms`` (default 600,000) for ``uses`` pairings
         (default 1), for ``huddle run --invite CODE --join ADDR``."""

@@ -204,6 +204,14 @@ def rekey() -> Call[int]:
     return Call("rekey", {}, _int_field("epoch", "rekey reply"))
 
 
+def _object(result: JSONObject) -> JSONObject:
+    return dict(result)
+
+
+def diagnose() -> Call[JSONObject]:
+    return Call("diagnose", {}, _object)
+
+
 def invite(ttl_ms: int | None = None, uses: int | None = None) -> Call[Invite]:
     fields: JSONObject = {}
     if ttl_ms is not None:

@@ -1,0 +1,75 @@
+import Foundation
+import HuddleControl
+import HuddleCore
+import NIOCore
+
+/// The `diagnose` op (an extension of CONTROL.md, what `huddle doctor` asks): the node checks what
+/// only it can — its key file's mode, whether each advertised address (its own included) answers
+/// over TCP and UDP from here, each member's state, last heard and epoch, its store against its
+/// limit, its event subscribers' backlogs — and reports facts; `Diagnosis` turns them into findings.
+extension Node {
+    /// Most members probed by one `diagnose` (the table is bounded anyway; this bounds the sockets).
+    static let diagnoseProbeLimit = 64
+    /// Each probe's bound: the whole op stays well inside the doctor's 5 s.
+    static let diagnoseTCPTimeout = TimeAmount.milliseconds(1500)
+    static let diagnoseUDPTimeout = TimeAmount.milliseconds(500)
+
+    func diagnose() async -> JSONObject {
+        let members = swim.members.values.sorted { $0.id < $1.id }
+        let probed = Array(members.filter { $0.id == local.id || ($0.state != .left && !core.removedMembers.contains($0.id)) }.prefix(Self.diagnoseProbeLimit))
+        // The probes run off the actor's state: only addresses go in.
+        let addresses = probed.map { ($0.id, $0.addr) }
+        async let udp = AddressProbe.udp(addresses.map(\.1), timeout: Self.diagnoseUDPTimeout)
+        let tcp = await withTaskGroup(of: (MemberID, AddressProbe.Outcome).self) { group in
+            for (id, addr) in addresses {
+                group.addTask { (id, await AddressProbe.tcp(addr, timeout: Self.diagnoseTCPTimeout)) }
+            }
+            var all: [MemberID: AddressProbe.Outcome] = [:]
+            for await (id, outcome) in group { all[id] = outcome }
+            return all
+        }
+        let udpByMember = Dictionary(zip(addresses.map(\.0), await udp), uniquingKeysWith: { first, _ in first })
+        let nowSeconds = now
+        let rows: [JSON] = members.map { info in
+            var row: JSONObject = ["member": .string(info.id.description), "name": .string(info.name), "addr": .string(info.addr),
+                                   "self": .bool(info.id == local.id)]
+            if case let .object(m) = memberJSON(info) { row["state"] = m["state"] ?? .null }
+            row["linked"] = .bool(links[info.id] != nil)
+            row["last_heard_ms"] = swim.lastHeard(from: info.id).map { .int(Int64(max(0, (nowSeconds - $0) * 1000))) } ?? .null
+            row["epoch"] = info.id == local.id ? .int(Int64(clamping: core.epoch)) : peerEpoch(info.id)
+            if let probe = tcp[info.id] { row["tcp"] = probe.json }
+            if let probe = udpByMember[info.id] { row["udp"] = probe.json }
+            return .object(row)
+        }
+        let backlogs = events.subscriberBacklogs
+        return [
+            "key_file": keyFileJSON(),
+            "listen": .string("\(config.listenHost):\(config.listenPort)"),
+            "addr": .string(local.addr),
+            "epoch": .int(Int64(clamping: core.epoch)),
+            "members": .array(rows),
+            "store": .object(["used": .int(Int64(store.usedBytes())), "limit": .int(Int64(config.storeLimitBytes))]),
+            "subscribers": .array(backlogs.map { .object(["events_behind": .int($0.events), "overflow_risk": .double($0.risk)]) }),
+            // Members do not exchange wall-clock time: skew cannot be measured (null, not a guess).
+            "clock_skew_ms": .null,
+        ]
+    }
+
+    /// The epoch `peer` said it is on, when this node knows that epoch; `"other"` for a head not
+    /// on this node's chain (a later epoch, or a branch), null when the peer has not said.
+    private func peerEpoch(_ peer: MemberID) -> JSON {
+        guard let head = core.peerHeads[peer] else { return .null }
+        let chain = core.epochs.chain
+        guard let index = chain.lastIndex(of: head) else { return .string("other") }
+        let behind = UInt64(chain.count - 1 - index)
+        return behind <= core.epoch ? .int(Int64(clamping: core.epoch - behind)) : .string("other")
+    }
+
+    private func keyFileJSON() -> JSON {
+        var info = stat()
+        guard stat(config.keyPath, &info) == 0 else {
+            return .object(["path": .string(config.keyPath), "mode": .null, "error": .string(String(cString: strerror(errno)))])
+        }
+        return .object(["path": .string(config.keyPath), "mode": .string(String(info.st_mode & 0o777, radix: 8))])
+    }
+}
