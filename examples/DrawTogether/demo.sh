@@ -93,7 +93,7 @@ done
 urls=()
 for n in ann ben; do
   deadline=$((SECONDS + 60))
-  until url=$(grep -o 'http://127\.0\.0\.1:[0-9]*/' "$work/$n.serve" 2>/dev/null | head -1) && [ -n "$url" ]; do
+  until url=$(grep -o 'http://127\.0\.0\.1:[0-9]*/?token=[0-9a-f]*' "$work/$n.serve" 2>/dev/null | head -1) && [ -n "$url" ]; do
     [ $SECONDS -lt $deadline ] || { echo "$n's page did not start:"; cat "$work/$n.serve"; exit 1; }
     sleep 0.2
   done
