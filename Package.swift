@@ -48,7 +48,7 @@ let package = Package(
         // A hostile member built from our own codec: the hostile-member tests and the bench's attacker.
         .target(name: "HuddleAdversary", dependencies: ["HuddleCore", "HuddleCrypto"]),
         // What the tests share to keep long waits and long work off Swift's cooperative pool.
-        .target(name: "HuddleTestSupport", dependencies: ["HuddleControl"]),
+        .target(name: "HuddleTestSupport", dependencies: ["HuddleControl", "HuddleCore"]),
         .executableTarget(name: "huddle-sim", dependencies: [
             "HuddleSim",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -1,3 +1,4 @@
+import HuddleCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -44,34 +45,13 @@ public final class FuzzRun: Sendable {
         _ = data.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
         _ = ftruncate(fd, off_t(data.count))
     }
-
-    /// For every input index: `make` makes the input from the index's generator, it is recorded,
-    /// then `feed` feeds it (with the same generator, for choices after the bytes).
-    public func run(make: (inout FuzzRandom) -> [UInt8], feed: ([UInt8], inout FuzzRandom) -> Void) {
-        for index in 0..<count {
-            var rng = random(index)
-            let bytes = make(&rng)
-            record(index, bytes)
-            feed(bytes, &rng)
-        }
-    }
 }
 
-/// SplitMix64: a small seeded generator for fuzz inputs (not for keys).
-public struct FuzzRandom: RandomNumberGenerator, Hashable, Sendable {
-    private var state: UInt64
-    public init(seed: UInt64) { state = seed }
-    public init() { state = UInt64.random(in: 0 ... .max) }
-    /// The state: a generator made with it goes on from here.
-    public var currentSeed: UInt64 { state }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+/// The fuzz runs' generator: the protocol's own seeded SplitMix64 (`SWIMRandom`), with the helpers
+/// fuzz inputs are made with.
+public typealias FuzzRandom = SWIMRandom
 
+extension SWIMRandom {
     /// `count` random bytes.
     public mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0 ... .max, using: &self) } }
 

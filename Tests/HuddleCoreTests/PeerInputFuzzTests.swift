@@ -266,4 +266,6 @@ private struct Cores {
 }
 
 /// The fuzz runs' generator drives the property-based generators (`Generator.run(using:)`).
-extension FuzzRandom: SeededRandomNumberGenerator {}
+extension SWIMRandom: SeededRandomNumberGenerator {
+    public init() { self.init(seed: UInt64.random(in: 0 ... .max)) }
+}

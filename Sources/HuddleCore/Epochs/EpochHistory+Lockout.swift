@@ -44,8 +44,8 @@ extension EpochHistory {
     public mutating func counter(members: [[UInt8]], now: Double, using rng: inout some RandomNumberGenerator) -> EpochChange? {
         guard let deadline = counterDeadline, now >= deadline, let lockout else { return nil }
         let change = try? make(on: lockout.parent, removing: [lockout.maker], members: members, now: now, using: &rng)
-        // Not made (this member made its change on that epoch already), or made and lost: not again
-        // before another delay, so a failure does not make the session core spin.
+        // Not made, or made and lost to another sibling: not again before another delay (then on top
+        // of its own change, `ownTip`), so a failure does not make the session core spin.
         if change == nil || counterDeadline != nil { retryAt = now + settings.reissueDelay }
         return change
     }

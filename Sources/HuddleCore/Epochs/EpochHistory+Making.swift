@@ -94,9 +94,7 @@ extension EpochHistory {
     /// the grace, without `excluded` and node keys nothing can be sealed to; at most
     /// `EpochChange.maxRoster`, the most recently seen kept first.
     func rosterFor(base: [UInt8], members: [[UInt8]], excluding excluded: Set<[UInt8]>, now: Double) -> [[UInt8]] {
-        let carried = (entries[base]?.roster ?? []).filter { node in
-            lastSeen[node].map { now - $0 <= settings.grace } ?? false
-        }
+        let carried = (entries[base]?.roster ?? []).filter { node in lastSeen[node].map { now - $0 <= settings.grace } ?? false }
         var candidates = Set(members).union(carried)
         candidates.remove(nodeKey)
         let ordered = candidates.filter { !excluded.contains($0) && SealedBox.canSeal(to: $0) }

@@ -54,9 +54,10 @@ import HuddleCrypto
 //   that epoch's roster, or the next one's, and was never removed; anyone else with an old key is
 //   refused, and a key older than the grace opens nothing (the handshake fails at its first
 //   message, as a wrong key does). A node key that linked here with an epoch's key while that
-//   epoch was the head (`vouch`: a joiner) is let in with that key too: a change made at the same
-//   moment by a maker that did not know it yet leaves it off the roster, and it is granted the key. The member let in is handed over the winning changes after its
-//   epoch, and a grant (`EpochGrant`) of the current key sealed to it when the current roster
+//   epoch was the head (`vouch`: a joiner) is let in with that key too, until a removal follows
+//   that epoch: a rotation made at the same moment by a maker that did not know it yet leaves it
+//   off the roster, and it is granted the key. The member let in is handed over the winning
+//   changes after its epoch, and a grant (`EpochGrant`) of the current key sealed to it when the current roster
 //   leaves it out (`handover`).
 // - **Grace.** An epoch's key is kept, and accepted, for `grace` (7 days) after the epoch ended
 //   here; changes on top of an epoch that ended longer ago are refused as stale (the history is

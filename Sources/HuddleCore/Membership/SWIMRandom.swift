@@ -3,10 +3,13 @@
 /// Guarantees: the same seed gives the same sequence on every platform and run, so a membership
 /// instance and the simulator are reproducible. It is not cryptographic: the node seeds it from
 /// the system's secure generator, and it only decides probe order, helpers and jitter.
-public struct SWIMRandom: RandomNumberGenerator, Sendable {
+public struct SWIMRandom: RandomNumberGenerator, Hashable, Sendable {
     private var state: UInt64
 
     public init(seed: UInt64) { state = seed }
+
+    /// The state: a generator made with it as its seed goes on from here.
+    public var currentSeed: UInt64 { state }
 
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
