@@ -231,6 +231,36 @@ public struct CausalBroadcast: Sendable {
         keep(signed)
     }
 
+    /// The message-id counter (what a `ResumePoint` keeps).
+    public var counterValue: UInt64 { counter }
+
+    /// This member's stored broadcasts from seq `from` on (what the shell writes ahead of a batch
+    /// leaving, for a restart to repair others with).
+    public func ownStored(from seq: UInt64) -> [SignedMessage] {
+        guard let run = store[local], !run.isEmpty else { return [] }
+        return (max(seq, run.firstSeq)..<run.nextSeq).compactMap { run[$0] }
+    }
+
+    /// The lowest seq of this member's broadcasts still stored (`ownSeq + 1` when none is).
+    public var ownStoredFrom: UInt64 { store[local].flatMap { $0.isEmpty ? nil : $0.firstSeq } ?? ownSeq &+ 1 }
+
+    /// Takes up a restarted member's broadcast state (`ResumePoint`): it delivers each origin's
+    /// broadcasts after `delivered`, continues its own after `ownSeq`, and keeps `ownMessages`
+    /// (its own broadcasts, seqs ascending and consecutive) for repair until every member has them.
+    mutating func resume(ownSeq: UInt64, counter: UInt64, delivered: [MemberID: UInt64], baseline: [MemberID: UInt64], ownMessages: [SignedMessage]) {
+        self.ownSeq = ownSeq
+        self.counter = max(counter, ownSeq)
+        self.delivered = delivered
+        self.delivered[local] = ownSeq
+        self.baseline = baseline
+        awaitingBaseline = false
+        depsAtLastBroadcast = [:]
+        for signed in ownMessages where signed.message.from == local && signed.message.seq > 0 && signed.message.seq <= ownSeq {
+            storedBytes += Self.storedSize(signed)
+            storedBytes -= store[local, default: MessageRun()].append(signed, bytes: Self.storedSize)
+        }
+    }
+
     // MARK: baselines and membership
 
     /// What this member says in its hello on a new link to `peer`: the seq after which `peer` is to

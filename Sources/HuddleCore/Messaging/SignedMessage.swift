@@ -19,6 +19,22 @@ public struct SignedMessage: Sendable, Equatable {
     }
 }
 
+extension SignedMessage {
+    /// The stored form (a restart's own messages, `ResumePoint`).
+    public func encoded() -> [UInt8] {
+        var w = WireWriter(capacity: message.body.count + 256)
+        encode(into: &w)
+        return w.bytes
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(WireError) -> SignedMessage {
+        var r = WireReader(bytes)
+        let signed = try decode(from: &r)
+        try r.expectEnd("stored message")
+        return signed
+    }
+}
+
 /// Where a message sits in its signed batch: the origin's signature over the batch root, the
 /// message's index among `count` messages, and the sibling hashes up to the root — taken from the
 /// batch's tree when this member holds it (it received the whole batch), else as relayed.

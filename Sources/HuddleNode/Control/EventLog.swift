@@ -78,6 +78,17 @@ struct EventLog {
     /// The resumes of overflows sent whose clients have not resubscribed yet: the events after
     /// each are kept while retention stays within `holdBytes`.
     private var held: [Int64] = []
+    /// With a data directory (CONTROL.md, Restart): the cursor up to which events are committed
+    /// to the node's state (`NodeStateStore`). Subscribers are sent committed events only, so no
+    /// cursor a client saw can be numbered again after a crash. Nil without one: every event at once.
+    private(set) var durable: Int64?
+    /// Called once an event is appended past `durable`, until the next `markDurable`: the node
+    /// commits soon (and batches what is appended meanwhile).
+    var requestCommit: (@Sendable () -> Void)?
+    private var commitRequested = false
+
+    /// The newest event subscribers may be sent.
+    private var visible: Int64 { durable ?? latest }
 
     init(spoolDirectory: String, limits: Limits = .standard) {
         self.limits = limits
@@ -144,7 +155,62 @@ struct EventLog {
         latest += 1
         index.append(UInt64(offset) << 8 | UInt64(Self.bit(topic)))
         evict()
-        if !deferring { feedAll() }
+        if durable != nil {
+            if !commitRequested {
+                commitRequested = true
+                requestCommit?()
+            }
+        } else if !deferring {
+            feedAll()
+        }
+    }
+
+    // MARK: durability (CONTROL.md, Restart)
+
+    /// Turns durability on: events are shown once committed (`markDurable`).
+    mutating func makeDurable() { durable = latest }
+
+    /// The events appended since the last commit, with their topics and lines (still retained).
+    func uncommitted() -> [NodeStateStore.StoredEvent] {
+        guard let durable, durable < latest else { return [] }
+        var out: [NodeStateStore.StoredEvent] = []
+        out.reserveCapacity(Int(latest - durable))
+        for cursor in max(durable + 1, first)...latest {
+            var line: [UInt8] = []
+            guard spool.read(offset(cursor)..<offset(cursor + 1), into: &line) else { continue }
+            out.append(.init(cursor: cursor, topic: topicBit(cursor), line: line))
+        }
+        return out
+    }
+
+    /// Every event through `cursor` is committed: subscribers are sent them.
+    mutating func markDurable(through cursor: Int64) {
+        durable = min(cursor, latest)
+        commitRequested = false
+        feedAll()
+    }
+
+    /// Takes up the events a previous run committed (`events`, consecutive, the last one at
+    /// `lastCursor`): cursors continue after `lastCursor`, and a `since` from before the restart
+    /// replays what is retained. Called once, on a new log, before any event.
+    mutating func restore(_ events: [NodeStateStore.StoredEvent], lastCursor: Int64) {
+        precondition(latest == 0 && index.isEmpty, "restore on a log in use")
+        let last = max(lastCursor, events.last?.cursor ?? 0)
+        // Only a consecutive run ending at `last` can be replayed as it was numbered.
+        var run = events[...]
+        if let broken = events.indices.last(where: { $0 > events.startIndex && events[$0].cursor != events[$0 - 1].cursor + 1 }) {
+            run = events[broken...]
+        }
+        if run.last?.cursor != last { run = [] }
+        first = run.first?.cursor ?? last + 1
+        for event in run {
+            let offset = spool.end
+            spool.append { $0.append(contentsOf: event.line) }
+            index.append(UInt64(offset) << 8 | UInt64(event.topic))
+        }
+        latest = last
+        durable = last
+        evict()
     }
 
     private func offset(_ cursor: Int64) -> Int64 {
@@ -236,13 +302,14 @@ struct EventLog {
         let connection = subscribers[i].connection
         var next = subscribers[i].next
         defer { subscribers[i].next = next }
-        guard next <= latest else { return true }
+        let visible = visible
+        guard next <= visible else { return true }
         if overflows(subscribers[i]) {
             // Resumed from the oldest retained event when retention dropped its next already.
             return overflow(connection, resume: max(next, first) - 1)
         }
         let mask = subscribers[i].topics
-        while next <= latest {
+        while next <= visible {
             guard connection.outbox.queuedBytes < limits.window else {
                 // Fed again when the writer takes what is queued; asked before looking again, so
                 // a take in between is never missed.
@@ -253,10 +320,10 @@ struct EventLog {
             }
             var lines: [UInt8] = []
             // Runs of consecutive events of its topics, read in one piece each.
-            while next <= latest && lines.count < limits.pushBytes {
+            while next <= visible && lines.count < limits.pushBytes {
                 guard topicBit(next) & mask != 0 else { next += 1; continue }
                 let runStart = offset(next)
-                while next <= latest && topicBit(next) & mask != 0 && lines.count + Int(offset(next) - runStart) < limits.pushBytes { next += 1 }
+                while next <= visible && topicBit(next) & mask != 0 && lines.count + Int(offset(next) - runStart) < limits.pushBytes { next += 1 }
                 guard spool.read(runStart..<offset(next), into: &lines) else {
                     // Unreadable retention: the subscriber is told to resume from here.
                     return overflow(connection, resume: next - 1)

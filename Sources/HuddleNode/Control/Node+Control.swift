@@ -106,6 +106,8 @@ extension Node {
             "uptime_ms": .int(Int64(now * 1000)),
             // The session key's epoch in use here (0 before any rotation; issue 21).
             "epoch": .int(Int64(clamping: core.epoch)),
+            // This run took up a membership from its data directory (CONTROL.md, Restart).
+            "resumed": .bool(resumed),
         ]
     }
 

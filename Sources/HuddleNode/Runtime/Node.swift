@@ -4,6 +4,7 @@ import HuddleControl
 import HuddleCore
 import HuddleCrypto
 import NIOCore
+import Synchronization
 
 /// The secrets a node proves itself with on every link: its identity, and the session key it
 /// started with (the key of the current epoch is `Node.currentKey`, which moves on with the session).
@@ -46,10 +47,23 @@ actor Node {
     private var spoolFailureLogged = false
     private var dialsInFlight: Set<String> = []
     var datagramAddresses: [String: SocketAddress] = [:]
-    private(set) var stopping = false
+    var stopping = false
     private var stopped = false
+    /// The data directory's state (`--data-dir`; CONTROL.md, Restart), nil without one.
+    var state: NodeStateStore?
+    /// What the last commit of `state` held: this member's seq and incarnation.
+    var committedOwnSeq: UInt64 = 0
+    var committedIncarnation: UInt64 = 0
+    /// This run resumed a membership from its data directory (`status.resumed`).
+    nonisolated let resumed: Bool
+    /// Set once the node left the session for good (`leave`): its data directory's state is wiped on exit.
+    nonisolated let leftForGood = Mutex(false)
+    /// The first failed commit, logged once.
+    var commitFailureLogged = false
 
-    init(local: MemberInfo, security: LinkSecurity, config: NodeConfiguration, store: ChunkStore) {
+    /// `resume`: what a previous run on the same data directory committed (the member `local`
+    /// names, at a higher incarnation), taken up before anything else happens.
+    init(local: MemberInfo, security: LinkSecurity, config: NodeConfiguration, store: ChunkStore, resume: NodeStateStore.Loaded? = nil) {
         self.local = local
         self.store = store
         self.security = security
@@ -68,8 +82,14 @@ actor Node {
         limits.members = config.maxMembers
         limits.storeBytes = config.storeLimitBytes
         limits.ackDeadline = config.ackDeadlineSeconds
-        core = SessionCore(local: local, identity: security.identity, limits: limits, joining: !config.join.isEmpty, swimSeed: SecureRandom.uint64(), journalSeed: SecureRandom.uint64(),
+        core = SessionCore(local: local, identity: security.identity, limits: limits, joining: !config.join.isEmpty && resume == nil, swimSeed: SecureRandom.uint64(), journalSeed: SecureRandom.uint64(),
                            sessionKey: security.sessionKey, epochSettings: epochSettings)
+        resumed = resume != nil
+        if let resume {
+            core.resume(from: resume.point, ownMessages: resume.own)
+            events.restore(resume.events, lastCursor: resume.lastCursor)
+            committedOwnSeq = resume.point.ownSeq
+        }
         core.rotate(every: config.rekeyEvery, now: 0)
         datagramOpener = DatagramOpenerBox(DatagramOpener(local: local.id, session: seal, keys: core.datagramKeys))
     }
@@ -183,6 +203,9 @@ actor Node {
 
     /// Carries out what the session core decided.
     func execute(_ effects: [SessionEffect]) {
+        // Write-ahead: this member's broadcasts are committed before they leave (a restart never
+        // reuses a seq a peer may have).
+        if state != nil, effects.contains(where: { $0.sendsOwnBatch(local.id) }) { commitState() }
         for effect in effects {
             switch effect {
             case let .sendDatagram(payload, to, sealing): sendDatagram(payload, to: to, sealing: sealing)
@@ -257,6 +280,7 @@ actor Node {
         core.setWallClock(Date().timeIntervalSince1970, now: now)
         execute(core.tick(now: now))
         closeStalledLinks()
+        if state != nil, core.swim.local.incarnation != committedIncarnation { commitState() }
         if !spoolFailureLogged, let failure = events.spoolFailure {
             spoolFailureLogged = true
             log.warning("\(failure): events before it can no longer be replayed with since (live subscribers still get every event)")
@@ -271,6 +295,7 @@ actor Node {
     func leave() async {
         guard !stopping else { return }
         stopping = true
+        leftForGood.withLock { $0 = true }
         log.info("leaving the session")
         for effect in core.leave(now: now) {
             if case let .sendDatagram(payload, _, _) = effect, case let .swim(message) = payload.content {
@@ -286,6 +311,10 @@ actor Node {
         while !links.isEmpty && ContinuousClock.now < deadline {
             await wait(for: .linkClosed, until: deadline)
         }
+        markStopped()
+    }
+
+    func markStopped() {
         stopped = true
         wake(.stopped)
     }

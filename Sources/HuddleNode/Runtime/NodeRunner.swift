@@ -13,8 +13,6 @@ public enum NodeRunner {
         try ProcessHardening.apply()
         let sessionKey: SessionKey
         do { sessionKey = try SessionKey.load(from: config.keyPath) } catch { throw NodeError("\(error)") }
-        let identity: Identity
-        do { identity = try config.identityPath.map { try Identity.loadOrCreate(path: $0) } ?? Identity.generate() } catch { throw NodeError("\(error)") }
 
         let control = try await ControlServer.bind(path: config.controlPath)
         var cleanup: [() -> Void] = [{ unlink(config.controlPath) }]
@@ -29,7 +27,18 @@ public enum NodeRunner {
         }
 
         let dataDir = try prepareDataDirectory(config.dataDir)
-        if dataDir.created { cleanup.append { try? FileManager.default.removeItem(atPath: dataDir.path) } }
+        // With --data-dir the node keeps its membership there (CONTROL.md, Restart); without, a
+        // temporary directory is removed on exit.
+        if config.dataDir == nil { cleanup.append { try? FileManager.default.removeItem(atPath: dataDir.path) } }
+        let state = try config.dataDir.map { dir throws(NodeError) in try NodeStateStore.open(directory: dir) }
+        var notes: [String] = state?.damage.map { [$0] } ?? []
+        var loaded = try state?.store.load()
+        let identity: Identity
+        do {
+            (identity, loaded) = try loadIdentity(config, dataDir: config.dataDir, loaded: loaded, notes: &notes)
+        } catch {
+            throw NodeError("\(error)")
+        }
 
         let advertise = config.advertise ?? "\(advertisedHost(config.listenHost, bound: tcp.channel.localAddress)):\(port)"
         let name = config.name ?? ProcessInfo.processInfo.hostName
@@ -40,14 +49,28 @@ public enum NodeRunner {
             try? await control.channel.close()
             throw NodeError("cannot run: \(problem)")
         }
-        let local = MemberInfo(id: MemberID(raw: SecureRandom.uint64()), node: identity.publicKey, name: name, addr: advertise)
+        // A resumed member comes back as itself, at an incarnation above any it signed.
+        let local = MemberInfo(id: loaded?.point.member ?? MemberID(raw: SecureRandom.uint64()), node: identity.publicKey, name: name, addr: advertise,
+                               incarnation: loaded.map { min($0.point.incarnation &+ 1, WireReader.madeCountLimit) } ?? 0)
         let store: ChunkStore
         do { store = try ChunkStore(dataDirectory: dataDir.path, limitBytes: config.storeLimitBytes) } catch {
             throw NodeError("cannot create the chunk store in \(dataDir.path): \(error.localizedDescription)")
         }
-        cleanup.append { store.removeAll() }
-        let node = Node(local: local, security: LinkSecurity(sessionKey: sessionKey, identity: identity), config: config, store: store)
-        node.log.info("member \(local.id) of session \(sessionKey.fingerprint) listening on \(config.listenHost):\(port) (advertised \(advertise)), control \(config.controlPath)")
+        let node = Node(local: local, security: LinkSecurity(sessionKey: sessionKey, identity: identity), config: config, store: store, resume: loaded)
+        for note in notes { node.log.warning("\(note)") }
+        node.log.info("member \(local.id) of session \(sessionKey.fingerprint) listening on \(config.listenHost):\(port) (advertised \(advertise)), control \(config.controlPath)\(loaded != nil ? ", resumed from \(dataDir.path)" : "")")
+        if let state {
+            await node.persist(to: state.store)
+            // Only a member that leaves for good wipes its state (and its chunks, and an identity it made here).
+            cleanup.append {
+                guard node.leftForGood.withLock({ $0 }) else { return }
+                state.store.wipe()
+                store.removeAll()
+                if config.identityPath == nil { unlink(dataDir.path + "/identity") }
+            }
+        } else {
+            cleanup.append { store.removeAll() }
+        }
 
         // SIGTERM and SIGINT are a graceful shutdown (swift-service-lifecycle): hand off, then leave.
         let service = NodeService(node: node) {
@@ -96,9 +119,16 @@ public enum NodeRunner {
                     try? await Task.sleep(for: .seconds(min(max(idle, 0.005), 0.1)))
                 }
             }
-            for addr in config.join {
-                node.spawner.spawn { await joinInBackground(addr, node: node) }
+            if node.resumed {
+                let known = loaded?.point.addresses ?? []
+                let addresses = (config.join + known).reduce(into: [String]()) { if !$0.contains($1) && $1 != node.local.addr { $0.append($1) } }
+                if !addresses.isEmpty { node.spawner.spawn { await rejoinInBackground(addresses, node: node) } }
+            } else {
+                for addr in config.join {
+                    node.spawner.spawn { await joinInBackground(addr, node: node) }
+                }
             }
+            SystemdNotify.send("READY=1")
             await node.waitUntilStopped()
             // Let replies to `leave` reach their clients, then stop everything.
             try? await Task.sleep(for: .milliseconds(100))
@@ -140,6 +170,43 @@ public enum NodeRunner {
             }
             try? await Task.sleep(for: .seconds(delay))
             delay = min(delay * 2, 5)
+        }
+    }
+
+    /// A resumed member looks for the session at every address it knew (and `--join`), in turn,
+    /// backing off to 5 s, until one link is up and has caught it up.
+    static func rejoinInBackground(_ addresses: [String], node: Node) async {
+        var delay = 0.25
+        while !Task.isCancelled, await !node.stopping {
+            for addr in addresses {
+                do {
+                    let peer = try await node.dial(try await PeerAddress.resolveUserAddress(addr))
+                    await node.pushPullAndWait(peer, join: true)
+                    node.log.info("back in the session through \(addr)")
+                    return
+                } catch {
+                    node.log.info("rejoin through \(addr) failed: \(error)")
+                }
+            }
+            try? await Task.sleep(for: .seconds(delay))
+            delay = min(delay * 2, 5)
+        }
+    }
+
+    /// The node's identity: `--identity`, else with a data directory its `identity` file (made
+    /// there on the first run), else a new one. A damaged identity file in the data directory is
+    /// moved aside and a new member starts (`loaded` is dropped: the others pin the old key).
+    private static func loadIdentity(_ config: NodeConfiguration, dataDir: String?, loaded: NodeStateStore.Loaded?, notes: inout [String]) throws -> (Identity, NodeStateStore.Loaded?) {
+        if let path = config.identityPath { return (try Identity.loadOrCreate(path: path), loaded) }
+        guard let dataDir else { return (Identity.generate(), loaded) }
+        let path = dataDir + "/identity"
+        do {
+            return (try Identity.loadOrCreate(path: path), loaded)
+        } catch {
+            let aside = "\(path).damaged-\(Int(Date().timeIntervalSince1970))"
+            rename(path, aside)
+            notes.append("\(error); moved to \(aside), starting as a new member with a new identity")
+            return (try Identity.loadOrCreate(path: path), nil)
         }
     }
 
@@ -206,7 +273,8 @@ public enum NodeRunner {
 }
 
 /// The node as a swift-service-lifecycle `Service`: `run` returns once the node has left; a
-/// graceful shutdown (SIGTERM, SIGINT) hands off what only this member holds, then leaves.
+/// graceful shutdown (SIGTERM, SIGINT) hands off what only this member holds, then leaves — or,
+/// with a data directory, stops and keeps the membership.
 struct NodeService: Service {
     let node: Node
     let body: @Sendable () async -> Void
@@ -215,9 +283,15 @@ struct NodeService: Service {
         await withGracefulShutdownHandler {
             await body()
         } onGracefulShutdown: { [node] in
+            SystemdNotify.send("STOPPING=1")
             Task {
-                _ = await node.handOff(timeout: .seconds(10))
-                await node.leave()
+                // With a data directory a signal stops the node and keeps its membership (CONTROL.md, Restart).
+                if await node.state != nil {
+                    await node.stop()
+                } else {
+                    _ = await node.handOff(timeout: .seconds(10))
+                    await node.leave()
+                }
             }
         }
     }

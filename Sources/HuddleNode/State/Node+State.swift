@@ -1,0 +1,63 @@
+import HuddleCore
+
+extension Node {
+    /// Turns on the data directory's state (CONTROL.md, Restart): from now on every event is
+    /// committed (in batches: one transaction for what was appended meanwhile) before subscribers
+    /// see it, together with where broadcast stands, and this member's broadcasts before they leave.
+    func persist(to store: NodeStateStore) {
+        state = store
+        if !resumed { events.makeDurable() }
+        events.requestCommit = { [weak self] in
+            guard let self else { return }
+            self.spawner.spawn { await self.commitState() }
+        }
+        commitState()
+    }
+
+    /// Commits what changed since the last commit: new events, retention's start, the resume
+    /// point, this member's newly stored broadcasts. A failed commit (a full disk) is logged once;
+    /// events still reach subscribers, so a failing disk never stops the node.
+    func commitState() {
+        guard let state else { return }
+        let rows = events.uncommitted()
+        let point = core.resumePoint
+        let ownFrom = core.broadcast.ownStoredFrom
+        let own = core.broadcast.ownStored(from: max(committedOwnSeq &+ 1, ownFrom))
+        do {
+            try state.commit(events: rows, firstRetained: events.first, lastCursor: events.latest, point: point, own: own, ownFrom: ownFrom)
+            committedOwnSeq = point.ownSeq
+            committedIncarnation = point.incarnation
+        } catch {
+            if !commitFailureLogged {
+                commitFailureLogged = true
+                log.error("cannot save the node state in \(state.directory): \(error); a restart will not resume from here")
+            }
+        }
+        events.markDurable(through: events.latest)
+    }
+
+    /// Stops without leaving (SIGTERM or SIGINT with a data directory): the state is committed,
+    /// links close, and the others see this member failed until it comes back.
+    func stop() async {
+        guard !stopping else { return }
+        commitState()
+        stopping = true
+        log.info("stopping (the membership is kept in \(state?.directory ?? "?"); `huddle leave` leaves for good)")
+        for link in links.values { link.close() }
+        let deadline = ContinuousClock.now + .seconds(3)
+        while !links.isEmpty && ContinuousClock.now < deadline {
+            await wait(for: .linkClosed, until: deadline)
+        }
+        markStopped()
+    }
+}
+
+extension SessionEffect {
+    /// Whether this effect sends a batch of `local`'s own broadcasts.
+    func sendsOwnBatch(_ local: MemberID) -> Bool {
+        switch self {
+        case let .sendToLinks(.batch(batch)), let .sendLink(_, .batch(batch)): batch.origin == local
+        default: false
+        }
+    }
+}

@@ -1,0 +1,179 @@
+import Foundation
+import GRDB
+import HuddleCore
+
+/// The node's state in its data directory (CONTROL.md, Restart): one SQLite database
+/// (`state.sqlite`, WAL) holding the resume point, the retained event log and this member's
+/// stored broadcasts, written in transactions, so a crash at any instant leaves the state of the
+/// last commit whole (SQLite's journal, with its checksummed frames, cuts a torn tail). Chunks
+/// stay files (`ChunkStore`). The directory is locked (`flock` on `lock`) while a node runs on it.
+///
+/// Durability: `synchronous=NORMAL` — a commit survives the process being killed at any instant;
+/// a power loss can lose the last commits, never the database's consistency.
+final class NodeStateStore: Sendable {
+    /// One retained event: its cursor, its topic bit (`EventLog.bit`) and its line.
+    struct StoredEvent: Sendable {
+        var cursor: Int64
+        var topic: UInt8
+        var line: [UInt8]
+    }
+
+    /// What a previous run left.
+    struct Loaded: Sendable {
+        var point: ResumePoint
+        /// The cursor of the last event it committed.
+        var lastCursor: Int64
+        var events: [StoredEvent]
+        var own: [SignedMessage]
+    }
+
+    let directory: String
+    private let queue: DatabaseQueue
+    /// The `flock`ed descriptor of `lock`, held (never closed) for the node's whole run.
+    private let lockDescriptor: Int32
+
+    static let fileName = "state.sqlite"
+
+    /// Locks `directory` and opens its state. A database that cannot be opened or read is moved
+    /// aside (`damaged-…`), and a fresh one made: `damage` says what was found, in one line.
+    static func open(directory: String) throws(NodeError) -> (store: NodeStateStore, damage: String?) {
+        let lock = try lockDirectory(directory)
+        let path = directory + "/" + fileName
+        var damage: String?
+        if let opened = try? openDatabase(path), let problem = check(opened) {
+            damage = problem
+        } else if access(path, F_OK) == 0, (try? openDatabase(path)) == nil {
+            damage = "cannot open it"
+        }
+        if let problem = damage {
+            let aside = moveAside(directory: directory)
+            damage = "\(path) is damaged (\(problem)); moved to \(aside), starting as a new member"
+        }
+        do {
+            return (NodeStateStore(directory: directory, queue: try openDatabase(path), lock: lock), damage)
+        } catch {
+            close(lock)
+            throw NodeError("cannot open the node state \(path): \(error)")
+        }
+    }
+
+    private init(directory: String, queue: DatabaseQueue, lock: Int32) {
+        self.directory = directory
+        self.queue = queue
+        lockDescriptor = lock
+    }
+
+    private static func openDatabase(_ path: String) throws -> DatabaseQueue {
+        var config = Configuration()
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA journal_mode=WAL")
+            try db.execute(sql: "PRAGMA synchronous=NORMAL")
+        }
+        let queue = try DatabaseQueue(path: path, configuration: config)
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE meta(key TEXT PRIMARY KEY, value BLOB NOT NULL);
+                CREATE TABLE events(cursor INTEGER PRIMARY KEY, topic INTEGER NOT NULL, line BLOB NOT NULL);
+                CREATE TABLE own(seq INTEGER PRIMARY KEY, message BLOB NOT NULL);
+                """)
+        }
+        try migrator.migrate(queue)
+        return queue
+    }
+
+    /// Why the database at hand cannot be resumed from, or nil: SQLite's own check, then every
+    /// record decoded.
+    private static func check(_ queue: DatabaseQueue) -> String? {
+        do {
+            return try queue.read { db -> String? in
+                let verdict = try String.fetchAll(db, sql: "PRAGMA quick_check")
+                guard verdict == ["ok"] else { return "SQLite: \(verdict.prefix(2).joined(separator: "; "))" }
+                if let bytes = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'resume'") {
+                    do { _ = try ResumePoint.decode(Array(bytes)) } catch { return "its resume point: \(error)" }
+                }
+                for bytes in try Data.fetchAll(db, sql: "SELECT message FROM own") {
+                    do { _ = try SignedMessage.decode(Array(bytes)) } catch { return "a stored message: \(error)" }
+                }
+                return nil
+            }
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    /// Moves `state.sqlite` and its journal files to a new `damaged-<time>` folder; returns its path.
+    private static func moveAside(directory: String) -> String {
+        let aside = "\(directory)/damaged-\(Int(Date().timeIntervalSince1970))-\(getpid())"
+        mkdir(aside, 0o700)
+        for suffix in ["", "-wal", "-shm"] {
+            let name = fileName + suffix
+            rename("\(directory)/\(name)", "\(aside)/\(name)")
+        }
+        return aside
+    }
+
+    private static func lockDirectory(_ directory: String) throws(NodeError) -> Int32 {
+        let path = directory + "/lock"
+        let fd = Foundation.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw NodeError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            var buffer = [UInt8](repeating: 0, count: 32)
+            let n = pread(fd, &buffer, buffer.count, 0)
+            let holder = n > 0 ? String(decoding: buffer[..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : "?"
+            close(fd)
+            throw NodeError("data directory \(directory) is in use by another node (pid \(holder)); one node per data directory")
+        }
+        let pid = Array("\(getpid())\n".utf8)
+        _ = ftruncate(fd, 0)
+        _ = pwrite(fd, pid, pid.count, 0)
+        return fd
+    }
+
+    /// What the previous run committed, or nil when there was none (a new member).
+    func load() throws(NodeError) -> Loaded? {
+        do {
+            return try queue.read { db -> Loaded? in
+                guard let bytes = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'resume'") else { return nil }
+                let point = try ResumePoint.decode(Array(bytes))
+                let lastCursor = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'cursor'") ?? 0
+                var events: [StoredEvent] = []
+                let rows = try Row.fetchCursor(db, sql: "SELECT cursor, topic, line FROM events ORDER BY cursor")
+                while let row = try rows.next() {
+                    let line: Data = row[2]
+                    events.append(StoredEvent(cursor: row[0], topic: UInt8(truncatingIfNeeded: row[1] as Int64), line: Array(line)))
+                }
+                var own: [SignedMessage] = []
+                for bytes in try Data.fetchAll(db, sql: "SELECT message FROM own ORDER BY seq") { own.append(try SignedMessage.decode(Array(bytes))) }
+                return Loaded(point: point, lastCursor: lastCursor, events: events, own: own)
+            }
+        } catch {
+            throw NodeError("cannot read the node state in \(directory): \(error)")
+        }
+    }
+
+    /// Writes one commit: the events appended since the last one, retention's new start, the
+    /// resume point, and this member's broadcasts from `ownFrom` on (those below it are dropped).
+    func commit(events: [StoredEvent], firstRetained: Int64, lastCursor: Int64, point: ResumePoint, own: [SignedMessage], ownFrom: UInt64) throws {
+        try queue.write { db in
+            let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO events(cursor, topic, line) VALUES (?, ?, ?)")
+            for event in events {
+                try insert.execute(arguments: [event.cursor, Int64(event.topic), Data(event.line)])
+            }
+            try db.execute(sql: "DELETE FROM events WHERE cursor < ?", arguments: [firstRetained])
+            let ownInsert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO own(seq, message) VALUES (?, ?)")
+            for signed in own {
+                try ownInsert.execute(arguments: [Int64(clamping: signed.message.seq), Data(signed.encoded())])
+            }
+            try db.execute(sql: "DELETE FROM own WHERE seq < ?", arguments: [Int64(clamping: ownFrom)])
+            try db.execute(sql: "INSERT OR REPLACE INTO meta(key, value) VALUES ('resume', ?), ('cursor', ?)",
+                           arguments: [Data(point.encoded()), lastCursor])
+        }
+    }
+
+    /// Removes the state for good (`leave`): the member is not to come back.
+    func wipe() {
+        try? queue.close()
+        for suffix in ["", "-wal", "-shm"] { unlink(directory + "/" + Self.fileName + suffix) }
+    }
+}
