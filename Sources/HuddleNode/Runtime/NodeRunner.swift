@@ -46,12 +46,28 @@ public enum NodeRunner {
             throw NodeError("cannot create the chunk store in \(dataDir.path): \(error.localizedDescription)")
         }
         cleanup.append { store.removeAll() }
-        let node = Node(local: local, security: LinkSecurity(sessionKey: sessionKey, identity: identity), config: config, store: store)
+        let metricsServer: MetricsServer?
+        if let address = config.metrics {
+            do {
+                let (host, port) = try NodeConfiguration.parseListen(address)
+                metricsServer = try await MetricsServer.bind(host: host, port: port)
+            } catch {
+                udp.close()
+                try? await tcp.channel.close()
+                try? await control.channel.close()
+                throw error
+            }
+        } else {
+            metricsServer = nil
+        }
+        let node = Node(local: local, security: LinkSecurity(sessionKey: sessionKey, identity: identity), config: config, store: store,
+                        metrics: metricsServer == nil ? nil : NodeMetrics())
         node.log.info("member \(local.id) of session \(sessionKey.fingerprint) listening on \(config.listenHost):\(port) (advertised \(advertise)), control \(config.controlPath)")
+        if let metricsServer { node.log.info("serving metrics at http://\(metricsServer.address)/metrics") }
 
         // SIGTERM and SIGINT are a graceful shutdown (swift-service-lifecycle): hand off, then leave.
         let service = NodeService(node: node) {
-            await runUntilStopped(node, config: config, tcp: tcp, udp: udp, control: control)
+            await runUntilStopped(node, config: config, tcp: tcp, udp: udp, control: control, metrics: metricsServer)
         }
         // The node returns once it has left (by `leave` or a signal): that ends the group, normally.
         let entry = ServiceGroupConfiguration.ServiceConfiguration(service: service, successTerminationBehavior: .gracefullyShutdownGroup)
@@ -61,9 +77,11 @@ public enum NodeRunner {
     }
 
     /// Runs links, datagrams, the control socket and the timer until the node has left.
-    private static func runUntilStopped(_ node: Node, config: NodeConfiguration, tcp: NIOAsyncChannel<FrameChannel, Never>, udp: UDPSocket, control: ControlServer.ServerChannel) async {
+    private static func runUntilStopped(_ node: Node, config: NodeConfiguration, tcp: NIOAsyncChannel<FrameChannel, Never>, udp: UDPSocket,
+                                        control: ControlServer.ServerChannel, metrics: MetricsServer?) async {
         await withDiscardingTaskGroup { group in
             group.addTask { await node.spawner.run() }
+            if let metrics, let series = node.metrics { group.addTask { await metrics.run(node, metrics: series) } }
             group.addTask { await DatagramTransport.run(udp, node: node) }
             group.addTask {
                 try? await tcp.executeThenClose { inbound in
@@ -105,6 +123,7 @@ public enum NodeRunner {
             group.cancelAll()
             tcp.channel.close(promise: nil)
             control.channel.close(promise: nil)
+            metrics?.close()
             node.datagramOutbox.close()
             node.spawner.finish()
         }
