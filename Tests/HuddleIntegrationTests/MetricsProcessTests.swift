@@ -91,9 +91,35 @@ import Testing
                 let gossip = try await prometheus.query("huddle_sent_bytes_total{kind=\"gossip\"} > 0").count
                 return probes == 3 && rtts == 3 && gossip == 3
             }
+            // Every query of the Grafana dashboard runs on these series, and the panels of the
+            // figures that moved above show data.
+            for (title, expression) in try Self.dashboardQueries() {
+                let promQL = expression.replacingOccurrences(of: "$instance", with: ".*").replacingOccurrences(of: "$__rate_interval", with: "10s")
+                let series = try await prometheus.query(promQL)
+                if ["Members alive", "Links", "Probe round trip", "Messages per second", "Bytes sent by kind"].contains(title) {
+                    #expect(!series.isEmpty, "the dashboard's \(title) shows data: \(promQL)")
+                }
+            }
         } catch {
             Issue.record("\(error)\nprometheus:\n\(prometheus.log)\n\(cluster.logs)")
         }
+    }
+}
+
+extension MetricsProcessTests {
+    /// Each panel's title and PromQL queries in examples/grafana/huddle.json.
+    static func dashboardQueries() throws -> [(title: String, expression: String)] {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("examples/grafana/huddle.json").path
+        let dashboard = try JSONSerialization.jsonObject(with: try Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any] ?? [:]
+        var queries: [(String, String)] = []
+        for panel in dashboard["panels"] as? [[String: Any]] ?? [] {
+            for target in panel["targets"] as? [[String: Any]] ?? [] {
+                if let expression = target["expr"] as? String { queries.append((panel["title"] as? String ?? "", expression)) }
+            }
+        }
+        guard queries.count >= 20 else { throw TestTimeout(description: "\(path) holds \(queries.count) queries") }
+        return queries
     }
 }
 
