@@ -19,6 +19,8 @@ struct RunCommand: AsyncParsableCommand {
             join = ["10.0.0.1:7400"], max-members = 64, link-stall-seconds = 30, rekey-every = "1d"); \
             relative paths in it are taken from the file's directory. Options on the command line override \
             the file. An unknown key or a bad value stops the node with one line naming it (exit status 2).
+            Prometheus metrics, off by default: --metrics 127.0.0.1:9464 serves http://127.0.0.1:9464/metrics \
+            (loopback: the listener has no authentication).
             """
     )
 
