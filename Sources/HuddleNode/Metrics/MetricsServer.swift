@@ -1,15 +1,27 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// The HTTP listener of `huddle run --metrics HOST:PORT`: `GET /metrics` answers the node's
 /// series in Prometheus text format; every other request gets 404. Plain HTTP, no
 /// authentication: it belongs on loopback (or behind whatever guards the host's scrapers).
+/// Bounded: at most `maximumConnections` at once (more are closed unread), and a connection
+/// that sends nothing for `idleTimeout` is closed.
 struct MetricsServer: Sendable {
     typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
     let channel: NIOAsyncChannel<Connection, Never>
     /// The address it listens on, with the port the kernel chose for port 0.
     let address: String
+    private let open = OpenConnections()
+
+    static let maximumConnections = 16
+    static let idleTimeout = TimeAmount.seconds(60)
+
+    /// Connections being served now.
+    private final class OpenConnections: Sendable {
+        let count = Atomic<Int>(0)
+    }
 
     /// Binds `host:port`; a failure is one line naming the address.
     static func bind(host: String, port: Int) async throws -> MetricsServer {
@@ -19,6 +31,8 @@ struct MetricsServer: Sendable {
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .bind(host: host, port: port) { child in
                     child.eventLoop.makeCompletedFuture {
+                        try child.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idleTimeout))
+                        try child.pipeline.syncOperations.addHandler(CloseWhenIdle())
                         try child.pipeline.syncOperations.configureHTTPServerPipeline()
                         return try Connection(wrappingChannelSynchronously: child)
                     }
@@ -38,7 +52,16 @@ struct MetricsServer: Sendable {
     func run(_ node: Node, metrics: NodeMetrics) async {
         try? await channel.executeThenClose { inbound in
             for try await connection in inbound {
-                node.spawner.spawn { await Self.serve(connection, node: node, metrics: metrics) }
+                guard open.count.add(1, ordering: .relaxed).newValue <= Self.maximumConnections else {
+                    open.count.subtract(1, ordering: .relaxed)
+                    // Closed unread; executeThenClose finishes the writer, as NIO requires.
+                    node.spawner.spawn { try? await connection.executeThenClose { _, _ in } }
+                    continue
+                }
+                node.spawner.spawn { [open] in
+                    await Self.serve(connection, node: node, metrics: metrics)
+                    open.count.subtract(1, ordering: .relaxed)
+                }
             }
         }
     }
@@ -77,6 +100,19 @@ struct MetricsServer: Sendable {
                     if !head.isKeepAlive { return }
                 }
             }
+        }
+    }
+}
+
+/// Closes a connection when `IdleStateHandler` says it sent nothing for its timeout.
+private final class CloseWhenIdle: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
         }
     }
 }
