@@ -19,6 +19,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         // The node's state in its data directory (CONTROL.md, Restart): SQLite, crash-safe transactions.
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .systemLibrary(
@@ -46,6 +48,9 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "CoreMetrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .target(name: "HuddleSim", dependencies: ["HuddleCore"]),
         // A hostile member built from our own codec: the hostile-member tests and the bench's attacker.

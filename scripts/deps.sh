@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Huddle needs from Debian's packages when it is missing: libsodium-dev (crypto),
 # libsqlite3-dev (the node's state, through GRDB),
-# iproute2 and nftables (the multi-host test suite); then the peers huddle-bench compares against:
+# iproute2 and nftables (the multi-host test suite), prometheus (the metrics test scrapes real
+# nodes with it, and checks their output with its promtool); then the peers huddle-bench compares against:
 # serf and python3-libtorrent. Needs root (or sudo) only when something is missing.
 # `scripts/deps.sh --bench` installs only the benchmark peers (huddle-bench runs it when they are missing).
 # A benchmark peer that cannot be installed is a warning, not a failure: huddle-bench then says so.
@@ -34,8 +35,9 @@ if [ "${1:-}" != "--bench" ]; then
   pkg-config --exists sqlite3 2>/dev/null || missing+=(libsqlite3-dev pkg-config)
   command -v ip >/dev/null 2>&1 || missing+=(iproute2)
   command -v nft >/dev/null 2>&1 || missing+=(nftables)
+  { command -v prometheus && command -v promtool; } >/dev/null 2>&1 || missing+=(prometheus)
   if [ ${#missing[@]} -gt 0 ]; then install 1 "${missing[@]}"; fi
-  echo "deps: libsodium $(pkg-config --modversion libsodium), sqlite $(pkg-config --modversion sqlite3), iproute2, nftables present"
+  echo "deps: libsodium $(pkg-config --modversion libsodium), sqlite $(pkg-config --modversion sqlite3), iproute2, nftables, prometheus present"
 fi
 
 bench=()

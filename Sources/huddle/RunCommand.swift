@@ -19,6 +19,8 @@ struct RunCommand: AsyncParsableCommand {
             join = ["10.0.0.1:7400"], max-members = 64, link-stall-seconds = 30, rekey-every = "1d"); \
             relative paths in it are taken from the file's directory. Options on the command line override \
             the file. An unknown key or a bad value stops the node with one line naming it (exit status 2).
+            Prometheus metrics, off by default: --metrics 127.0.0.1:9464 serves http://127.0.0.1:9464/metrics \
+            (loopback: the listener has no authentication).
             """
     )
 
@@ -91,6 +93,9 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: "File of node keys (64 hex digits, one a line; # comments) that alone may remove members and rekey. Default: every member may.")
     var admins: String?
 
+    @Option(name: .long, help: "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464; port 0 picks a free one, logged at start). Off by default. Plain HTTP without authentication: keep it on loopback or a trusted network.")
+    var metrics: String?
+
     /// The options given on the command line, as settings (those not given are absent, so a
     /// settings file's values stand).
     var flags: [(String, SettingValue)] {
@@ -98,7 +103,7 @@ struct RunCommand: AsyncParsableCommand {
         let strings: [(String, String?)] = [
             ("key", key), ("invite", invite), ("key-out", keyOut), ("listen", listen), ("advertise", advertise), ("name", name),
             ("control", control), ("data-dir", dataDir), ("identity", identity), ("rekey-every", rekeyEvery),
-            ("rekey-grace", rekeyGrace), ("admins", admins),
+            ("rekey-grace", rekeyGrace), ("admins", admins), ("metrics", metrics),
         ]
         for case let (flag, value?) in strings { flags.append((flag, .string(value))) }
         if !join.isEmpty { flags.append(("join", .array(join.map { .string($0) }))) }

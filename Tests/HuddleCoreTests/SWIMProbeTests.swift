@@ -95,3 +95,16 @@ import Testing
     }
     #expect(run() == run())
 }
+
+@Test func swimCountsProbesAndTheRoundTripOfEachAck() throws {
+    var s = swimInstance(knowing: [2])
+    let first = try #require(s.tick(now: 0.5).pings.first)
+    _ = s.receive(SWIMMessage(sender: first.target, kind: .ack(seq: first.seq)), from: first.to, now: 0.504)
+    #expect(s.probeCounts.sent == 1 && s.probeCounts.acked == 1 && s.probeCounts.failed == 0)
+    #expect(abs(s.probeCounts.lastRoundTrip - 0.004) < 1e-9)
+    // The next probe goes unanswered: failed once its period is over.
+    var t = 0.5
+    while s.probeCounts.sent < 2 { t += 0.05; _ = s.tick(now: t) }
+    while s.probeCounts.failed == 0 && t < 5 { t += 0.05; _ = s.tick(now: t) }
+    #expect(s.probeCounts.failed == 1 && s.probeCounts.acked == 1)
+}

@@ -27,6 +27,7 @@ import Testing
         rekey-every = "1h"
         rekey-grace = 3600
         admins = "admins.txt"
+        metrics = "127.0.0.1:9464"
         """
 
     func resolve(_ text: String, flags: [(String, SettingValue)] = []) throws(SettingError) -> RunSettings {
@@ -67,6 +68,7 @@ import Testing
         #expect(config.rekeyEvery == 3600)
         #expect(config.rekeyGrace == 3600)
         #expect(settings.admins == "/etc/huddle/admins.txt")
+        #expect(config.metrics == "127.0.0.1:9464")
         // Every key a file may hold is set by the file above, or by the invitation one below.
         let keys = Set(try SettingsFile.parse(Array(Self.everyKey.utf8), file: "f").map(\.key)).union(["invite", "key-out"])
         #expect(keys == Set(RunSettings.keys))
@@ -129,6 +131,7 @@ import Testing
         ("link-rekey-seconds = 0", "/etc/huddle/h.toml:2: link-rekey-seconds: must be between 0.01 and 86400.0, not 0"),
         ("rekey-every = \"0s\"", "/etc/huddle/h.toml:2: rekey-every: \"0s\" is not a duration of at least 1s (e.g. 90s, 10m, 2h, 1d)"),
         ("listen = \"127.0.0.1:99999\"", "/etc/huddle/h.toml:2: listen: address 127.0.0.1:99999 "),
+        ("metrics = \"127.0.0.1:99999\"", "/etc/huddle/h.toml:2: metrics: address 127.0.0.1:99999 "),
     ])
     func aValueOutOfRangeIsOneLineNamingTheKey(text: String, expected: String) {
         #expect(refusal("key = \"k\"\n" + text).hasPrefix(expected))

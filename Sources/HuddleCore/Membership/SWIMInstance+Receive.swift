@@ -17,6 +17,8 @@ extension SWIMInstance {
             if let p = probe, p.seq == seq {
                 probe = nil
                 awareness.apply(-1)
+                probeCounts.acked += 1
+                probeCounts.lastRoundTrip = max(0, now - p.sentAt)
             } else if let relay = relays.removeValue(forKey: seq) {
                 actions.append(self.message(.ack(seq: relay.seq), to: relay.requester))
             }

@@ -36,9 +36,11 @@ extension SWIMInstance {
             // This member was not running when the answer was due (paused, starved of CPU): the
             // probe says nothing about the target, only that we are slow (Lifeguard §IV.A).
             probe = nil
+            probeCounts.failed += 1
             awareness.apply(1)
         } else if now >= p.deadline {
             probe = nil
+            probeCounts.failed += 1
             probeFailed(p, now: now, into: &actions)
         } else if !p.indirectSent, now >= p.timeoutAt {
             p.indirectSent = true
@@ -65,7 +67,8 @@ extension SWIMInstance {
         seq &+= 1
         probe = Probe(target: target.id, seq: seq,
                       timeoutAt: now + awareness.scale(settings.probeTimeout),
-                      deadline: now + awareness.scale(settings.probeInterval))
+                      deadline: now + awareness.scale(settings.probeInterval), sentAt: now)
+        probeCounts.sent += 1
         // Buddy system (Lifeguard §IV.C): a suspect hears its suspicion with the probe and refutes at once.
         let buddy: [SWIMGossip]
         if target.state == .suspect, let claim = target.claim {

@@ -54,6 +54,8 @@ public struct SWIMInstance: Sendable {
     public internal(set) var awareness: SWIMAwareness
     /// Running suspicion timers, by suspected member.
     public internal(set) var suspicions: [MemberID: SWIMSuspicion] = [:]
+    /// Probes sent, acked and failed, and the last ack's round trip (for metrics).
+    public internal(set) var probeCounts = SWIMProbeCounts()
 
     /// When each failed or left member stopped being live.
     var downSince: [MemberID: Double] = [:]
@@ -104,6 +106,8 @@ public struct SWIMInstance: Sendable {
         var indirectSent = false
         var expectedNacks = 0
         var nacks = 0
+        /// When the direct ping went out (its ack's round trip is measured from here).
+        var sentAt = 0.0
     }
 
     /// A ping this member sends on behalf of `requester` (indirect probe).

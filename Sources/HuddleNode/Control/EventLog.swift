@@ -73,6 +73,8 @@ struct EventLog {
     private var spool: EventSpool
     /// Few (one per subscribed connection): an array updated in place.
     private var subscribers: [Subscriber] = []
+    /// Subscribers dropped with an `overflow` event, since the start.
+    private(set) var overflows = 0
     /// While set, subscribers are not fed per event: `endDeferring()` feeds each once.
     private var deferring = false
     /// The resumes of overflows sent whose clients have not resubscribed yet: the events after
@@ -336,6 +338,7 @@ struct EventLog {
 
     /// Sends `overflow` naming `resume`, and holds `resume`; false (the subscriber is to be dropped).
     private mutating func overflow(_ connection: ControlConnection, resume: Int64) -> Bool {
+        overflows += 1
         if resume >= first - 1 {
             if held.count >= limits.heldLimit, let oldest = held.indices.min(by: { held[$0] < held[$1] }) { held.remove(at: oldest) }
             held.append(resume)
@@ -365,6 +368,9 @@ struct EventLog {
     var subscriberBacklogs: [(events: Int64, risk: Double)] {
         subscribers.map { s in let l = lag(s.next); return (l.count, risk(l)) }
     }
+
+    /// Connections subscribed now.
+    var subscriberCount: Int { subscribers.count }
 
     mutating func unsubscribe(_ connection: ControlConnection) {
         subscribers.removeAll { $0.connection === connection }

@@ -266,6 +266,7 @@ extension Node {
             requestChunks(now: now)
             return nil
         }
+        _ = counters.chunksVerified.wrappingAdd(1, ordering: .relaxed)
         guard !journal.holds(id, index) else {
             _ = core.journal.chunkArrived(id, index, from: link.peer.id, valid: true)
             requestChunks(now: now)

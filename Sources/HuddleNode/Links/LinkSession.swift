@@ -102,6 +102,7 @@ enum LinkSession {
                 await runTransport(link, result: result, frames: &frames, node: node)
             }
         } catch {
+            _ = node.counters.handshakeFailures.wrappingAdd(1, ordering: .relaxed)
             if let failed = error as? HandshakeFailed {
                 registered?.resume(.failure(failed))
             } else {

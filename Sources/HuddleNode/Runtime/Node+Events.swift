@@ -18,6 +18,7 @@ extension Node {
 
     /// A `member` event; `by` (the member that removed it) only with `removed`.
     func emitMember(_ change: MemberChange, _ info: MemberInfo, by: MemberID? = nil) {
+        memberEvents[change, default: 0] += 1
         if change == .joined || change == .left || change == .failed || change == .removed {
             log.info("member \(info.id) (\(info.name) at \(info.addr)) \(change.rawValue)\(by.map { " by \($0)" } ?? "")")
         }

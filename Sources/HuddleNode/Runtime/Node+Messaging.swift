@@ -48,6 +48,10 @@ extension Node {
     /// copies the whole core first (every table retained, then released), once per message.
     func deliver(_ m: WireMessage, reliable: Bool) {
         _ = counters.messagesDelivered.wrappingAdd(1, ordering: .relaxed)
+        if let metrics, let arrived = batchArrived {
+            let waited = (ContinuousClock.now - arrived).components
+            metrics.deliveryLatency.recordNanoseconds(waited.seconds * 1_000_000_000 + waited.attoseconds / 1_000_000_000)
+        }
         events.appendMessage(core.applicationSeqs.view(m), reliable: reliable)
     }
 

@@ -23,6 +23,8 @@ actor Node {
     nonisolated let log: Logger
     nonisolated let spawner = TaskSpawner()
     nonisolated let datagramOutbox = Outbox<AddressedEnvelope<ByteBuffer>>()
+    /// The Prometheus series (`--metrics`), nil when they are not served.
+    nonisolated let metrics: NodeMetrics?
     /// The session-key datagram seal of the current epoch (issue 21: it moves with the epoch).
     var seal: DatagramSeal
     /// The key of the epoch the session is on here; `config.keyPath` holds it.
@@ -49,6 +51,13 @@ actor Node {
     var datagramAddresses: [String: SocketAddress] = [:]
     var stopping = false
     private var stopped = false
+    /// Member events emitted, by change (what metrics report as suspicions, failures, ...).
+    var memberEvents: [MemberChange: Int] = [:]
+    /// `swim.probeCounts.acked` when `tick` last fed the probe round trip to `metrics`.
+    private var probesAckedSeen = 0
+    /// While `linkReceived` handles a batch: when its frames arrived (delivery latency).
+    var batchArrived: ContinuousClock.Instant?
+
     /// The data directory's state (`--data-dir`; CONTROL.md, Restart), nil without one.
     var state: NodeStateStore?
     /// What the last commit of `state` held: this member's seq and incarnation.
@@ -63,8 +72,9 @@ actor Node {
 
     /// `resume`: what a previous run on the same data directory committed (the member `local`
     /// names, at a higher incarnation), taken up before anything else happens.
-    init(local: MemberInfo, security: LinkSecurity, config: NodeConfiguration, store: ChunkStore, resume: NodeStateStore.Loaded? = nil) {
+    init(local: MemberInfo, security: LinkSecurity, config: NodeConfiguration, store: ChunkStore, metrics: NodeMetrics? = nil, resume: NodeStateStore.Loaded? = nil) {
         self.local = local
+        self.metrics = metrics
         self.store = store
         self.security = security
         self.config = config
@@ -166,8 +176,12 @@ actor Node {
         return true
     }
 
-    func linkReceived(_ link: LinkHandle, _ messages: [LinkMessage]) {
+    /// A read's worth of messages from a link. `arrived` is taken by the caller, before the hop
+    /// onto this actor (a default argument is evaluated at the call site).
+    func linkReceived(_ link: LinkHandle, _ messages: [LinkMessage], arrived: ContinuousClock.Instant = .now) {
         guard links[link.peer.id] === link else { return }
+        batchArrived = arrived
+        defer { batchArrived = nil }
         events.beginDeferring()
         for message in messages { handle(message, on: link) }
         events.endDeferring()
@@ -279,6 +293,7 @@ actor Node {
         let now = self.now
         core.setWallClock(Date().timeIntervalSince1970, now: now)
         execute(core.tick(now: now))
+        recordProbeRoundTrip()
         closeStalledLinks()
         if state != nil, core.swim.local.incarnation != committedIncarnation { commitState() }
         if !spoolFailureLogged, let failure = events.spoolFailure {
@@ -286,6 +301,16 @@ actor Node {
             log.warning("\(failure): events before it can no longer be replayed with since (live subscribers still get every event)")
         }
         return max(0, core.nextDeadline - now)
+    }
+
+    /// Feeds the round trip of the probe acked since the last tick to `metrics`. At most one is:
+    /// a probe starts only on a tick, after the previous one ended.
+    private func recordProbeRoundTrip() {
+        guard let metrics else { return }
+        let probes = core.swim.probeCounts
+        guard probes.acked != probesAckedSeen else { return }
+        probesAckedSeen = probes.acked
+        metrics.probeRoundTrip.recordNanoseconds(Int64(probes.lastRoundTrip * 1e9))
     }
 
     // MARK: stopping

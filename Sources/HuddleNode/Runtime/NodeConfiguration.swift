@@ -51,6 +51,8 @@ public struct NodeConfiguration: Sendable {
     public static let defaultRekeyGrace = EpochSettings().grace
     /// `--admins`: node keys that may remove and rekey (empty: every member may).
     public var admins: [[UInt8]] = []
+    /// `--metrics`: `HOST:PORT` where `GET /metrics` serves Prometheus text (nil: not served).
+    public var metrics: String?
 
     public init(keyPath: String, controlPath: String) {
         self.keyPath = keyPath

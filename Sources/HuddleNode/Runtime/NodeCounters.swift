@@ -3,7 +3,7 @@ import Synchronization
 
 /// Byte and message counters, updated from link, datagram and node code without locks.
 final class NodeCounters: Sendable {
-    enum Kind { case gossip, messages, chunks }
+    enum Kind: CaseIterable { case gossip, messages, chunks }
 
     private let sentGossip = Atomic<Int>(0), sentMessages = Atomic<Int>(0), sentChunks = Atomic<Int>(0)
     private let receivedGossip = Atomic<Int>(0), receivedMessages = Atomic<Int>(0), receivedChunks = Atomic<Int>(0)
@@ -17,6 +17,10 @@ final class NodeCounters: Sendable {
     let retransmits = Atomic<Int>(0)
     let chunksServed = Atomic<Int>(0)
     let chunksFetched = Atomic<Int>(0)
+    /// Chunks received that matched their manifest hash (before the store's own checks).
+    let chunksVerified = Atomic<Int>(0)
+    /// Link handshakes, dialed or answered, that failed before the link was up.
+    let handshakeFailures = Atomic<Int>(0)
     /// Chunks received that failed their manifest hash.
     let corruptChunks = Atomic<Int>(0)
     /// Messages dropped because their origin signature did not verify.

@@ -56,9 +56,25 @@ public enum NodeRunner {
         do { store = try ChunkStore(dataDirectory: dataDir.path, limitBytes: config.storeLimitBytes) } catch {
             throw NodeError("cannot create the chunk store in \(dataDir.path): \(error.localizedDescription)")
         }
-        let node = Node(local: local, security: LinkSecurity(sessionKey: sessionKey, identity: identity), config: config, store: store, resume: loaded)
+        let metricsServer: MetricsServer?
+        if let address = config.metrics {
+            do {
+                let (host, port) = try NodeConfiguration.parseListen(address)
+                metricsServer = try await MetricsServer.bind(host: host, port: port)
+            } catch {
+                udp.close()
+                try? await tcp.channel.close()
+                try? await control.channel.close()
+                throw error
+            }
+        } else {
+            metricsServer = nil
+        }
+        let node = Node(local: local, security: LinkSecurity(sessionKey: sessionKey, identity: identity), config: config, store: store,
+                        metrics: metricsServer == nil ? nil : NodeMetrics(), resume: loaded)
         for note in notes { node.log.warning("\(note)") }
         node.log.info("member \(local.id) of session \(sessionKey.fingerprint) listening on \(config.listenHost):\(port) (advertised \(advertise)), control \(config.controlPath)\(loaded != nil ? ", resumed from \(dataDir.path)" : "")")
+        if let metricsServer { node.log.info("serving metrics at http://\(metricsServer.address)/metrics") }
         if let state {
             await node.persist(to: state.store)
             // Only a member that leaves for good wipes its state (and its chunks, and an identity it made here).
@@ -72,9 +88,11 @@ public enum NodeRunner {
             cleanup.append { store.removeAll() }
         }
 
-        // SIGTERM and SIGINT are a graceful shutdown (swift-service-lifecycle): hand off, then leave.
+        let known = loaded?.point.addresses ?? []
+        // SIGTERM and SIGINT are a graceful shutdown (swift-service-lifecycle): hand off, then leave
+        // (with a data directory: stop, keeping the membership).
         let service = NodeService(node: node) {
-            await runUntilStopped(node, config: config, tcp: tcp, udp: udp, control: control)
+            await runUntilStopped(node, config: config, tcp: tcp, udp: udp, control: control, metrics: metricsServer, known: known)
         }
         // The node returns once it has left (by `leave` or a signal): that ends the group, normally.
         let entry = ServiceGroupConfiguration.ServiceConfiguration(service: service, successTerminationBehavior: .gracefullyShutdownGroup)
@@ -84,9 +102,12 @@ public enum NodeRunner {
     }
 
     /// Runs links, datagrams, the control socket and the timer until the node has left.
-    private static func runUntilStopped(_ node: Node, config: NodeConfiguration, tcp: NIOAsyncChannel<FrameChannel, Never>, udp: UDPSocket, control: ControlServer.ServerChannel) async {
+    /// `known`: where a resumed member last found the session.
+    private static func runUntilStopped(_ node: Node, config: NodeConfiguration, tcp: NIOAsyncChannel<FrameChannel, Never>, udp: UDPSocket,
+                                        control: ControlServer.ServerChannel, metrics: MetricsServer?, known: [String]) async {
         await withDiscardingTaskGroup { group in
             group.addTask { await node.spawner.run() }
+            if let metrics, let series = node.metrics { group.addTask { await metrics.run(node, metrics: series) } }
             group.addTask { await DatagramTransport.run(udp, node: node) }
             group.addTask {
                 try? await tcp.executeThenClose { inbound in
@@ -120,7 +141,6 @@ public enum NodeRunner {
                 }
             }
             if node.resumed {
-                let known = loaded?.point.addresses ?? []
                 let addresses = (config.join + known).reduce(into: [String]()) { if !$0.contains($1) && $1 != node.local.addr { $0.append($1) } }
                 if !addresses.isEmpty { node.spawner.spawn { await rejoinInBackground(addresses, node: node) } }
             } else {
@@ -135,6 +155,7 @@ public enum NodeRunner {
             group.cancelAll()
             tcp.channel.close(promise: nil)
             control.channel.close(promise: nil)
+            metrics?.close()
             node.datagramOutbox.close()
             node.spawner.finish()
         }

@@ -42,6 +42,7 @@ public struct RunSettings: Sendable, Equatable {
     public var rekeyEvery: Double?
     public var rekeyGrace = NodeConfiguration.defaultRekeyGrace
     public var admins: String?
+    public var metrics: String?
 
     public init() {}
 
@@ -50,7 +51,7 @@ public struct RunSettings: Sendable, Equatable {
         "key", "invite", "key-out", "listen", "advertise", "join", "name", "control", "data-dir", "identity",
         "max-message-bytes", "max-unreliable-bytes", "max-attachment-bytes", "store-limit", "max-members",
         "link-stall-seconds", "ack-deadline-seconds", "handshake-timeout-seconds", "link-rekey-seconds",
-        "rekey-every", "rekey-grace", "admins",
+        "rekey-every", "rekey-grace", "admins", "metrics",
     ]
 
     /// Keys naming files or directories: relative ones in a settings file are taken from the file's directory.
@@ -103,6 +104,10 @@ public struct RunSettings: Sendable, Equatable {
         case "rekey-every": rekeyEvery = try setting.duration(example: "90s, 10m, 2h, 1d")
         case "rekey-grace": rekeyGrace = try setting.duration(example: "1h, 7d")
         case "admins": admins = try setting.string()
+        case "metrics":
+            let text = try setting.string()
+            do { _ = try NodeConfiguration.parseListen(text) } catch { throw setting.error("\(error)") }
+            metrics = text
         default:
             throw SettingError(place: place.name(key), message: "unknown key (the keys are the long options of `huddle run --help`: \(Self.keys.joined(separator: ", ")))")
         }
@@ -145,6 +150,7 @@ public struct RunSettings: Sendable, Equatable {
         config.handshakeTimeoutSeconds = handshakeTimeoutSeconds
         config.rekeyEvery = rekeyEvery
         config.rekeyGrace = rekeyGrace
+        config.metrics = metrics
         return config
     }
 }
