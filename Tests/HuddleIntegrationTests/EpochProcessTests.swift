@@ -57,7 +57,7 @@ private func keyFileEpoch(_ cluster: TestCluster, _ name: String) throws -> UInt
 /// Keeps sending numbered messages from `node` until cancelled; returns how many were accepted.
 /// Every send must be accepted: a refused send, or a sender that could not connect or sent
 /// nothing at all, fails the test (the exactly-once check must not pass on 0 sent).
-private func steadySender(_ node: TestNode, prefix: String, sourceLocation: SourceLocation = #_sourceLocation) -> Task<Int, Never> {
+func steadySender(_ node: TestNode, prefix: String, sourceLocation: SourceLocation = #_sourceLocation) -> Task<Int, Never> {
     Task {
         let client: ControlClient
         do { client = try await node.client() } catch {
@@ -83,7 +83,7 @@ private func steadySender(_ node: TestNode, prefix: String, sourceLocation: Sour
 }
 
 /// Lets the senders run a moment longer, stops them, and returns how many each sent (by member).
-private func stopAfterAMoment(_ senders: [Task<Int, Never>], of nodes: [TestNode]) async -> [String: Int] {
+func stopAfterAMoment(_ senders: [Task<Int, Never>], of nodes: [TestNode]) async -> [String: Int] {
     try? await Task.sleep(for: .milliseconds(300))
     var sent: [String: Int] = [:]
     for (node, task) in zip(nodes, senders) {

@@ -177,14 +177,15 @@ struct SessionTests {
         await collector.stop()
     }
 
-    /// SIGTERM and SIGINT are a graceful shutdown (swift-service-lifecycle's ServiceGroup): the
-    /// node leaves, the others see `left` (never `failed`), and it exits 0 with its socket removed.
+    /// SIGTERM and SIGINT are a graceful shutdown (swift-service-lifecycle's ServiceGroup): a node
+    /// without `--data-dir` leaves, the others see `left` (never `failed`), and it exits 0 with its
+    /// socket removed. (With `--data-dir` a signal stops it instead: RestartProcessTests.)
     @Test func sigtermAndSigintLeaveGracefully() async throws {
         let cluster = try TestCluster("signals")
         defer { cluster.shutdown() }
         let a = try await cluster.start("a")
-        let b = try await cluster.start("b")
-        let c = try await cluster.start("c")
+        let b = try await cluster.start("b", dataDir: false)
+        let c = try await cluster.start("c", dataDir: false)
         try await cluster.waitForFullMesh(3)
         let collector = try await EventCollector.subscribe(a, topics: ["members"])
         b.process.interrupt()

@@ -82,14 +82,16 @@ final class TestNode: @unchecked Sendable {
     private(set) var member = ""
 
     /// `keyArguments` replaces `--key KEY` (a node that pairs by invitation passes `--invite` instead).
-    init(name: String, dir: String, key: String, keyArguments: [String]? = nil, join: [String] = [], extra: [String] = []) throws {
+    /// `dataDir`: run with `--data-dir <dir>/<name>.data` (the node keeps its membership there and
+    /// a signal stops it; CONTROL.md, Restart); false: a temporary one, and a signal leaves.
+    init(name: String, dir: String, key: String, keyArguments: [String]? = nil, join: [String] = [], extra: [String] = [], dataDir: Bool = true) throws {
         self.name = name
         control = "\(dir)/\(name).sock"
         stderrPath = "\(dir)/\(name).log"
         process = Process()
         process.executableURL = URL(fileURLWithPath: huddleBinary)
-        process.arguments = ["run"] + (keyArguments ?? ["--key", key]) + ["--listen", "127.0.0.1:0", "--name", name, "--control", control,
-                             "--data-dir", "\(dir)/\(name).data"] + join.flatMap { ["--join", $0] } + extra
+        process.arguments = ["run"] + (keyArguments ?? ["--key", key]) + ["--listen", "127.0.0.1:0", "--name", name, "--control", control]
+            + (dataDir ? ["--data-dir", "\(dir)/\(name).data"] : []) + join.flatMap { ["--join", $0] } + extra
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         process.standardOutput = FileHandle.nullDevice
@@ -250,6 +252,15 @@ actor EventCollector {
         return collected.filter { $0["event"]?.stringValue == "member" && $0["change"]?.stringValue == change }
     }
 
+    /// For a stream whose node was killed on purpose: what was collected, and the last cursor
+    /// (to resume from with `since`); the stream's end is not a failure.
+    func endedOnPurpose() async -> (events: [JSONObject], latest: Int64) {
+        stopped = true
+        task?.cancel()
+        await client?.close()
+        return (collected, latestSeen)
+    }
+
     func stop() async {
         stopped = true
         task?.cancel()
@@ -292,10 +303,10 @@ final class TestCluster: @unchecked Sendable {
     /// Starts a node; later nodes join the first one unless told otherwise. The first waits for a
     /// slot (`ClusterSlots`): at most so many tests run nodes at once.
     @discardableResult
-    func start(_ name: String, join: [String]? = nil, key: String? = nil, keyArguments: [String]? = nil, extra: [String] = []) async throws -> TestNode {
+    func start(_ name: String, join: [String]? = nil, key: String? = nil, keyArguments: [String]? = nil, extra: [String] = [], dataDir: Bool = true) async throws -> TestNode {
         await reserveSlot()
         let joins = join ?? (nodes.first.map { [$0.addr] } ?? [])
-        let node = try TestNode(name: name, dir: dir, key: key ?? self.key, keyArguments: keyArguments, join: joins, extra: extra)
+        let node = try TestNode(name: name, dir: dir, key: key ?? self.key, keyArguments: keyArguments, join: joins, extra: extra, dataDir: dataDir)
         nodes.append(node)
         try await node.ready()
         return node

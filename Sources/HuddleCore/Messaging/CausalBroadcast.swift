@@ -237,7 +237,7 @@ public struct CausalBroadcast: Sendable {
     /// This member's stored broadcasts from seq `from` on (what the shell writes ahead of a batch
     /// leaving, for a restart to repair others with).
     public func ownStored(from seq: UInt64) -> [SignedMessage] {
-        guard let run = store[local], !run.isEmpty else { return [] }
+        guard let run = store[local], !run.isEmpty, max(seq, run.firstSeq) < run.nextSeq else { return [] }
         return (max(seq, run.firstSeq)..<run.nextSeq).compactMap { run[$0] }
     }
 

@@ -69,6 +69,8 @@ actor Node {
     nonisolated let leftForGood = Mutex(false)
     /// The first failed commit, logged once.
     var commitFailureLogged = false
+    /// `commitState` is sending what it just committed (no second commit for it).
+    var committing = false
 
     /// `resume`: what a previous run on the same data directory committed (the member `local`
     /// names, at a higher incarnation), taken up before anything else happens.
@@ -219,7 +221,7 @@ actor Node {
     func execute(_ effects: [SessionEffect]) {
         // Write-ahead: this member's broadcasts are committed before they leave (a restart never
         // reuses a seq a peer may have).
-        if state != nil, effects.contains(where: { $0.sendsOwnBatch(local.id) }) { commitState() }
+        if state != nil, !committing, effects.contains(where: { $0.sendsOwnBatch(local.id) }) { commitState() }
         for effect in effects {
             switch effect {
             case let .sendDatagram(payload, to, sealing): sendDatagram(payload, to: to, sealing: sealing)

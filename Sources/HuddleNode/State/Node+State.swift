@@ -19,6 +19,16 @@ extension Node {
     /// events still reach subscribers, so a failing disk never stops the node.
     func commitState() {
         guard let state else { return }
+        // What this member sent is signed first: a commit never holds a seq (or an event of a
+        // message) that a crash could leave unsent and a restart would give to another message.
+        let flushed = core.flushBatch()
+        defer {
+            if !flushed.isEmpty {
+                committing = true
+                execute(flushed)
+                committing = false
+            }
+        }
         let rows = events.uncommitted()
         let point = core.resumePoint
         let ownFrom = core.broadcast.ownStoredFrom
@@ -48,6 +58,8 @@ extension Node {
         while !links.isEmpty && ContinuousClock.now < deadline {
             await wait(for: .linkClosed, until: deadline)
         }
+        state?.close()
+        state = nil
         markStopped()
     }
 }

@@ -33,6 +33,8 @@ final class NodeStateStore: Sendable {
     private let lockDescriptor: Int32
 
     static let fileName = "state.sqlite"
+    /// The smallest state file a node leaves (SQLite's first page, with the schema, is 4096 bytes).
+    static let minimumSize = 4096
 
     /// Locks `directory` and opens its state. A database that cannot be opened or read is moved
     /// aside (`damaged-…`), and a fresh one made: `damage` says what was found, in one line.
@@ -40,7 +42,11 @@ final class NodeStateStore: Sendable {
         let lock = try lockDirectory(directory)
         let path = directory + "/" + fileName
         var damage: String?
-        if let opened = try? openDatabase(path), let problem = check(opened) {
+        var info = stat()
+        if stat(path, &info) == 0, info.st_size < minimumSize {
+            // SQLite would take an empty file for a new database: a silent fresh start.
+            damage = "it is \(info.st_size) bytes long, shorter than any state a node writes"
+        } else if let opened = try? openDatabase(path), let problem = check(opened) {
             damage = problem
         } else if access(path, F_OK) == 0, (try? openDatabase(path)) == nil {
             damage = "cannot open it"
@@ -52,7 +58,7 @@ final class NodeStateStore: Sendable {
         do {
             return (NodeStateStore(directory: directory, queue: try openDatabase(path), lock: lock), damage)
         } catch {
-            close(lock)
+            Foundation.close(lock)
             throw NodeError("cannot open the node state \(path): \(error)")
         }
     }
@@ -70,30 +76,44 @@ final class NodeStateStore: Sendable {
             try db.execute(sql: "PRAGMA synchronous=NORMAL")
         }
         let queue = try DatabaseQueue(path: path, configuration: config)
+        // SQLite makes the file by the umask; its journal files take the file's mode.
+        chmod(path, 0o600)
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             try db.execute(sql: """
-                CREATE TABLE meta(key TEXT PRIMARY KEY, value BLOB NOT NULL);
-                CREATE TABLE events(cursor INTEGER PRIMARY KEY, topic INTEGER NOT NULL, line BLOB NOT NULL);
-                CREATE TABLE own(seq INTEGER PRIMARY KEY, message BLOB NOT NULL);
+                CREATE TABLE meta(key TEXT PRIMARY KEY, value BLOB NOT NULL, sum INTEGER NOT NULL);
+                CREATE TABLE events(cursor INTEGER PRIMARY KEY, topic INTEGER NOT NULL, line BLOB NOT NULL, sum INTEGER NOT NULL);
+                CREATE TABLE own(seq INTEGER PRIMARY KEY, message BLOB NOT NULL, sum INTEGER NOT NULL);
                 """)
         }
         try migrator.migrate(queue)
         return queue
     }
 
-    /// Why the database at hand cannot be resumed from, or nil: SQLite's own check, then every
-    /// record decoded.
+    /// Why the database at hand cannot be resumed from, or nil: SQLite's own check (its pages),
+    /// then every record against its checksum (SQLite keeps none for the data it holds), then
+    /// every record decoded.
     private static func check(_ queue: DatabaseQueue) -> String? {
         do {
             return try queue.read { db -> String? in
                 let verdict = try String.fetchAll(db, sql: "PRAGMA quick_check")
                 guard verdict == ["ok"] else { return "SQLite: \(verdict.prefix(2).joined(separator: "; "))" }
+                for row in try Row.fetchAll(db, sql: "SELECT key, value, sum FROM meta") {
+                    let key: String = row[0], value: Data = row[1]
+                    guard sum(key, Array(value)) == row[2] as Int64 else { return "meta record \(key) fails its checksum" }
+                }
                 if let bytes = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'resume'") {
                     do { _ = try ResumePoint.decode(Array(bytes)) } catch { return "its resume point: \(error)" }
                 }
-                for bytes in try Data.fetchAll(db, sql: "SELECT message FROM own") {
-                    do { _ = try SignedMessage.decode(Array(bytes)) } catch { return "a stored message: \(error)" }
+                let events = try Row.fetchCursor(db, sql: "SELECT cursor, topic, line, sum FROM events")
+                while let row = try events.next() {
+                    let cursor: Int64 = row[0], topic: Int64 = row[1], line: Data = row[2]
+                    guard sum("\(cursor):\(topic)", Array(line)) == row[3] as Int64 else { return "event \(cursor) fails its checksum" }
+                }
+                for row in try Row.fetchAll(db, sql: "SELECT seq, message, sum FROM own") {
+                    let seq: Int64 = row[0], bytes: Data = row[1]
+                    guard sum("\(seq)", Array(bytes)) == row[2] as Int64 else { return "stored message \(seq) fails its checksum" }
+                    do { _ = try SignedMessage.decode(Array(bytes)) } catch { return "stored message \(seq): \(error)" }
                 }
                 return nil
             }
@@ -121,7 +141,7 @@ final class NodeStateStore: Sendable {
             var buffer = [UInt8](repeating: 0, count: 32)
             let n = pread(fd, &buffer, buffer.count, 0)
             let holder = n > 0 ? String(decoding: buffer[..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : "?"
-            close(fd)
+            Foundation.close(fd)
             throw NodeError("data directory \(directory) is in use by another node (pid \(holder)); one node per data directory")
         }
         let pid = Array("\(getpid())\n".utf8)
@@ -136,7 +156,8 @@ final class NodeStateStore: Sendable {
             return try queue.read { db -> Loaded? in
                 guard let bytes = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'resume'") else { return nil }
                 let point = try ResumePoint.decode(Array(bytes))
-                let lastCursor = try Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'cursor'") ?? 0
+                let cursorText = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'cursor'").map { String(decoding: $0, as: UTF8.self) }
+                let lastCursor = cursorText.flatMap { Int64($0) } ?? 0
                 var events: [StoredEvent] = []
                 let rows = try Row.fetchCursor(db, sql: "SELECT cursor, topic, line FROM events ORDER BY cursor")
                 while let row = try rows.next() {
@@ -156,20 +177,35 @@ final class NodeStateStore: Sendable {
     /// resume point, and this member's broadcasts from `ownFrom` on (those below it are dropped).
     func commit(events: [StoredEvent], firstRetained: Int64, lastCursor: Int64, point: ResumePoint, own: [SignedMessage], ownFrom: UInt64) throws {
         try queue.write { db in
-            let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO events(cursor, topic, line) VALUES (?, ?, ?)")
+            let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO events(cursor, topic, line, sum) VALUES (?, ?, ?, ?)")
             for event in events {
-                try insert.execute(arguments: [event.cursor, Int64(event.topic), Data(event.line)])
+                try insert.execute(arguments: [event.cursor, Int64(event.topic), Data(event.line), Self.sum("\(event.cursor):\(event.topic)", event.line)])
             }
             try db.execute(sql: "DELETE FROM events WHERE cursor < ?", arguments: [firstRetained])
-            let ownInsert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO own(seq, message) VALUES (?, ?)")
+            let ownInsert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO own(seq, message, sum) VALUES (?, ?, ?)")
             for signed in own {
-                try ownInsert.execute(arguments: [Int64(clamping: signed.message.seq), Data(signed.encoded())])
+                let seq = Int64(clamping: signed.message.seq), bytes = signed.encoded()
+                try ownInsert.execute(arguments: [seq, Data(bytes), Self.sum("\(seq)", bytes)])
             }
             try db.execute(sql: "DELETE FROM own WHERE seq < ?", arguments: [Int64(clamping: ownFrom)])
-            try db.execute(sql: "INSERT OR REPLACE INTO meta(key, value) VALUES ('resume', ?), ('cursor', ?)",
-                           arguments: [Data(point.encoded()), lastCursor])
+            let pointBytes = point.encoded(), cursorBytes = Array(String(lastCursor).utf8)
+            try db.execute(sql: "INSERT OR REPLACE INTO meta(key, value, sum) VALUES ('resume', ?, ?), ('cursor', ?, ?)",
+                           arguments: [Data(pointBytes), Self.sum("resume", pointBytes), Data(cursorBytes), Self.sum("cursor", cursorBytes)])
         }
     }
+
+    /// A record's checksum: 64-bit FNV-1a over its key and its bytes (catches a flipped byte or a
+    /// record torn by a disk; SQLite's journal already cuts a torn commit).
+    static func sum(_ key: String, _ bytes: [UInt8]) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in key.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        hash = (hash ^ 0xff) &* 0x100_0000_01b3
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return Int64(bitPattern: hash)
+    }
+
+    /// Closes the database (a clean stop: SQLite folds its journal into the file).
+    func close() { try? queue.close() }
 
     /// Removes the state for good (`leave`): the member is not to come back.
     func wipe() {

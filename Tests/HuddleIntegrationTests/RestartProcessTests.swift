@@ -1,0 +1,148 @@
+import Foundation
+import HuddleControl
+import HuddleSim
+import HuddleTestSupport
+import Testing
+
+/// CONTROL.md, Restart: a node run with `--data-dir` comes back as the same member after
+/// `kill -9` or SIGTERM, its event log and deliveries continue with nothing twice and nothing
+/// missing, a second node on its directory is refused, and damaged state is never a crash.
+@Suite(.timeLimit(.minutes(10)))
+struct RestartProcessTests {
+    /// Each member's record in `node`'s view, by member id.
+    private func view(_ node: TestNode) async throws -> [JSONObject] {
+        try await node.request("members")["members"]?.arrayValue?.compactMap(\.objectValue) ?? []
+    }
+
+    private func state(of member: String, at node: TestNode) async throws -> String? {
+        try await view(node).first { $0["member"]?.stringValue == member }?["state"]?.stringValue
+    }
+
+    @Test func aMemberKilledMidStreamComesBackAsItselfAndItsSubscriberMissesNothing() async throws {
+        let cluster = try TestCluster("restart")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let b = try await cluster.start("b")
+        let c = try await cluster.start("c")
+        try await cluster.waitForFullMesh(3)
+        let before = try await EventCollector.subscribe(a, topics: ["messages"])
+        let senders = [steadySender(b, prefix: "b"), steadySender(c, prefix: "c")]
+        try await eventually("a to deliver some of the stream") { await before.events.count >= 20 }
+
+        kill(a.process.processIdentifier, SIGKILL)
+        _ = try await a.waitForExit()
+        let (seen, resumeFrom) = await before.endedOnPurpose()
+        // The stream goes on while a is down: the others retain what it misses.
+        try await eventually("b to see a down", within: 60) { try await state(of: a.member, at: b) != "alive" }
+
+        let restarted = ContinuousClock.now
+        let back = try await cluster.start("a", join: [b.addr])
+        let status = try await back.request("status")
+        #expect(status["member"]?.stringValue == a.member, "the same member after the restart")
+        #expect(status["resumed"] == .bool(true))
+        for node in [b, c] {
+            try await eventually("\(node.name) to see a alive again") { try await state(of: a.member, at: node) == "alive" }
+            let records = try await view(node).filter { $0["node"]?.stringValue == status["node"]?.stringValue }
+            #expect(records.count == 1, "\(node.name) holds one member for a's node: \(records)")
+        }
+        print("restart: a alive again in every view \(ContinuousClock.now - restarted) after it was started again")
+
+        let after = try await EventCollector.subscribe(back, topics: ["messages"], since: resumeFrom)
+        let sent = await stopAfterAMoment(senders, of: [b, c])
+        try await eventually("a to deliver every message of the stream", within: 60) {
+            let delivered = (seen + (await after.events)).compactMap(Delivered.init)
+            return sent.allSatisfy { member, count in delivered.filter { $0.from == member }.count >= count }
+        }
+        try await Task.sleep(for: .milliseconds(300))  // room for a duplicate to show
+        try await after.catchUp()
+        let events = seen + (await after.events)
+        let cursors = events.compactMap { $0["cursor"]?.intValue }
+        #expect(Set(cursors).count == cursors.count, "no cursor twice")
+        #expect(cursors == cursors.sorted(), "cursors increase across the restart")
+        let delivered = events.compactMap(Delivered.init)
+        for (member, count) in sent {
+            #expect(delivered.filter { $0.from == member }.count == count, "a delivered each of \(member)'s \(count) messages once")
+        }
+        var baseline: [String: UInt64] = [:]
+        for (k, v) in (try await back.request("status"))["baseline"]?.objectValue ?? [:] { baseline[k] = UInt64(v.intValue ?? 0) }
+        let problems = DeliveryChecker.violations([DeliveryLog(member: "a", baseline: baseline, deliveries: delivered.map(\.record), stayed: true)])
+        #expect(problems.isEmpty, "\(problems.prefix(5))")
+        await after.stop()
+    }
+
+    @Test func sigtermStopsWithoutLeavingAndLeaveLeavesForGood() async throws {
+        let cluster = try TestCluster("stop")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let b = try await cluster.start("b")
+        try await cluster.waitForFullMesh(2)
+        let collector = try await EventCollector.subscribe(a, topics: ["members"])
+        b.process.terminate()
+        #expect(try await b.waitForExit() == 0, "SIGTERM: \(b.log)")
+        try await eventually("a to see b failed", within: 60) { try await state(of: b.member, at: a) == "failed" }
+        #expect(await collector.memberChanges("left").isEmpty, "a stop is not a leave")
+        #expect(FileManager.default.fileExists(atPath: "\(cluster.dir)/b.data/state.sqlite"), "the state is kept")
+
+        let back = try await cluster.start("b", join: [a.addr])
+        #expect(try await back.request("status")["member"]?.stringValue == b.member)
+        #expect(try await back.request("status")["resumed"] == .bool(true))
+        try await eventually("a to see b alive again") { try await state(of: b.member, at: a) == "alive" }
+
+        _ = try await back.request("leave")
+        #expect(try await back.waitForExit() == 0)
+        try await eventually("a to see b left") { try await state(of: b.member, at: a) == "left" }
+        #expect(!FileManager.default.fileExists(atPath: "\(cluster.dir)/b.data/state.sqlite"), "leave wipes the state")
+        #expect(!FileManager.default.fileExists(atPath: "\(cluster.dir)/b.data/identity"), "and the identity made there")
+        await collector.stop()
+    }
+
+    @Test func aSecondNodeOnADataDirectoryInUseIsRefusedInOneLine() async throws {
+        let cluster = try TestCluster("dirlock")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let second = try await runCLI(["run", "--key", cluster.key, "--listen", "127.0.0.1:0", "--control", "\(cluster.dir)/second.sock",
+                                       "--data-dir", "\(cluster.dir)/a.data"])
+        #expect(second.status != 0)
+        let lines = second.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("in use by another node"), "\(lines)")
+        #expect(try await a.request("status")["member"]?.stringValue == a.member, "the running node is untouched")
+    }
+
+    /// A state file truncated, with a byte flipped, or filled with NULs: the node starts (never a
+    /// crash, never a silent fresh start): either it resumes (the damage hit nothing it reads) or
+    /// it says in one line what it found, keeps the file aside and starts as a new member.
+    @Test(arguments: ["truncate", "flip", "nul"])
+    func aDamagedStateIsNeverACrash(_ damage: String) async throws {
+        let cluster = try TestCluster("torn-\(damage)")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        for i in 0..<20 { _ = try await a.request("send", ["text": .string("m\(i)")]) }
+        a.process.terminate()
+        #expect(try await a.waitForExit() == 0)
+        let path = "\(cluster.dir)/a.data/state.sqlite"
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        var random = SystemRandomNumberGenerator()
+        switch damage {
+        case "truncate": bytes = Array(bytes.prefix(Int.random(in: 0..<bytes.count, using: &random)))
+        case "flip": bytes[Int.random(in: 0..<bytes.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random)
+        default: bytes = [UInt8](repeating: 0, count: bytes.count)
+        }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+
+        let back = try await cluster.start("a", join: [])
+        let status = try await back.request("status")
+        let found = back.log.split(separator: "\n").filter { $0.contains("is damaged") }
+        let aside = try FileManager.default.contentsOfDirectory(atPath: "\(cluster.dir)/a.data").filter { $0.hasPrefix("damaged-") }
+        if status["resumed"] == .bool(true) {
+            // The damage hit nothing the node reads (free pages, slack): everything is as it was.
+            #expect(found.isEmpty && status["member"]?.stringValue == a.member)
+            let replay = try await EventReplay.upToNow(try await back.client(), node: "a", from: 0, topics: ["messages"], within: 30)
+            #expect(replay.compactMap { $0["text"]?.stringValue } == (0..<20).map { "m\($0)" }, "the event log as it was")
+        } else {
+            #expect(found.count == 1, "one line says what was found: \(back.log)")
+            #expect(aside.count == 1, "the damaged file is kept aside")
+            #expect(status["member"]?.stringValue != a.member, "a new member")
+        }
+        if damage == "nul" { #expect(status["resumed"] == .bool(false), "a state filled with NULs is found") }
+    }
+}
