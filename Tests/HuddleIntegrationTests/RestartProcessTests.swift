@@ -70,6 +70,33 @@ struct RestartProcessTests {
         await after.stop()
     }
 
+    @Test func chunksStoredBeforeARestartAreNotFetchedAgain() async throws {
+        let cluster = try TestCluster("rechunk")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let b = try await cluster.start("b")
+        try await cluster.waitForFullMesh(2)
+        let original = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 13) }
+        let file = "\(cluster.dir)/original.bin"
+        try Data(original).write(to: URL(fileURLWithPath: file))
+        let id = try #require(try await a.request("attach.add", ["path": .string(file)])["attachment"]?.objectValue?["id"]?.stringValue)
+        _ = try await b.request("attach.get", ["id": .string(id), "path": .string("\(cluster.dir)/first.bin")])
+        let chunks = try #require(try await b.request("stats")["chunks_fetched"]?.intValue)
+        #expect(chunks > 1)
+
+        kill(b.process.processIdentifier, SIGKILL)
+        _ = try await b.waitForExit()
+        let back = try await cluster.start("b", join: [a.addr])
+        #expect(try await back.request("status")["resumed"] == .bool(true))
+        try await eventually("b to hold the whole attachment again") {
+            let list = try await back.request("attach.list")["attachments"]?.arrayValue ?? []
+            return list.contains { $0.objectValue?["id"]?.stringValue == id && $0.objectValue?["complete"] == .bool(true) }
+        }
+        _ = try await back.request("attach.get", ["id": .string(id), "path": .string("\(cluster.dir)/second.bin")])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(cluster.dir)/second.bin")) == Data(original))
+        #expect(try await back.request("stats")["chunks_fetched"]?.intValue == 0, "no chunk fetched again after the restart")
+    }
+
     @Test func sigtermStopsWithoutLeavingAndLeaveLeavesForGood() async throws {
         let cluster = try TestCluster("stop")
         defer { cluster.shutdown() }

@@ -275,6 +275,13 @@ public struct Journal: Sendable {
         return [.emit(.progress, id: id)]
     }
 
+    /// A chunk found in the store from an earlier run of this member, its hash checked against
+    /// the manifest (CONTROL.md, Restart): held again without being fetched.
+    public mutating func recovered(_ id: String, _ index: Int, now: Double) -> [Effect] {
+        guard chunkArrived(id, index, from: local, valid: true) else { return [] }
+        return stored(id, now: now)
+    }
+
     /// A chunk this member held is gone or damaged: it is fetched again.
     public mutating func lost(_ id: String, _ index: Int) { swarm.lost(id: id, index: index) }
 

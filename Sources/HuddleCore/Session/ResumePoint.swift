@@ -21,11 +21,14 @@ public struct ResumePoint: Sendable, Equatable {
     public var nonApplication: [MemberID: UInt64]
     /// The advertised addresses of the members that were live: where a restarted node looks for the session.
     public var addresses: [String]
+    /// The epoch history (nil when this member held no key of it: removed).
+    public var epochs: EpochMemory?
 
     public init(member: MemberID, incarnation: UInt64, ownSeq: UInt64, counter: UInt64, delivered: [MemberID: UInt64],
-                baseline: [MemberID: UInt64], nonApplication: [MemberID: UInt64], addresses: [String]) {
+                baseline: [MemberID: UInt64], nonApplication: [MemberID: UInt64], addresses: [String], epochs: EpochMemory?) {
         self.member = member; self.incarnation = incarnation; self.ownSeq = ownSeq; self.counter = counter
         self.delivered = delivered; self.baseline = baseline; self.nonApplication = nonApplication; self.addresses = addresses
+        self.epochs = epochs
     }
 
     static let version: UInt8 = 1
@@ -42,6 +45,7 @@ public struct ResumePoint: Sendable, Equatable {
         }
         w.u32(UInt32(truncatingIfNeeded: addresses.count))
         for addr in addresses { w.string16(addr) }
+        if let epochs { w.u8(1); epochs.encode(into: &w) } else { w.u8(0) }
         return w.bytes
     }
 
@@ -62,9 +66,15 @@ public struct ResumePoint: Sendable, Equatable {
         guard n <= maximumEntries else { throw WireError("\(n) addresses (at most \(maximumEntries))") }
         var addresses: [String] = []
         for _ in 0..<n { addresses.append(try r.string16("address", limit: MemberInfo.maximumAddress)) }
+        let epochs: EpochMemory?
+        switch try r.u8("epochs flag") {
+        case 0: epochs = nil
+        case 1: epochs = try EpochMemory.decode(from: &r)
+        default: throw WireError("bad epochs flag")
+        }
         try r.expectEnd("resume point")
         return ResumePoint(member: member, incarnation: incarnation, ownSeq: ownSeq, counter: counter,
-                           delivered: maps[0], baseline: maps[1], nonApplication: maps[2], addresses: addresses)
+                           delivered: maps[0], baseline: maps[1], nonApplication: maps[2], addresses: addresses, epochs: epochs)
     }
 }
 
@@ -75,11 +85,13 @@ extension SessionCore {
         for (origin, seq) in broadcast.delivered { nonApplication[origin] = applicationSeqs.nonApplication(origin, upTo: seq) }
         let addresses = swim.members.values.filter { $0.id != local && isLive($0.id) }.map(\.addr).sorted()
         return ResumePoint(member: local, incarnation: swim.local.incarnation, ownSeq: broadcast.ownSeq, counter: broadcast.counterValue,
-                           delivered: broadcast.delivered, baseline: broadcast.baseline, nonApplication: nonApplication, addresses: addresses)
+                           delivered: broadcast.delivered, baseline: broadcast.baseline, nonApplication: nonApplication, addresses: addresses,
+                           epochs: epochs.memory)
     }
 
-    /// Takes up where `point` left off: broadcast seqs, deliveries and their numbering, and this
-    /// member's stored broadcasts (`ownMessages`, to repair those who lack them). Called once,
+    /// Takes up where `point` left off: broadcast seqs, deliveries and their numbering, this
+    /// member's stored broadcasts (`ownMessages`, to repair those who lack them), and the epoch
+    /// history (its head, keys and removals; a memory of another session is ignored). Called once,
     /// before any input, on a core made with `joining: false` for the member `point` names (at an
     /// incarnation above `point.incarnation`).
     public mutating func resume(from point: ResumePoint, ownMessages: [SignedMessage]) {
@@ -90,5 +102,6 @@ extension SessionCore {
             applicationSeqs.start(origin, at: seq, count: point.nonApplication[origin] ?? 0)
         }
         applicationSeqs.start(local, at: point.ownSeq, count: point.nonApplication[local] ?? 0)
+        if let memory = point.epochs { epochs.recall(memory, now: 0) }
     }
 }

@@ -12,7 +12,9 @@ extension Node {
     func execute(_ effects: [Journal.Effect]) {
         for effect in effects {
             switch effect {
-            case let .emit(change, id): emitAttachment(change.rawValue, id)
+            case let .emit(change, id):
+                emitAttachment(change.rawValue, id)
+                if change == .added, resumed { recoverStoredCopy(id) }
             case let .sendHave(peer, id, have, offer): links[peer]?.send(LinkMessage.have(id: id, have: have, offer: offer).encoded())
             case let .requestChunk(peer, id, index): links[peer]?.send(LinkMessage.chunkRequest(id: id, index: UInt32(index)).encoded())
             case let .deleteStored(id):
@@ -233,6 +235,22 @@ extension Node {
             }) ?? []
             await storedCopyVerified(id, damaged: damaged)
         }
+    }
+
+    /// An attachment learned again after a restart whose chunk file an earlier run left in the
+    /// store: every chunk in it whose hash matches the manifest is held again, never fetched. Read
+    /// on the actor (at most the attachment's size, once per attachment after a restart), so the
+    /// swarm asks nobody for a chunk that is here.
+    func recoverStoredCopy(_ id: String) {
+        guard let a = attachments[id], !a.removed, access(store.path(id), F_OK) == 0 else { return }
+        let manifest = a.manifest
+        var intact = 0
+        for index in 0..<manifest.chunkCount where !journal.holds(id, index) {
+            guard let sealed = store.read(manifest, index), ChunkCipher.hash(sealed) == manifest.chunkHashes[index] else { continue }
+            execute(core.journal.recovered(id, index, now: now))
+            intact += 1
+        }
+        if intact > 0 { log.info("\(intact) of \(manifest.chunkCount) chunks of \(id) were stored before the restart: not fetched again") }
     }
 
     private func storedCopyVerified(_ id: String, damaged: [Int]) {

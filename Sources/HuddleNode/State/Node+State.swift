@@ -1,4 +1,5 @@
 import HuddleCore
+import HuddleCrypto
 
 extension Node {
     /// Turns on the data directory's state (CONTROL.md, Restart): from now on every event is
@@ -7,6 +8,11 @@ extension Node {
     func persist(to store: NodeStateStore) {
         state = store
         if !resumed { events.makeDurable() }
+        // The history taken up may be on another epoch than the key file (a crash between the two writes).
+        if let key = core.epochs.current, key.head != currentKey.head { moveToEpoch(key) }
+        if resumed, let by = core.epochs.removedNodes[local.node] {
+            log.warning("this node was removed from the session by node \(hexString(by).prefix(16)) before it stopped: it holds no key of the session any more")
+        }
         events.requestCommit = { [weak self] in
             guard let self else { return }
             self.spawner.spawn { await self.commitState() }

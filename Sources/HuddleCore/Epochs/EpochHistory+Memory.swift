@@ -1,0 +1,79 @@
+import HuddleCrypto
+
+/// What a member keeps of its epoch history across a restart (CONTROL.md, Restart; `ResumePoint`):
+/// the key of the oldest epoch on its winning branch that it still holds, every change it keeps
+/// (both branches of a fork, an equivocator's pair included), and the removals it remembers beyond
+/// them. Recalled, they give the same head, keys and removed node keys as before the restart: a
+/// restarted member never hands a removed key holder back in.
+public struct EpochMemory: Sendable, Equatable {
+    public var rootKey: SessionKey
+    public var changes: [EpochChange]
+    /// Node keys removed by changes no longer kept, with who removed them (empty: unknown).
+    public var removals: [RememberedRemoval]
+
+    public struct RememberedRemoval: Sendable, Equatable {
+        public var node: [UInt8]
+        public var by: [UInt8]
+        public init(node: [UInt8], by: [UInt8]) { self.node = node; self.by = by }
+    }
+
+    public init(rootKey: SessionKey, changes: [EpochChange], removals: [RememberedRemoval]) {
+        self.rootKey = rootKey; self.changes = changes; self.removals = removals
+    }
+
+    /// Most changes and removals one memory carries (above every bound `EpochSettings` keeps).
+    static let maximumEntries = 1 << 16
+
+    func encode(into w: inout WireWriter) {
+        w.bytes16(rootKey.bytes); w.u64(rootKey.epoch); w.bytes16(rootKey.sessionID); w.bytes16(rootKey.head)
+        w.u32(UInt32(truncatingIfNeeded: changes.count))
+        for change in changes { w.bytes32(change.encoded()) }
+        w.u32(UInt32(truncatingIfNeeded: removals.count))
+        for removal in removals { w.bytes16(removal.node); w.bytes16(removal.by) }
+    }
+
+    static func decode(from r: inout WireReader) throws(WireError) -> EpochMemory {
+        let bytes = try r.bytes16("root key"), epoch = try r.madeCount("root epoch")
+        let sessionID = try r.bytes16("session id"), head = try r.bytes16("root head")
+        let rootKey: SessionKey
+        do { rootKey = try SessionKey(bytes: bytes, epoch: epoch, sessionID: sessionID, head: head) } catch { throw WireError("root key: \(error)") }
+        let n = Int(try r.u32("changes"))
+        guard n <= maximumEntries else { throw WireError("\(n) epoch changes (at most \(maximumEntries))") }
+        var changes: [EpochChange] = []
+        for _ in 0..<n { changes.append(try EpochChange.decode(try r.bytes32(limit: 1 << 20, "epoch change"))) }
+        let m = Int(try r.u32("removals"))
+        guard m <= maximumEntries else { throw WireError("\(m) removals (at most \(maximumEntries))") }
+        var removals: [RememberedRemoval] = []
+        for _ in 0..<m { removals.append(RememberedRemoval(node: try r.bytes16("removed node"), by: try r.bytes16("remover"))) }
+        return EpochMemory(rootKey: rootKey, changes: changes, removals: removals)
+    }
+}
+
+extension EpochHistory {
+    /// What to keep across a restart (`EpochMemory`); nil when this member holds no key of its
+    /// winning branch (it was removed: a restart then starts from its key file and is refused).
+    public var memory: EpochMemory? {
+        guard let rootKey = chain.lazy.compactMap({ self.keys[$0] }).first else { return nil }
+        var removals = rememberedRemovals.map { EpochMemory.RememberedRemoval(node: $0.node, by: $0.by) }
+        for node in rootRemoved.sorted(by: bytesPrecede) { removals.append(.init(node: node, by: [])) }
+        return EpochMemory(rootKey: rootKey, changes: changes, removals: removals)
+    }
+
+    /// Takes up `memory` on a history that has seen nothing yet: its root key, its changes (each
+    /// checked as on arrival: signature, parent, authority), then its remembered removals.
+    public mutating func recall(_ memory: EpochMemory, now: Double) {
+        guard memory.rootKey.sessionID == sessionID else { return }
+        self = EpochHistory(key: memory.rootKey, identity: identity, local: local, settings: settings)
+        for change in memory.changes { _ = receive(change, now: now) }
+        for removal in memory.removals where removedNodes[removal.node] == nil {
+            rememberedRemovals.append((removal.node, removal.by))
+        }
+        // A change that was not taken up again (it lies below the root key) still removed whom it removed.
+        collectRemovals()
+        for change in memory.changes {
+            for node in change.removed where removedNodes[node] == nil { rememberedRemovals.append((node, change.makerNode)) }
+        }
+        trimRememberedRemovals()
+        collectRemovals()
+    }
+}
