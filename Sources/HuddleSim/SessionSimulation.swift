@@ -27,6 +27,10 @@ public struct SessionScenario: Sendable {
     public var settleFor = 15.0
     /// Members that crash (index, time).
     public var crashes: [(member: Int, at: Double)] = []
+    /// Members that crash and start again from what they kept (index, crash time, restart time):
+    /// as a node on the same `--data-dir` after `kill -9` (CONTROL.md, Restart) — the same member,
+    /// its resume point and its own stored broadcasts, its delivery log going on.
+    public var restarts: [(member: Int, crashAt: Double, restartAt: Double)] = []
     /// Members that start late (index, time): they join through a member that is up.
     public var lateJoins: [(member: Int, at: Double)] = []
     /// Two groups that cannot reach each other (datagrams dropped, links closed, dials refused).
@@ -82,7 +86,7 @@ public struct SessionReport: Sendable {
     /// What the honest survivors refused, by reason, and the lies the hostile member sent.
     public var refusals = RefusalCounts()
     public var lies = 0
-    /// `failed` or `left` events at honest members about honest members that never crashed, in a
+    /// `failed` or `left` events at honest members about honest members that never crashed (nor restarted), in a
     /// run without a partition: a lie believed (or a false positive).
     public var honestMembersEvicted = 0
     /// Members that stayed to the end (started, never crashed).
@@ -138,6 +142,7 @@ public struct SessionSimulation {
         case chunk(to: Int, from: Int, generation: UInt64, id: String, index: Int, hash: [UInt8])
         case send(Int)
         case crash(Int)
+        case restart(Int)
         case partitionStarts, partitionEnds
         case attach
         case attack(round: Int)
@@ -176,6 +181,8 @@ public struct SessionSimulation {
     private var links: [Int: Link] = [:]  // key: lower index * members + higher index
     private var dialing: Set<Int> = []    // key: dialer * members + peer
     private var pendingPushPull: [Int: Bool] = [:]  // key: from * members + to → join
+    /// What a member that is to restart kept when it crashed (`SessionScenario.restarts`).
+    private var kept: [Int: (point: ResumePoint, own: [SignedMessage])] = [:]
     private var lastArrival: [Int: Double] = [:]    // key: from * members + to
     private var generation: UInt64 = 0
     private var held: [[String: [Int: [UInt8]]]]    // per member, attachment → chunk → hash held
@@ -235,6 +242,10 @@ public struct SessionSimulation {
         sendingFrom = scenario.startWindow + 1
         for i in 0..<scenario.members { queue.schedule(.send(i), at: sendingFrom + rng.uniform(0, 1 / scenario.rate)) }
         for c in scenario.crashes where c.member < scenario.members { queue.schedule(.crash(c.member), at: c.at) }
+        for r in scenario.restarts where r.member > 0 && r.member < scenario.members {
+            queue.schedule(.crash(r.member), at: r.crashAt)
+            queue.schedule(.restart(r.member), at: r.restartAt)
+        }
         if let p = scenario.partition {
             queue.schedule(.partitionStarts, at: p.from)
             queue.schedule(.partitionEnds, at: p.until)
@@ -261,23 +272,12 @@ public struct SessionSimulation {
         switch event {
         case let .start(i):
             guard cores[i] == nil, !crashed[i] else { return }
-            var core = SessionCore(local: infos[i], identity: identities[i], joining: i != 0, swimSeed: rng.next(), journalSeed: rng.next(),
-                                   sessionKey: sessionKey, epochRandom: SWIMRandom(seed: rng.next()))
-            trace?.record(.start, at: now, UInt64(i))
-            var effects: [SessionEffect] = []
-            if i != 0 {
-                let sponsors = (0..<scenario.members).filter { $0 != i && isUp($0) && reachable(i, $0) }
-                if !sponsors.isEmpty {
-                    let sponsor = sponsors[rng.index(sponsors.count)]
-                    trace?.record(.join, at: now, UInt64(i), UInt64(sponsor))
-                    // As `huddle run --join`: a link to the sponsor, then a join push-pull over it.
-                    pendingPushPull[i * scenario.members + sponsor] = true
-                    dial(i, sponsor)
-                }
-            }
-            effects += core.tick(now: now)
-            cores[i] = CoreSlot(core)
-            execute(i, effects)
+            start(i, resuming: nil)
+        case let .restart(i):
+            guard crashed[i], let kept = kept.removeValue(forKey: i) else { return }
+            crashed[i] = false
+            scheduledTick[i] = .infinity
+            start(i, resuming: kept)
         case let .tick(i):
             guard isUp(i), scheduledTick[i] == now else { return }
             scheduledTick[i] = .infinity
@@ -327,6 +327,11 @@ public struct SessionSimulation {
         case let .crash(i):
             guard !crashed[i] else { return }
             trace?.record(.crash, at: now, UInt64(i))
+            if scenario.restarts.contains(where: { $0.member == i }), var core = cores[i]?.core {
+                // What the node commits before anything leaves: its batch signed, its point, its own broadcasts.
+                _ = core.flushBatch()
+                kept[i] = (core.resumePoint, core.broadcast.ownStored(from: 0))
+            }
             crashed[i] = true
             for j in linkedPeers(of: i) { closeLink(i, j) }
         case .partitionStarts:
@@ -388,6 +393,31 @@ public struct SessionSimulation {
     }
 
     /// A reliable send (a broadcast, or directed to `to`), as the control op `send` does it.
+    /// Starts member `i` (a new member; or, `resuming`, the same member again from what it kept,
+    /// at a higher incarnation), and has it join through a live member.
+    private mutating func start(_ i: Int, resuming: (point: ResumePoint, own: [SignedMessage])?) {
+        var info = infos[i]
+        if let resuming { info.incarnation = resuming.point.incarnation + 1 }
+        var core = SessionCore(local: info, identity: identities[i], joining: i != 0 && resuming == nil, swimSeed: rng.next(), journalSeed: rng.next(),
+                               sessionKey: sessionKey, epochRandom: SWIMRandom(seed: rng.next()))
+        if let resuming { core.resume(from: resuming.point, ownMessages: resuming.own) }
+        trace?.record(.start, at: now, UInt64(i))
+        var effects: [SessionEffect] = []
+        if i != 0 {
+            let sponsors = (0..<scenario.members).filter { $0 != i && isUp($0) && reachable(i, $0) }
+            if !sponsors.isEmpty {
+                let sponsor = sponsors[rng.index(sponsors.count)]
+                trace?.record(.join, at: now, UInt64(i), UInt64(sponsor))
+                // As `huddle run --join`: a link to the sponsor, then a join push-pull over it.
+                pendingPushPull[i * scenario.members + sponsor] = true
+                dial(i, sponsor)
+            }
+        }
+        effects += core.tick(now: now)
+        cores[i] = CoreSlot(core)
+        execute(i, effects)
+    }
+
     private mutating func send(_ i: Int, to: [MemberID]?) {
         let body = Array("m\(i)@\(now)".utf8)
         do {
@@ -436,7 +466,10 @@ public struct SessionSimulation {
             case let .member(change, info):
                 trace?.record(.memberChange, at: now, UInt64(i), info.id.raw, UInt64(change.hashValueForTrace))
                 if change == .failed || change == .left, scenario.partition == nil, i != scenario.hostile,
-                   let j = indexByID[info.id], j != scenario.hostile, !crashed[j] {
+                   let j = indexByID[info.id], j != scenario.hostile, !crashed[j],
+                   // A restarted member may be seen failed after it is back: the others detect the
+                   // crash after the restart (then see it alive at its new incarnation).
+                   !scenario.restarts.contains(where: { $0.member == j }) {
                     report.honestMembersEvicted += 1
                 }
                 if let p = scenario.partition, let j = indexByID[info.id], p.groupA.contains(i) != p.groupA.contains(j) {

@@ -37,6 +37,31 @@ private func expectClean(_ report: SessionReport, _ label: String, hostile: Bool
     #expect(report.droppedDatagrams == 0 && report.refusals.total == 0, "dropped \(report.droppedDatagrams), refused \(report.refusals)")
 }
 
+/// Issue 37: members that crash and restart from what they kept (CONTROL.md, Restart) come back as
+/// the same members, and every log — theirs included, across the restart — is exactly once, in
+/// causal order, with nothing lost.
+@Test func membersThatRestartFromWhatTheyKeptMissNothingAndGetNothingTwice() async {
+    var s = SessionScenario()
+    s.members = 12
+    s.seed = 37
+    s.loss = 0.02
+    s.rate = 3
+    s.sendFor = 6
+    s.settleFor = 15
+    s.restarts = [(3, 3.5, 6.0), (7, 4.0, 4.3), (9, 5.0, 8.0)]
+    let report = await offThePool { [s] in SessionSimulation.run(s) }
+    expectClean(report, "12 members, 3 restarts")
+    #expect(report.survivors.count == 12, "the restarted members are in the session at the end: \(report.survivors)")
+    #expect(report.honestMembersEvicted == 0)
+    for member in [3, 7, 9] {
+        let log = report.logs[member]
+        #expect(log.stayed && log.deliveries.count > 20, "m\(member) delivered \(log.deliveries.count)")
+    }
+    #expect(report.liveViews.values.allSatisfy { $0 == 12 }, "\(report.liveViews)")
+    // Without what they kept, restarted members would be new members (their old selves failed in every view).
+    #expect(report.liveViews.count == 12)
+}
+
 @Test func messagingAndAnAttachmentTogetherReachEverySurvivorWhole() async {
     var s = SessionScenario()
     s.members = 16
