@@ -97,6 +97,39 @@ struct RestartProcessTests {
         #expect(try await back.request("stats")["chunks_fetched"]?.intValue == 0, "no chunk fetched again after the restart")
     }
 
+    /// Killed while it fetches: once back, the fetch completes and what it had stored is not fetched again.
+    @Test func aFetchKilledMidwayCompletesAfterTheRestartWithoutFetchingTwice() async throws {
+        let cluster = try TestCluster("refetch")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let b = try await cluster.start("b")
+        try await cluster.waitForFullMesh(2)
+        let original = (0..<(24 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2246822519 >> 11) }
+        let file = "\(cluster.dir)/original.bin"
+        try Data(original).write(to: URL(fileURLWithPath: file))
+        let added = try #require(try await a.request("attach.add", ["path": .string(file)])["attachment"]?.objectValue)
+        let id = try #require(added["id"]?.stringValue)
+        let total = try #require(added["chunks"]?.intValue)
+        // b fetches in the background (attach.get waits); it is killed once it holds some chunks.
+        let fetch = Task { try? await b.request("attach.get", ["id": .string(id), "path": .string("\(cluster.dir)/first.bin")]) }
+        var heldBeforeKill: Int64 = 0
+        try await eventually("b to hold some chunks") {
+            let list = try await b.request("attach.list")["attachments"]?.arrayValue ?? []
+            heldBeforeKill = list.first { $0.objectValue?["id"]?.stringValue == id }?.objectValue?["have"]?.intValue ?? 0
+            return heldBeforeKill > 0
+        }
+        kill(b.process.processIdentifier, SIGKILL)
+        _ = try await b.waitForExit()
+        fetch.cancel()
+
+        let back = try await cluster.start("b", join: [a.addr])
+        _ = try await back.request("attach.get", ["id": .string(id), "path": .string("\(cluster.dir)/second.bin")], within: 120)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(cluster.dir)/second.bin")) == Data(original))
+        let fetchedAfter = try #require(try await back.request("stats")["chunks_fetched"]?.intValue)
+        #expect(fetchedAfter + heldBeforeKill <= total, "\(fetchedAfter) fetched after the restart, \(heldBeforeKill) of \(total) held before it")
+        print("restart mid-fetch: \(heldBeforeKill) of \(total) chunks held before the kill, \(fetchedAfter) fetched after the restart")
+    }
+
     @Test func sigtermStopsWithoutLeavingAndLeaveLeavesForGood() async throws {
         let cluster = try TestCluster("stop")
         defer { cluster.shutdown() }
