@@ -22,7 +22,7 @@ struct AppleCodeTests {
         #expect(v["ann.1.id"] != nil && v["ann.1.id"] == v["ben.1.id"], "one id at both")
         #expect(v["ann.2.id"] == v["ben.2.id"] && v["ann.2.id"] != v["ann.1.id"], "a new session per activation")
         #expect(v["ann.1.title"] == "Draw Together")
-        #expect(v["ann.1.ben"] == v["ben.1.me"] && v["ben.1.ann"] == v["ann.1.from"])
+        #expect(v["ann.1.ben"] == v["ben.1.me"] && v["ben.1.ann"] == v["ann.1.me"] && v["ann.1.from"] == v["ben.1.me"], "context.source names the sender")
         #expect(v["ben.1.colors"] == "red,blue,green")
         #expect(v["ben.1.bytes"] == "[0, 1, 2, 255]")
         #expect(v["ben.1.image"] == "300000 [0, 7, 14, 21] 10.0,20.0")

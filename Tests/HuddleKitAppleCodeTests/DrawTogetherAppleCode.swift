@@ -33,6 +33,7 @@ func annProgram(_ seen: Seen) async throws {
         session.join()
         await seen.put("ann.\(round).initiated", session.isLocallyInitiated)
         await seen.put("ann.\(round).id", session.id)
+        await seen.put("ann.\(round).me", session.localParticipant.id)
         await seen.put("ann.\(round).title", session.activity?.metadata.title ?? "none")
         for await state in session.$state.values where state == .joined { break }
         if round == 1 { session.activity = DrawTogether() }  // settable, as in Apple's API
@@ -53,7 +54,7 @@ func annProgram(_ seen: Seen) async throws {
         try await messenger.send(Stroke(points: [3], color: "blue"), to: .only(ben))
         try await messenger.send(Stroke(points: [4], color: "green"), to: .only([ben]))
         try await messenger.send(Data([0, 1, 2, 255]))
-        try? await fast.send(Stroke(points: [5], color: "fast"))  // best effort: not checked
+        _ = try? await fast.send(Stroke(points: [5], color: "fast"))  // best effort: not checked
         let image = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
         let a = try await journal.add(image, metadata: ImageMeta(x: 10, y: 20))
         while let (stroke, context) = await strokes.next() {
