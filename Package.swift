@@ -87,6 +87,8 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
+        // Apple's GroupActivities code for DrawTogether, compiled with only `import HuddleKit` (issue 38).
+        .testTarget(name: "HuddleKitAppleCodeTests", dependencies: ["HuddleKit", "HuddleControl", "HuddleTestSupport"]),
         .testTarget(name: "HuddleCryptoTests", dependencies: ["HuddleCrypto", "HuddleTestSupport"]),
         .testTarget(name: "HuddleCoreTests", dependencies: [
             "HuddleCore", "HuddleTestSupport", .product(name: "PropertyBased", package: "swift-property-based"),

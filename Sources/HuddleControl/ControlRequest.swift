@@ -48,7 +48,11 @@ public enum ControlRequest: Sendable, Equatable {
         public var body: [UInt8]
         public var to: [String]?
         public var reliable: Bool
-        public init(body: [UInt8], to: [String]?, reliable: Bool) { self.body = body; self.to = to; self.reliable = reliable }
+        /// How many leading bytes of `body` came from the request's `envelope` field (issue 38).
+        public var envelope: Int
+        public init(body: [UInt8], to: [String]?, reliable: Bool, envelope: Int = 0) {
+            self.body = body; self.to = to; self.reliable = reliable; self.envelope = envelope
+        }
     }
 
     /// Longest an invitation may live, and most pairings one may allow.
@@ -169,8 +173,19 @@ public enum ControlRequest: Sendable, Equatable {
                 return text
             }
         }
-        return Send(body: body, to: to, reliable: try optionalBool(r, "reliable") ?? true)
+        var envelope: [UInt8] = []
+        if let field = r["envelope"], !field.isNull {
+            guard let b64 = field.stringValue, let data = Data(base64Encoded: b64) else { throw bad("\"envelope\" must be base64") }
+            guard data.count <= maximumEnvelopeBytes else {
+                throw ControlError(code: .tooLarge, message: "envelope is \(data.count) bytes; the limit is \(maximumEnvelopeBytes)")
+            }
+            envelope = Array(data)
+        }
+        return Send(body: envelope + body, to: to, reliable: try optionalBool(r, "reliable") ?? true, envelope: envelope.count)
     }
+
+    /// The largest `send` envelope (SessionCore.envelopeAllowance; HuddleControl does not link HuddleCore).
+    public static let maximumEnvelopeBytes = 1024
 
     private static func decodeSubscribe(_ r: JSONObject) throws(ControlError) -> ControlRequest {
         var topics = ControlTopic.defaults

@@ -5,9 +5,10 @@ import HuddleControl
 /// `GroupSessionJournal.Attachment`).
 ///
 /// Guarantees: `id` is the same at every participant (the hash of the attachment's manifest);
-/// `load` returns the bytes exactly as added, fetching the chunks this node does not hold yet from
-/// whichever members hold them; two values are equal when they describe the same attachment in the
-/// same state and progress.
+/// `state`, `isComplete` and `progress` are read when asked, from the latest the session heard (a
+/// value held since it was listed never goes stale; once removed, `state` is `.removed`); `load`
+/// returns the bytes exactly as added, fetching the chunks this node does not hold yet from
+/// whichever members hold them; two values are equal when they name the same attachment.
 public struct Attachment: Identifiable, Hashable, Sendable {
     /// How far the journal has the attachment (CONTROL.md attachment `state`).
     public enum State: String, Sendable {
@@ -64,12 +65,14 @@ public struct Attachment: Identifiable, Hashable, Sendable {
     public var size: Int64 { record.size }
     /// The member that added it.
     public var uploader: Participant { hub.participants.first { $0.id == record.from } ?? Participant(id: record.from) }
-    /// Where the journal has it.
-    public var state: State { State(rawValue: record.state) ?? .announced }
-    /// Whether this participant's node holds every chunk (loading it then needs no network).
-    public var isComplete: Bool { record.complete }
-    /// The fraction of its chunks this node holds, from 0 to 1 (1 for an empty attachment).
-    public var progress: Double { record.chunks == 0 ? 1 : Double(record.have) / Double(record.chunks) }
+    /// The latest record the session has for it (the one it was made from until the session hears more).
+    private var current: Record { hub.attachmentRecord(id) ?? record }
+    /// Where the journal has it now.
+    public var state: State { hub.isRemoved(id) ? .removed : State(rawValue: current.state) ?? .announced }
+    /// Whether this participant's node holds every chunk now (loading it then needs no network).
+    public var isComplete: Bool { current.complete }
+    /// The fraction of its chunks this node holds now, from 0 to 1 (1 for an empty attachment).
+    public var progress: Double { let r = current; return r.chunks == 0 ? 1 : Double(r.have) / Double(r.chunks) }
 
     /// The metadata it was added with, decoded as `T` (in DrawTogether, where the image lies).
     public func loadMetadata<T: Decodable>(of type: T.Type) async throws(HuddleKitError) -> T {
@@ -78,8 +81,9 @@ public struct Attachment: Identifiable, Hashable, Sendable {
 
     /// Its bytes, waiting up to `timeout` for the chunks this node does not hold yet.
     public func load(_ type: Data.Type, timeout: Duration = .seconds(60)) async throws(HuddleKitError) -> Data {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("huddlekit-\(getpid())-\(UInt64.random(in: 0...UInt64.max))")
-        defer { try? FileManager.default.removeItem(at: url) }
+        let directory = try PrivateDirectory()
+        defer { directory.remove() }
+        let url = URL(fileURLWithPath: directory.file("attachment"))
         try await load(to: url, timeout: timeout)
         do { return try Data(contentsOf: url) } catch { throw .ioError("cannot read \(url.path): \(error.localizedDescription)") }
     }
@@ -93,12 +97,8 @@ public struct Attachment: Identifiable, Hashable, Sendable {
                                                             "timeout_ms": .int(max(1, ms))], dedicated: true)
     }
 
-    /// Equal when they describe the same attachment in the same state and progress.
-    public static func == (a: Attachment, b: Attachment) -> Bool { a.record == b.record }
-    /// Hashes the id, the chunks held and the state.
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(record.id)
-        hasher.combine(record.have)
-        hasher.combine(record.state)
-    }
+    /// Equal when they name the same attachment (their state is read live, so it is not compared).
+    public static func == (a: Attachment, b: Attachment) -> Bool { a.record.id == b.record.id }
+    /// Hashes the id.
+    public func hash(into hasher: inout Hasher) { hasher.combine(record.id) }
 }

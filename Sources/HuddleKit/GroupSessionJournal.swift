@@ -6,9 +6,23 @@ import HuddleControl
 /// member holds it.
 ///
 /// Guarantees: every participant sees the same attachments (journal entries travel by causal
-/// broadcast); `attachments` yields the whole current list after each change; an attachment is at
-/// most 100 MiB and its metadata at most 16 KiB (`.tooLarge` otherwise).
+/// broadcast); `attachments` yields the whole current list when an attachment comes or goes or
+/// one's state or completeness changes (never for progress alone: that is `progressUpdates`); an
+/// attachment is at most 100 MiB and its metadata at most 16 KiB (`.tooLarge` otherwise).
 public final class GroupSessionJournal: Sendable {
+    /// SharePlay's name for one attachment of the journal.
+    public typealias Attachment = HuddleKit.Attachment
+
+    /// How long `add` waits.
+    public enum AddCompletion: Sendable, Equatable {
+        /// Until this node has read, chunked and stored the file and announced it to the session:
+        /// every participant then lists it and can fetch it from this node while it stays up.
+        case announced
+        /// Also until every chunk is held by at least two live members (state `.replicated`): it
+        /// then survives this node going away. Needs another live member.
+        case replicated
+    }
+
     /// The attachment lists, each the whole current list, as SharePlay's `Attachments`.
     public struct Attachments: AsyncSequence, Sendable {
         /// The whole current list of attachments, oldest first.
@@ -38,43 +52,78 @@ public final class GroupSessionJournal: Sendable {
     /// The journal of `session`.
     public init<A>(session: GroupSession<A>) { hub = session.hub }
 
-    /// The current list (once joined), then the whole list after each change: added, fetched
-    /// further, replicated, unavailable, removed.
+    /// The current list (once joined), then the whole list after each change: added, removed,
+    /// complete here, replicated, unavailable. Chunks arriving are not a change of the list:
+    /// follow them with `progressUpdates`.
     public var attachments: Attachments { Attachments(base: hub.attachmentStream(), hub: hub) }
+
+    /// An attachment each time this node holds more of its chunks (or it is added), from now on;
+    /// read its `progress`. Ends when the session is invalidated.
+    public var progressUpdates: AsyncStream<Attachment> {
+        let hub = hub
+        return AsyncStream.mapping(hub.progressStream()) { Attachment($0, hub: hub) }
+    }
 
     /// The attachments now.
     public var currentAttachments: [Attachment] { hub.attachments.map { Attachment($0, hub: hub) } }
 
-    /// Adds `data` with `metadata` (any `Encodable`, ≤ 16 KiB as JSON); returns once every
-    /// participant can fetch it.
+    /// Adds `data` with `metadata` (any `Encodable`, ≤ 16 KiB as JSON). The bytes are written to a
+    /// new file (`open(O_CREAT|O_EXCL, 0600)`, in a directory of its own, mode 0700) that the node
+    /// reads, deleted once the node answered. Returns when `until` is reached: `.announced` (the
+    /// default) once the node has stored and announced it, `.replicated` once two live members hold
+    /// every chunk, or throws `.timeout` after `timeout` (the attachment stays added).
     @discardableResult
-    public func add(_ data: Data, metadata: some Encodable, name: String = "attachment") async throws(HuddleKitError) -> Attachment {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("huddlekit-add-\(getpid())-\(UInt64.random(in: 0...UInt64.max))")
-        guard FileManager.default.createFile(atPath: url.path, contents: data, attributes: [.posixPermissions: 0o600]) else {
-            throw .ioError("cannot write \(url.path)")
-        }
-        defer { try? FileManager.default.removeItem(at: url) }
-        return try await add(contentsOf: url, metadata: metadata, name: name)
+    public func add(_ data: Data, metadata: some Encodable, name: String = "attachment", until: AddCompletion = .announced,
+                    timeout: Duration = .seconds(60)) async throws(HuddleKitError) -> Attachment {
+        let directory = try PrivateDirectory()
+        defer { directory.remove() }
+        let path = try directory.write(data, to: "attachment")
+        return try await add(contentsOf: URL(fileURLWithPath: path), metadata: metadata, name: name, until: until, timeout: timeout)
     }
 
     /// Adds the file at `url` with `metadata`; the node reads it (it must be readable by the node).
+    /// Waits as `add(_:metadata:)` does.
     @discardableResult
-    public func add(contentsOf url: URL, metadata: some Encodable, name: String? = nil) async throws(HuddleKitError) -> Attachment {
-        try hub.requireJoined()
+    public func add(contentsOf url: URL, metadata: some Encodable, name: String? = nil, until: AddCompletion = .announced,
+                    timeout: Duration = .seconds(60)) async throws(HuddleKitError) -> Attachment {
+        try await hub.requireJoined()
         guard url.isFileURL else { throw .badRequest("\(url) is not a file URL") }
         let path = url.standardizedFileURL.path
+        let updates = hub.attachmentStream()  // made first: the replication may be reported before the reply
         let reply = try await hub.connection.request("attach.add", [
             "path": .string(path), "name": .string(name ?? url.lastPathComponent), "meta": try JSONCoding.json(metadata),
         ], dedicated: true)
         guard let record = reply["attachment"]?.objectValue.flatMap(Attachment.Record.init) else {
             throw .nodeFailed("attach.add answered without an attachment")
         }
-        return Attachment(record, hub: hub)
+        let attachment = Attachment(record, hub: hub)
+        if until == .replicated, record.state != "replicated" {
+            try await Self.waitUntilReplicated(record.id, updates, timeout: timeout)
+        }
+        return attachment
+    }
+
+    private static func waitUntilReplicated(_ id: String, _ updates: AsyncStream<[Attachment.Record]>,
+                                            timeout: Duration) async throws(HuddleKitError) {
+        let reached = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await list in updates where list.contains(where: { $0.id == id && $0.state == "replicated" }) { return true }
+                return false
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        guard reached else { throw .timeout("attachment \(id) was not replicated within \(timeout)") }
     }
 
     /// Removes `attachment` for every participant.
     public func remove(attachment: Attachment) async throws(HuddleKitError) {
-        try hub.requireJoined()
+        try await hub.requireJoined()
         _ = try await hub.connection.request("attach.remove", ["id": .string(attachment.id)])
     }
 }

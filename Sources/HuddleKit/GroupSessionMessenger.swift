@@ -1,3 +1,4 @@
+import Foundation
 import HuddleControl
 
 /// Sends `Codable` messages to the session's participants and receives them by type, as
@@ -6,7 +7,8 @@ import HuddleControl
 /// Guarantees: with `.reliable` delivery, every participant that stays in the session receives each
 /// message once, in causal order (the node's causal broadcast); with `.unreliable`, at most once
 /// (one datagram, ≤ 1 KiB). A messenger never receives its own messages; `messages(of:)` yields
-/// only messages sent as that type, and skips those that do not decode as it.
+/// only messages sent as that type (its fully qualified identifier, never the bare name), and skips
+/// those that do not decode as it; a body from a peer that is not a HuddleKit envelope is ignored.
 public final class GroupSessionMessenger: Sendable {
     /// How messages travel.
     public enum DeliveryMode: Sendable {
@@ -16,12 +18,16 @@ public final class GroupSessionMessenger: Sendable {
         case unreliable
     }
 
-    /// Who a message goes to.
-    public enum Participants: Sendable, Equatable {
+    /// Who a message goes to, as SharePlay's `Participants`: `.all`, `.only(participant)` or `.only(set)`.
+    public struct Participants: Sendable, Equatable {
+        /// nil for every participant; else these participants (a directed send).
+        let recipients: Set<Participant>?
         /// Every participant of the session.
-        case all
+        public static let all = Participants(recipients: nil)
         /// Only these participants (a directed send).
-        case only(Set<Participant>)
+        public static func only(_ participants: Set<Participant>) -> Participants { Participants(recipients: participants) }
+        /// Only this participant.
+        public static func only(_ participant: Participant) -> Participants { Participants(recipients: [participant]) }
     }
 
     /// Where a received message came from.
@@ -38,7 +44,7 @@ public final class GroupSessionMessenger: Sendable {
         public typealias Failure = Never
         let base: AsyncStream<InboundMessage>
         let tag: String
-        let own: String
+        let own: UInt64
 
         /// An iterator over the messages from the moment the sequence was made.
         public func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator(), tag: tag, own: own) }
@@ -47,23 +53,37 @@ public final class GroupSessionMessenger: Sendable {
         public struct Iterator: AsyncIteratorProtocol {
             var base: AsyncStream<InboundMessage>.Iterator
             let tag: String
-            let own: String
+            let own: UInt64
             /// The next message of this type, or nil once the session is invalidated.
             public mutating func next() async -> (Message, MessageContext)? {
                 while let m = await base.next() {
-                    guard m.tag == tag, m.sender != own, let value = try? JSONCoding.decode(Message.self, from: m.value) else { continue }
+                    guard m.tag == tag, m.sender != own, let value = Self.decode(m) else { continue }
                     return (value, MessageContext(source: m.source))
                 }
                 return nil
             }
+
+            /// Raw bytes for `Data`, JSON for anything else; nil when the payload is not a `Message`.
+            private static func decode(_ m: InboundMessage) -> Message? {
+                switch m.kind {
+                case .data: return Data(m.payload) as? Message
+                case .json: return try? JSONDecoder().decode(Message.self, from: Data(m.payload))
+                }
+            }
         }
+    }
+
+    /// What a send did: the recipients of an `.only` send it skipped because they had left.
+    public struct SendReceipt: Sendable, Equatable {
+        /// Recipients no longer in the session (failed, left or unknown): they did not get the message.
+        public let skipped: Set<Participant>
     }
 
     private let hub: SessionHub
     /// The delivery mode of every `send`.
     public let deliveryMode: DeliveryMode
     /// Names this messenger in its envelopes, so it can skip its own messages.
-    private let sender = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+    private let sender = UInt64.random(in: 0...UInt64.max)
 
     /// A messenger on `session`.
     public init<A>(session: GroupSession<A>, deliveryMode: DeliveryMode = .reliable) {
@@ -71,23 +91,59 @@ public final class GroupSessionMessenger: Sendable {
         self.deliveryMode = deliveryMode
     }
 
-    /// Sends `value` to `participants`. Throws `.tooLarge` over the node's message limit (64 KiB,
-    /// 1 KiB unreliable), `.busy` when the session cannot take more right now. Sending `.only` to
-    /// nobody but `localParticipant` sends nothing (a messenger does not receive its own messages).
-    public func send<Message: Encodable>(_ value: Message, to participants: Participants = .all) async throws(HuddleKitError) {
-        try hub.requireJoined()
-        let text = MessageEnvelope.text(tag: MessageEnvelope.tag(Message.self), sender: sender, value: try JSONCoding.json(value))
-        var fields: JSONObject = ["text": .string(text), "reliable": .bool(deliveryMode == .reliable)]
-        if case let .only(set) = participants {
-            let others = set.filter { $0 != hub.localParticipant }
-            guard !others.isEmpty else { return }
-            fields["to"] = .array(others.map { .string($0.id) }.sorted { $0.stringValue ?? "" < $1.stringValue ?? "" })
+    /// Sends `value` to `participants`: a `Data` value as its bytes, anything else as JSON, tagged
+    /// with the type's identifier (`MessageTypeIdentifying`). Throws `.tooLarge` when the payload
+    /// (the bytes or the JSON, not HuddleKit's header) is over the node's limit (64 KiB reliable;
+    /// unreliable: 1 KiB including a header of 14 bytes plus the identifier), `.busy` when the session
+    /// cannot take more right now.
+    ///
+    /// `.only(set)` sends to the recipients still in the session and reports the others in the
+    /// receipt's `skipped` instead of failing for everyone; sending `.only` to nobody but
+    /// `localParticipant` (or only to departed ones) sends nothing.
+    @discardableResult
+    public func send<Message: Encodable>(_ value: Message, to participants: Participants = .all) async throws(HuddleKitError) -> SendReceipt {
+        try await hub.requireJoined()
+        let payload: [UInt8]
+        let kind: MessageEnvelope.Kind
+        if let data = value as? Data {
+            payload = Array(data)
+            kind = .data
+        } else {
+            do { payload = Array(try JSONEncoder().encode(value)) } catch { throw .encodingFailed("\(Message.self): \(error)") }
+            kind = .json
         }
-        _ = try await hub.connection.request("send", fields)
+        let header = try MessageEnvelope.header(kind: kind, tag: MessageEnvelope.tag(Message.self), sender: sender)
+        var fields: JSONObject = ["envelope": .string(Data(header).base64EncodedString()), "data": .string(Data(payload).base64EncodedString()),
+                                  "reliable": .bool(deliveryMode == .reliable)]
+        guard let set = participants.recipients else {
+            _ = try await hub.connection.request("send", fields)
+            return SendReceipt(skipped: [])
+        }
+        let wanted = set.filter { $0 != hub.localParticipant }
+        var live = hub.participants
+        for attempt in 0..<2 {
+            let targets = wanted.intersection(live)
+            guard !targets.isEmpty else { return SendReceipt(skipped: wanted) }
+            fields["to"] = .array(targets.map(\.id).sorted().map(JSON.string))
+            do {
+                _ = try await hub.connection.request("send", fields)
+                return SendReceipt(skipped: wanted.subtracting(targets))
+            } catch {
+                // A recipient left between our view and the node's: ask the node who is live, once.
+                switch error {
+                case .notMember, .notFound:
+                    guard attempt == 0 else { throw error }
+                    live = try await hub.liveMembers()
+                default: throw error
+                }
+            }
+        }
+        throw .nodeFailed("the node refused the recipients it reported live")
     }
 
-    /// The messages sent as `Message` by other messengers, from now on (from `join()` when made
-    /// before it), with their source.
+    /// The messages sent as `Message` by other messengers (matched by the type's identifier, see
+    /// `MessageTypeIdentifying`), from now on (from `join()` when made before it), with their
+    /// source. `Data.self` receives the raw bytes sent with `send(Data)`.
     public func messages<Message: Decodable & Sendable>(of type: Message.Type) -> Messages<Message> {
         Messages(base: hub.messageStream(), tag: MessageEnvelope.tag(Message.self), own: sender)
     }

@@ -31,6 +31,8 @@ public enum HuddleKitError: Error, Equatable, Sendable, CustomStringConvertible 
     case nodeRestarted
     /// This program left the session (`leave` or `disconnect`).
     case left
+    /// A participant ended the activity for everyone (`GroupSession.end()`).
+    case ended
     /// A value could not be encoded to JSON.
     case encodingFailed(String)
     /// A value from the session could not be decoded as the type asked for.
@@ -79,6 +81,7 @@ public enum HuddleKitError: Error, Equatable, Sendable, CustomStringConvertible 
         case .disconnected: "the connection to the node was lost"
         case .nodeRestarted: "the node restarted: this session is over"
         case .left: "this program left the session"
+        case .ended: "a participant ended the activity for everyone"
         case let .encodingFailed(m): "cannot encode: \(m)"
         case let .decodingFailed(m): "cannot decode: \(m)"
         }

@@ -1,3 +1,4 @@
+import Foundation
 import HuddleControl
 import Synchronization
 
@@ -21,16 +22,25 @@ final class SessionHub: Sendable {
         var attachments: [Attachment.Record] = []
         /// Events up to this cursor are history (replayed), not changes.
         var historyUpTo: Int64 = 0
-        var joining = false
+        var joinTask: Task<Result<Void, HuddleKitError>, Never>?
+        var activation: String?
+        var activationSetBy: String?
         var messages = Sinks<InboundMessage>()
         var participantUpdates = Sinks<Set<Participant>>()
         var activityUpdates = Sinks<JSON>()
         var attachmentUpdates = Sinks<[Attachment.Record]>()
+        var progressUpdates = Sinks<Attachment.Record>()
+        /// Attachments removed since this session joined: a held `Attachment` reads `.removed`.
+        var removed: Set<String> = []
         var stateUpdates = Sinks<GroupSessionState>()
         var pump: Task<Void, Never>?
     }
 
-    init(connection: NodeConnection, localParticipant: Participant, replayingHistory: Bool) {
+    /// The Huddle session's fingerprint (`status` `session`).
+    let sessionFingerprint: String
+
+    init(connection: NodeConnection, localParticipant: Participant, replayingHistory: Bool, sessionFingerprint: String = "") {
+        self.sessionFingerprint = sessionFingerprint
         self.connection = connection
         self.localParticipant = localParticipant
         self.replayingHistory = replayingHistory
@@ -42,6 +52,9 @@ final class SessionHub: Sendable {
     var participants: Set<Participant> { shared.withLock { $0.participants } }
     var activity: JSON { shared.withLock { $0.activity } }
     var attachments: [Attachment.Record] { shared.withLock { $0.attachments } }
+    func attachmentRecord(_ id: String) -> Attachment.Record? { shared.withLock { s in s.attachments.first { $0.id == id } } }
+    func isRemoved(_ id: String) -> Bool { shared.withLock { $0.removed.contains(id) } }
+    func progressStream() -> AsyncStream<Attachment.Record> { shared.withLock { $0.progressUpdates.stream(first: nil) } }
 
     func participantStream() -> AsyncStream<Set<Participant>> {
         shared.withLock { $0.participantUpdates.stream(first: $0.state == .waiting ? nil : $0.participants) }
@@ -57,22 +70,42 @@ final class SessionHub: Sendable {
 
     // MARK: joining and leaving
 
-    func join() async throws(HuddleKitError) {
-        let first: Bool = try shared.withLock { (s: inout Shared) throws(HuddleKitError) -> Bool in
-            switch s.state {
-            case .joined: return false
-            case let .invalidated(reason): throw reason
-            case .waiting:
-                if s.joining { throw .badRequest("join() is already under way") }
-                s.joining = true
-                return true
+    /// The activation this session belongs to ("" when set without an id, nil for a session made
+    /// with `connect`), and the member that set it.
+    var activation: String? { shared.withLock { $0.activation } }
+    var activationSetBy: String? { shared.withLock { $0.activationSetBy } }
+
+    /// Takes the activity value a `sessions()` sequence yielded this session for.
+    func adopt(activity: JSON, activation: String, setBy: String?) {
+        shared.withLock { s in
+            s.activity = activity
+            s.activation = activation
+            s.activationSetBy = setBy
+        }
+    }
+
+    /// Starts joining (once) and returns the task that finishes it: what `join()` starts and
+    /// `joinAndWait()` and every request acting on the session wait for.
+    func startJoining() -> Task<Result<Void, HuddleKitError>, Never> {
+        shared.withLock { s in
+            if let task = s.joinTask { return task }
+            let task = Task { () -> Result<Void, HuddleKitError> in
+                do throws(HuddleKitError) {
+                    try await self.subscribeAndTakeSnapshot()
+                    return .success(())
+                } catch {
+                    self.invalidate(error)
+                    return .failure(error)
+                }
             }
+            s.joinTask = task
+            return task
         }
-        guard first else { return }
-        do { try await subscribeAndTakeSnapshot() } catch {
-            shared.withLock { $0.joining = false }
-            throw error
-        }
+    }
+
+    func join() async throws(HuddleKitError) {
+        if case let .invalidated(reason) = state, shared.withLock({ $0.joinTask == nil }) { throw reason }
+        try await startJoining().value.get()
     }
 
     private func subscribeAndTakeSnapshot() async throws(HuddleKitError) {
@@ -86,8 +119,13 @@ final class SessionHub: Sendable {
                 if let p = Participant(member: member) { s.participants.insert(p) }
             }
             s.participants.insert(localParticipant)
+            if let mine = s.activation, ActivityValue.isEnded(activity), activity.objectValue?["activation"]?.stringValue ?? "" == mine {
+                invalidateLocked(.ended, &s)
+                return
+            }
             s.activity = activity
             s.attachments = list.compactMap { $0.objectValue.flatMap(Attachment.Record.init) }.filter { !$0.isRemoved }
+            guard s.state == .waiting else { return }
             s.state = .joined
             s.stateUpdates.yield(.joined)
             s.participantUpdates.yield(s.participants)
@@ -110,24 +148,40 @@ final class SessionHub: Sendable {
     }
 
     func invalidate(_ reason: HuddleKitError) {
-        shared.withLock { s in
-            if case .invalidated = s.state { return }
-            s.state = .invalidated(reason: reason)
-            s.stateUpdates.yield(s.state)
-            s.stateUpdates.finish()
-            s.messages.finish()
-            s.participantUpdates.finish()
-            s.activityUpdates.finish()
-            s.attachmentUpdates.finish()
-            s.pump?.cancel()
-        }
+        shared.withLock { invalidateLocked(reason, &$0) }
     }
 
-    /// The session's state must be `joined` for a request that acts on the session.
-    func requireJoined() throws(HuddleKitError) {
+    private func invalidateLocked(_ reason: HuddleKitError, _ s: inout Shared) {
+        if case .invalidated = s.state { return }
+        s.state = .invalidated(reason: reason)
+        s.stateUpdates.yield(s.state)
+        s.stateUpdates.finish()
+        s.messages.finish()
+        s.participantUpdates.finish()
+        s.activityUpdates.finish()
+        s.attachmentUpdates.finish()
+        s.progressUpdates.finish()
+        s.pump?.cancel()
+    }
+
+    /// The members the node holds live now (alive or suspect), this one included.
+    func liveMembers() async throws(HuddleKitError) -> Set<Participant> {
+        let members = try await connection.request("members")["members"]?.arrayValue ?? []
+        var live: Set<Participant> = [localParticipant]
+        for member in members.compactMap(\.objectValue) where Participant.isActive(state: member["state"]?.stringValue) {
+            if let p = Participant(member: member) { live.insert(p) }
+        }
+        return live
+    }
+
+    /// The session's state must be `joined` for a request that acts on the session; a join under
+    /// way (`join()` returns before it is done) is waited for.
+    func requireJoined() async throws(HuddleKitError) {
         switch state {
         case .joined: return
-        case .waiting: throw .badRequest("join() the session first")
+        case .waiting:
+            guard let task = shared.withLock({ $0.joinTask }) else { throw .badRequest("join() the session first") }
+            try await task.value.get()
         case let .invalidated(reason): throw reason
         }
     }
@@ -154,10 +208,12 @@ final class SessionHub: Sendable {
         let live = (event["cursor"]?.intValue ?? 0) > s.historyUpTo
         switch event["event"]?.stringValue {
         case "message":
-            guard let text = event["text"]?.stringValue, let (tag, sender, value) = MessageEnvelope.open(text),
+            // Any member may send any bytes: only a well-formed envelope reaches a messenger.
+            guard let b64 = event["data"]?.stringValue, let body = Data(base64Encoded: b64),
+                  let (kind, tag, sender, payload) = MessageEnvelope.open(Array(body)),
                   let from = event["from"]?.stringValue else { return }
             let source = s.participants.first { $0.id == from } ?? Participant(id: from)
-            s.messages.yield(InboundMessage(tag: tag, sender: sender, value: value, source: source))
+            s.messages.yield(InboundMessage(kind: kind, tag: tag, sender: sender, payload: payload, source: source))
         case "member" where live:
             guard let member = event["member"]?.objectValue, let participant = Participant(member: member) else { return }
             var next = s.participants
@@ -169,18 +225,38 @@ final class SessionHub: Sendable {
         case "activity" where live:
             let value = event["activity"] ?? .null
             guard value != s.activity else { return }
+            // A participant ended this session's activation (`GroupSession.end()`): over for everyone.
+            if ActivityValue.isEnded(value), case let mine = s.activation ?? s.activity.objectValue?["activation"]?.stringValue ?? "",
+               value.objectValue?["activation"]?.stringValue ?? "" == mine {
+                s.activity = value
+                invalidateLocked(.ended, &s)
+                return
+            }
             s.activity = value
             s.activityUpdates.yield(value)
         case "attachment" where live:
             guard let record = event["attachment"]?.objectValue.flatMap(Attachment.Record.init) else { return }
+            let removal = record.isRemoved || event["change"]?.stringValue == "removed"
+            if removal { s.removed.insert(record.id) }
+            // The list is yielded when an attachment comes or goes or its state or completeness
+            // changes; chunks arriving (progress) go to the progress stream alone.
+            var listChanged = true
             if let i = s.attachments.firstIndex(where: { $0.id == record.id }) {
-                if record.isRemoved || event["change"]?.stringValue == "removed" { s.attachments.remove(at: i) } else { s.attachments[i] = record }
-            } else if !record.isRemoved {
+                let old = s.attachments[i]
+                if removal {
+                    s.attachments.remove(at: i)
+                } else {
+                    s.attachments[i] = record
+                    listChanged = old.state != record.state || old.complete != record.complete
+                }
+                if old.have != record.have { s.progressUpdates.yield(record) }
+            } else if !removal {
                 s.attachments.append(record)
+                s.progressUpdates.yield(record)
             } else {
                 return
             }
-            s.attachmentUpdates.yield(s.attachments)
+            if listChanged { s.attachmentUpdates.yield(s.attachments) }
         default:
             break
         }

@@ -1,3 +1,4 @@
+import Foundation
 import HuddleControl
 import Testing
 
@@ -95,4 +96,14 @@ private let member = "00000000000000ab"
     #expect(request(#"{"op":"activity.set","value":"\#(fits)"}"#) != nil)
     let error = refusal(#"{"op":"activity.set","value":"\#(fits)a"}"#)
     #expect(error?.code == .tooLarge)
+}
+
+@Test func aSendsEnvelopeGoesInFrontOfTheBodyAndIsBounded() {
+    // {"envelope": base64 of [1, 2], "data": base64 of [3]}: the body is [1, 2, 3], 2 bytes of it envelope.
+    #expect(request(#"{"op":"send","envelope":"AQI=","data":"Aw=="}"#) == .send(.init(body: [1, 2, 3], to: nil, reliable: true, envelope: 2)))
+    #expect(request(#"{"op":"send","text":"hi"}"#) == .send(.init(body: Array("hi".utf8), to: nil, reliable: true, envelope: 0)))
+    let big = Data(repeating: 0, count: ControlRequest.maximumEnvelopeBytes + 1).base64EncodedString()
+    #expect(refusal(#"{"op":"send","text":"x","envelope":"\#(big)"}"#)?.code == .tooLarge)
+    #expect(refusal(#"{"op":"send","text":"x","envelope":"%%"}"#)?.code == .badRequest)
+    #expect(refusal(#"{"op":"send","text":"x","envelope":7}"#)?.code == .badRequest)
 }

@@ -90,7 +90,7 @@ private func pair(limits: SessionCore.Limits = .init()) -> (a: SessionCore, b: S
 
 @Test func aBodyAboveTheReceiveLimitIsRefusedBeforeItIsHeldAndTheRestFlows() throws {
     var (x, y) = pair()
-    let big = [UInt8](repeating: 1, count: 64 * 1024 + 1)
+    let big = [UInt8](repeating: 1, count: 64 * 1024 + SessionCore.envelopeAllowance + 1)
     let oversized = signed(x.broadcast.makeDirected(body: big, to: [b]))
     let refused = y.receiveLink(.message(oversized), from: a, addr: testAddr("m1"), now: 2)
     #expect(refused.contains(.refused(.bodyTooLarge)), "the first is logged")

@@ -87,6 +87,21 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     #expect(flushed.allSatisfy { if case let .sendLink(peer, _) = $0 { peer == p.bInfo.id } else { false } }, "\(flushed)")
 }
 
+@Test func aClientsEnvelopeOfUpToOneKiBIsNotCountedAgainstTheReliableLimit() throws {
+    var p = Pair()
+    let allowance = SessionCore.envelopeAllowance
+    _ = try p.a.send(body: [UInt8](repeating: 0, count: 64 * 1024 + allowance), envelope: allowance, to: nil, reliable: true)
+    #expect(throws: SessionCore.SendRefusal.tooLarge(size: 64 * 1024 + 1, limit: 64 * 1024, reliable: true), "the payload beyond it counts") {
+        _ = try p.a.send(body: [UInt8](repeating: 0, count: 64 * 1024 + 1 + allowance), envelope: allowance, to: nil, reliable: true)
+    }
+    #expect(throws: SessionCore.SendRefusal.tooLarge(size: 64 * 1024 + 1, limit: 64 * 1024, reliable: true), "only the allowance is free") {
+        _ = try p.a.send(body: [UInt8](repeating: 0, count: 64 * 1024 + allowance + 1), envelope: allowance + 1, to: nil, reliable: true)
+    }
+    #expect(throws: SessionCore.SendRefusal.tooLarge(size: 1025, limit: 1024, reliable: false), "an unreliable body counts whole") {
+        _ = try p.a.send(body: [UInt8](repeating: 0, count: 1025), envelope: 100, to: nil, reliable: false)
+    }
+}
+
 @Test func sendsAreRefusedByLimitAndMembershipWithTheReason() {
     var p = Pair()
     #expect(throws: SessionCore.SendRefusal.tooLarge(size: 64 * 1024 + 1, limit: 64 * 1024, reliable: true)) {

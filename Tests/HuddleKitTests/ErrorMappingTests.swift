@@ -49,13 +49,21 @@ struct ErrorMappingTests {
         }
     }
 
-    @Test func onlyHuddleKitEnvelopesOfThisVersionOpen() {
-        let text = MessageEnvelope.text(tag: "Ping", sender: "s1", value: ["n": 3])
-        let opened = MessageEnvelope.open(text)
-        #expect(opened?.tag == "Ping" && opened?.sender == "s1" && opened?.value == ["n": 3])
-        for other in ["hello", "{}", #"{"huddlekit":2,"type":"Ping","sender":"s","value":1}"#, #"{"huddlekit":1,"type":"Ping"}"#, "[1]"] {
-            #expect(MessageEnvelope.open(other) == nil, "\(other)")
+    @Test func onlyWellFormedHuddleKitEnvelopesOfThisVersionOpen() throws {
+        let header = try MessageEnvelope.header(kind: .json, tag: "HuddleKitTests.Ping", sender: 0x0102_0304_0506_0708)
+        #expect(header.count <= MessageEnvelope.maximumHeader)
+        let opened = try #require(MessageEnvelope.open(header + Array(#"{"n":3}"#.utf8)))
+        #expect(opened.kind == .json && opened.tag == "HuddleKitTests.Ping" && opened.sender == 0x0102_0304_0506_0708)
+        #expect(opened.payload == Array(#"{"n":3}"#.utf8))
+        var wrongVersion = header; wrongVersion[2] = 1
+        var wrongKind = header; wrongKind[3] = 9
+        var longLength = header; longLength[12] = 0xFF
+        var badUTF8 = header; badUTF8[14] = 0xFF
+        for other in [Array("hello".utf8), Array(#"{"huddlekit":1,"type":"Ping","sender":"s","value":1}"#.utf8), [], Array(header.prefix(13)),
+                      wrongVersion, wrongKind, longLength, badUTF8] {
+            #expect(MessageEnvelope.open(other) == nil, "\(other.prefix(20))")
         }
-        #expect(MessageEnvelope.tag(Ping.self) == "Ping")
+        #expect(MessageEnvelope.tag(Ping.self) == "HuddleKitTests.Ping", "fully qualified, not the bare name")
+        #expect(throws: HuddleKitError.self) { try MessageEnvelope.header(kind: .data, tag: String(repeating: "x", count: 901), sender: 1) }
     }
 }

@@ -13,7 +13,7 @@ struct JournalTests {
         let b = try await nodes.session("ben")
         let ja = GroupSessionJournal(session: a), jb = GroupSessionJournal(session: b)
         let lists = Collected(jb.attachments.mapped { $0 })
-        for s in [a, b] { try await s.join() }
+        for s in [a, b] { try await s.joinAndWait() }
         try await eventually("2 participants") { b.activeParticipants.count == 2 }
 
         let bytes = Data((0..<(700 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })  // 3 chunks
@@ -41,7 +41,7 @@ struct JournalTests {
         // A late joiner gets the attachment without the uploader sending it again.
         let c = try await nodes.session("cat")
         let jc = GroupSessionJournal(session: c)
-        try await c.join()
+        try await c.joinAndWait()
         try await eventually("cat to list it") { jc.currentAttachments.map(\.id) == [added.id] }
         #expect(try await jc.currentAttachments[0].load(Data.self) == bytes)
 
@@ -64,7 +64,7 @@ struct JournalTests {
         defer { nodes.shutdown() }
         let a = try await nodes.session("ann")
         let journal = GroupSessionJournal(session: a)
-        try await a.join()
+        try await a.joinAndWait()
         let huge = ImageMetadata(location: Array(repeating: 1.5, count: 5000), canvas: "")  // > 16 KiB of metadata
         do { try await journal.add(Data([1, 2, 3]), metadata: huge); Issue.record("huge metadata accepted") } catch {
             if case .tooLarge = error {} else if case .badRequest = error {} else { Issue.record("expected tooLarge, got \(error)") }

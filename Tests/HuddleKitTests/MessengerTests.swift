@@ -18,8 +18,8 @@ struct MessengerTests {
         let pongs = Collected(mb.messages(of: Pong.self).mapped { ($0.0, $0.1.source) })
         let notes = Collected(mb.messages(of: Note.self).mapped { $0.0 })
         let annPings = Collected(ma.messages(of: Ping.self).mapped { $0.0 })
-        try await a.join()
-        try await b.join()
+        try await a.joinAndWait()
+        try await b.joinAndWait()
         try await eventually("both sessions to see 2 participants") { a.activeParticipants.count == 2 && b.activeParticipants.count == 2 }
 
         try await ma.send(Ping(n: 1))
@@ -53,7 +53,7 @@ struct MessengerTests {
         let fast = GroupSessionMessenger(session: a, deliveryMode: .unreliable)
         let atB = Collected(GroupSessionMessenger(session: b).messages(of: Ping.self).mapped { $0.0 })
         let atC = Collected(GroupSessionMessenger(session: c).messages(of: Ping.self).mapped { $0.0 })
-        for s in [a, b, c] { try await s.join() }
+        for s in [a, b, c] { try await s.joinAndWait() }
         try await eventually("3 participants everywhere") { [a, b, c].allSatisfy { $0.activeParticipants.count == 3 } }
         try await ma.send(Ping(n: 1), to: .only([c.localParticipant]))
         try await ma.send(Ping(n: 2))
@@ -72,7 +72,7 @@ struct MessengerTests {
         let a = try await nodes.session("ann")
         let messenger = GroupSessionMessenger(session: a)
         await #expect(throws: HuddleKitError.self) { try await messenger.send(Ping(n: 1)) }  // not joined yet
-        try await a.join()
+        try await a.joinAndWait()
         let big = Note(text: String(repeating: "x", count: 70 * 1024), tags: [])
         do {
             try await messenger.send(big)

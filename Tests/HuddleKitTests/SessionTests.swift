@@ -11,7 +11,7 @@ struct SessionTests {
         #expect(a.state == .waiting)
         #expect(a.activeParticipants.isEmpty)
         let updates = Collected(a.activeParticipantsUpdates)
-        try await a.join()
+        try await a.joinAndWait()
         #expect(a.state == .joined)
         #expect(a.activeParticipants == [a.localParticipant])
         #expect(a.localParticipant.name == "ann")
@@ -19,8 +19,8 @@ struct SessionTests {
         let ben = try await nodes.session("ben")
         try await nodes.start("cat")
         try await eventually("ann to see ben and cat") { Set(a.activeParticipants.map(\.name)) == ["ann", "ben", "cat"] }
-        try await ben.join()
-        try await ben.leave()  // the node leaves the session and exits
+        try await ben.joinAndWait()
+        try await ben.leaveWithNode()  // the node leaves the session and exits
         #expect(ben.state == .invalidated(reason: .left))
         try await eventually("ben's node to exit") { try nodes.hasExited("ben") }
         try await eventually("ann to see ben leave") { Set(a.activeParticipants.map(\.name)) == ["ann", "cat"] }
@@ -51,8 +51,8 @@ struct SessionTests {
         let b = try await nodes.session("ben")
         let quiz = try await GroupSession<Quiz>.connect(control: nodes.control("ben"))
         let seen = Collected(b.activityUpdates.mapped { $0 })
-        for s in [a, b] { try await s.join() }
-        try await quiz.join()
+        for s in [a, b] { try await s.joinAndWait() }
+        try await quiz.joinAndWait()
         #expect(b.activity == nil)
         try await a.setActivity(Drawing(canvas: "c1"))
         #expect(a.activity == Drawing(canvas: "c1"))
@@ -75,7 +75,7 @@ struct SessionTests {
         let b = try await nodes.session("ben")
         let sender = GroupSessionMessenger(session: a)
         let received = Collected(GroupSessionMessenger(session: b).messages(of: Ping.self).mapped { $0.0.n })
-        for s in [a, b] { try await s.join() }
+        for s in [a, b] { try await s.joinAndWait() }
         try await eventually("2 participants") { b.activeParticipants.count == 2 }
         for n in 0..<20 { try await sender.send(Ping(n: n)) }
         try await eventually("the first 20") { await received.elements.count == 20 }
@@ -100,7 +100,7 @@ struct SessionTests {
         let restarted = try await GroupSession<Drawing>.connect(control: control, reconnectTimeout: .seconds(60))
         let states = Collected(restarted.stateUpdates)
         let messages = Collected(GroupSessionMessenger(session: restarted).messages(of: Ping.self).mapped { $0.0 })
-        try await restarted.join()
+        try await restarted.joinAndWait()
         try await nodes.kill("ann")
         try await nodes.start("ann", dataDir: "\(nodes.dir)/ann.data-again")
         try await eventually("the session to be invalidated") { restarted.state == .invalidated(reason: .nodeRestarted) }
@@ -109,7 +109,7 @@ struct SessionTests {
         try await eventually("the message sequence to end") { await messages.ended }
 
         let vanished = try await GroupSession<Drawing>.connect(control: control, reconnectTimeout: .seconds(1))
-        try await vanished.join()
+        try await vanished.joinAndWait()
         try await nodes.kill("ann")
         try await eventually("the session to give up") { vanished.state == .invalidated(reason: .noNode(path: control)) }
         await #expect(throws: HuddleKitError.noNode(path: "\(nodes.dir)/nobody.sock")) {

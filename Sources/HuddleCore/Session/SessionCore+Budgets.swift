@@ -12,9 +12,9 @@ extension SessionCore {
     public static let repairAnswerBytes = 4 << 20
 
     /// Whether a received message's body is within this member's receive limit: the reliable
-    /// limit for messages, `maximumJournalBody` for journal entries.
+    /// limit plus the envelope allowance for messages, `maximumJournalBody` for journal entries.
     func fitsReceiveLimit(_ m: WireMessage) -> Bool {
-        m.body.count <= (m.kind == .journal ? Self.maximumJournalBody : limits.reliable)
+        m.body.count <= (m.kind == .journal ? Self.maximumJournalBody : limits.reliable + Self.envelopeAllowance)
     }
 
     /// Link messages that ask this member to queue a bulk answer on the link — a chunk, stored

@@ -40,15 +40,24 @@ extension SessionCore {
     /// must stay within the link's message limit (one message alone may be larger, up to the body limit).
     public static let batchBytes = 256 * 1024
 
+    /// Most bytes a client's envelope (CONTROL.md `send` field `envelope`, issue 38) may put in
+    /// front of a reliable body beyond `Limits.reliable`, so that a HuddleKit program's 64 KiB of
+    /// payload is not eaten by the type and sender it adds. Every member receives up to
+    /// `Limits.reliable + envelopeAllowance` body bytes.
+    public static let envelopeAllowance = 1024
+
     /// Sends a message: an unreliable one as a datagram to each live recipient this member holds
     /// link keys with (best effort: one without a link yet misses it), a reliable one
     /// into the batch the next `flushBatch` signs. Delivered here too when this member is a
-    /// recipient (`.deliverOwn`, `.deliverUnreliable`).
-    public mutating func send(body: [UInt8], to: [MemberID]?, reliable: Bool) throws(SendRefusal) -> (WireMessage, [SessionEffect]) {
+    /// recipient (`.deliverOwn`, `.deliverUnreliable`). The first `envelope` bytes of a reliable
+    /// body (at most `envelopeAllowance`) do not count against `Limits.reliable`; an unreliable
+    /// body counts whole, as it must fit one datagram.
+    public mutating func send(body: [UInt8], envelope: Int = 0, to: [MemberID]?, reliable: Bool) throws(SendRefusal) -> (WireMessage, [SessionEffect]) {
         // A removed member has no session to send to (issue 21).
         guard !epochs.isRemoved else { throw .notMember(local) }
         let limit = reliable ? limits.reliable : limits.unreliable
-        guard body.count <= limit else { throw .tooLarge(size: body.count, limit: limit, reliable: reliable) }
+        let counted = reliable ? body.count - min(max(envelope, 0), Self.envelopeAllowance, body.count) : body.count
+        guard counted <= limit else { throw .tooLarge(size: counted, limit: limit, reliable: reliable) }
         for target in to ?? [] where target != local {
             guard isLive(target) else { throw swim.members[target] == nil ? .unknownMember(target) : .notMember(target) }
         }

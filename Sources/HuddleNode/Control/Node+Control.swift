@@ -52,7 +52,7 @@ extension Node {
         case .members: return ControlReply.ok(id: id, ["members": .array(swim.members.values.sorted { $0.id < $1.id }.map(memberJSON))])
         case let .join(addr): return ControlReply.ok(id: id, try await joinOp(addr))
         case let .send(send):
-            let m = try await self.send(SendRequest(body: send.body, to: send.to?.compactMap(MemberID.init), reliable: send.reliable))
+            let m = try await self.send(SendRequest(body: send.body, envelope: send.envelope, to: send.to?.compactMap(MemberID.init), reliable: send.reliable))
             let seq = core.applicationSeqs.view(m).seq
             return ControlReply.ok(id: id, ["msg": .string(m.id), "seq": seq == 0 ? .null : .int(Int64(clamping: seq))])
         case let .subscribe(topics, since):

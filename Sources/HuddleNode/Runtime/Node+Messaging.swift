@@ -8,6 +8,8 @@ extension Node {
     /// What `send` asked for.
     struct SendRequest {
         var body: [UInt8]
+        /// How many leading bytes of `body` are a client's envelope (`SessionCore.envelopeAllowance`).
+        var envelope = 0
         var to: [MemberID]?
         var reliable: Bool
     }
@@ -21,7 +23,7 @@ extension Node {
         let deadline = ContinuousClock.now + Self.backpressureWait
         while true {
             do throws(SessionCore.SendRefusal) {
-                let (message, effects) = try core.send(body: request.body, to: request.to, reliable: request.reliable)
+                let (message, effects) = try core.send(body: request.body, envelope: request.envelope, to: request.to, reliable: request.reliable)
                 _ = counters.messagesSent.wrappingAdd(1, ordering: .relaxed)
                 execute(effects)
                 return message

@@ -76,7 +76,7 @@ public actor Canvas {
         tasks.append(Task {
             for await attachments in journal.attachments { self.handle(attachments) }
         })
-        try await groupSession.join()
+        try await groupSession.joinAndWait()
     }
 
     // MARK: what the session delivers
@@ -208,7 +208,7 @@ public actor Canvas {
 
     /// Leaves the session: the node hands off the chunks only it holds, leaves and exits.
     public func leave() async throws(HuddleKitError) {
-        try await groupSession?.leave()
+        try await groupSession?.leaveWithNode()
         stopTasks()
     }
 
