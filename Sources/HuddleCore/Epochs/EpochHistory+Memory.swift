@@ -32,6 +32,20 @@ public struct EpochMemory: Sendable, Equatable {
         for removal in removals { w.bytes16(removal.node); w.bytes16(removal.by) }
     }
 
+    /// The stored form (a row of the node's state).
+    public func encoded() -> [UInt8] {
+        var w = WireWriter(capacity: 4096)
+        encode(into: &w)
+        return w.bytes
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(WireError) -> EpochMemory {
+        var r = WireReader(bytes)
+        let memory = try decode(from: &r)
+        try r.expectEnd("epoch memory")
+        return memory
+    }
+
     static func decode(from r: inout WireReader) throws(WireError) -> EpochMemory {
         let bytes = try r.bytes16("root key"), epoch = try r.madeCount("root epoch")
         let sessionID = try r.bytes16("session id"), head = try r.bytes16("root head")
@@ -57,6 +71,14 @@ extension EpochHistory {
         var removals = rememberedRemovals.map { EpochMemory.RememberedRemoval(node: $0.node, by: $0.by) }
         for node in rootRemoved.sorted(by: bytesPrecede) { removals.append(.init(node: node, by: [])) }
         return EpochMemory(rootKey: rootKey, changes: changes, removals: removals)
+    }
+
+    /// Changes whenever `memory` would: the shell writes the memory only then.
+    public var memoryRevision: Int {
+        var hasher = Hasher()
+        hasher.combine(head); hasher.combine(entries.count); hasher.combine(keys.count)
+        hasher.combine(rememberedRemovals.count); hasher.combine(rootRemoved.count); hasher.combine(equivocators.count)
+        return hasher.finalize()
     }
 
     /// Takes up `memory` on a history that has seen nothing yet: its root key, its changes (each

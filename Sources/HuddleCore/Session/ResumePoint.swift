@@ -14,6 +14,8 @@ public struct ResumePoint: Sendable, Equatable {
     public var ownSeq: UInt64
     /// The message-id counter (broadcast, directed and unreliable sends).
     public var counter: UInt64
+    /// The counter of this member's session-key datagrams (peers refuse one they saw again).
+    public var datagramCounter: UInt64 = 0
     /// Per origin, the highest broadcast seq delivered here (this member's own included).
     public var delivered: [MemberID: UInt64]
     public var baseline: [MemberID: UInt64]
@@ -38,7 +40,7 @@ public struct ResumePoint: Sendable, Equatable {
     public func encoded() -> [UInt8] {
         var w = WireWriter(capacity: 64 + 24 * delivered.count + 24 * addresses.count)
         w.u8(Self.version)
-        w.member(member); w.u64(incarnation); w.u64(ownSeq); w.u64(counter)
+        w.member(member); w.u64(incarnation); w.u64(ownSeq); w.u64(counter); w.u64(datagramCounter)
         for map in [delivered, baseline, nonApplication] {
             w.u32(UInt32(truncatingIfNeeded: map.count))
             for (origin, seq) in map.sorted(by: { $0.key < $1.key }) { w.member(origin); w.u64(seq) }
@@ -53,7 +55,7 @@ public struct ResumePoint: Sendable, Equatable {
         var r = WireReader(bytes)
         guard try r.u8("version") == version else { throw WireError("unsupported resume point version") }
         let member = try r.member(), incarnation = try r.madeCount("incarnation")
-        let ownSeq = try r.madeCount("own seq"), counter = try r.madeCount("counter")
+        let ownSeq = try r.madeCount("own seq"), counter = try r.madeCount("counter"), datagramCounter = try r.madeCount("datagram counter")
         var maps: [[MemberID: UInt64]] = []
         for what in ["delivered", "baseline", "non-application counts"] {
             let n = Int(try r.u32(what))
@@ -73,20 +75,25 @@ public struct ResumePoint: Sendable, Equatable {
         default: throw WireError("bad epochs flag")
         }
         try r.expectEnd("resume point")
-        return ResumePoint(member: member, incarnation: incarnation, ownSeq: ownSeq, counter: counter,
-                           delivered: maps[0], baseline: maps[1], nonApplication: maps[2], addresses: addresses, epochs: epochs)
+        var point = ResumePoint(member: member, incarnation: incarnation, ownSeq: ownSeq, counter: counter,
+                                delivered: maps[0], baseline: maps[1], nonApplication: maps[2], addresses: addresses, epochs: epochs)
+        point.datagramCounter = datagramCounter
+        return point
     }
 }
 
 extension SessionCore {
-    /// This member's resume point now (see `ResumePoint`).
+    /// This member's resume point now (see `ResumePoint`), without the epoch memory (`epochs.memory`,
+    /// which the shell writes only when `epochs.memoryRevision` changed).
     public var resumePoint: ResumePoint {
         var nonApplication: [MemberID: UInt64] = [:]
         for (origin, seq) in broadcast.delivered { nonApplication[origin] = applicationSeqs.nonApplication(origin, upTo: seq) }
         let addresses = swim.members.values.filter { $0.id != local && isLive($0.id) }.map(\.addr).sorted()
-        return ResumePoint(member: local, incarnation: swim.local.incarnation, ownSeq: broadcast.ownSeq, counter: broadcast.counterValue,
-                           delivered: broadcast.delivered, baseline: broadcast.baseline, nonApplication: nonApplication, addresses: addresses,
-                           epochs: epochs.memory)
+        var point = ResumePoint(member: local, incarnation: swim.local.incarnation, ownSeq: broadcast.ownSeq, counter: broadcast.counterValue,
+                                delivered: broadcast.delivered, baseline: broadcast.baseline, nonApplication: nonApplication, addresses: addresses,
+                                epochs: nil)
+        point.datagramCounter = sessionDatagrams
+        return point
     }
 
     /// Takes up where `point` left off: broadcast seqs, deliveries and their numbering, this
@@ -103,5 +110,14 @@ extension SessionCore {
         }
         applicationSeqs.start(local, at: point.ownSeq, count: point.nonApplication[local] ?? 0)
         if let memory = point.epochs { epochs.recall(memory, now: 0) }
+        // Peers keep a window of the counters they saw: past any sent after the last commit.
+        sessionDatagrams = point.datagramCounter &+ Self.resumeCounterMargin
     }
+
+    /// How far past the committed session-key datagram counter a resumed member starts (commits
+    /// lag what was sent by at most a moment; a datagram with a counter seen before is refused).
+    public static let resumeCounterMargin: UInt64 = 1 << 16
+    /// How far past the committed incarnation a resumed member's record starts (a refutation made
+    /// between two commits has already gone out at the next one).
+    public static let resumeIncarnationMargin: UInt64 = 64
 }

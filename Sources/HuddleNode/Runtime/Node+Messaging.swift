@@ -26,6 +26,8 @@ extension Node {
                 let (message, effects) = try core.send(body: request.body, envelope: request.envelope, to: request.to, reliable: request.reliable)
                 _ = counters.messagesSent.wrappingAdd(1, ordering: .relaxed)
                 execute(effects)
+                // With a data directory a reliable send is answered once it is committed.
+                if request.reliable, state != nil { await waitUntilCommitted(message.counter, deadline: .now + .seconds(10)) }
                 return message
             } catch {
                 switch error {

@@ -17,6 +17,8 @@ enum WaitReason: Hashable, Sendable {
     case stopped
     /// The epoch moved here, or a peer said which epoch it is on.
     case epoch
+    /// The node's state was committed (`commitState`).
+    case committed
 }
 
 extension Node {

@@ -63,6 +63,11 @@ actor Node {
     /// What the last commit of `state` held: this member's seq and incarnation.
     var committedOwnSeq: UInt64 = 0
     var committedIncarnation: UInt64 = 0
+    var committedCounter: UInt64 = 0
+    /// `core.epochs.memoryRevision` when the epoch memory was last written.
+    var committedEpochRevision: Int?
+    /// A commit failed: the node is stopping, nothing more is committed.
+    var stateFailed = false
     /// This run resumed a membership from its data directory (`status.resumed`).
     nonisolated let resumed: Bool
     /// Set once the node left the session for good (`leave`): its data directory's state is wiped on exit.
@@ -101,6 +106,7 @@ actor Node {
             core.resume(from: resume.point, ownMessages: resume.own)
             events.restore(resume.events, lastCursor: resume.lastCursor)
             committedOwnSeq = resume.point.ownSeq
+            committedCounter = resume.point.counter
         }
         core.rotate(every: config.rekeyEvery, now: 0)
         datagramOpener = DatagramOpenerBox(DatagramOpener(local: local.id, session: seal, keys: core.datagramKeys))
@@ -221,7 +227,10 @@ actor Node {
     func execute(_ effects: [SessionEffect]) {
         // Write-ahead: this member's broadcasts are committed before they leave (a restart never
         // reuses a seq a peer may have).
-        if state != nil, !committing, effects.contains(where: { $0.sendsOwnBatch(local.id) }) { commitState() }
+        if state != nil, !committing, effects.contains(where: { $0.sendsOwnBatch(local.id) }) {
+            executeWritingAhead(effects)
+            return
+        }
         for effect in effects {
             switch effect {
             case let .sendDatagram(payload, to, sealing): sendDatagram(payload, to: to, sealing: sealing)
@@ -259,7 +268,10 @@ actor Node {
             case let .serveChunk(peer, id, index):
                 if let link = links[peer] { serveChunk(id: id, index: index, to: link) } else { core.journal.serveEnded(to: peer) }
             case let .recheckChunk(id, index, peer): recheckChunk(id: id, index: index, reportedBy: peer)
-            case let .epochMoved(key): moveToEpoch(key)
+            case let .epochMoved(key):
+                // Write-ahead: the history that moved is saved before the key file moves.
+                if state != nil, !commitState() { return }
+                moveToEpoch(key)
             case let .epochRemoved(by, member):
                 log.warning("this node was removed from the session by node \(hexString(by).prefix(16))\(member.map { " (member \($0))" } ?? ""): it holds no key of the session any more")
                 wake(.epoch)

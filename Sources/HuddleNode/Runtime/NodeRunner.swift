@@ -51,7 +51,7 @@ public enum NodeRunner {
         }
         // A resumed member comes back as itself, at an incarnation above any it signed.
         let local = MemberInfo(id: loaded?.point.member ?? MemberID(raw: SecureRandom.uint64()), node: identity.publicKey, name: name, addr: advertise,
-                               incarnation: loaded.map { min($0.point.incarnation &+ 1, WireReader.madeCountLimit) } ?? 0)
+                               incarnation: loaded.map { min($0.point.incarnation &+ SessionCore.resumeIncarnationMargin, WireReader.madeCountLimit) } ?? 0)
         let store: ChunkStore
         do { store = try ChunkStore(dataDirectory: dataDir.path, limitBytes: config.storeLimitBytes) } catch {
             throw NodeError("cannot create the chunk store in \(dataDir.path): \(error.localizedDescription)")

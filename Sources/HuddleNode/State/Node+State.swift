@@ -8,8 +8,9 @@ extension Node {
     func persist(to store: NodeStateStore) {
         state = store
         if !resumed { events.makeDurable() }
-        // The history taken up may be on another epoch than the key file (a crash between the two writes).
-        if let key = core.epochs.current, key.head != currentKey.head { moveToEpoch(key) }
+        // The history taken up may be ahead of the key file (a crash between the two writes;
+        // the history is written first): the key file follows it, never the other way.
+        if let key = core.epochs.current, key.epoch > currentKey.epoch { moveToEpoch(key) }
         if resumed, let by = core.epochs.removedNodes[local.node] {
             log.warning("this node was removed from the session by node \(hexString(by).prefix(16)) before it stopped: it holds no key of the session any more")
         }
@@ -21,35 +22,62 @@ extension Node {
     }
 
     /// Commits what changed since the last commit: new events, retention's start, the resume
-    /// point, this member's newly stored broadcasts. A failed commit (a full disk) is logged once;
-    /// events still reach subscribers, so a failing disk never stops the node.
-    func commitState() {
-        guard let state else { return }
+    /// point, this member's newly stored broadcasts, the epoch memory when it changed. False when
+    /// the commit failed (a full disk): the node then stops without leaving — nothing more is sent
+    /// or shown that a restart could not resume from.
+    @discardableResult
+    func commitState() -> Bool {
+        guard let state else { return true }
+        guard !stateFailed else { return false }
         // What this member sent is signed first: a commit never holds a seq (or an event of a
         // message) that a crash could leave unsent and a restart would give to another message.
         let flushed = core.flushBatch()
-        defer {
-            if !flushed.isEmpty {
-                committing = true
-                execute(flushed)
-                committing = false
-            }
-        }
         let rows = events.uncommitted()
         let point = core.resumePoint
         let ownFrom = core.broadcast.ownStoredFrom
         let own = core.broadcast.ownStored(from: max(committedOwnSeq &+ 1, ownFrom))
+        let revision = core.epochs.memoryRevision
+        let epochs = revision != committedEpochRevision ? core.epochs.memory : nil
         do {
-            try state.commit(events: rows, firstRetained: events.first, lastCursor: events.latest, point: point, own: own, ownFrom: ownFrom)
-            committedOwnSeq = point.ownSeq
-            committedIncarnation = point.incarnation
+            try state.commit(events: rows, firstRetained: events.first, lastCursor: events.latest, point: point, own: own, ownFrom: ownFrom, epochs: epochs)
         } catch {
-            if !commitFailureLogged {
-                commitFailureLogged = true
-                log.error("cannot save the node state in \(state.directory): \(error); a restart will not resume from here")
-            }
+            stateFailed = true
+            log.error("cannot save the node state in \(state.directory): \(error); stopping without leaving (restart it once the disk is sound)")
+            spawner.spawn { [self] in await stop() }
+            return false
         }
+        committedOwnSeq = point.ownSeq
+        committedCounter = point.counter
+        committedIncarnation = point.incarnation
+        if epochs != nil { committedEpochRevision = revision }
         events.markDurable(through: events.latest)
+        wake(.committed)
+        if !flushed.isEmpty {
+            committing = true
+            execute(flushed)
+            committing = false
+        }
+        return true
+    }
+
+    /// Write-ahead for effects that carry this member's own batch: the events they make here go
+    /// first, then the commit, then what leaves (nothing leaves when the commit failed).
+    func executeWritingAhead(_ effects: [SessionEffect]) {
+        let local = effects.filter(\.isLocalEvent)
+        if !local.isEmpty { execute(local) }
+        guard commitState() else { return }
+        committing = true
+        execute(effects.filter { !$0.isLocalEvent })
+        committing = false
+    }
+
+    /// Waits until the message with id counter `counter` of this member is committed (a `send`
+    /// answers only then: an acknowledged message survives a crash). At most `deadline`.
+    func waitUntilCommitted(_ counter: UInt64, deadline: ContinuousClock.Instant) async {
+        while state != nil, !stateFailed, committedCounter < counter, ContinuousClock.now < deadline {
+            if !core.hasPendingBatch && !flushScheduled { commitState() }
+            await wait(for: .committed, until: deadline)
+        }
     }
 
     /// Stops without leaving (SIGTERM or SIGINT with a data directory): the state is committed,
@@ -71,6 +99,15 @@ extension Node {
 }
 
 extension SessionEffect {
+    /// Whether this effect only makes an event here (a delivery, a member or attachment change).
+    var isLocalEvent: Bool {
+        switch self {
+        case .deliver, .deliverOwn, .deliverUnreliable, .member, .memberRemoved, .activityChanged: true
+        case .journal(.emit): true
+        default: false
+        }
+    }
+
     /// Whether this effect sends a batch of `local`'s own broadcasts.
     func sendsOwnBatch(_ local: MemberID) -> Bool {
         switch self {

@@ -105,6 +105,9 @@ final class NodeStateStore: Sendable {
                 if let bytes = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'resume'") {
                     do { _ = try ResumePoint.decode(Array(bytes)) } catch { return "its resume point: \(error)" }
                 }
+                if let bytes = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'epochs'") {
+                    do { _ = try EpochMemory.decode(Array(bytes)) } catch { return "its epoch history: \(error)" }
+                }
                 let events = try Row.fetchCursor(db, sql: "SELECT cursor, topic, line, sum FROM events")
                 while let row = try events.next() {
                     let cursor: Int64 = row[0], topic: Int64 = row[1], line: Data = row[2]
@@ -155,7 +158,8 @@ final class NodeStateStore: Sendable {
         do {
             return try queue.read { db -> Loaded? in
                 guard let bytes = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'resume'") else { return nil }
-                let point = try ResumePoint.decode(Array(bytes))
+                var point = try ResumePoint.decode(Array(bytes))
+                if let epochs = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'epochs'") { point.epochs = try EpochMemory.decode(Array(epochs)) }
                 let cursorText = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'cursor'").map { String(decoding: $0, as: UTF8.self) }
                 let lastCursor = cursorText.flatMap { Int64($0) } ?? 0
                 var events: [StoredEvent] = []
@@ -174,9 +178,15 @@ final class NodeStateStore: Sendable {
     }
 
     /// Writes one commit: the events appended since the last one, retention's new start, the
-    /// resume point, and this member's broadcasts from `ownFrom` on (those below it are dropped).
-    func commit(events: [StoredEvent], firstRetained: Int64, lastCursor: Int64, point: ResumePoint, own: [SignedMessage], ownFrom: UInt64) throws {
+    /// resume point, this member's broadcasts from `ownFrom` on (those below it are dropped), and
+    /// the epoch memory when it changed (`epochs`, else the stored one stands).
+    func commit(events: [StoredEvent], firstRetained: Int64, lastCursor: Int64, point: ResumePoint, own: [SignedMessage], ownFrom: UInt64,
+                epochs: EpochMemory?) throws {
         try queue.write { db in
+            if let epochs {
+                let bytes = epochs.encoded()
+                try db.execute(sql: "INSERT OR REPLACE INTO meta(key, value, sum) VALUES ('epochs', ?, ?)", arguments: [Data(bytes), Self.sum("epochs", bytes)])
+            }
             let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO events(cursor, topic, line, sum) VALUES (?, ?, ?, ?)")
             for event in events {
                 try insert.execute(arguments: [event.cursor, Int64(event.topic), Data(event.line), Self.sum("\(event.cursor):\(event.topic)", event.line)])
