@@ -41,18 +41,24 @@ struct ProcessUsage {
     }
 }
 
-/// Real `huddle run` processes on loopback, each with its own port, control socket and data directory.
+/// Real `huddle run` processes on loopback, each with its own port, control socket and data
+/// directory: `--data-dir` (the node keeps its membership there and can be restarted on it), or
+/// with `dataDirectory: false` none (the node uses a temporary directory and persists nothing).
 final class HuddleCluster {
     let binary: String
     let dir: String
     let key: String
+    let dataDirectory: Bool
     private(set) var processes: [Process] = []
     private(set) var controls: [String] = []
     private(set) var addrs: [String] = []
     private(set) var members: [String] = []
+    /// Each node's `huddle run` arguments after `--listen ADDR` (for `restart`).
+    private var arguments: [[String]] = []
 
-    init(binary: String, label: String) throws {
+    init(binary: String, label: String, dataDirectory: Bool = true) throws {
         self.binary = binary
+        self.dataDirectory = dataDirectory
         var template = Array("/tmp/hb-\(label)-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw BenchError(description: "mkdtemp failed") }
         dir = String(cString: made)
@@ -78,24 +84,50 @@ final class HuddleCluster {
     func add(joinVia: Int = 0) async throws {
         let i = processes.count
         let control = "\(dir)/n\(i).sock"
+        let rest = ["--name", "n\(i)", "--control", control] + (dataDirectory ? ["--data-dir", "\(dir)/d\(i)"] : [])
+            + (addrs.indices.contains(joinVia) ? ["--join", addrs[joinVia]] : [])
+        processes.append(try launch(i, listen: "127.0.0.1:0", rest))
+        controls.append(control)
+        arguments.append(rest)
+        let status = try await started(i)
+        addrs.append(status["addr"]?.stringValue ?? "")
+        members.append(status["member"]?.stringValue ?? "")
+    }
+
+    /// Starts node `i` again (after `kill`) with the same arguments and data directory, on the
+    /// port it had (as a service restarted on a fixed port); returns once it answers `status`,
+    /// with that reply. Its log goes on in the same file.
+    func restart(_ i: Int) async throws -> JSONObject {
+        let port = addrs[i].split(separator: ":").last.map(String.init) ?? "0"
+        processes[i] = try launch(i, listen: "127.0.0.1:\(port)", arguments[i])
+        return try await started(i)
+    }
+
+    private func launch(_ i: Int, listen: String, _ rest: [String]) throws -> Process {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: binary)
-        p.arguments = ["run", "--key", key, "--listen", "127.0.0.1:0", "--name", "n\(i)", "--control", control, "--data-dir", "\(dir)/d\(i)"]
-            + (addrs.indices.contains(joinVia) ? ["--join", addrs[joinVia]] : [])
-        FileManager.default.createFile(atPath: "\(dir)/n\(i).log", contents: nil)
-        p.standardError = FileHandle(forWritingAtPath: "\(dir)/n\(i).log")
+        p.arguments = ["run", "--key", key, "--listen", listen] + rest
+        let log = "\(dir)/n\(i).log"
+        if !FileManager.default.fileExists(atPath: log) { FileManager.default.createFile(atPath: log, contents: nil) }
+        let handle = FileHandle(forWritingAtPath: log)
+        handle?.seekToEndOfFile()
+        p.standardError = handle
         try p.run()
         NodeProcesses.note(p.processIdentifier)
-        processes.append(p)
-        controls.append(control)
-        // The socket file appears at bind(), a moment before the node accepts on it: retry.
+        return p
+    }
+
+    /// Waits for node `i` to answer `status` (the socket file appears at bind(), a moment before
+    /// the node accepts on it: retry); a node that exited ends the wait at once.
+    private func started(_ i: Int) async throws -> JSONObject {
         var status: JSONObject = [:]
+        let (process, control) = (processes[i], controls[i])
         try await waitFor("node \(i) to start") {
+            if !process.isRunning { throw BenchError(description: "node \(i) exited at start (status \(process.terminationStatus)); see \(self.dir)/n\(i).log") }
             status = try await self.request(control, "status")
             return true
         }
-        addrs.append(status["addr"]?.stringValue ?? "")
-        members.append(status["member"]?.stringValue ?? "")
+        return status
     }
 
     func request(_ control: String, _ op: String, _ fields: JSONObject = [:]) async throws -> JSONObject {

@@ -11,8 +11,8 @@ struct HuddleBench: AsyncParsableCommand {
         discussion: "Rows print as each scenario ends. Set HUDDLE_BENCH_KEEP=1 to keep every cluster's directory (node logs n*.log) for diagnosis.")
 
     @Flag(help: "Short runs (under 3 minutes): what CI may run as a smoke test.") var quick = false
-    @Option(help: "Comma-separated scenarios: latency, throughput (with the slow-subscriber row), membership, stability, attachment, transfer-latency, crypto, attack, removal, scale (session: the session simulator's row of scale alone; slow-subscriber alone).")
-    var scenarios = "latency,throughput,membership,stability,attachment,transfer-latency,crypto,attack,removal,scale"
+    @Option(help: "Comma-separated scenarios: latency, throughput (with the slow-subscriber row), membership, stability, attachment, transfer-latency, crypto, attack, removal, restart (kill -9 and restart on the same --data-dir, N=8), durability (the 256 B throughput row with and without --data-dir, alternating), scale (session: the session simulator's row of scale alone; slow-subscriber alone).")
+    var scenarios = "latency,throughput,durability,membership,restart,stability,attachment,transfer-latency,crypto,attack,removal,scale"
     @Option(help: "Write the results as Markdown to this file (e.g. BENCHMARKS.md).") var out: String?
     @Option(help: "The huddle binary to run (default: the one next to this executable).") var huddle: String?
     @Option(help: "Sample the machine with `perf record` during each scenario, keep the raw data in this directory, and add where the node processes spent their CPU to the output.")
@@ -55,10 +55,12 @@ struct HuddleBench: AsyncParsableCommand {
         }
         if wanted.contains("latency") { for n in quick ? [4] : [4, 8] { await record("latency N=\(n)") { try await s.latency(n: n) } } }
         if wanted.contains("throughput") { for size in [256, 16384] { await record("throughput \(size) B") { try await s.throughput(size: size) } } }
+        if wanted.contains("durability") { await record("durability") { try await s.durabilityCost(rounds: quick ? 1 : 3) } }
         if wanted.contains("throughput") || wanted.contains("slow-subscriber") {
             await record("slow subscriber") { try await s.slowSubscriber() }
         }
         if wanted.contains("membership") { for n in quick ? [8] : [8, 24] { await record("membership N=\(n)") { try await s.membership(n: n) } } }
+        if wanted.contains("restart") { await record("restart N=8") { try await s.restart(n: 8, rounds: quick ? 2 : 5) } }
         if wanted.contains("stability") {
             await record("false positives") { try await s.falsePositivesUnderLoad(n: 8, seconds: quick ? 20 : 300) }
         }
