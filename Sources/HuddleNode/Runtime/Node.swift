@@ -335,6 +335,7 @@ actor Node {
         guard !stopping else { return }
         stopping = true
         leftForGood.withLock { $0 = true }
+        state?.markLeaving()
         log.info("leaving the session")
         for effect in core.leave(now: now) {
             if case let .sendDatagram(payload, _, _) = effect, case let .swim(message) = payload.content {

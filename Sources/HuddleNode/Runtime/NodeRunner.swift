@@ -39,6 +39,8 @@ public enum NodeRunner {
         } catch {
             throw NodeError("\(error)")
         }
+        // A new member here (first run, damage set aside, a member that left): nothing old remains.
+        if let state, loaded == nil { try state.store.reset() }
 
         let advertise = config.advertise ?? "\(advertisedHost(config.listenHost, bound: tcp.channel.localAddress)):\(port)"
         let name = config.name ?? ProcessInfo.processInfo.hostName

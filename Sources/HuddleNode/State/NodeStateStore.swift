@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 import HuddleCore
 
 /// The node's state in its data directory (CONTROL.md, Restart): one SQLite database
@@ -29,8 +30,8 @@ final class NodeStateStore: Sendable {
 
     let directory: String
     private let queue: DatabaseQueue
-    /// The `flock`ed descriptor of `lock`, held (never closed) for the node's whole run.
-    private let lockDescriptor: Int32
+    /// The `flock`ed descriptor of `lock`, held for the node's whole run (-1 once released by `close`).
+    private let lockDescriptor: Mutex<Int32>
 
     static let fileName = "state.sqlite"
     /// The smallest state file a node leaves (SQLite's first page, with the schema, is 4096 bytes).
@@ -66,7 +67,15 @@ final class NodeStateStore: Sendable {
     private init(directory: String, queue: DatabaseQueue, lock: Int32) {
         self.directory = directory
         self.queue = queue
-        lockDescriptor = lock
+        lockDescriptor = Mutex(lock)
+    }
+
+    /// The directory is another node's to take once this store is gone.
+    deinit { releaseLock() }
+
+    private func releaseLock() {
+        let fd = lockDescriptor.withLock { fd in defer { fd = -1 }; return fd }
+        if fd >= 0 { Foundation.close(fd) }
     }
 
     private static func openDatabase(_ path: String) throws -> DatabaseQueue {
@@ -158,6 +167,8 @@ final class NodeStateStore: Sendable {
         do {
             return try queue.read { db -> Loaded? in
                 guard let bytes = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'resume'") else { return nil }
+                // A member that began to leave is gone for good (`left` is final everywhere): a new member starts.
+                if try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'leaving'") != nil { return nil }
                 var point = try ResumePoint.decode(Array(bytes))
                 if let epochs = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'epochs'") { point.epochs = try EpochMemory.decode(Array(epochs)) }
                 let cursorText = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'cursor'").map { String(decoding: $0, as: UTF8.self) }
@@ -226,8 +237,29 @@ final class NodeStateStore: Sendable {
         return Int64(bitPattern: hash)
     }
 
-    /// Closes the database (a clean stop: SQLite folds its journal into the file).
-    func close() { try? queue.close() }
+    /// Closes the database (a clean stop: SQLite folds its journal into the file) and lets the
+    /// directory go.
+    func close() {
+        try? queue.close()
+        releaseLock()
+    }
+
+    /// Empties the state (a new member starts here: nothing of a member that left may remain).
+    func reset() throws(NodeError) {
+        do {
+            try queue.write { db in try db.execute(sql: "DELETE FROM meta; DELETE FROM events; DELETE FROM own;") }
+        } catch {
+            throw NodeError("cannot reset the node state in \(directory): \(error)")
+        }
+    }
+
+    /// Marks the member as leaving, before anyone is told (a crash during the hand-off then
+    /// starts a new member, never a member the others hold as `left`).
+    func markLeaving() {
+        try? queue.write { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO meta(key, value, sum) VALUES ('leaving', ?, ?)", arguments: [Data([1]), Self.sum("leaving", [1])])
+        }
+    }
 
     /// Removes the state for good (`leave`): the member is not to come back.
     func wipe() {
