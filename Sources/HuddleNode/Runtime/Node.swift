@@ -63,7 +63,6 @@ actor Node {
     /// What the last commit of `state` held: this member's seq and incarnation.
     var committedOwnSeq: UInt64 = 0
     var committedIncarnation: UInt64 = 0
-    var committedCounter: UInt64 = 0
     /// `core.epochs.memoryRevision` when the epoch memory was last written.
     var committedEpochRevision: Int?
     /// A commit failed: the node is stopping, nothing more is committed.
@@ -106,7 +105,6 @@ actor Node {
             core.resume(from: resume.point, ownMessages: resume.own)
             events.restore(resume.events, lastCursor: resume.lastCursor)
             committedOwnSeq = resume.point.ownSeq
-            committedCounter = resume.point.counter
         }
         core.rotate(every: config.rekeyEvery, now: 0)
         datagramOpener = DatagramOpenerBox(DatagramOpener(local: local.id, session: seal, keys: core.datagramKeys))

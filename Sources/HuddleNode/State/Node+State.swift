@@ -47,7 +47,6 @@ extension Node {
             return false
         }
         committedOwnSeq = point.ownSeq
-        committedCounter = point.counter
         committedIncarnation = point.incarnation
         if epochs != nil { committedEpochRevision = revision }
         events.markDurable(through: events.latest)
@@ -71,14 +70,6 @@ extension Node {
         committing = false
     }
 
-    /// Waits until the message with id counter `counter` of this member is committed (a `send`
-    /// answers only then: an acknowledged message survives a crash). At most `deadline`.
-    func waitUntilCommitted(_ counter: UInt64, deadline: ContinuousClock.Instant) async {
-        while state != nil, !stateFailed, committedCounter < counter, ContinuousClock.now < deadline {
-            if !core.hasPendingBatch && !flushScheduled { commitState() }
-            await wait(for: .committed, until: deadline)
-        }
-    }
 
     /// Stops without leaving (SIGTERM or SIGINT with a data directory): the state is committed,
     /// links close, and the others see this member failed until it comes back.
