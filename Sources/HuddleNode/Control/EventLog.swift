@@ -177,9 +177,9 @@ struct EventLog {
         guard let durable, durable < latest else { return [] }
         var out: [NodeStateStore.StoredEvent] = []
         out.reserveCapacity(Int(latest - durable))
-        for cursor in max(durable + 1, first)...latest {
+        for cursor in max(durable &+ 1, first)...latest {
             var line: [UInt8] = []
-            guard spool.read(offset(cursor)..<offset(cursor + 1), into: &line) else { continue }
+            guard spool.read(offset(cursor)..<offset(cursor &+ 1), into: &line) else { continue }
             out.append(.init(cursor: cursor, topic: topicBit(cursor), line: line))
         }
         return out
@@ -197,14 +197,15 @@ struct EventLog {
     /// replays what is retained. Called once, on a new log, before any event.
     mutating func restore(_ events: [NodeStateStore.StoredEvent], lastCursor: Int64) {
         precondition(latest == 0 && index.isEmpty, "restore on a log in use")
-        let last = max(lastCursor, events.last?.cursor ?? 0)
+        // Cursors from the state file (checksummed, but any Int64): never past what a count can reach.
+        let last = min(max(lastCursor, events.last?.cursor ?? 0), Int64.max / 2)
         // Only a consecutive run ending at `last` can be replayed as it was numbered.
         var run = events[...]
-        if let broken = events.indices.last(where: { $0 > events.startIndex && events[$0].cursor != events[$0 - 1].cursor + 1 }) {
+        if let broken = events.indices.last(where: { $0 > events.startIndex && events[$0].cursor != events[$0 - 1].cursor &+ 1 }) {
             run = events[broken...]
         }
         if run.last?.cursor != last { run = [] }
-        first = run.first?.cursor ?? last + 1
+        first = run.first?.cursor ?? last &+ 1
         for event in run {
             let offset = spool.end
             spool.append { $0.append(contentsOf: event.line) }

@@ -35,7 +35,7 @@ extension Node {
                                    "self": .bool(info.id == local.id)]
             if case let .object(m) = memberJSON(info) { row["state"] = m["state"] ?? .null }
             row["linked"] = .bool(links[info.id] != nil)
-            row["last_heard_ms"] = swim.lastHeard(from: info.id).map { .int(Int64(max(0, (nowSeconds - $0) * 1000))) } ?? .null
+            row["last_heard_ms"] = swim.lastHeard(from: info.id).map { .int(Int64(min(max(0, (nowSeconds - $0) * 1000), 1e15))) } ?? .null
             row["epoch"] = info.id == local.id ? .int(Int64(clamping: core.epoch)) : peerEpoch(info.id)
             if let probe = tcp[info.id] { row["tcp"] = probe.json }
             if let probe = udpByMember[info.id] { row["udp"] = probe.json }
