@@ -17,8 +17,6 @@ enum WaitReason: Hashable, Sendable {
     case stopped
     /// The epoch moved here, or a peer said which epoch it is on.
     case epoch
-    /// The node's state was committed (`commitState`).
-    case committed
 }
 
 extension Node {

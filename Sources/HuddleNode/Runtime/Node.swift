@@ -71,8 +71,6 @@ actor Node {
     nonisolated let resumed: Bool
     /// Set once the node left the session for good (`leave`): its data directory's state is wiped on exit.
     nonisolated let leftForGood = Mutex(false)
-    /// The first failed commit, logged once.
-    var commitFailureLogged = false
     /// `commitState` is sending what it just committed (no second commit for it).
     var committing = false
 
@@ -322,7 +320,8 @@ actor Node {
         let probes = core.swim.probeCounts
         guard probes.acked != probesAckedSeen else { return }
         probesAckedSeen = probes.acked
-        metrics.probeRoundTrip.recordNanoseconds(Int64(probes.lastRoundTrip * 1e9))
+        // Seconds of this member's own clock; clamped so no value can trap the conversion.
+        metrics.probeRoundTrip.recordNanoseconds(Int64(min(max(probes.lastRoundTrip, 0), 3600) * 1e9))
     }
 
     // MARK: stopping

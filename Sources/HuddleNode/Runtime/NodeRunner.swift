@@ -144,10 +144,10 @@ public enum NodeRunner {
             }
             if node.resumed {
                 let addresses = (config.join + known).reduce(into: [String]()) { if !$0.contains($1) && $1 != node.local.addr { $0.append($1) } }
-                if !addresses.isEmpty { node.spawner.spawn { await rejoinInBackground(addresses, node: node) } }
+                if !addresses.isEmpty { node.spawner.spawn { await joinInBackground(addresses, node: node) } }
             } else {
                 for addr in config.join {
-                    node.spawner.spawn { await joinInBackground(addr, node: node) }
+                    node.spawner.spawn { await joinInBackground([addr], node: node) }
                 }
             }
             SystemdNotify.send("READY=1")
@@ -176,39 +176,23 @@ public enum NodeRunner {
         return key.fingerprint
     }
 
-    /// Keeps dialing a `--join` address (backing off to 5 s) until a link to it is up. A hostname
-    /// is looked up once, off the node's actor (`PeerAddress`), and again only if that fails.
-    static func joinInBackground(_ addr: String, node: Node) async {
+    /// Keeps dialing `addresses` in turn (backing off to 5 s after each round) until a link to
+    /// one of them is up and a join push-pull over it has been answered: a `--join` address (one
+    /// task each), or every address a resumed member knew. A hostname is looked up once, off the
+    /// node's actor (`PeerAddress`), and again only if that fails.
+    static func joinInBackground(_ addresses: [String], node: Node) async {
         var delay = 0.25
-        var resolved: String?
-        while !Task.isCancelled, await !node.stopping {
-            do {
-                if resolved == nil { resolved = try await PeerAddress.resolveUserAddress(addr) }
-                let peer = try await node.dial(resolved ?? addr)
-                await node.pushPullAndWait(peer, join: true)
-                node.log.info("joined the session through \(addr)")
-                return
-            } catch {
-                node.log.info("join \(addr) failed, retrying in \(delay) s: \(error)")
-            }
-            try? await Task.sleep(for: .seconds(delay))
-            delay = min(delay * 2, 5)
-        }
-    }
-
-    /// A resumed member looks for the session at every address it knew (and `--join`), in turn,
-    /// backing off to 5 s, until one link is up and has caught it up.
-    static func rejoinInBackground(_ addresses: [String], node: Node) async {
-        var delay = 0.25
+        var resolved: [String: String] = [:]
         while !Task.isCancelled, await !node.stopping {
             for addr in addresses {
                 do {
-                    let peer = try await node.dial(try await PeerAddress.resolveUserAddress(addr))
+                    if resolved[addr] == nil { resolved[addr] = try await PeerAddress.resolveUserAddress(addr) }
+                    let peer = try await node.dial(resolved[addr] ?? addr)
                     await node.pushPullAndWait(peer, join: true)
-                    node.log.info("back in the session through \(addr)")
+                    node.log.info("\(node.resumed ? "back in" : "joined") the session through \(addr)")
                     return
                 } catch {
-                    node.log.info("rejoin through \(addr) failed: \(error)")
+                    node.log.info("join \(addr) failed: \(error)")
                 }
             }
             try? await Task.sleep(for: .seconds(delay))

@@ -50,7 +50,6 @@ extension Node {
         committedIncarnation = point.incarnation
         if epochs != nil { committedEpochRevision = revision }
         events.markDurable(through: events.latest)
-        wake(.committed)
         if !flushed.isEmpty {
             committing = true
             execute(flushed)
@@ -69,7 +68,6 @@ extension Node {
         execute(effects.filter { !$0.isLocalEvent })
         committing = false
     }
-
 
     /// Stops without leaving (SIGTERM or SIGINT with a data directory): the state is committed,
     /// links close, and the others see this member failed until it comes back.

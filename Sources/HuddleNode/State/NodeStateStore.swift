@@ -42,22 +42,29 @@ final class NodeStateStore: Sendable {
     static func open(directory: String) throws(NodeError) -> (store: NodeStateStore, damage: String?) {
         let lock = try lockDirectory(directory)
         let path = directory + "/" + fileName
-        var damage: String?
+        // Opened once and checked; a damaged file is closed, moved aside, and a new one opened.
+        var problem: String?
+        var healthy: DatabaseQueue?
         var info = stat()
         if stat(path, &info) == 0, info.st_size < minimumSize {
             // SQLite would take an empty file for a new database: a silent fresh start.
-            damage = "it is \(info.st_size) bytes long, shorter than any state a node writes"
-        } else if let opened = try? openDatabase(path), let problem = check(opened) {
-            damage = problem
-        } else if access(path, F_OK) == 0, (try? openDatabase(path)) == nil {
-            damage = "cannot open it"
+            problem = "it is \(info.st_size) bytes long, shorter than any state a node writes"
+        } else {
+            do {
+                let opened = try openDatabase(path)
+                problem = check(opened)
+                if problem == nil { healthy = opened } else { try? opened.close() }
+            } catch {
+                problem = "cannot open it: \(error)"
+            }
         }
-        if let problem = damage {
+        var damage: String?
+        if let problem {
             let aside = moveAside(directory: directory)
             damage = "\(path) is damaged (\(problem)); moved to \(aside), starting as a new member"
         }
         do {
-            return (NodeStateStore(directory: directory, queue: try openDatabase(path), lock: lock), damage)
+            return (NodeStateStore(directory: directory, queue: try healthy ?? openDatabase(path), lock: lock), damage)
         } catch {
             Foundation.close(lock)
             throw NodeError("cannot open the node state \(path): \(error)")
