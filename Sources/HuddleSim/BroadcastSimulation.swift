@@ -163,6 +163,9 @@ public struct BroadcastSimulation {
                 trace?.record(.repairRequest, at: now, UInt64(i), peer.raw, origin.raw, from, to)
                 guard let j = ids.firstIndex(of: peer) else { continue }
                 transmit(.request(origin: origin, from: from, to: to), from: i, to: j)
+            case let .gap(origin, from, to, _):
+                // Only messages are broadcast here: broadcast seqs are application seqs.
+                logs[i].deliveries.append(.gap(from: origin.description, lost: from...to))
             }
         }
     }

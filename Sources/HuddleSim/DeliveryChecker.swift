@@ -7,8 +7,17 @@ public struct DeliveryRecord: Sendable, Equatable {
     /// Broadcast seq, nil for directed sends.
     public var seq: UInt64?
     public var deps: [String: UInt64]
+    /// For a `gap` event instead of a message: the seqs of `from` it says will never be delivered.
+    public var lost: ClosedRange<UInt64>?
     public init(msg: String, from: String, seq: UInt64?, deps: [String: UInt64]) {
         self.msg = msg; self.from = from; self.seq = seq; self.deps = deps
+    }
+
+    /// A `gap` event: `from`'s messages `lost` will never be delivered at this member.
+    public static func gap(from: String, lost: ClosedRange<UInt64>) -> DeliveryRecord {
+        var record = DeliveryRecord(msg: "gap \(from) \(lost.lowerBound)...\(lost.upperBound)", from: from, seq: nil, deps: [:])
+        record.lost = lost
+        return record
     }
 }
 
@@ -35,6 +44,13 @@ public enum DeliveryChecker {
             var last = log.baseline
             var seen = Set<String>()
             for d in log.deliveries {
+                if let lost = d.lost {
+                    // A gap event: the seqs it names are passed over, starting where the next was due.
+                    let expected = (last[d.from] ?? 0) + 1
+                    if lost.lowerBound != expected { problems.append("\(log.member): \(d.msg) where \(d.from) seq \(expected) was due") }
+                    last[d.from] = max(last[d.from] ?? 0, lost.upperBound)
+                    continue
+                }
                 if !seen.insert(d.msg).inserted { problems.append("\(log.member): \(d.msg) delivered twice") }
                 for (origin, s) in d.deps where !(origin == d.from && d.seq.map { s < $0 } == true) {
                     if s > (last[origin] ?? 0) { problems.append("\(log.member): \(d.msg) delivered before its dependency \(origin)#\(s)") }
@@ -50,7 +66,9 @@ public enum DeliveryChecker {
         for log in stayed { for d in log.deliveries { if let seq = d.seq { everywhere[d.msg] = (d.from, seq) } } }
         for log in stayed {
             let have = Set(log.deliveries.map(\.msg))
-            for (msg, origin) in everywhere where !have.contains(msg) && origin.seq > (log.baseline[origin.from] ?? 0) {
+            let lost = log.deliveries.compactMap { d in d.lost.map { (d.from, $0) } }
+            func named(_ origin: (from: String, seq: UInt64)) -> Bool { lost.contains { $0.0 == origin.from && $0.1.contains(origin.seq) } }
+            for (msg, origin) in everywhere where !have.contains(msg) && origin.seq > (log.baseline[origin.from] ?? 0) && !named(origin) {
                 problems.append("\(log.member) never delivered \(msg), which another member that stayed delivered")
             }
         }

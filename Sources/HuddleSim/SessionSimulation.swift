@@ -486,6 +486,9 @@ public struct SessionSimulation {
                 record(i, signed.message)
                 if now < sendingFrom + scenario.sendFor, rng.unit() < scenario.replyProbability { replies += 1 }
             case let .deliverOwn(m): record(i, m)
+            case let .gap(member, fromSeq, toSeq):
+                clocks[i][member] = max(clocks[i][member] ?? 0, toSeq)
+                logs[i].deliveries.append(.gap(from: member.description, lost: fromSeq...max(fromSeq, toSeq)))
             case .deliverUnreliable, .refused, .congestionCleared, .activityChanged, .unreadable, .recheckChunk, .memberRemoved: break
             case let .epochMoved(key):
                 // As `Node.moveToEpoch`: session-key datagrams under the new epoch's key.

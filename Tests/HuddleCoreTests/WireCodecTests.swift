@@ -26,7 +26,7 @@ private let samples: [LinkMessage] = [
                            proof: BatchProof(signature: [UInt8](repeating: 1, count: 64), index: 1, count: 3, path: [[UInt8](repeating: 2, count: 32)]))),
     .message(SignedMessage(message: WireMessage(from: MemberID(raw: 7), counter: 10, seq: 0, kind: .activity, to: [MemberID(raw: 1), MemberID(raw: 2)], body: [UInt8](repeating: 0xAB, count: 70_000)),
                            proof: BatchProof(signature: [UInt8](repeating: 1, count: 64), index: 0, count: 1, path: []))),
-    .digest(CausalBroadcast.Digest(delivered: [MemberID(raw: 1): 4], storedFrom: [MemberID(raw: 1): 2]), activity: ActivityStamp(lamport: 3, member: MemberID(raw: 1))),
+    .digest(CausalBroadcast.Digest(delivered: [MemberID(raw: 1): 4], storedFrom: [MemberID(raw: 1): 2], ownNonApplication: 3), activity: ActivityStamp(lamport: 3, member: MemberID(raw: 1))),
     .digest(CausalBroadcast.Digest(delivered: [:], storedFrom: [:]), activity: nil),
     .request(origin: MemberID(raw: 4), from: 1, to: 9),
     .chunkCorrupt(id: "3f2a", index: 7),

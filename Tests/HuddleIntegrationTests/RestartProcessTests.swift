@@ -156,6 +156,54 @@ struct RestartProcessTests {
         await collector.stop()
     }
 
+    /// The journal and the activity value are kept: a member that comes back alone still knows
+    /// them, holds its chunks, and shows no `added` or `activity` event twice.
+    @Test func theJournalAndTheActivityValueAreKeptWithoutTheirEventsTwice() async throws {
+        let cluster = try TestCluster("rejournal")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let b = try await cluster.start("b")
+        try await cluster.waitForFullMesh(2)
+        let atB = try await EventCollector.subscribe(b, topics: ["attachments", "activity"])
+        let original = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 9) }
+        let kept = "\(cluster.dir)/kept.bin", gone = "\(cluster.dir)/gone.bin"
+        try Data(original).write(to: URL(fileURLWithPath: kept))
+        try Data(original.reversed()).write(to: URL(fileURLWithPath: gone))
+        let keptID = try #require(try await a.request("attach.add", ["path": .string(kept)])["attachment"]?.objectValue?["id"]?.stringValue)
+        let goneID = try #require(try await a.request("attach.add", ["path": .string(gone)])["attachment"]?.objectValue?["id"]?.stringValue)
+        _ = try await b.request("attach.get", ["id": .string(keptID), "path": .string("\(cluster.dir)/first.bin")])
+        _ = try await a.request("attach.remove", ["id": .string(goneID)])
+        _ = try await a.request("activity.set", ["value": ["scene": "kept"]])
+        try await eventually("b to see the removal and the activity value") {
+            let removed = await atB.events.contains { $0["change"]?.stringValue == "removed" }
+            let activity = try await b.request("activity.get")["activity"]?.objectValue?["scene"]?.stringValue
+            return removed && activity == "kept"
+        }
+        let (_, cursor) = await atB.endedOnPurpose()
+
+        // Both go down; b comes back alone: what it knows, it knows from its data directory.
+        for node in [a, b] { kill(node.process.processIdentifier, SIGKILL) }
+        for node in [a, b] { _ = try await node.waitForExit() }
+        let back = try await cluster.start("b", join: [a.addr])
+        #expect(try await back.request("status")["resumed"] == .bool(true))
+        #expect(try await back.request("activity.get")["activity"]?.objectValue?["scene"]?.stringValue == "kept", "the activity value is kept")
+        try await eventually("b to hold the kept attachment whole again") {
+            let list = try await back.request("attach.list")["attachments"]?.arrayValue?.compactMap(\.objectValue) ?? []
+            return list.contains { $0["id"]?.stringValue == keptID && $0["complete"] == .bool(true) }
+        }
+        let list = try await back.request("attach.list")["attachments"]?.arrayValue?.compactMap(\.objectValue) ?? []
+        #expect(!list.contains { $0["id"]?.stringValue == goneID && $0["state"]?.stringValue != "removed" }, "a removal stays a removal: \(list)")
+        _ = try await back.request("attach.get", ["id": .string(keptID), "path": .string("\(cluster.dir)/second.bin")])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(cluster.dir)/second.bin")) == Data(original))
+        #expect(try await back.request("stats")["chunks_fetched"]?.intValue == 0)
+        let after = try await EventCollector.subscribe(back, topics: ["attachments", "activity"], since: cursor)
+        try await Task.sleep(for: .milliseconds(300))  // room for a repeated event to show
+        try await after.catchUp()
+        let repeated = await after.events.filter { $0["event"]?.stringValue == "activity" || ["added", "removed", "complete"].contains($0["change"]?.stringValue ?? "") }
+        #expect(repeated.isEmpty, "no event twice after the restart: \(repeated.map(\.serializedForLog))")
+        await after.stop()
+    }
+
     @Test func aSecondNodeOnADataDirectoryInUseIsRefusedInOneLine() async throws {
         let cluster = try TestCluster("dirlock")
         defer { cluster.shutdown() }

@@ -27,7 +27,7 @@ import Testing
         #expect(damage == nil)
         #expect(try store.load() == nil, "a new directory holds no member")
         let events = (1...5).map { NodeStateStore.StoredEvent(cursor: Int64($0), topic: 2, line: Array("{\"event\":\"message\",\"cursor\":\($0)}\n".utf8)) }
-        try store.commit(events: events, firstRetained: 2, lastCursor: 5, point: point(9), own: [], ownFrom: 10, epochs: nil)
+        try store.commit(events: events, firstRetained: 2, lastCursor: 5, point: point(9), own: [], ownFrom: 10, parts: [])
         let loaded = try #require(try store.load())
         #expect(loaded.point == point(9))
         #expect(loaded.lastCursor == 5)
@@ -39,7 +39,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (store, _) = try NodeStateStore.open(directory: dir)
         defer { store.close() }
-        try store.commit(events: [], firstRetained: 1, lastCursor: 0, point: point(3), own: [], ownFrom: 4, epochs: nil)
+        try store.commit(events: [], firstRetained: 1, lastCursor: 0, point: point(3), own: [], ownFrom: 4, parts: [])
         #expect(try store.load() != nil)
         store.markLeaving()
         #expect(try store.load() == nil)

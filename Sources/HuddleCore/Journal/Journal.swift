@@ -76,8 +76,11 @@ public struct Journal: Sendable {
     public static let progressInterval = 0.25
 
     public let local: MemberID
-    public private(set) var records: [String: Record] = [:]
-    public private(set) var swarm: Swarm
+    public internal(set) var records: [String: Record] = [:]
+    /// Moves on whenever `memory` would differ (an attachment added or removed, `complete` reported):
+    /// the shell writes the memory only then.
+    public internal(set) var revision: UInt64 = 0
+    public internal(set) var swarm: Swarm
     private struct SentHave: Sendable { var have: Bitfield; var offer: Bitfield; var at: Double }
     /// Per peer and attachment: what was last sent, and when.
     private var sentHave: [MemberID: [String: SentHave]] = [:]
@@ -113,6 +116,7 @@ public struct Journal: Sendable {
             let id = manifest.id
             guard records[id] == nil, manifest.commits(to: key), manifest.isValid() else { return [] }
             records[id] = Record(manifest: manifest, key: key)
+            revision &+= 1
             swarm.add(id: id, chunkCount: manifest.chunkCount, chunkBytes: Int(manifest.chunkSize) + AEAD.tagLength, uploader: manifest.uploader,
                       haveAll: manifest.uploader == local, now: now)
             var out: [Effect] = [.emit(.added, id: id)]
@@ -122,6 +126,7 @@ public struct Journal: Sendable {
             guard var r = records[id], !r.removed else { return [] }
             r.state = .removed
             records[id] = r
+            revision &+= 1
             swarm.remove(id: id)
             stoppedByStore.remove(id)
             for peer in sentHave.keys { sentHave[peer]?[id] = nil }
@@ -132,8 +137,8 @@ public struct Journal: Sendable {
     // MARK: peers
 
     /// The live members (this one may be among them): the swarm's holders and hand-off targets.
-    public mutating func setPeers(_ live: Set<MemberID>) {
-        swarm.setPeers(live)
+    public mutating func setPeers(_ live: Set<MemberID>, now: Double? = nil) {
+        swarm.setPeers(live, now: now)
         sentHave = sentHave.filter { live.contains($0.key) }
     }
 
@@ -277,9 +282,11 @@ public struct Journal: Sendable {
 
     /// A chunk found in the store from an earlier run of this member, its hash checked against
     /// the manifest (CONTROL.md, Restart): held again without being fetched.
+    /// Reported before the restart, no `progress` is emitted for it again (only `complete`, if
+    /// it was not reported yet).
     public mutating func recovered(_ id: String, _ index: Int, now: Double) -> [Effect] {
         guard chunkArrived(id, index, from: local, valid: true) else { return [] }
-        return stored(id, now: now)
+        return swarm.have(id)?.isFull ?? false ? markComplete(id) : []
     }
 
     /// A chunk this member held is gone or damaged: it is fetched again.
@@ -288,6 +295,7 @@ public struct Journal: Sendable {
     private mutating func markComplete(_ id: String) -> [Effect] {
         guard records[id]?.completeEmitted == false else { return [] }
         records[id]?.completeEmitted = true
+        revision &+= 1
         return [.emit(.complete, id: id), .changed(id: id)]
     }
 

@@ -42,6 +42,8 @@ public struct Swarm: Sendable {
         let chunkBytes: Int
         var have: Bitfield
         let addedAt: Double
+        /// Taken up from before a restart (`Journal.recall`): settled only a while after peers are back.
+        var recalled = false
         /// Per peer: what it holds, and what it offers us.
         var peerHave: [MemberID: Bitfield] = [:]
         var peerOffer: [MemberID: Bitfield] = [:]
@@ -64,6 +66,8 @@ public struct Swarm: Sendable {
     public let settings: Settings
     private var transfers: [String: Transfer] = [:]
     private var live: Set<MemberID> = []
+    /// When the live set last became non-empty (a restarted member's peers are back).
+    private var peersSince = -Double.infinity
     private var rng: SWIMRandom
     /// Attachments with chunks some holder offers that the last `tick` did not ask for because
     /// the store budget was spent.
@@ -80,18 +84,24 @@ public struct Swarm: Sendable {
     /// Starts tracking an attachment. Until the uploader announces otherwise it is presumed to
     /// hold every chunk (it announced the attachment), so nothing looks unavailable too early.
     /// `chunkBytes`: what one sealed chunk takes in the store (0: not counted against a budget).
-    public mutating func add(id: String, chunkCount: Int, chunkBytes: Int = 0, uploader: MemberID, haveAll: Bool, now: Double) {
+    /// `recalled`: known from before a restart (see `isSettled`).
+    public mutating func add(id: String, chunkCount: Int, chunkBytes: Int = 0, uploader: MemberID, haveAll: Bool, now: Double, recalled: Bool = false) {
         guard transfers[id] == nil else { return }
         var t = Transfer(chunkCount: chunkCount, uploader: uploader, chunkBytes: max(0, chunkBytes), have: Bitfield(count: chunkCount, full: haveAll), addedAt: now, writing: Bitfield(count: chunkCount))
+        t.recalled = recalled
         if uploader != local && live.contains(uploader) { t.peerHave[uploader] = Bitfield(count: chunkCount, full: true) }
         transfers[id] = t
     }
 
     /// Whether every live peer has told what it holds of `id`, or `settle` seconds have passed since
     /// this member learned of it: before that, a chunk without a known holder is not yet a verdict.
+    /// An attachment known from before a restart counts from when peers were back (the member is
+    /// alone at first, which says nothing), and is settled by its peers' word only once it has some.
     public func isSettled(_ id: String, now: Double, settle: Double = 3) -> Bool {
         guard let t = transfers[id] else { return true }
-        return now - t.addedAt >= settle || live.allSatisfy { t.peerHave[$0] != nil }
+        let since = t.recalled ? max(t.addedAt, peersSince) : t.addedAt
+        if now - since >= settle { return true }
+        return (!t.recalled || !live.isEmpty) && live.allSatisfy { t.peerHave[$0] != nil }
     }
 
     public mutating func remove(id: String) { transfers[id] = nil }
@@ -102,8 +112,10 @@ public struct Swarm: Sendable {
     public func have(_ id: String) -> Bitfield? { transfers[id]?.have }
 
     /// The live members other than this one; what others held or were asked for is dropped.
-    public mutating func setPeers(_ peers: Set<MemberID>) {
+    /// `now`: when, if known (a restarted member's attachments settle from when peers are back).
+    public mutating func setPeers(_ peers: Set<MemberID>, now: Double? = nil) {
         let live = peers.subtracting([local])
+        if let now, self.live.isEmpty, !live.isEmpty { peersSince = now }
         self.live = live
         for (id, var t) in transfers {
             t.peerHave = t.peerHave.filter { live.contains($0.key) }

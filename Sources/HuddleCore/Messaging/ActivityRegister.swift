@@ -33,6 +33,20 @@ public struct ActivityRecord: Sendable, Equatable {
         w.u64(lamport); w.member(setBy); w.bytes32(value); w.raw(signature)
     }
 
+    /// The stored form (a restart's activity value, `ResumePoint.activity`).
+    public func encoded() -> [UInt8] {
+        var w = WireWriter(capacity: 96 + value.count)
+        encode(into: &w)
+        return w.bytes
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(WireError) -> ActivityRecord {
+        var r = WireReader(bytes)
+        let record = try decode(from: &r)
+        try r.expectEnd("activity record")
+        return record
+    }
+
     static func decode(from r: inout WireReader) throws(WireError) -> ActivityRecord {
         ActivityRecord(lamport: try r.madeCount("lamport"), setBy: try r.member("setter"), value: try r.bytes32(limit: 64 * 1024, "activity"),
                        signature: try r.raw(64, "activity signature"))

@@ -66,6 +66,20 @@ public struct ApplicationSeqs: Sendable, Equatable {
         origins[origin] = o
     }
 
+    /// `origin`'s broadcasts `from...to` are given up on (a gap), with `count` of its broadcasts
+    /// through `to` not messages (signed by the origin; nil when unknown: all taken as messages).
+    /// Returns the application seqs lost, nil when none was a message. The count is kept within
+    /// what the gap allows (at least the count before it, at most that plus its length), so the
+    /// application seqs after it keep increasing whatever an origin signed.
+    public mutating func skip(_ origin: MemberID, from: UInt64, to: UInt64, nonApplicationThrough count: UInt64?) -> ClosedRange<UInt64>? {
+        guard from >= 1, to >= from else { return nil }
+        let before = nonApplication(origin, upTo: from - 1)
+        let through = min(max(count ?? before, before), before + (to - from + 1), to)
+        let first = (from - 1) - min(before, from - 1) + 1, last = to - through
+        start(origin, at: to, count: through)
+        return last >= first ? first...last : nil
+    }
+
     /// `origin`'s broadcast `seq` is not a message (a journal entry), delivered here or made here.
     public mutating func noteNonApplication(_ origin: MemberID, _ seq: UInt64) {
         var o = origins[origin] ?? Origin()

@@ -92,11 +92,24 @@ public struct CausalBroadcast: Sendable {
         /// near the limit at which sends wait. Under that pressure the cost of a collection
         /// (origins with stored messages × members) is paid at most 20 times a second.
         public var pressedCollectInterval: Double = 0.05
+        /// How long a member behind an origin waits, while no peer offers the next seq it needs
+        /// (every peer ahead stores only later ones), before it gives those seqs up as a `gap`.
+        /// Every peer sends a digest at least every `SessionCore.digestRefresh` (1 s), so a peer
+        /// that still stores the next seq says so several times within this; a restarted member
+        /// or a laggard whose messages were dropped everywhere used to stall on that origin for ever.
+        public var gapDelay: Double = 5
         public init() {}
     }
 
     public enum Action: Sendable, Equatable {
         case deliver(SignedMessage)
+        /// `origin`'s broadcasts `from...to` will never be delivered here: no member stores them
+        /// any more. `nonApplicationThrough` is the origin's count of non-message broadcasts up to
+        /// `to`, signed by the origin (the broadcast after the gap carries it, or the origin's own
+        /// digest when nothing after the gap exists yet). Comes just before what follows the gap.
+        /// nil when the origin is gone and nothing it signed tells the count: the lost broadcasts
+        /// are then taken to have all been messages.
+        case gap(origin: MemberID, from: UInt64, to: UInt64, nonApplicationThrough: UInt64?)
         /// Ask `peer` for `origin`'s messages `from...to`.
         case request(peer: MemberID, origin: MemberID, from: UInt64, to: UInt64)
     }
@@ -105,13 +118,21 @@ public struct CausalBroadcast: Sendable {
     public struct Digest: Sendable, Equatable {
         public var delivered: [MemberID: UInt64]
         public var storedFrom: [MemberID: UInt64]
-        public init(delivered: [MemberID: UInt64], storedFrom: [MemberID: UInt64]) { self.delivered = delivered; self.storedFrom = storedFrom }
+        /// The sender's own non-message broadcasts up to its own seq (`delivered[sender]`): what a
+        /// member behind it needs to number its later messages after a gap that reaches its last
+        /// broadcast. Only ever believed about the sender itself.
+        public var ownNonApplication: UInt64
+        public init(delivered: [MemberID: UInt64], storedFrom: [MemberID: UInt64], ownNonApplication: UInt64 = 0) {
+            self.delivered = delivered; self.storedFrom = storedFrom; self.ownNonApplication = ownNonApplication
+        }
     }
 
     public let local: MemberID
     public let settings: Settings
     public private(set) var ownSeq: UInt64 = 0
     private var counter: UInt64 = 0
+    /// This member's own broadcasts so far that were not messages (journal entries).
+    public private(set) var ownNonApplication: UInt64 = 0
     /// Highest broadcast seq delivered per origin (the `clock` of the control protocol).
     public private(set) var delivered: [MemberID: UInt64]
     /// Per origin, the seq deliveries started after (from the sponsor, or the origin's link hello).
@@ -167,6 +188,17 @@ public struct CausalBroadcast: Sendable {
     /// Per origin, the last repair request: its highest seq, how far its answer should carry
     /// deliveries (held messages it releases), and when it was sent.
     private var requested: [MemberID: (upTo: UInt64, reach: UInt64, at: Double)] = [:]
+    /// Per origin this member is behind while no peer offers its next seq: since when, at which
+    /// clock, and the lowest seq a peer ahead still stores (where a gap would end).
+    private struct Unserved { var since: Double; var mark: UInt64; var lowestStored: UInt64 }
+    private var unserved: [MemberID: Unserved] = [:]
+    /// Per origin, a gap given up on (`gapDelay`) and not yet closed: this member skips to `to`
+    /// once it knows the origin's count there (the broadcast at `to + 1`, or the origin's digest).
+    private var lostThrough: [MemberID: (to: UInt64, at: Double)] = [:]
+    /// Per origin, the last count of non-message broadcasts its own digest gave, and its seq then.
+    private var originCounts: [MemberID: (seq: UInt64, count: UInt64)] = [:]
+    /// Gaps closed (origins' broadcast seqs given up on, counted in seqs).
+    public private(set) var gapSeqs: UInt64 = 0
     public private(set) var duplicates = 0
     public private(set) var refusedForRoom = 0
 
@@ -202,6 +234,8 @@ public struct CausalBroadcast: Sendable {
     public mutating func makeBroadcast(body: [UInt8], kind: WireMessage.Kind = .application) -> WireMessage {
         ownSeq += 1
         counter += 1
+        let nonApplicationBefore = ownNonApplication
+        if kind != .application { ownNonApplication += 1 }
         var deps: [WireMessage.Dependency] = []
         for (origin, seq) in delivered where origin != local && seq > (depsAtLastBroadcast[origin] ?? 0) && seq > (baseline[origin] ?? 0) {
             deps.append(.init(member: origin, seq: seq))
@@ -209,7 +243,7 @@ public struct CausalBroadcast: Sendable {
         }
         deps.sort { $0.member < $1.member }
         delivered[local] = ownSeq
-        return WireMessage(from: local, counter: counter, seq: ownSeq, kind: kind, deps: deps, to: nil, body: body)
+        return WireMessage(from: local, counter: counter, seq: ownSeq, kind: kind, nonApplicationBefore: nonApplicationBefore, deps: deps, to: nil, body: body)
     }
 
     /// A directed send: no seq; deps are everything delivered here past the baselines (own broadcasts included).
@@ -247,8 +281,10 @@ public struct CausalBroadcast: Sendable {
     /// Takes up a restarted member's broadcast state (`ResumePoint`): it delivers each origin's
     /// broadcasts after `delivered`, continues its own after `ownSeq`, and keeps `ownMessages`
     /// (its own broadcasts, seqs ascending and consecutive) for repair until every member has them.
-    mutating func resume(ownSeq: UInt64, counter: UInt64, delivered: [MemberID: UInt64], baseline: [MemberID: UInt64], ownMessages: [SignedMessage]) {
+    mutating func resume(ownSeq: UInt64, ownNonApplication: UInt64, counter: UInt64, delivered: [MemberID: UInt64], baseline: [MemberID: UInt64],
+                         ownMessages: [SignedMessage]) {
         self.ownSeq = ownSeq
+        self.ownNonApplication = min(ownNonApplication, ownSeq)
         self.counter = max(counter, ownSeq)
         self.delivered = delivered
         self.delivered[local] = ownSeq
@@ -511,6 +547,7 @@ public struct CausalBroadcast: Sendable {
     /// the message for repair.
     private mutating func accept(_ signed: SignedMessage) -> Action {
         delivered[signed.message.from] = signed.message.seq
+        if !lostThrough.isEmpty, let lost = lostThrough[signed.message.from], signed.message.seq >= lost.to { lostThrough[signed.message.from] = nil }
         if !heldWaiting.isEmpty { heldWaiting[signed.message.from] = nil }
         keep(signed)
         return .deliver(signed)
@@ -525,6 +562,9 @@ public struct CausalBroadcast: Sendable {
             progress = false
             // In member order: concurrent messages are delivered in the same order in every process.
             for origin in held.keys.sorted() {
+                if let lost = lostThrough[origin], let after = held[origin]?[lost.to &+ 1], depsSatisfied(after.message) {
+                    out += closeGap(origin, through: lost.to, count: after.message.nonApplicationBefore)
+                }
                 guard var next = delivered[origin] else { continue }
                 while let signed = held[origin]?[next + 1], depsSatisfied(signed.message) {
                     held[origin]?[next + 1] = nil
@@ -563,7 +603,7 @@ public struct CausalBroadcast: Sendable {
         for (origin, seq) in delivered {
             storedFrom[origin] = store[origin].flatMap { $0.isEmpty ? nil : $0.firstSeq } ?? seq + 1
         }
-        return Digest(delivered: delivered, storedFrom: storedFrom)
+        return Digest(delivered: delivered, storedFrom: storedFrom, ownNonApplication: ownNonApplication)
     }
 
     /// A peer's digest: it acknowledges what it delivered, and shows what it could give us.
@@ -581,14 +621,22 @@ public struct CausalBroadcast: Sendable {
         }
         guard !awaitingBaseline else { return [] }
         var out = expireUnknownOrigins(now: now)
+        if peer != local, let seq = digest.delivered[peer], delivered[peer] != nil {
+            originCounts[peer] = (seq, min(digest.ownNonApplication, seq))
+        }
         var requests: [Action] = []
         // Each origin's rule stands alone; requests are put in member order after (sorting every
         // digest's clock cost more than the rest of the loop).
         for (origin, theirs) in digest.delivered where origin != local {
-            guard let mine = delivered[origin], theirs > mine else { continue }
+            guard let known = delivered[origin], theirs > known else { continue }
+            out += noteOffer(origin, storedFrom: digest.storedFrom[origin] ?? theirs &+ 1, now: now)
+            // Past a gap given up on, repair starts after it.
+            guard let clock = delivered[origin], theirs > clock else { continue }
+            let mine = lostThrough[origin].map { max(clock, $0.to) } ?? clock
             // Progress that a repair did not bring (past what was asked for) means messages flow:
             // the stall timer starts again. So does catching up with what peers showed before.
             let repairReach = requested[origin]?.reach ?? 0
+            guard theirs > mine else { continue }
             guard let lag = behind[origin], lag.target > mine, mine <= max(lag.mark, repairReach) else {
                 behind[origin] = Lag(since: now, mark: mine, target: theirs)
                 continue
@@ -608,6 +656,88 @@ public struct CausalBroadcast: Sendable {
 
     private static func requestOrder(_ action: Action) -> (MemberID, UInt64) {
         if case let .request(_, origin, from, _) = action { (origin, from) } else { (MemberID(raw: 0), 0) }
+    }
+
+    // MARK: gaps
+
+    /// A peer ahead on `origin` stores its broadcasts from `storedFrom` on. An offer of this
+    /// member's next seq ends any wait for a gap (repair fills it); otherwise, once no peer has
+    /// offered it for `gapDelay`, the seqs below the lowest one a peer stores are given up on.
+    /// A hostile peer can only make this member give up on what no peer offers: any honest offer
+    /// of the next seq, at any digest, starts the wait again.
+    private mutating func noteOffer(_ origin: MemberID, storedFrom offered: UInt64, now: Double) -> [Action] {
+        guard let mine = delivered[origin] else { return [] }
+        // What is held here is not lost either (it waits for its dependencies, not for repair):
+        // a gap ends below the lowest held seq.
+        let lowestHeld = held[origin]?.keys.min() ?? .max
+        let storedFrom = min(offered, lowestHeld)
+        guard storedFrom > mine &+ 1 else {
+            unserved[origin] = nil
+            lostThrough[origin] = nil
+            return []
+        }
+        if let lost = lostThrough[origin] {
+            let closed = closeFromOrigin(origin)
+            guard closed.isEmpty else { return closed }
+            // Not closed within `gapDelay` (nothing the origin signed told its count there): the
+            // wait starts again. For an origin that is gone, nothing it signed will ever come:
+            // the gap is closed without its count as far as messages held here depend on it
+            // (their own origins signed that), so that they are not blocked for ever.
+            guard now - lost.at >= settings.gapDelay else { return [] }
+            lostThrough[origin] = nil
+            unserved[origin] = nil
+            if !members.contains(origin), let needed = highestHeldDependency(on: origin), needed > mine {
+                return closeGap(origin, through: min(lost.to, needed), count: nil) + release()
+            }
+            return []
+        }
+        guard var wait = unserved[origin], wait.mark == mine else {
+            unserved[origin] = Unserved(since: now, mark: mine, lowestStored: storedFrom)
+            return []
+        }
+        wait.lowestStored = min(wait.lowestStored, storedFrom)
+        unserved[origin] = wait
+        guard now - wait.since >= settings.gapDelay else { return [] }
+        unserved[origin] = nil
+        lostThrough[origin] = (wait.lowestStored - 1, now)
+        return closeFromOrigin(origin)
+    }
+
+    /// Closes `origin`'s pending gap when the origin's own digest gave its count exactly there
+    /// (it stores nothing past the gap: the gap reaches its last broadcast).
+    private mutating func closeFromOrigin(_ origin: MemberID) -> [Action] {
+        guard let lost = lostThrough[origin], let report = originCounts[origin], report.seq == lost.to,
+              let mine = delivered[origin], lost.to > mine else { return [] }
+        return closeGap(origin, through: lost.to, count: report.count) + release()
+    }
+
+    /// The highest seq of `origin` that a message held here depends on.
+    private func highestHeldDependency(on origin: MemberID) -> UInt64? {
+        var highest: UInt64?
+        func note(_ m: WireMessage) {
+            for dep in m.deps where dep.member == origin { highest = max(highest ?? 0, dep.seq) }
+        }
+        for queue in held.values { for signed in queue.values { note(signed.message) } }
+        for signed in heldDirected { note(signed.message) }
+        return highest
+    }
+
+    /// Gives up on `origin`'s broadcasts after `delivered` through `to`: deliveries continue after `to`.
+    private mutating func closeGap(_ origin: MemberID, through to: UInt64, count: UInt64?) -> [Action] {
+        guard let mine = delivered[origin], to > mine else { return [] }
+        delivered[origin] = to
+        lostThrough[origin] = nil
+        unserved[origin] = nil
+        behind[origin] = nil
+        requested[origin] = nil
+        gapSeqs &+= to - mine
+        if var queue = held[origin] {
+            for seq in queue.keys where seq <= to {
+                if let dropped = queue.removeValue(forKey: seq) { unhold(dropped) }
+            }
+            held[origin] = queue.isEmpty ? nil : queue
+        }
+        return [.gap(origin: origin, from: mine + 1, to: to, nonApplicationThrough: count)]
     }
 
     /// The runs of `origin`'s seqs in `mine+1...end` that are neither delivered nor held, at most

@@ -25,6 +25,10 @@ public struct ResumePoint: Sendable, Equatable {
     public var addresses: [String]
     /// The epoch history (nil when this member held no key of it: removed).
     public var epochs: EpochMemory?
+    /// The journal and the activity value. Like `epochs`, kept apart from the rest (which is
+    /// written at every commit) and written only when they change; not in `encoded()`.
+    public var journal: JournalMemory?
+    public var activity: ActivityRecord?
 
     public init(member: MemberID, incarnation: UInt64, ownSeq: UInt64, counter: UInt64, delivered: [MemberID: UInt64],
                 baseline: [MemberID: UInt64], nonApplication: [MemberID: UInt64], addresses: [String], epochs: EpochMemory?) {
@@ -103,13 +107,16 @@ extension SessionCore {
     /// incarnation above `point.incarnation`).
     public mutating func resume(from point: ResumePoint, ownMessages: [SignedMessage]) {
         precondition(point.member == local, "a resume point of another member")
-        broadcast.resume(ownSeq: point.ownSeq, counter: point.counter, delivered: point.delivered, baseline: point.baseline,
-                         ownMessages: ownMessages)
+        broadcast.resume(ownSeq: point.ownSeq, ownNonApplication: point.nonApplication[local] ?? 0, counter: point.counter,
+                         delivered: point.delivered, baseline: point.baseline, ownMessages: ownMessages)
         for (origin, seq) in point.delivered.sorted(by: { $0.key < $1.key }) where origin != local {
             applicationSeqs.start(origin, at: seq, count: point.nonApplication[origin] ?? 0)
         }
         applicationSeqs.start(local, at: point.ownSeq, count: point.nonApplication[local] ?? 0)
         if let memory = point.epochs { epochs.recall(memory, now: 0) }
+        if let memory = point.journal { journal.recall(memory, now: 0) }
+        // The value this member had shown before it stopped: taken up without an event.
+        if let record = point.activity { _ = activity.apply(record) }
         // Peers keep a window of the counters they saw: past any sent after the last commit.
         sessionDatagrams = point.datagramCounter &+ Self.resumeCounterMargin
     }

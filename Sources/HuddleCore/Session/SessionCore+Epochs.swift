@@ -261,7 +261,7 @@ extension SessionCore {
         let live = self.live
         var out = broadcastEffects(broadcast.setMembers(live, now: now), now: now)
         broadcast.memberLeft(info.id, now: now)
-        journal.setPeers(live)
+        journal.setPeers(live, now: now)
         out.append(.closeLink(info.id))
         if announce {
             out.append(.memberRemoved(info, by: memberID(of: epochs.removedNodes[info.node] ?? [])))

@@ -280,7 +280,7 @@ public struct SessionCore: Sendable {
                 let live = self.live
                 out += broadcastEffects(broadcast.setMembers(live, now: now), now: now)
                 if change == .left { broadcast.memberLeft(info.id, now: now) }
-                journal.setPeers(live)
+                journal.setPeers(live, now: now)
                 switch change {
                 case .joined, .alive, .updated, .suspect:
                     // Its own signed record: its node key counts as seen, carried into the next epoch.
@@ -434,6 +434,10 @@ public struct SessionCore: Sendable {
                 case .activity: applicationSeqs.noteNonApplication(signed.message.from, signed.message.seq)  // not sent as broadcasts today
                 }
             case let .request(peer, origin, from, to): out.append(.repairRequest(peer: peer, origin: origin, from: from, to: to))
+            case let .gap(origin, from, to, count):
+                if let lost = applicationSeqs.skip(origin, from: from, to: to, nonApplicationThrough: count) {
+                    out.append(.gap(member: origin, fromSeq: lost.lowerBound, toSeq: lost.upperBound))
+                }
             }
         }
         return out

@@ -19,6 +19,9 @@ public enum SessionEffect: Sendable, Equatable {
     case member(MemberChange, MemberInfo)
     /// Deliver a broadcast or directed message here.
     case deliver(SignedMessage)
+    /// `member`'s messages `fromSeq...toSeq` (application seqs, as the control protocol numbers
+    /// them) will never be delivered here: nobody stores them any more (the `gap` event).
+    case gap(member: MemberID, fromSeq: UInt64, toSeq: UInt64)
     /// Deliver an unreliable message here.
     case deliverUnreliable(WireMessage)
     /// Deliver here a reliable message this member sent to itself (among others).

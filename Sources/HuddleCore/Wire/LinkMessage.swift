@@ -83,6 +83,7 @@ public enum LinkMessage: Sendable, Equatable {
             w.u8(Kind.digest.rawValue)
             Self.encode(digest.delivered, into: &w)
             Self.encode(digest.storedFrom, into: &w)
+            w.u64(digest.ownNonApplication)
             if let activity { w.u8(1); w.u64(activity.lamport); w.member(activity.member) } else { w.u8(0) }
         case let .request(origin, from, to):
             w.u8(Kind.request.rawValue); w.member(origin); w.u64(from); w.u64(to)
@@ -140,7 +141,8 @@ public enum LinkMessage: Sendable, Equatable {
         case .message: result = .message(try SignedMessage.decode(from: &r))
         case .batch: result = .batch(try SignedBatch.decode(from: &r))
         case .digest:
-            let digest = CausalBroadcast.Digest(delivered: try decodeClock(&r, made: false), storedFrom: try decodeClock(&r, made: false))
+            let digest = CausalBroadcast.Digest(delivered: try decodeClock(&r, made: false), storedFrom: try decodeClock(&r, made: false),
+                                                ownNonApplication: try r.count("non-application count"))
             var stamp: ActivityStamp?
             switch try r.u8("activity flag") {
             case 0: stamp = nil

@@ -7,6 +7,11 @@ public struct WireMessage: Sendable, Equatable {
     public var seq: UInt64
     /// What the body is: an application message, or a session activity value.
     public var kind: Kind
+    /// For a broadcast: how many of its origin's broadcasts before this one were not messages
+    /// (journal entries). Signed with the message, so a member that never delivers some of an
+    /// origin's broadcasts (a `gap`) still numbers its later messages as every member does
+    /// (`ApplicationSeqs`). Always 0 for directed and unreliable sends, and not on the wire for them.
+    public var nonApplicationBefore: UInt64
     /// Causal dependencies: member → seq that must be delivered first.
     public var deps: [Dependency]
     /// Targets of a directed send; nil for a broadcast.
@@ -21,8 +26,11 @@ public struct WireMessage: Sendable, Equatable {
         public init(member: MemberID, seq: UInt64) { self.member = member; self.seq = seq }
     }
 
-    public init(from: MemberID, counter: UInt64, seq: UInt64, kind: Kind = .application, deps: [Dependency] = [], to: [MemberID]?, body: [UInt8]) {
-        self.from = from; self.counter = counter; self.seq = seq; self.kind = kind; self.deps = deps; self.to = to; self.body = body
+    public init(from: MemberID, counter: UInt64, seq: UInt64, kind: Kind = .application, nonApplicationBefore: UInt64 = 0,
+                deps: [Dependency] = [], to: [MemberID]?, body: [UInt8]) {
+        self.from = from; self.counter = counter; self.seq = seq; self.kind = kind
+        self.nonApplicationBefore = seq == 0 ? 0 : min(nonApplicationBefore, seq - 1)
+        self.deps = deps; self.to = to; self.body = body
     }
 
     /// The control protocol's `msg` string.
@@ -33,6 +41,7 @@ public struct WireMessage: Sendable, Equatable {
 
     func encode(into w: inout WireWriter) {
         w.member(from); w.u64(counter); w.u64(seq); w.u8(kind.rawValue)
+        if seq != 0 { w.u64(nonApplicationBefore) }
         w.u16(UInt16(truncatingIfNeeded: deps.count))
         for d in deps { w.member(d.member); w.u64(d.seq) }
         if let to {
@@ -49,6 +58,11 @@ public struct WireMessage: Sendable, Equatable {
         let counter = try r.count("counter")
         let seq = try r.madeCount("seq")
         guard let kind = Kind(rawValue: try r.u8("message kind")) else { throw WireError("unknown message kind") }
+        var nonApplicationBefore: UInt64 = 0
+        if seq != 0 {
+            nonApplicationBefore = try r.madeCount("non-application count")
+            guard nonApplicationBefore < seq else { throw WireError("non-application count \(nonApplicationBefore) is not below seq \(seq)") }
+        }
         let depCount = try r.count16(minItemSize: 16, "dependencies")
         var deps: [Dependency] = []
         deps.reserveCapacity(depCount)
@@ -65,6 +79,6 @@ public struct WireMessage: Sendable, Equatable {
         default: throw WireError("bad target flag")
         }
         let body = try r.bytes32(limit: maximumBody, "message body")
-        return WireMessage(from: from, counter: counter, seq: seq, kind: kind, deps: deps, to: to, body: body)
+        return WireMessage(from: from, counter: counter, seq: seq, kind: kind, nonApplicationBefore: nonApplicationBefore, deps: deps, to: to, body: body)
     }
 }

@@ -136,6 +136,7 @@ extension Node {
             "messages_held": .int(Int64(broadcast.heldCount)),
             "messages_stored": .int(Int64(broadcast.storedCount)),
             "duplicates": .int(Int64(broadcast.duplicates)),
+            "broadcasts_lost": .int(Int64(clamping: broadcast.gapSeqs)),
             "links": .int(Int64(links.count)),
             "dropped_frames": .int(Int64(counters.droppedFrames.load(ordering: .relaxed))),
             "dropped_datagrams": .int(Int64(counters.droppedDatagrams.load(ordering: .relaxed))),

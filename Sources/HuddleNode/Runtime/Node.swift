@@ -63,8 +63,8 @@ actor Node {
     /// What the last commit of `state` held: this member's seq and incarnation.
     var committedOwnSeq: UInt64 = 0
     var committedIncarnation: UInt64 = 0
-    /// `core.epochs.memoryRevision` when the epoch memory was last written.
-    var committedEpochRevision: Int?
+    /// Where the epoch memory, the journal and the activity value stood when last written (nil: never).
+    var committedRevisions: CommittedRevisions?
     /// A commit failed: the node is stopping, nothing more is committed.
     var stateFailed = false
     /// This run resumed a membership from its data directory (`status.resumed`).
@@ -246,6 +246,10 @@ actor Node {
             case let .deliver(signed): deliver(signed.message, reliable: true)
             case let .deliverOwn(m): deliver(m, reliable: true)
             case let .deliverUnreliable(m): deliver(m, reliable: false)
+            case let .gap(member, fromSeq, toSeq):
+                events.append("gap", topic: .messages, ["member": .string(member.description), "from_seq": .int(Int64(clamping: fromSeq)),
+                                                        "to_seq": .int(Int64(clamping: toSeq))])
+                log.warning("messages \(fromSeq)...\(toSeq) of member \(member) are lost here: no member stores them any more")
             case let .refused(reason): logFirstRefusal(reason)
             case let .repairRequest(peer, origin, from, to):
                 links[peer]?.send(LinkMessage.request(origin: origin, from: from, to: to).encoded())

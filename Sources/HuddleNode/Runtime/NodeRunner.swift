@@ -143,6 +143,7 @@ public enum NodeRunner {
                 }
             }
             if node.resumed {
+                await node.recoverStore()
                 let addresses = (config.join + known).reduce(into: [String]()) { if !$0.contains($1) && $1 != node.local.addr { $0.append($1) } }
                 if !addresses.isEmpty { node.spawner.spawn { await joinInBackground(addresses, node: node) } }
             } else {

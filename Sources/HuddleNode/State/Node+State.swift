@@ -33,13 +33,17 @@ extension Node {
         // message) that a crash could leave unsent and a restart would give to another message.
         let flushed = core.flushBatch()
         let rows = events.uncommitted()
-        let point = core.resumePoint
+        var point = core.resumePoint
         let ownFrom = core.broadcast.ownStoredFrom
         let own = core.broadcast.ownStored(from: max(committedOwnSeq &+ 1, ownFrom))
-        let revision = core.epochs.memoryRevision
-        let epochs = revision != committedEpochRevision ? core.epochs.memory : nil
+        // The parts written apart, each only when it changed.
+        let revisions = CommittedRevisions(epochs: core.epochs.memoryRevision, journal: core.journal.revision, activity: core.activity.stamp)
+        var parts: Set<NodeStateStore.Part> = []
+        if revisions.epochs != committedRevisions?.epochs { parts.insert(.epochs); point.epochs = core.epochs.memory }
+        if revisions.journal != committedRevisions?.journal { parts.insert(.journal); point.journal = core.journal.memory }
+        if revisions.activity != committedRevisions?.activity { parts.insert(.activity); point.activity = core.activity.current }
         do {
-            try state.commit(events: rows, firstRetained: events.first, lastCursor: events.latest, point: point, own: own, ownFrom: ownFrom, epochs: epochs)
+            try state.commit(events: rows, firstRetained: events.first, lastCursor: events.latest, point: point, own: own, ownFrom: ownFrom, parts: parts)
         } catch {
             stateFailed = true
             log.error("cannot save the node state in \(state.directory): \(error); stopping without leaving (restart it once the disk is sound)")
@@ -48,7 +52,7 @@ extension Node {
         }
         committedOwnSeq = point.ownSeq
         committedIncarnation = point.incarnation
-        if epochs != nil { committedEpochRevision = revision }
+        committedRevisions = revisions
         events.markDurable(through: events.latest)
         if !flushed.isEmpty {
             committing = true
@@ -91,7 +95,7 @@ extension SessionEffect {
     /// Whether this effect only makes an event here (a delivery, a member or attachment change).
     var isLocalEvent: Bool {
         switch self {
-        case .deliver, .deliverOwn, .deliverUnreliable, .member, .memberRemoved, .activityChanged: true
+        case .deliver, .deliverOwn, .deliverUnreliable, .gap, .member, .memberRemoved, .activityChanged: true
         case .journal(.emit): true
         default: false
         }
@@ -104,4 +108,11 @@ extension SessionEffect {
         default: false
         }
     }
+}
+
+/// Where the parts of the state written only when they change stood at the last commit.
+struct CommittedRevisions: Equatable {
+    var epochs: Int
+    var journal: UInt64
+    var activity: ActivityStamp?
 }

@@ -121,8 +121,11 @@ final class NodeStateStore: Sendable {
                 if let bytes = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'resume'") {
                     do { _ = try ResumePoint.decode(Array(bytes)) } catch { return "its resume point: \(error)" }
                 }
-                if let bytes = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'epochs'") {
-                    do { _ = try EpochMemory.decode(Array(bytes)) } catch { return "its epoch history: \(error)" }
+                var point = ResumePoint(member: MemberID(raw: 0), incarnation: 0, ownSeq: 0, counter: 0, delivered: [:], baseline: [:],
+                                        nonApplication: [:], addresses: [], epochs: nil)
+                for part in Part.allCases {
+                    guard let bytes = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [part.rawValue]) else { continue }
+                    do { try part.read(Array(bytes), into: &point) } catch { return "its \(part.what): \(error)" }
                 }
                 let events = try Row.fetchCursor(db, sql: "SELECT cursor, topic, line, sum FROM events")
                 while let row = try events.next() {
@@ -177,7 +180,10 @@ final class NodeStateStore: Sendable {
                 // A member that began to leave is gone for good (`left` is final everywhere): a new member starts.
                 if try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'leaving'") != nil { return nil }
                 var point = try ResumePoint.decode(Array(bytes))
-                if let epochs = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'epochs'") { point.epochs = try EpochMemory.decode(Array(epochs)) }
+                for part in Part.allCases {
+                    guard let bytes = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [part.rawValue]) else { continue }
+                    try part.read(Array(bytes), into: &point)
+                }
                 let cursorText = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'cursor'").map { String(decoding: $0, as: UTF8.self) }
                 let lastCursor = cursorText.flatMap { Int64($0) } ?? 0
                 var events: [StoredEvent] = []
@@ -195,15 +201,46 @@ final class NodeStateStore: Sendable {
         }
     }
 
+    /// The parts of the resume point written apart, each only when it changed (`commit`'s `parts`).
+    enum Part: String, CaseIterable, Sendable {
+        case epochs, journal, activity
+
+        var what: String {
+            switch self {
+            case .epochs: "epoch history"
+            case .journal: "journal"
+            case .activity: "activity value"
+            }
+        }
+
+        /// The part's stored form, from `point` (nil when it has none).
+        func bytes(of point: ResumePoint) -> [UInt8]? {
+            switch self {
+            case .epochs: point.epochs?.encoded()
+            case .journal: point.journal?.encoded()
+            case .activity: point.activity?.encoded()
+            }
+        }
+
+        func read(_ bytes: [UInt8], into point: inout ResumePoint) throws(WireError) {
+            switch self {
+            case .epochs: point.epochs = try EpochMemory.decode(bytes)
+            case .journal: point.journal = try JournalMemory.decode(bytes)
+            case .activity: point.activity = try ActivityRecord.decode(bytes)
+            }
+        }
+    }
+
     /// Writes one commit: the events appended since the last one, retention's new start, the
     /// resume point, this member's broadcasts from `ownFrom` on (those below it are dropped), and
-    /// the epoch memory when it changed (`epochs`, else the stored one stands).
+    /// the parts of `point` named in `parts` (those that changed; the stored ones of the others stand).
     func commit(events: [StoredEvent], firstRetained: Int64, lastCursor: Int64, point: ResumePoint, own: [SignedMessage], ownFrom: UInt64,
-                epochs: EpochMemory?) throws {
+                parts: Set<Part>) throws {
         try queue.write { db in
-            if let epochs {
-                let bytes = epochs.encoded()
-                try db.execute(sql: "INSERT OR REPLACE INTO meta(key, value, sum) VALUES ('epochs', ?, ?)", arguments: [Data(bytes), Self.sum("epochs", bytes)])
+            for part in Part.allCases where parts.contains(part) {
+                guard let bytes = part.bytes(of: point) else { continue }
+                try db.execute(sql: "INSERT OR REPLACE INTO meta(key, value, sum) VALUES (?, ?, ?)",
+                               arguments: [part.rawValue, Data(bytes), Self.sum(part.rawValue, bytes)])
             }
             let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO events(cursor, topic, line, sum) VALUES (?, ?, ?, ?)")
             for event in events {
