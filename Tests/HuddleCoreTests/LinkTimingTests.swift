@@ -16,7 +16,8 @@ import Testing
             return
         }
         let answered = LinkTiming.wallMicros(wall + there + skew)
-        #expect(t.reply(from: peer, echo: echo, peerMicros: answered, wall: wall + there + back, now: now + there + back))
+        let taken = t.reply(from: peer, echo: echo, peerMicros: answered, wall: wall + there + back, now: now + there + back)
+        #expect(taken)
     }
 
     @Test func theOffsetIsNTPs() {
@@ -62,11 +63,14 @@ import Testing
         #expect(t.requests(to: [peer], wall: 50.1, now: 5.1, force: true).isEmpty)
         guard case let .timeRequest(echo)? = first.first?.1 else { throw TimingTestError.noRequest }
         // Another echo (a guess, an old request) or another peer: nothing.
-        #expect(!t.reply(from: peer, echo: echo &+ 1, peerMicros: 1, wall: 50.2, now: 5.2))
-        #expect(!t.reply(from: MemberID(raw: 3), echo: echo, peerMicros: 1, wall: 50.2, now: 5.2))
+        let wrongEcho = t.reply(from: peer, echo: echo &+ 1, peerMicros: 1, wall: 50.2, now: 5.2)
+        #expect(!wrongEcho)
+        let fromAnother = t.reply(from: MemberID(raw: 3), echo: echo, peerMicros: 1, wall: 50.2, now: 5.2)
+        #expect(!fromAnother)
         #expect(t.estimates.isEmpty && t.isPending(peer))
         // After the timeout the request is dropped and its reply no longer counts.
-        #expect(!t.reply(from: peer, echo: echo, peerMicros: echo, wall: 50 + LinkTiming.timeout, now: 5 + LinkTiming.timeout))
+        let late = t.reply(from: peer, echo: echo, peerMicros: echo, wall: 50 + LinkTiming.timeout, now: 5 + LinkTiming.timeout)
+        #expect(!late)
         #expect(t.requests(to: [peer], wall: 55 + LinkTiming.timeout, now: 5 + LinkTiming.interval).count == 1)
         // Due again only after the interval.
         var u = LinkTiming()
@@ -102,7 +106,8 @@ import Testing
         for (answer, sign) in [(UInt64.max, 1.0), (0, -1.0)] {
             var t = LinkTiming()
             guard case let .timeRequest(echo)? = t.requests(to: [peer], wall: 1_700_000_000, now: 1).first?.1 else { throw TimingTestError.noRequest }
-            #expect(t.reply(from: peer, echo: echo, peerMicros: answer, wall: 1_700_000_000.001, now: 1.001))
+            let taken = t.reply(from: peer, echo: echo, peerMicros: answer, wall: 1_700_000_000.001, now: 1.001)
+            #expect(taken)
             let skew = try #require(t.estimates[peer]?.skew)
             #expect(skew.isFinite && skew * sign > 1e9)
         }
