@@ -21,6 +21,8 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // `huddle run --config FILE`: TOML 1.0 through toml++ (Sources/HuddleNode/Settings/SettingsFile.swift).
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
         .systemLibrary(
@@ -51,6 +53,7 @@ let package = Package(
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         .target(name: "HuddleSim", dependencies: ["HuddleCore"]),
         // A hostile member built from our own codec: the hostile-member tests and the bench's attacker.

@@ -5,6 +5,15 @@ public enum Diagnosis {
     public static let storeFullFraction = 0.9
     /// A subscriber this near an overflow (`overflow_risk`) is behind.
     public static let subscriberBehindRisk = 0.5
+    /// A member's clock this far from this node's (milliseconds, beyond the measurement's own
+    /// error) is a finding. Hosts that keep time (NTP) agree within tens of milliseconds, so 2 s
+    /// means a host whose time sync is off, not noise; and it is where the skew starts to show to
+    /// people: the activity's last-writer-wins order reads the wall clock (a hybrid logical clock),
+    /// so of two sets made within the skew of each other, the one from the host ahead wins even
+    /// when it came first, and at seconds people take turns within that; the nodes' logs disagree
+    /// by as much. (A member more than `ActivityRegister.maximumSkew`, 30 s, ahead has its sets
+    /// refused until the receiver's clock catches up.)
+    public static let clockSkewMs = 2000.0
 
     public static func findings(_ report: JSONObject) -> [String] {
         var out: [String] = []
@@ -56,6 +65,10 @@ public enum Diagnosis {
         if state == "suspect" || state == "failed" {
             out.append("\(who) at \(addr) is \(state) (\(heard)): check it is running and reachable")
         }
+        if let skew = number(m["clock_skew_ms"]), abs(skew) - (number(m["clock_skew_error_ms"]) ?? 0) > clockSkewMs {
+            let seconds = (abs(skew) / 100).rounded() / 10
+            out.append("the clock of \(who) is \(seconds) s \(skew > 0 ? "ahead of" : "behind") this node's: activity sets within that of each other are ordered by the clocks, not as they were made, and logs disagree; sync both hosts' clocks (NTP, e.g. timedatectl set-ntp true)")
+        }
         if let epoch, let theirs = m["epoch"]?.intValue, theirs < epoch {
             out.append("\(who) is on epoch \(theirs), behind this node's \(epoch): it does not hold the current session key; check its links (it is handed the key when it links), or remove it")
         } else if m["epoch"]?.stringValue == "other" {
@@ -64,7 +77,8 @@ public enum Diagnosis {
         return out
     }
 
-    private static func number(_ value: JSON?) -> Double? {
+    /// A report's number, integer or not (nil for anything else).
+    public static func number(_ value: JSON?) -> Double? {
         switch value {
         case let .int(i)?: Double(i)
         case let .double(d)?: d

@@ -11,15 +11,16 @@ struct DoctorCommand: AsyncParsableCommand {
         discussion: """
             Checks, within 5 s: the node answers on its control socket; its key file is mode 0600; its own and \
             every member's advertised address answers over TCP and UDP from the node; no member is suspect or \
-            failed; every member is on the node's epoch; the store is under 90 % of its limit; no event \
-            subscriber is near an overflow. --verbose adds each member's state, link, last heard and TCP \
-            connect time. Members do not exchange wall-clock time, so clock skew is not checked.
+            failed; every member is on the node's epoch; no linked member's clock is more than 2 s off the \
+            node's (measured over its link at once, beyond the measurement's error); the store is under 90 % \
+            of its limit; no event subscriber is near an overflow. --verbose adds each member's state, link, \
+            last heard, round-trip time over its link, clock skew and epoch.
             """
     )
     @Option(name: [.customLong("control"), .customLong("socket")], help: "Control socket of the node (default: $HUDDLE_CONTROL, else $XDG_RUNTIME_DIR/huddle.sock, else /tmp/huddle-$UID.sock).")
     var control: String?
     @Flag(name: .long, help: "Print {healthy, findings, report, elapsed_ms} as JSON.") var json = false
-    @Flag(name: .long, help: "After the findings, a line per member: state, link, last heard, TCP connect time, epoch.") var verbose = false
+    @Flag(name: .long, help: "After the findings, a line per member: state, link, last heard, round-trip time, clock skew, epoch.") var verbose = false
 
     /// The whole run's bound: connect, the node's checks, and the reply.
     static let deadline = Duration.seconds(5)
@@ -92,9 +93,16 @@ struct DoctorCommand: AsyncParsableCommand {
         let rows = (report["members"]?.arrayValue ?? []).compactMap(\.objectValue).map { m in
             [(m["self"] == .bool(true) ? "*" : " ") + plain(m["member"]), plain(m["name"]), plain(m["addr"]), plain(m["state"]),
              m["linked"] == .bool(true) ? "yes" : "no", m["last_heard_ms"]?.intValue.map { "\($0) ms" } ?? "-",
-             m["tcp"]?.objectValue?["ms"]?.intValue.map { "\($0) ms" } ?? "-", plain(m["epoch"])]
+             milliseconds(m["rtt_ms"]), milliseconds(m["clock_skew_ms"], signed: true), plain(m["epoch"])]
         }
         print("")
-        printTable(header: [" MEMBER", "NAME", "ADDR", "STATE", "LINKED", "LAST HEARD", "TCP CONNECT", "EPOCH"], rows: rows)
+        printTable(header: [" MEMBER", "NAME", "ADDR", "STATE", "LINKED", "LAST HEARD", "RTT", "CLOCK SKEW", "EPOCH"], rows: rows)
+    }
+
+    /// A report's milliseconds as a table cell: "0.12 ms", "+12.3 s", "-".
+    private func milliseconds(_ value: JSON?, signed: Bool = false) -> String {
+        guard let ms = Diagnosis.number(value), ms.isFinite else { return "-" }
+        let sign = signed && ms > 0 ? "+" : ""
+        return abs(ms) >= 1000 ? "\(sign)\((ms / 100).rounded() / 10) s" : "\(sign)\((ms * 100).rounded() / 100) ms"
     }
 }

@@ -4,9 +4,10 @@ import Testing
 /// `Diagnosis.findings`: the facts of a `diagnose` report in, one line per problem out.
 @Suite struct DiagnosisTests {
     static func member(_ name: String, id: String, isSelf: Bool = false, state: String = "alive", epoch: JSON = .int(1),
-                       tcp: Bool = true, udp: Bool = true) -> JSON {
+                       tcp: Bool = true, udp: Bool = true, skew: JSON = .double(3.5), skewError: JSON = .double(0.2)) -> JSON {
         .object(["member": .string(id), "name": .string(name), "addr": .string("127.0.0.1:7401"), "self": .bool(isSelf),
                  "state": .string(state), "linked": .bool(true), "last_heard_ms": .int(1500), "epoch": epoch,
+                 "rtt_ms": .double(0.4), "clock_skew_ms": skew, "clock_skew_error_ms": skewError,
                  "tcp": .object(["ok": .bool(tcp), "ms": tcp ? .int(1) : .null, "error": tcp ? .null : .string("connection refused")]),
                  "udp": .object(["ok": .bool(udp), "ms": .null, "error": udp ? .null : .string("port unreachable (ICMP)")])])
     }
@@ -38,5 +39,22 @@ import Testing
             "1 event subscriber is falling behind (up to 42 events unread): it will get an overflow; read events faster or subscribe to fewer topics",
         ])
         #expect(findings.allSatisfy { !$0.contains("\n") })
+    }
+
+    /// Beyond 2 s, net of the measurement's error, one line naming the member, how far and which way.
+    @Test func aClockSkewBeyondTheThresholdIsOneLine() {
+        let findings = Diagnosis.findings(Self.report(members: [
+            Self.member("a", id: "a1", isSelf: true, skew: .null, skewError: .null),
+            Self.member("b", id: "b1", skew: .double(12_345.6)),
+            Self.member("c", id: "c1", skew: .int(-2_500), skewError: .int(100)),
+            Self.member("d", id: "d1", skew: .double(2_100), skewError: .double(150)),   // within the error of 2 s
+            Self.member("e", id: "e1", skew: .double(-1_999)),
+            Self.member("f", id: "f1", skew: .null, skewError: .null),                  // not measured
+        ]))
+        let fix = "activity sets within that of each other are ordered by the clocks, not as they were made, and logs disagree; sync both hosts' clocks (NTP, e.g. timedatectl set-ntp true)"
+        #expect(findings == [
+            "the clock of member b (b1) is 12.3 s ahead of this node's: \(fix)",
+            "the clock of member c (c1) is 2.5 s behind this node's: \(fix)",
+        ])
     }
 }

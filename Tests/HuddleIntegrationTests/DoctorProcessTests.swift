@@ -88,6 +88,63 @@ import Testing
         try await eventually("c on epoch 1", within: 60) { try await epoch(c) == 1 }
     }
 
+    /// b's wall clock reads 12.3 s ahead (the test-only `HUDDLE_TEST_CLOCK_OFFSET_MS`, as a host
+    /// whose clock is off): a's doctor says so in one line about b, b's says a is behind; with one
+    /// clock, no skew finding, and every linked member has a round-trip time over its link.
+    @Test func aMemberWhoseClockIsAhead() async throws {
+        let cluster = try TestCluster("doctor-skew")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let b = try await cluster.start("b", environment: ["HUDDLE_TEST_CLOCK_OFFSET_MS": "12300"])
+        try await cluster.waitForFullMesh(2)
+        let seenByA = try await doctor(a)
+        #expect(seenByA.status == 1)
+        #expect(seenByA.findings.count == 1, "\(seenByA.findings)")
+        let aboutB = try #require(seenByA.findings.first)
+        #expect(aboutB.hasPrefix("the clock of member b (\(b.member)) is ") && aboutB.contains(" s ahead of this node's: ")
+                && aboutB.hasSuffix("sync both hosts' clocks (NTP, e.g. timedatectl set-ntp true)"), "\(aboutB)")
+        // The seconds it names: 12.3, give or take the measurement's error on a busy machine.
+        let named = Double(aboutB.dropFirst("the clock of member b (\(b.member)) is ".count).prefix { $0 != " " }) ?? 0
+        #expect(abs(named - 12.3) <= 0.2, "\(aboutB)")
+        let row = try #require(seenByA.report["members"]?.arrayValue?.compactMap(\.objectValue).first { $0["member"]?.stringValue == b.member })
+        let skew = try #require(Diagnosis.number(row["clock_skew_ms"]))
+        #expect(abs(skew - 12_300) <= max(50, Diagnosis.number(row["clock_skew_error_ms"]) ?? 0), "skew \(skew) ms")
+        let seenByB = try await doctor(b)
+        #expect(seenByB.status == 1)
+        #expect(seenByB.findings.count == 1 && seenByB.findings.allSatisfy { $0.hasPrefix("the clock of member a (\(a.member)) is 12.") && $0.contains(" s behind this node's: ") },
+                "\(seenByB.findings)")
+
+        let c = try await cluster.start("c")
+        try await cluster.waitForFullMesh(3)
+        let seenByC = try await doctor(c)
+        #expect(seenByC.findings.count == 1 && seenByC.findings.allSatisfy { $0.hasPrefix("the clock of member b (\(b.member)) is 12.") }, "only b's clock is off: \(seenByC.findings)")
+    }
+
+    @Test func linkedMembersHaveARoundTripTimeAndNoSkewOnOneClock() async throws {
+        let cluster = try TestCluster("doctor-rtt")
+        defer { cluster.shutdown() }
+        let a = try await cluster.start("a")
+        let b = try await cluster.start("b")
+        try await cluster.waitForFullMesh(2)
+        let seenByA = try await doctor(a)
+        #expect(seenByA.status == 0 && seenByA.findings.isEmpty, "\(seenByA.findings)")
+        let rows = seenByA.report["members"]?.arrayValue?.compactMap(\.objectValue) ?? []
+        let row = try #require(rows.first { $0["member"]?.stringValue == b.member })
+        let rtt = try #require(Diagnosis.number(row["rtt_ms"]), "\(row)")
+        // Loopback, a busy machine: positive and under the exchange's own timeout.
+        #expect(rtt > 0 && rtt < 5000, "rtt \(rtt) ms")
+        let skew = try #require(Diagnosis.number(row["clock_skew_ms"]))
+        #expect(abs(skew) <= max(50, rtt), "one clock: skew \(skew) ms")
+        let me = try #require(rows.first { $0["self"] == .bool(true) })
+        #expect(me["rtt_ms"] == .null && me["clock_skew_ms"] == .null)
+        // CONTROL.md's `members` carries it too.
+        let members = try await a.request("members")["members"]?.arrayValue?.compactMap(\.objectValue) ?? []
+        let listed = try #require(members.first { $0["member"]?.stringValue == b.member })
+        #expect((Diagnosis.number(listed["rtt_ms"]) ?? 0) > 0, "\(listed)")
+        let verbose = try await runCLI(["doctor", "--verbose", "--socket", a.control])
+        #expect(verbose.stdout.contains("RTT") && verbose.stdout.contains("CLOCK SKEW"), "\(verbose.stdout)")
+    }
+
     @Test func noNodeAndAStoppedNodeAreOneFindingEach() async throws {
         let cluster = try TestCluster("doctor-none")
         defer { cluster.shutdown() }

@@ -84,7 +84,9 @@ final class TestNode: @unchecked Sendable {
     /// `keyArguments` replaces `--key KEY` (a node that pairs by invitation passes `--invite` instead).
     /// `dataDir`: run with `--data-dir <dir>/<name>.data` (the node keeps its membership there and
     /// a signal stops it; CONTROL.md, Restart); false: a temporary one, and a signal leaves.
-    init(name: String, dir: String, key: String, keyArguments: [String]? = nil, join: [String] = [], extra: [String] = [], dataDir: Bool = true) throws {
+    /// `environment`: variables set for the node on top of the test process's own.
+    init(name: String, dir: String, key: String, keyArguments: [String]? = nil, join: [String] = [], extra: [String] = [], dataDir: Bool = true,
+         environment: [String: String] = [:]) throws {
         self.name = name
         control = "\(dir)/\(name).sock"
         stderrPath = "\(dir)/\(name).log"
@@ -92,6 +94,7 @@ final class TestNode: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: huddleBinary)
         process.arguments = ["run"] + (keyArguments ?? ["--key", key]) + ["--listen", "127.0.0.1:0", "--name", name, "--control", control]
             + (dataDir ? ["--data-dir", "\(dir)/\(name).data"] : []) + join.flatMap { ["--join", $0] } + extra
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         process.standardOutput = FileHandle.nullDevice
@@ -303,10 +306,12 @@ final class TestCluster: @unchecked Sendable {
     /// Starts a node; later nodes join the first one unless told otherwise. The first waits for a
     /// slot (`ClusterSlots`): at most so many tests run nodes at once.
     @discardableResult
-    func start(_ name: String, join: [String]? = nil, key: String? = nil, keyArguments: [String]? = nil, extra: [String] = [], dataDir: Bool = true) async throws -> TestNode {
+    func start(_ name: String, join: [String]? = nil, key: String? = nil, keyArguments: [String]? = nil, extra: [String] = [], dataDir: Bool = true,
+               environment: [String: String] = [:]) async throws -> TestNode {
         await reserveSlot()
         let joins = join ?? (nodes.first.map { [$0.addr] } ?? [])
-        let node = try TestNode(name: name, dir: dir, key: key ?? self.key, keyArguments: keyArguments, join: joins, extra: extra, dataDir: dataDir)
+        let node = try TestNode(name: name, dir: dir, key: key ?? self.key, keyArguments: keyArguments, join: joins, extra: extra, dataDir: dataDir,
+                                environment: environment)
         nodes.append(node)
         try await node.ready()
         return node

@@ -111,6 +111,8 @@ import Testing
         ("name = \"\"", "/etc/huddle/h.toml:2: name: must not be empty"),
         ("join = \"127.0.0.1:1\"", "/etc/huddle/h.toml:2: join: must be an array of strings, e.g. [\"10.0.0.1:7400\"], not \"127.0.0.1:1\""),
         ("join = [1]", "/etc/huddle/h.toml:2: join: must be an array of strings, not [1]"),
+        ("join = [[\"a\"]]", "/etc/huddle/h.toml:2: join: must be an array of strings, not [[\"a\"]]"),
+        ("name = 1979-05-27", "/etc/huddle/h.toml:2: name: must be a string (in quotes), not 1979-05-27"),
         ("link-stall-seconds = true", "/etc/huddle/h.toml:2: link-stall-seconds: must be a number of seconds, not true"),
         ("rekey-every = \"soon\"", "/etc/huddle/h.toml:2: rekey-every: \"soon\" is not a duration of at least 1s (e.g. 90s, 10m, 2h, 1d)"),
         ("rekey-grace = false", "/etc/huddle/h.toml:2: rekey-grace: false is not a duration of at least 1s (e.g. 1h, 7d)"),

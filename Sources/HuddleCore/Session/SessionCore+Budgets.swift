@@ -21,9 +21,11 @@ extension SessionCore {
     /// messages, the whole membership state — refused while the link to their sender is
     /// backlogged. Each is asked again by an honest peer (chunk and repair timeouts, the next
     /// push-pull), so nothing is lost; a peer that asks without reading stops costing memory.
+    /// A time request is small but refused too: its answer would queue behind the backlog, and
+    /// measure that queue rather than the link (the peer asks again after `LinkTiming.interval`).
     public static func refusesWhileBacklogged(_ message: LinkMessage) -> Bool {
         switch message {
-        case .chunkRequest, .request: true
+        case .chunkRequest, .request, .timeRequest: true
         // Only a push-pull's last part is answered (its earlier parts are merged only).
         case let .pushPull(state): !state.more
         default: false

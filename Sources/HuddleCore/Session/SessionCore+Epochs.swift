@@ -257,6 +257,7 @@ extension SessionCore {
     mutating func evict(_ info: MemberInfo, announce: Bool, now: Double) -> [SessionEffect] {
         guard info.id != local, removedMembers.insert(info.id).inserted else { return [] }
         planner.forget(info.id)
+        timing.forget(info.id)
         datagramKeys.forget(info.id)
         let live = self.live
         var out = broadcastEffects(broadcast.setMembers(live, now: now), now: now)

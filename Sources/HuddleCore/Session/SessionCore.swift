@@ -44,6 +44,8 @@ public struct SessionCore: Sendable {
     public var journal: Journal
     public var activity = ActivityRegister()
     public internal(set) var planner: LinkPlanner
+    /// Per linked member, its link's round-trip time and its clock skew (`SessionCore+Timing`).
+    public internal(set) var timing = LinkTiming()
     /// Broadcast seqs to the application seqs of the control protocol (journal entries skipped).
     public internal(set) var applicationSeqs = ApplicationSeqs()
     /// This member's pairing invitations (issue 22).
@@ -171,7 +173,9 @@ public struct SessionCore: Sendable {
         // (`now - at >= interval` can round below the interval there, and the shell would spin).
         if now >= journalAt + Self.journalInterval {
             journalAt = now
-            out += journal.tick(now: now, linked: linkedLive).map(SessionEffect.journal)
+            let linked = linkedLive
+            out += journal.tick(now: now, linked: linked).map(SessionEffect.journal)
+            out += timingTick(linked, now: now)
         }
         if now >= digestAt + Self.digestInterval, !planner.linked.isEmpty {
             digestAt = now
@@ -288,6 +292,7 @@ public struct SessionCore: Sendable {
                     if let dial = planner.want(info.id, addr: info.addr, now: now) { out.append(.dial(dial.addr)) }
                 case .failed, .left, .removed:
                     planner.forget(info.id)
+                    timing.forget(info.id)
                     datagramKeys.forget(info.id)
                     out.append(.closeLink(info.id))
                 }
@@ -367,6 +372,7 @@ public struct SessionCore: Sendable {
         activitySentTo[peer] = nil
         journal.linkDown(peer)
         planner.linkDown(peer)
+        timing.linkDown(peer, keep: swim.members[peer] != nil)
         datagramKeys.retire(peer, now: now)
         epochLinks[peer] = nil
         peerHeads[peer] = nil
@@ -487,6 +493,8 @@ public struct SessionCore: Sendable {
         case let .epochChanges(changes): out = receiveEpochChanges(changes, from: peer, now: now)
         case let .epochGrant(grant): out = epochOutcome(epochs.receive(grant, now: now), from: peer, now: now)
         case let .epochHead(_, head, holdsKey): out = receiveEpochHead(head, holdsKey: holdsKey, from: peer, now: now)
+        case let .timeRequest(wall): out = answerTimeRequest(wall, from: peer, now: now)
+        case let .timeReply(echo, wall): out = receiveTimeReply(echo: echo, wallMicros: wall, from: peer, now: now)
         }
         return out + congestionCleared(since: congested) + firstRefusals(since: counted)
     }

@@ -51,6 +51,13 @@ public enum LinkMessage: Sendable, Equatable {
     /// after the hello on every link and whenever the sender moves. A peer on another head, or
     /// without the key, is handed what it misses.
     case epochHead(epoch: UInt64, head: [UInt8], holdsKey: Bool)
+    /// Asks for the receiver's wall clock (`LinkTiming`): carries the sender's, in microseconds
+    /// since 1970, which the answer echoes.
+    case timeRequest(wallMicros: UInt64)
+    /// Answers a `timeRequest`: its wall time echoed, and the sender's wall clock when it answered.
+    /// A peer's wall time is clamped to `LinkTiming.maximumWallMicros` when decoded, never refused:
+    /// a host whose clock is far off is what `huddle doctor` is there to report.
+    case timeReply(echo: UInt64, wallMicros: UInt64)
 
     /// Most epoch changes one `epochChanges` message carries.
     public static let maximumEpochChanges = 16
@@ -60,7 +67,7 @@ public enum LinkMessage: Sendable, Equatable {
     private enum Kind: UInt8 {
         case hello = 1, pushPull = 2, message = 3, pushPullReply = 4, swim = 5, digest = 6, request = 7, baseline = 8, activity = 9
         case journal = 10, have = 11, chunkRequest = 12, chunkHeader = 13, batch = 14, chunkCorrupt = 15
-        case epochChanges = 16, epochGrant = 17, epochHead = 18
+        case epochChanges = 16, epochGrant = 17, epochHead = 18, timeRequest = 19, timeReply = 20
     }
 
     public func encoded() -> [UInt8] {
@@ -109,6 +116,10 @@ public enum LinkMessage: Sendable, Equatable {
             w.u8(Kind.epochGrant.rawValue); grant.encode(into: &w)
         case let .epochHead(epoch, head, holdsKey):
             w.u8(Kind.epochHead.rawValue); w.u64(epoch); w.raw(head); w.u8(holdsKey ? 1 : 0)
+        case let .timeRequest(wall):
+            w.u8(Kind.timeRequest.rawValue); w.u64(wall)
+        case let .timeReply(echo, wall):
+            w.u8(Kind.timeReply.rawValue); w.u64(echo); w.u64(wall)
         }
         return w.bytes
     }
@@ -186,6 +197,10 @@ public enum LinkMessage: Sendable, Equatable {
             case 1: result = .epochHead(epoch: epoch, head: head, holdsKey: true)
             default: throw WireError("bad holds-key flag")
             }
+        case .timeRequest: result = .timeRequest(wallMicros: min(try r.u64("wall time"), LinkTiming.maximumWallMicros))
+        case .timeReply:
+            result = .timeReply(echo: min(try r.u64("echoed wall time"), LinkTiming.maximumWallMicros),
+                                wallMicros: min(try r.u64("wall time"), LinkTiming.maximumWallMicros))
         case nil: throw WireError("unknown link message kind")
         }
         try r.expectEnd("link message")

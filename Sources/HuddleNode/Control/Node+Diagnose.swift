@@ -5,16 +5,23 @@ import NIOCore
 
 /// The `diagnose` op (an extension of CONTROL.md, what `huddle doctor` asks): the node checks what
 /// only it can — its key file's mode, whether each advertised address (its own included) answers
-/// over TCP and UDP from here, each member's state, last heard and epoch, its store against its
-/// limit, its event subscribers' backlogs — and reports facts; `Diagnosis` turns them into findings.
+/// over TCP and UDP from here, each member's state, last heard and epoch, each linked member's
+/// round-trip time and clock skew (a fresh time exchange on every link: `LinkTiming`), its store
+/// against its limit, its event subscribers' backlogs — and reports facts; `Diagnosis` turns them
+/// into findings.
 extension Node {
     /// Most members probed by one `diagnose` (the table is bounded anyway; this bounds the sockets).
     static let diagnoseProbeLimit = 64
     /// Each probe's bound: the whole op stays well inside the doctor's 5 s.
     static let diagnoseTCPTimeout = TimeAmount.milliseconds(1500)
     static let diagnoseUDPTimeout = TimeAmount.milliseconds(500)
+    /// How long after it asked the op waits for the answers to its time requests (while the
+    /// probes run, then alone): a member that answers later is shown with its last estimate.
+    static let diagnoseTimingWait = Duration.milliseconds(1000)
 
     func diagnose() async -> JSONObject {
+        let asked = ContinuousClock.now
+        execute(core.measureLinks(now: now))
         let members = swim.members.values.sorted { $0.id < $1.id }
         let probed = Array(members.filter { $0.id == local.id || ($0.state != .left && !core.removedMembers.contains($0.id)) }.prefix(Self.diagnoseProbeLimit))
         // The probes run off the actor's state: only addresses go in.
@@ -29,6 +36,9 @@ extension Node {
             return all
         }
         let udpByMember = Dictionary(zip(addresses.map(\.0), await udp), uniquingKeysWith: { first, _ in first })
+        while links.keys.contains(where: { core.timing.isPending($0) }), ContinuousClock.now < asked + Self.diagnoseTimingWait {
+            await wait(for: .timing, until: asked + Self.diagnoseTimingWait)
+        }
         let nowSeconds = now
         let rows: [JSON] = members.map { info in
             var row: JSONObject = ["member": .string(info.id.description), "name": .string(info.name), "addr": .string(info.addr),
@@ -39,8 +49,13 @@ extension Node {
             row["epoch"] = info.id == local.id ? .int(Int64(clamping: core.epoch)) : peerEpoch(info.id)
             if let probe = tcp[info.id] { row["tcp"] = probe.json }
             if let probe = udpByMember[info.id] { row["udp"] = probe.json }
+            let timing = core.timing.estimates[info.id]
+            row["rtt_ms"] = milliseconds(timing?.roundTrip)
+            row["clock_skew_ms"] = milliseconds(timing?.skew)
+            row["clock_skew_error_ms"] = milliseconds(timing?.skewError)
             return .object(row)
         }
+        let largestSkew = core.timing.estimates.values.map(\.skew).max { abs($0) < abs($1) }
         let backlogs = events.subscriberBacklogs
         return [
             "key_file": keyFileJSON(),
@@ -50,8 +65,7 @@ extension Node {
             "members": .array(rows),
             "store": .object(["used": .int(Int64(store.usedBytes())), "limit": .int(Int64(config.storeLimitBytes))]),
             "subscribers": .array(backlogs.map { .object(["events_behind": .int($0.events), "overflow_risk": .double($0.risk)]) }),
-            // Members do not exchange wall-clock time: skew cannot be measured (null, not a guess).
-            "clock_skew_ms": .null,
+            "clock_skew_ms": milliseconds(largestSkew),
         ]
     }
 

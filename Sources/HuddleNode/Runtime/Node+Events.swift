@@ -13,7 +13,15 @@ extension Node {
             "state": .string(core.removedMembers.contains(info.id) || (info.id == local.id && core.epochs.isRemoved) ? "removed" : info.state.description),
             "incarnation": .int(Int64(clamping: info.incarnation)),
             "self": .bool(info.id == local.id),
+            // CONTROL.md's smoothed round-trip time: over the member's link (`LinkTiming`).
+            "rtt_ms": milliseconds(core.timing.estimates[info.id]?.roundTrip),
         ])
+    }
+
+    /// Seconds as milliseconds to the hundredth (null for nil): what the reports show of `LinkTiming`.
+    func milliseconds(_ seconds: Double?) -> JSON {
+        guard let seconds, seconds.isFinite else { return .null }
+        return .double((seconds * 100_000).rounded() / 100)
     }
 
     /// A `member` event; `by` (the member that removed it) only with `removed`.

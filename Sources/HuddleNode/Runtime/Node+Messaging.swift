@@ -66,7 +66,7 @@ extension Node {
         var bytes: [UInt8] = []
         value.write(into: &bytes)
         let now = self.now
-        core.setWallClock(Date().timeIntervalSince1970, now: now)
+        core.setWallClock(wallClock.now(), now: now)
         execute(core.setActivity(bytes, now: now))
     }
 

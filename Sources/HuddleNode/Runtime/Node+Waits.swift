@@ -17,6 +17,8 @@ enum WaitReason: Hashable, Sendable {
     case stopped
     /// The epoch moved here, or a peer said which epoch it is on.
     case epoch
+    /// A peer answered a time request (`LinkTiming`).
+    case timing
 }
 
 extension Node {

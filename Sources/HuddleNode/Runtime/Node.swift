@@ -22,6 +22,8 @@ actor Node {
     nonisolated let counters = NodeCounters()
     nonisolated let log: Logger
     nonisolated let spawner = TaskSpawner()
+    /// The wall clock the core is given (the system's; offset by a test-only knob: `WallClock`).
+    nonisolated let wallClock = WallClock()
     nonisolated let datagramOutbox = Outbox<AddressedEnvelope<ByteBuffer>>()
     /// The Prometheus series (`--metrics`), nil when they are not served.
     nonisolated let metrics: NodeMetrics?
@@ -197,6 +199,7 @@ actor Node {
         case let .pushPullReply(state) where !state.more: wake(.pushPullReply(link.peer.id))
         case .have: wake(.handOff)
         case .epochHead: wake(.epoch)
+        case .timeReply: wake(.timing)
         default: break
         }
     }
@@ -305,7 +308,7 @@ actor Node {
     /// Drives membership and link upkeep; returns the seconds until it next has work.
     func tick() -> Double {
         let now = self.now
-        core.setWallClock(Date().timeIntervalSince1970, now: now)
+        core.setWallClock(wallClock.now(), now: now)
         execute(core.tick(now: now))
         recordProbeRoundTrip()
         closeStalledLinks()

@@ -5,13 +5,14 @@ import HuddleControl
 public enum SettingPlace: Sendable, Equatable {
     /// `--key` on the command line.
     case flag
-    /// A line of a settings file.
-    case file(path: String, line: Int)
+    /// A line of a settings file (nil: the line could not be told).
+    case file(path: String, line: Int?)
 
     func name(_ key: String) -> String {
         switch self {
         case .flag: "--\(key)"
-        case let .file(path, line): "\(path):\(line): \(key)"
+        case let .file(path, line?): "\(path):\(line): \(key)"
+        case let .file(path, nil): "\(path): \(key)"
         }
     }
 }

@@ -244,6 +244,8 @@ def test_diagnose(cluster: Cluster) -> None:
         assert report["key_file"]["mode"] == "600"
         [me] = report["members"]
         assert me["self"] is True and me["tcp"]["ok"] is True and me["udp"]["ok"] is True
+        # The node itself has no round trip or skew; nobody else is measured.
+        assert me["rtt_ms"] is None and me["clock_skew_ms"] is None and report["clock_skew_ms"] is None
 
 
 def test_rekey_and_remove(cluster: Cluster) -> None:

@@ -38,6 +38,7 @@ from .models import (
     Activity,
     AnyEvent,
     Attachment,
+    Diagnose,
     Fetched,
     Invite,
     JSONObject,
@@ -351,7 +352,7 @@ class AsyncClient:
         """Rotates the session key, removing nobody; the new epoch."""
         return await self.call(protocol.rekey(), timeout)
 
-    async def diagnose(self, *, timeout: float | None = None) -> JSONObject:
+    async def diagnose(self, *, timeout: float | None = None) -> Diagnose:
         """The node's own checks as facts (:meth:`huddle.Client.diagnose`)."""
         return await self.call(protocol.diagnose(), timeout)
 

@@ -34,6 +34,7 @@ from .models import (
     Activity,
     AnyEvent,
     Attachment,
+    Diagnose,
     Fetched,
     Invite,
     JSONObject,
@@ -338,7 +339,7 @@ class Client:
         """Rotates the session key, removing nobody; returns the new epoch."""
         return self.call(protocol.rekey(), timeout)
 
-    def diagnose(self, *, timeout: float | None = None) -> JSONObject:
+    def diagnose(self, *, timeout: float | None = None) -> Diagnose:
         """What ``huddle doctor`` asks: the node's own checks as facts (key file mode, each
         advertised address probed over TCP and UDP, members' state, last heard and epoch, store,
         subscribers); the README's "Operate" section lists the fields."""

@@ -17,7 +17,7 @@ import base64
 import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar, TypedDict, Union
 
 from .errors import ProtocolError
 
@@ -378,6 +378,71 @@ class Stats:
             links=f.integer("links"),
             raw=obj,
         )
+
+
+class ProbeOutcome(TypedDict):
+    """One address probe of ``diagnose``: ``ms`` is the TCP connect time (``None`` for UDP)."""
+
+    ok: bool
+    ms: int | None
+    error: str | None
+
+
+class _DiagnoseMemberFields(TypedDict):
+    member: str
+    name: str
+    addr: str
+    self: bool
+    state: str
+    linked: bool
+    last_heard_ms: int | None
+    epoch: int | str | None
+    rtt_ms: float | None
+    clock_skew_ms: float | None
+    clock_skew_error_ms: float | None
+
+
+class DiagnoseMember(_DiagnoseMemberFields, total=False):
+    """One member in a ``diagnose`` reply (README, "Operate"). ``rtt_ms`` is the smoothed round-trip
+    time over its link, ``clock_skew_ms`` how far its wall clock is ahead of the node's (negative:
+    behind), within ``clock_skew_error_ms``; ``None`` for the node itself and a member never
+    measured. ``tcp`` and ``udp`` are there for the members probed (at most 64)."""
+
+    tcp: ProbeOutcome
+    udp: ProbeOutcome
+
+
+class DiagnoseKeyFile(TypedDict, total=False):
+    """The node's key file: ``mode`` as octal digits (``"600"``), or ``error`` when it cannot be read."""
+
+    path: str
+    mode: str | None
+    error: str
+
+
+class DiagnoseStore(TypedDict):
+    used: int
+    limit: int
+
+
+class DiagnoseSubscriber(TypedDict):
+    events_behind: int
+    overflow_risk: float
+
+
+class Diagnose(TypedDict):
+    """The reply of ``diagnose`` (an extension of CONTROL.md; README, "Operate"): the facts
+    ``huddle doctor`` turns into findings. A plain ``dict`` at run time; ``clock_skew_ms`` is the
+    members' skew of largest magnitude (``None`` when none is measured)."""
+
+    key_file: DiagnoseKeyFile
+    listen: str
+    addr: str
+    epoch: int
+    members: list[DiagnoseMember]
+    store: DiagnoseStore
+    subscribers: list[DiagnoseSubscriber]
+    clock_skew_ms: float | None
 
 
 @dataclass(frozen=True, kw_only=True)

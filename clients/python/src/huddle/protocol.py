@@ -12,7 +12,7 @@ import base64
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, Union
+from typing import Any, Generic, TypeVar, Union, cast
 
 from .errors import ProtocolError
 from .framing import reply_result
@@ -20,6 +20,7 @@ from .models import (
     Activity,
     AnyEvent,
     Attachment,
+    Diagnose,
     Fetched,
     Fields,
     Invite,
@@ -204,12 +205,15 @@ def rekey() -> Call[int]:
     return Call("rekey", {}, _int_field("epoch", "rekey reply"))
 
 
-def _object(result: JSONObject) -> JSONObject:
-    return dict(result)
+def _diagnose(result: JSONObject) -> Diagnose:
+    members = result.get("members")
+    if not isinstance(members, list) or not all(isinstance(m, dict) for m in members):
+        raise ProtocolError(f"diagnose reply has no list of member objects: {result!r}")
+    return cast(Diagnose, dict(result))
 
 
-def diagnose() -> Call[JSONObject]:
-    return Call("diagnose", {}, _object)
+def diagnose() -> Call[Diagnose]:
+    return Call("diagnose", {}, _diagnose)
 
 
 def invite(ttl_ms: int | None = None, uses: int | None = None) -> Call[Invite]:
