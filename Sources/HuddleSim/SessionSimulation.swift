@@ -486,7 +486,7 @@ public struct SessionSimulation {
                 record(i, signed.message)
                 if now < sendingFrom + scenario.sendFor, rng.unit() < scenario.replyProbability { replies += 1 }
             case let .deliverOwn(m): record(i, m)
-            case .deliverUnreliable, .refused, .congestionCleared, .activityChanged, .unreadable, .recheckChunk, .memberRemoved: break
+            case .deliverUnreliable, .refused, .congestionCleared, .activityChanged, .unreadable, .recheckChunk, .memberRemoved, .participants: break
             case let .epochMoved(key):
                 // As `Node.moveToEpoch`: session-key datagrams under the new epoch's key.
                 seals[i] = DatagramSeal(key: key.subkey(.datagram))

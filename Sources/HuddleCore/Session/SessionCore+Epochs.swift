@@ -263,6 +263,7 @@ extension SessionCore {
         broadcast.memberLeft(info.id, now: now)
         journal.setPeers(live)
         out.append(.closeLink(info.id))
+        out += forgetParticipants(of: info.id)
         if announce {
             out.append(.memberRemoved(info, by: memberID(of: epochs.removedNodes[info.node] ?? [])))
         }

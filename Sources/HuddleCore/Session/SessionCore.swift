@@ -43,6 +43,8 @@ public struct SessionCore: Sendable {
     public var broadcast: CausalBroadcast
     public var journal: Journal
     public var activity = ActivityRegister()
+    /// Which programs take part in activities, here and on linked members (`SessionCore+Participants`).
+    public internal(set) var presence = ParticipantTable()
     public internal(set) var planner: LinkPlanner
     /// Broadcast seqs to the application seqs of the control protocol (journal entries skipped).
     public internal(set) var applicationSeqs = ApplicationSeqs()
@@ -177,6 +179,7 @@ public struct SessionCore: Sendable {
             digestAt = now
             out += digests(now: now)
         }
+        out += announceParticipants()
         return out + epochTick(now: now) + congestionCleared(since: congested)
     }
 
@@ -291,6 +294,7 @@ public struct SessionCore: Sendable {
                     datagramKeys.forget(info.id)
                     out.append(.closeLink(info.id))
                 }
+                out += participantsAfter(change, of: info.id)
             }
         }
         return out
@@ -371,7 +375,8 @@ public struct SessionCore: Sendable {
         epochLinks[peer] = nil
         peerHeads[peer] = nil
         headHandovers[peer] = nil
-        return settled ? membership(swim.linkLost(peer, now: now), now: now) : []
+        let gone = forgetParticipants(of: peer)
+        return gone + (settled ? membership(swim.linkLost(peer, now: now), now: now) : [])
     }
 
     // MARK: broadcast
@@ -483,6 +488,7 @@ public struct SessionCore: Sendable {
         case let .epochChanges(changes): out = receiveEpochChanges(changes, from: peer, now: now)
         case let .epochGrant(grant): out = epochOutcome(epochs.receive(grant, now: now), from: peer, now: now)
         case let .epochHead(_, head, holdsKey): out = receiveEpochHead(head, holdsKey: holdsKey, from: peer, now: now)
+        case let .participants(record): out = receiveParticipants(record, from: peer)
         }
         return out + congestionCleared(since: congested) + firstRefusals(since: counted)
     }

@@ -51,6 +51,9 @@ public enum LinkMessage: Sendable, Equatable {
     /// after the hello on every link and whenever the sender moves. A peer on another head, or
     /// without the key, is handed what it misses.
     case epochHead(epoch: UInt64, head: [UInt8], holdsKey: Bool)
+    /// The sender's participating programs (issue 38), signed by it: sent on every link when they
+    /// change and once on a new link (`SessionCore+Participants`).
+    case participants(ParticipantRecord)
 
     /// Most epoch changes one `epochChanges` message carries.
     public static let maximumEpochChanges = 16
@@ -60,7 +63,7 @@ public enum LinkMessage: Sendable, Equatable {
     private enum Kind: UInt8 {
         case hello = 1, pushPull = 2, message = 3, pushPullReply = 4, swim = 5, digest = 6, request = 7, baseline = 8, activity = 9
         case journal = 10, have = 11, chunkRequest = 12, chunkHeader = 13, batch = 14, chunkCorrupt = 15
-        case epochChanges = 16, epochGrant = 17, epochHead = 18
+        case epochChanges = 16, epochGrant = 17, epochHead = 18, participants = 19
     }
 
     public func encoded() -> [UInt8] {
@@ -108,6 +111,8 @@ public enum LinkMessage: Sendable, Equatable {
             w.u8(Kind.epochGrant.rawValue); grant.encode(into: &w)
         case let .epochHead(epoch, head, holdsKey):
             w.u8(Kind.epochHead.rawValue); w.u64(epoch); w.raw(head); w.u8(holdsKey ? 1 : 0)
+        case let .participants(record):
+            w.u8(Kind.participants.rawValue); record.encode(into: &w)
         }
         return w.bytes
     }
@@ -184,6 +189,7 @@ public enum LinkMessage: Sendable, Equatable {
             case 1: result = .epochHead(epoch: epoch, head: head, holdsKey: true)
             default: throw WireError("bad holds-key flag")
             }
+        case .participants: result = .participants(try ParticipantRecord.decode(from: &r))
         case nil: throw WireError("unknown link message kind")
         }
         try r.expectEnd("link message")
