@@ -43,7 +43,9 @@ private struct Trio {
 }
 
 private func changes(_ effects: [SessionEffect]) -> [ParticipantChange] {
-    effects.flatMap { if case let .participants(c) = $0 { c } else { [] } }
+    var all: [ParticipantChange] = []
+    for case let .participants(c) in effects { all += c }
+    return all
 }
 
 @Test func aProgramIsAParticipantEverywhereFromItsJoinToItsLeaveAndANodeWithoutOneIsNone() throws {

@@ -206,6 +206,7 @@ private struct Cores {
         case let .have(id, have, offer): journal.peerAnnounced(peer, id: id, have: have, offer: offer)
         case let .chunkRequest(id, index), let .chunkCorrupt(id, index): _ = journal.holds(id, Int(index))
         case .chunkHeader, .epochChanges, .epochGrant, .epochHead: break  // epochs: EpochInputFuzzTests
+        case let .participants(record): check(LinkMessage.participants(record).encoded(), "participants of \(record.member)", LinkMessage.decode)
         }
     }
 
