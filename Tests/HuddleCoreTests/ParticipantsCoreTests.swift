@@ -26,6 +26,9 @@ private struct Trio {
         _ = b.receiveLink(a.linkUp(bInfo.id), from: aInfo.id, addr: testAddr("a"), now: 1)
         _ = a.receiveLink(b.linkUp(aInfo.id), from: bInfo.id, addr: testAddr("b"), now: 1)
         _ = b.linkUp(mInfo.id)
+        let keys = PairDatagramKeys(seed: [1, 2])
+        a.installDatagramKeys(keys, for: bInfo.id, current: true, now: 1)
+        b.installDatagramKeys(keys.reversed, for: aInfo.id, current: true, now: 1)
     }
 
     /// The participant records in `effects` that go to `peer`, as they arrive there (through the wire codec).
