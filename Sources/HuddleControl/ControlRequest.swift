@@ -46,11 +46,11 @@ public enum ControlRequest: Sendable, Equatable {
     /// (key file mode, reachability of each advertised address, epochs, store, subscribers).
     case diagnose
     /// The program on this connection joins `activity` as a participant (issue 38, an extension of
-    /// CONTROL.md): until `participant.leave`, or until this connection closes. `id`: the program id
-    /// to take again (16 hex digits, after a lost connection); nil for a new one.
-    case participantJoin(activity: String, id: String?)
-    /// The program `id` (16 hex digits) of this node is no longer a participant.
-    case participantLeave(id: String)
+    /// CONTROL.md): until `participant.leave`, or until this connection closes. `program`: the
+    /// program id to take again (16 hex digits, after a lost connection); nil for a new one.
+    case participantJoin(activity: String, program: String?)
+    /// The program `program` (16 hex digits) of this node is no longer a participant.
+    case participantLeave(program: String)
     /// The participants this node knows, of every activity or of `activity`.
     case participants(activity: String?)
 
@@ -137,15 +137,18 @@ public enum ControlRequest: Sendable, Equatable {
         case "diagnose": return .diagnose
         case "participant.join":
             guard let activity = r["activity"]?.stringValue else { throw bad("participant.join needs \"activity\" (a string)") }
-            var id: String?
-            if let field = r["id"], !field.isNull {
-                guard let text = field.stringValue, isMemberID(text) else { throw bad("\"id\" must be a program id (16 hex digits)") }
-                id = text
+            // `program`, not `id`: `id` names the request (CONTROL.md).
+            var program: String?
+            if let field = r["program"], !field.isNull {
+                guard let text = field.stringValue, isMemberID(text) else { throw bad("\"program\" must be a program id (16 hex digits)") }
+                program = text
             }
-            return .participantJoin(activity: activity, id: id)
+            return .participantJoin(activity: activity, program: program)
         case "participant.leave":
-            guard let id = r["id"]?.stringValue, isMemberID(id) else { throw bad("participant.leave needs \"id\" (a program id, 16 hex digits)") }
-            return .participantLeave(id: id)
+            guard let program = r["program"]?.stringValue, isMemberID(program) else {
+                throw bad("participant.leave needs \"program\" (a program id, 16 hex digits)")
+            }
+            return .participantLeave(program: program)
         case "participants":
             if let field = r["activity"], !field.isNull, field.stringValue == nil { throw bad("\"activity\" must be a string") }
             return .participants(activity: r["activity"]?.stringValue)

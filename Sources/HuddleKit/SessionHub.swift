@@ -114,7 +114,7 @@ final class SessionHub: Sendable {
 
     private func subscribeAndTakeSnapshot() async throws(HuddleKitError) {
         let (cursor, updates) = try await connection.subscribe(since: replayingHistory ? 0 : nil)
-        _ = try await connection.joinAsParticipant(["activity": .string(activityType), "id": .string(localParticipant.id)])
+        _ = try await connection.joinAsParticipant(["activity": .string(activityType), "program": .string(localParticipant.id)])
         let participants = try await liveParticipants()
         let activity = try await connection.request("activity.get")["activity"] ?? .null
         let list = try await connection.request("attach.list")["attachments"]?.arrayValue ?? []
