@@ -81,7 +81,7 @@ public final class GroupSession<ActivityType: GroupActivity>: Identifiable, @unc
 
     /// Whether this participant's node started the activity (`activate()` or `setActivity` here);
     /// false for a session made with `connect`.
-    public var isLocallyInitiated: Bool { hub.activationSetBy == hub.localParticipant.id }
+    public var isLocallyInitiated: Bool { hub.activationSetBy == hub.localParticipant.member }
 
     /// This program's own participant (a program id chosen at `connect`, on its node's member).
     public var localParticipant: Participant { hub.localParticipant }
