@@ -6,6 +6,9 @@ public enum ControlTopic: String, Sendable, CaseIterable {
     /// Pairing attempts on this member's invitations (an extension of CONTROL.md): sent only to
     /// a subscriber that names it, so the default subscription stays what CONTROL.md lists.
     case invite
+    /// Programs joining and leaving activities (issue 38, an extension of CONTROL.md): sent only to
+    /// a subscriber that names it, like `invite`.
+    case participants
 
     /// What `subscribe` without `topics` means: every topic CONTROL.md lists.
     public static let defaults: Set<ControlTopic> = [.members, .messages, .attachments, .activity]
@@ -42,6 +45,14 @@ public enum ControlRequest: Sendable, Equatable {
     /// What `huddle doctor` asks (an extension of CONTROL.md): the node's own checks, as facts
     /// (key file mode, reachability of each advertised address, epochs, store, subscribers).
     case diagnose
+    /// The program on this connection joins `activity` as a participant (issue 38, an extension of
+    /// CONTROL.md): until `participant.leave`, or until this connection closes. `program`: the
+    /// program id to take again (16 hex digits, after a lost connection); nil for a new one.
+    case participantJoin(activity: String, program: String?)
+    /// The program `program` (16 hex digits) of this node is no longer a participant.
+    case participantLeave(program: String)
+    /// The participants this node knows, of every activity or of `activity`.
+    case participants(activity: String?)
 
     /// What `send` asked for: the body, the recipients (member ids, 16 hex digits; nil for all).
     public struct Send: Sendable, Equatable {
@@ -124,6 +135,23 @@ public enum ControlRequest: Sendable, Equatable {
         case "leave": return .leave(timeoutMs: try optionalMilliseconds(r, "timeout_ms"))
         case "rekey": return .rekey
         case "diagnose": return .diagnose
+        case "participant.join":
+            guard let activity = r["activity"]?.stringValue else { throw bad("participant.join needs \"activity\" (a string)") }
+            // `program`, not `id`: `id` names the request (CONTROL.md).
+            var program: String?
+            if let field = r["program"], !field.isNull {
+                guard let text = field.stringValue, isMemberID(text) else { throw bad("\"program\" must be a program id (16 hex digits)") }
+                program = text
+            }
+            return .participantJoin(activity: activity, program: program)
+        case "participant.leave":
+            guard let program = r["program"]?.stringValue, isMemberID(program) else {
+                throw bad("participant.leave needs \"program\" (a program id, 16 hex digits)")
+            }
+            return .participantLeave(program: program)
+        case "participants":
+            if let field = r["activity"], !field.isNull, field.stringValue == nil { throw bad("\"activity\" must be a string") }
+            return .participants(activity: r["activity"]?.stringValue)
         case "remove":
             guard let target = r["member"]?.stringValue, isMemberID(target) || isNodeKey(target) else {
                 throw bad("remove needs \"member\": a member id (16 hex digits) or a node key (64 hex digits)")
@@ -193,7 +221,7 @@ public enum ControlRequest: Sendable, Equatable {
             guard let list = field.arrayValue else { throw bad("\"topics\" must be a list") }
             topics = try Set(list.map { (item: JSON) throws(ControlError) -> ControlTopic in
                 guard let name = item.stringValue, let topic = ControlTopic(rawValue: name) else {
-                    throw bad("unknown topic \(item.serialized) (topics: members, messages, attachments, activity, invite)")
+                    throw bad("unknown topic \(item.serialized) (topics: members, messages, attachments, activity, invite, participants)")
                 }
                 return topic
             })

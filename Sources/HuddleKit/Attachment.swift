@@ -63,8 +63,12 @@ public struct Attachment: Identifiable, Hashable, Sendable {
     public var name: String { record.name }
     /// Its size in bytes.
     public var size: Int64 { record.size }
-    /// The member that added it.
-    public var uploader: Participant { hub.participants.first { $0.id == record.from } ?? Participant(id: record.from) }
+    /// The participant that added it: this program when its node did, else the program (lowest
+    /// id) joined on the node that did, else one made of that node's member id.
+    public var uploader: Participant {
+        let here = hub.participants.filter { $0.member == record.from }
+        return here.contains(hub.localParticipant) ? hub.localParticipant : here.min { $0.id < $1.id } ?? Participant(id: "", member: record.from)
+    }
     /// The latest record the session has for it (the one it was made from until the session hears more).
     private var current: Record { hub.attachmentRecord(id) ?? record }
     /// Where the journal has it now.

@@ -25,8 +25,10 @@ public final class GroupSession<ActivityType: GroupActivity>: Identifiable, @unc
     /// ends after `.invalidated`.
     @SessionPublished public private(set) var state: State
 
-    /// The participants taking part now (alive or suspected members), this one included; empty
-    /// before the join is done. `$activeParticipants.values` yields it now (once joined), then each
+    /// The programs taking part in this activity now, on any node, this one included (issue 38:
+    /// a node with no program joined is no participant; a program that joins later is new); empty
+    /// before the join is done. A program stops being one when it leaves or ends the session, when
+    /// its control connection closes (it exited) or when its node fails. `$activeParticipants.values` yields it now (once joined), then each
     /// time it changes: new participants are `new.subtracting(old)`.
     @SessionPublished public private(set) var activeParticipants: Set<Participant>
 
@@ -63,8 +65,10 @@ public final class GroupSession<ActivityType: GroupActivity>: Identifiable, @unc
         let connection = NodeConnection(path: ControlPath.resolve(control), reconnectTimeout: reconnectTimeout)
         let status = try await connection.open()
         guard let member = status["member"]?.stringValue else { throw .nodeFailed("status has no member") }
-        let me = Participant(id: member, node: status["node"]?.stringValue ?? "", name: status["name"]?.stringValue ?? "")
-        return GroupSession(hub: SessionHub(connection: connection, localParticipant: me, replayingHistory: replayingHistory,
+        let me = Participant(id: Participant.programID(Participant.newProgram()), member: member,
+                             node: status["node"]?.stringValue ?? "", name: status["name"]?.stringValue ?? "")
+        return GroupSession(hub: SessionHub(connection: connection, localParticipant: me, activityType: ActivityType.activityIdentifier,
+                                            replayingHistory: replayingHistory,
                                             sessionFingerprint: status["session"]?.stringValue ?? ""))
     }
 
@@ -77,9 +81,9 @@ public final class GroupSession<ActivityType: GroupActivity>: Identifiable, @unc
 
     /// Whether this participant's node started the activity (`activate()` or `setActivity` here);
     /// false for a session made with `connect`.
-    public var isLocallyInitiated: Bool { hub.activationSetBy == hub.localParticipant.id }
+    public var isLocallyInitiated: Bool { hub.activationSetBy == hub.localParticipant.member }
 
-    /// This program's own participant: the member its node runs as.
+    /// This program's own participant (a program id chosen at `connect`, on its node's member).
     public var localParticipant: Participant { hub.localParticipant }
 
     /// `activeParticipants` now (once joined), then each time it changes (the same as `$activeParticipants.values`).
@@ -91,7 +95,8 @@ public final class GroupSession<ActivityType: GroupActivity>: Identifiable, @unc
     /// `activity` now (once joined), then each value set by any participant.
     public var activityUpdates: ActivityUpdates<ActivityType> { ActivityUpdates(base: hub.activityStream()) }
 
-    /// Starts following the session, as SharePlay's `join()`: returns at once. Participants,
+    /// Starts following the session, as SharePlay's `join()`: returns at once. This program becomes
+    /// a participant of the activity (`participant.join` on a connection of its own). Participants,
     /// activity, messages and attachments arrive from then on; a send, an `add` or any request made
     /// before the join is done waits for it. A failed join invalidates the session with its reason.
     public func join() { _ = hub.startJoining() }
@@ -110,13 +115,10 @@ public final class GroupSession<ActivityType: GroupActivity>: Identifiable, @unc
     }
 
     /// Leaves the session, as SharePlay's `leave()`: this program stops following it and its
-    /// control connections close; the node and every other program stay. The session is then
+    /// control connections close, so it is no longer a participant anywhere; the node stays in the
+    /// Huddle session and every other program stays. The session is then
     /// `.invalidated(reason: .left)`.
-    public func leave() {
-        hub.invalidate(.left)
-        let hub = hub
-        Task { await hub.connection.stop() }
-    }
+    public func leave() { hub.invalidate(.left) }  // closes the connections (`SessionHub.invalidate`)
 
     /// Ends the activity for everyone, as SharePlay's `end()`: every participant's session of this
     /// activation becomes `.invalidated(reason: .ended)` when the value reaches its node; this one
@@ -126,7 +128,7 @@ public final class GroupSession<ActivityType: GroupActivity>: Identifiable, @unc
         var ended = hub.activity.objectValue ?? ["activity": .string(ActivityType.activityIdentifier)]
         ended["ended"] = .bool(true)
         if let activation = hub.activation { ended["activation"] = .string(activation) }
-        hub.invalidate(.ended)
+        hub.invalidate(.ended, closing: false)
         Task {
             _ = try? await hub.connection.request("activity.set", ["value": .object(ended)])
             await hub.connection.stop()

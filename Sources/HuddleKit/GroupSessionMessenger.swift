@@ -6,7 +6,8 @@ import HuddleControl
 ///
 /// Guarantees: with `.reliable` delivery, every participant that stays in the session receives each
 /// message once, in causal order (the node's causal broadcast); with `.unreliable`, at most once
-/// (one datagram, ≤ 1 KiB). A messenger never receives its own messages; `messages(of:)` yields
+/// (one datagram, ≤ 1 KiB). A program never receives its own messages (those any messenger of its
+/// session sent), and each message names the participant that sent it; `messages(of:)` yields
 /// only messages sent as that type (its fully qualified identifier, never the bare name), and skips
 /// those that do not decode as it; a body from a peer that is not a HuddleKit envelope is ignored.
 public final class GroupSessionMessenger: Sendable {
@@ -82,13 +83,15 @@ public final class GroupSessionMessenger: Sendable {
     private let hub: SessionHub
     /// The delivery mode of every `send`.
     public let deliveryMode: DeliveryMode
-    /// Names this messenger in its envelopes, so it can skip its own messages.
-    private let sender = UInt64.random(in: 0...UInt64.max)
+    /// Names this program (its participant's id) in its envelopes: receivers know which
+    /// participant sent a message, and this program skips its own.
+    private let sender: UInt64
 
     /// A messenger on `session`.
     public init<A>(session: GroupSession<A>, deliveryMode: DeliveryMode = .reliable) {
         hub = session.hub
         self.deliveryMode = deliveryMode
+        sender = session.hub.localParticipant.program ?? 0
     }
 
     /// Sends `value` to `participants`: a `Data` value as its bytes, anything else as JSON, tagged
@@ -99,7 +102,8 @@ public final class GroupSessionMessenger: Sendable {
     ///
     /// `.only(set)` sends to the recipients still in the session and reports the others in the
     /// receipt's `skipped` instead of failing for everyone; sending `.only` to nobody but
-    /// `localParticipant` (or only to departed ones) sends nothing.
+    /// `localParticipant` (or only to departed ones) sends nothing. A directed send goes to the
+    /// recipients' nodes, so other programs of this activity on those nodes receive it too.
     @discardableResult
     public func send<Message: Encodable>(_ value: Message, to participants: Participants = .all) async throws(HuddleKitError) -> SendReceipt {
         try await hub.requireJoined()
@@ -124,7 +128,7 @@ public final class GroupSessionMessenger: Sendable {
         for attempt in 0..<2 {
             let targets = wanted.intersection(live)
             guard !targets.isEmpty else { return SendReceipt(skipped: wanted) }
-            fields["to"] = .array(targets.map(\.id).sorted().map(JSON.string))
+            fields["to"] = .array(Set(targets.map(\.member)).sorted().map(JSON.string))
             do {
                 _ = try await hub.connection.request("send", fields)
                 return SendReceipt(skipped: wanted.subtracting(targets))
@@ -133,7 +137,7 @@ public final class GroupSessionMessenger: Sendable {
                 switch error {
                 case .notMember, .notFound:
                     guard attempt == 0 else { throw error }
-                    live = try await hub.liveMembers()
+                    live = try await hub.liveParticipants()
                 default: throw error
                 }
             }

@@ -21,6 +21,11 @@ actor NodeConnection {
     private var requests: ControlClient?
     private var events: ControlClient?
     private var pump: Task<Void, Never>?
+    /// The connection this program's participant lives on (`participant.join`): the node ends the
+    /// participant when it closes.
+    private var presence: ControlClient?
+    /// What `participant.join` asked, to take the same participant again after a lost connection.
+    private var presenceJoin: JSONObject?
     private var stopped = false
     /// The cursor of the last event delivered: where a resumed subscription starts.
     private(set) var lastCursor: Int64 = 0
@@ -77,10 +82,33 @@ actor NodeConnection {
         return (cursor, updates)
     }
 
+    /// Makes this program a participant (`participant.join` with `fields`) on a connection of its
+    /// own, kept open until `stop()`; taken again on the new connection after a lost one.
+    func joinAsParticipant(_ fields: JSONObject) async throws(HuddleKitError) -> JSONObject {
+        presenceJoin = fields
+        return try await openPresence()
+    }
+
+    private func openPresence() async throws(HuddleKitError) -> JSONObject {
+        guard let fields = presenceJoin, !stopped else { return [:] }
+        let client: ControlClient
+        do { client = try await ControlClient.connect(path: path) } catch { throw HuddleKitError.from(error) }
+        do {
+            let reply = try await client.request("participant.join", fields)
+            await presence?.close()
+            presence = client
+            return reply
+        } catch {
+            await client.close()
+            throw HuddleKitError.from(error)
+        }
+    }
+
     private func openSubscription(since: Int64?) async throws(HuddleKitError) -> (ControlClient, Int64) {
         let client: ControlClient
         do { client = try await ControlClient.connect(path: path) } catch { throw HuddleKitError.from(error) }
-        var fields: JSONObject = [:]
+        // Every topic CONTROL.md lists, and the participants (an extension: named, never by default).
+        var fields: JSONObject = ["topics": .array(["members", "messages", "attachments", "activity", "participants"].map(JSON.string))]
         if let since { fields["since"] = .int(since) }
         do {
             let reply = try await client.request("subscribe", fields)
@@ -133,6 +161,8 @@ actor NodeConnection {
                 let status = try await request("status")
                 if let now = status["member"]?.stringValue, now != member { return .failure(.nodeRestarted) }
                 let (client, _) = try await openSubscription(since: lastCursor)
+                // The participant is taken again (the node moves it to the new connection).
+                _ = try await openPresence()
                 return .success(client)
             } catch {
                 last = error
@@ -149,6 +179,7 @@ actor NodeConnection {
     func dropConnections() async {
         await events?.close()
         await requests?.close()
+        await presence?.close()
         requests = nil
     }
 
@@ -156,6 +187,8 @@ actor NodeConnection {
     func stop() async {
         stopped = true
         pump?.cancel()
+        await presence?.close()
+        presence = nil
         await events?.close()
         await requests?.close()
         requests = nil

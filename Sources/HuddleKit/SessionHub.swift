@@ -6,12 +6,15 @@ import Synchronization
 /// journals (whatever their activity type).
 ///
 /// Guarantees: every event of the node is applied once, in cursor order, by one task; each update
-/// sequence sees the values in that order. Events from before `join()` (with `replayingHistory`)
+/// sequence sees the values in that order. The participants are the programs joined to this
+/// activity (`participant` events of the node, issue 38), this program included once joined. Events from before `join()` (with `replayingHistory`)
 /// deliver their messages but do not change participants, activity or attachments, which come
 /// from the node's current answers (`members`, `activity.get`, `attach.list`) taken at `join()`.
 final class SessionHub: Sendable {
     let connection: NodeConnection
     let localParticipant: Participant
+    /// The activity this program joins as a participant (its type's `activityIdentifier`).
+    let activityType: String
     let replayingHistory: Bool
     private let shared = Mutex(Shared())
 
@@ -39,10 +42,11 @@ final class SessionHub: Sendable {
     /// The Huddle session's fingerprint (`status` `session`).
     let sessionFingerprint: String
 
-    init(connection: NodeConnection, localParticipant: Participant, replayingHistory: Bool, sessionFingerprint: String = "") {
+    init(connection: NodeConnection, localParticipant: Participant, activityType: String, replayingHistory: Bool, sessionFingerprint: String = "") {
         self.sessionFingerprint = sessionFingerprint
         self.connection = connection
         self.localParticipant = localParticipant
+        self.activityType = activityType
         self.replayingHistory = replayingHistory
     }
 
@@ -110,15 +114,13 @@ final class SessionHub: Sendable {
 
     private func subscribeAndTakeSnapshot() async throws(HuddleKitError) {
         let (cursor, updates) = try await connection.subscribe(since: replayingHistory ? 0 : nil)
-        let members = try await connection.request("members")["members"]?.arrayValue ?? []
+        _ = try await connection.joinAsParticipant(["activity": .string(activityType), "program": .string(localParticipant.id)])
+        let participants = try await liveParticipants()
         let activity = try await connection.request("activity.get")["activity"] ?? .null
         let list = try await connection.request("attach.list")["attachments"]?.arrayValue ?? []
         shared.withLock { s in
             s.historyUpTo = cursor
-            for member in members.compactMap(\.objectValue) where Participant.isActive(state: member["state"]?.stringValue) {
-                if let p = Participant(member: member) { s.participants.insert(p) }
-            }
-            s.participants.insert(localParticipant)
+            s.participants = participants
             if let mine = s.activation, ActivityValue.isEnded(activity), activity.objectValue?["activation"]?.stringValue ?? "" == mine {
                 invalidateLocked(.ended, &s)
                 return
@@ -147,11 +149,14 @@ final class SessionHub: Sendable {
         if let failure { throw failure }
     }
 
-    func invalidate(_ reason: HuddleKitError) {
-        shared.withLock { invalidateLocked(reason, &$0) }
+    /// Ends the session here with `reason`; with `closing` (the default) its control connections
+    /// close too, so this program is no participant any more (`end()` closes them itself, once the
+    /// ended value is sent).
+    func invalidate(_ reason: HuddleKitError, closing: Bool = true) {
+        shared.withLock { invalidateLocked(reason, &$0, closing: closing) }
     }
 
-    private func invalidateLocked(_ reason: HuddleKitError, _ s: inout Shared) {
+    private func invalidateLocked(_ reason: HuddleKitError, _ s: inout Shared, closing: Bool = true) {
         if case .invalidated = s.state { return }
         s.state = .invalidated(reason: reason)
         s.stateUpdates.yield(s.state)
@@ -162,16 +167,23 @@ final class SessionHub: Sendable {
         s.attachmentUpdates.finish()
         s.progressUpdates.finish()
         s.pump?.cancel()
+        // Over, for whatever reason (an end() anywhere included): this program is no participant any more.
+        guard closing else { return }
+        let connection = connection
+        Task { await connection.stop() }
     }
 
-    /// The members the node holds live now (alive or suspect), this one included.
-    func liveMembers() async throws(HuddleKitError) -> Set<Participant> {
-        let members = try await connection.request("members")["members"]?.arrayValue ?? []
-        var live: Set<Participant> = [localParticipant]
-        for member in members.compactMap(\.objectValue) where Participant.isActive(state: member["state"]?.stringValue) {
-            if let p = Participant(member: member) { live.insert(p) }
-        }
-        return live
+    /// The programs joined to this activity now, as the node knows them, this one included.
+    func liveParticipants() async throws(HuddleKitError) -> Set<Participant> {
+        let list = try await connection.request("participants", ["activity": .string(activityType)])["participants"]?.arrayValue ?? []
+        return Set(list.compactMap { $0.objectValue.flatMap(Participant.init(participant:)) }).union([localParticipant])
+    }
+
+    /// The participant that sent a message: program `sender` on `member` (as HuddleKit's envelope
+    /// names its program), or a participant made of those when it is not (or no longer) listed.
+    func participant(program sender: UInt64, member: String, in participants: Set<Participant>) -> Participant {
+        let id = Participant.programID(sender)
+        return participants.first { $0.id == id && $0.member == member } ?? Participant(id: id, member: member)
     }
 
     /// The session's state must be `joined` for a request that acts on the session; a join under
@@ -212,16 +224,18 @@ final class SessionHub: Sendable {
             guard let b64 = event["data"]?.stringValue, let body = Data(base64Encoded: b64),
                   let (kind, tag, sender, payload) = MessageEnvelope.open(Array(body)),
                   let from = event["from"]?.stringValue else { return }
-            let source = s.participants.first { $0.id == from } ?? Participant(id: from)
+            let source = participant(program: sender, member: from, in: s.participants)
             s.messages.yield(InboundMessage(kind: kind, tag: tag, sender: sender, payload: payload, source: source))
-        case "member" where live:
-            guard let member = event["member"]?.objectValue, let participant = Participant(member: member) else { return }
+        case "participant" where live:
+            // Programs joining and leaving this activity on any node (the node tells only what the
+            // member it is about signed); this program stays until it leaves.
+            guard let object = event["participant"]?.objectValue, object["activity"]?.stringValue == activityType,
+                  let participant = Participant(participant: object), participant != localParticipant else { return }
             var next = s.participants
-            next.remove(participant)
-            if Participant.isActive(state: member["state"]?.stringValue) || participant == localParticipant { next.insert(participant) }
-            let changed = next != s.participants
-            s.participants = next  // also takes a changed name
-            if changed { s.participantUpdates.yield(next) }
+            if event["change"]?.stringValue == "joined" { next.insert(participant) } else { next.remove(participant) }
+            guard next != s.participants else { return }
+            s.participants = next
+            s.participantUpdates.yield(next)
         case "activity" where live:
             let value = event["activity"] ?? .null
             guard value != s.activity else { return }

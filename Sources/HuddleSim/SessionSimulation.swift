@@ -489,7 +489,7 @@ public struct SessionSimulation {
             case let .gap(member, fromSeq, toSeq):
                 clocks[i][member] = max(clocks[i][member] ?? 0, toSeq)
                 logs[i].deliveries.append(.gap(from: member.description, lost: fromSeq...max(fromSeq, toSeq)))
-            case .deliverUnreliable, .refused, .congestionCleared, .activityChanged, .unreadable, .recheckChunk, .memberRemoved: break
+            case .deliverUnreliable, .refused, .congestionCleared, .activityChanged, .unreadable, .recheckChunk, .memberRemoved, .participants: break
             case let .epochMoved(key):
                 // As `Node.moveToEpoch`: session-key datagrams under the new epoch's key.
                 seals[i] = DatagramSeal(key: key.subkey(.datagram))

@@ -22,9 +22,15 @@ extension ControlOptions {
     /// Connects, sends one request, prints the reply (raw with --json, else via `show`), and maps
     /// failures to the CLI's exit codes.
     func perform(_ op: String, _ fields: JSONObject = [:], show: (JSONObject) -> Void) async throws {
-        let client: ControlClient
+        let client = try await connect()
+        defer { Task { await client.close() } }
+        try await perform(op, fields, on: client, show: show)
+    }
+
+    /// Connects to the node, or exits 3 with one line saying why not.
+    func connect() async throws -> ControlClient {
         do {
-            client = try await ControlClient.connect(path: path)
+            return try await ControlClient.connect(path: path)
         } catch ControlClientError.untrusted(let refusal) {
             complain(refusal.message)
             throw ExitCode(3)
@@ -32,7 +38,10 @@ extension ControlOptions {
             complain("no node is running at \(path) (start one with: huddle run --key FILE --control \(path))")
             throw ExitCode(3)
         }
-        defer { Task { await client.close() } }
+    }
+
+    /// One request on `client`: the reply printed (raw with --json, else via `show`), failures mapped to exit codes.
+    func perform(_ op: String, _ fields: JSONObject, on client: ControlClient, show: (JSONObject) -> Void) async throws {
         do {
             let reply = try await client.request(op, fields)
             if json { print(JSON.object(reply).serialized) } else { show(reply) }

@@ -15,7 +15,7 @@ struct Huddle: AsyncParsableCommand {
             Exit codes: 0 ok, 1 the node answered with an error, 2 usage, 3 no node at the control path.
             """,
         subcommands: [KeygenCommand.self, RunCommand.self, StatusCommand.self, MembersCommand.self, JoinCommand.self,
-                      SendCommand.self, EventsCommand.self, AttachCommand.self, ActivityCommand.self, StatsCommand.self, InviteCommand.self,
+                      SendCommand.self, EventsCommand.self, AttachCommand.self, ActivityCommand.self, StatsCommand.self, ParticipantsCommand.self, InviteCommand.self,
                       RemoveCommand.self, RekeyCommand.self, LeaveCommand.self, DoctorCommand.self]
     )
 

@@ -214,6 +214,7 @@ private struct Cores {
             _ = timing.requests(to: [peer], wall: Double(wall) / 1e6, now: now, force: true)
             timing.reply(from: peer, echo: LinkTiming.wallMicros(Double(wall) / 1e6), peerMicros: ~wall, wall: Double(wall) / 1e6, now: now)
         case let .timeReply(echo, wall): timing.reply(from: peer, echo: echo, peerMicros: wall, wall: Double(wall) / 1e6, now: now)
+        case let .participants(record): check(LinkMessage.participants(record).encoded(), "participants of \(record.member)", LinkMessage.decode)
         }
     }
 

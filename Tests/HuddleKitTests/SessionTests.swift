@@ -4,7 +4,7 @@ import Testing
 
 @Suite("GroupSession against real nodes", .timeLimit(.minutes(10)))
 struct SessionTests {
-    @Test func activeParticipantsGrowAndShrinkAsMembersJoinAndLeave() async throws {
+    @Test func activeParticipantsGrowAndShrinkAsProgramsJoinAndTheirNodesLeave() async throws {
         let nodes = try Nodes("members")
         defer { nodes.shutdown() }
         let a = try await nodes.session("ann")
@@ -17,9 +17,10 @@ struct SessionTests {
         #expect(a.localParticipant.name == "ann")
 
         let ben = try await nodes.session("ben")
-        try await nodes.start("cat")
-        try await eventually("ann to see ben and cat") { Set(a.activeParticipants.map(\.name)) == ["ann", "ben", "cat"] }
+        let cat = try await nodes.session("cat")
         try await ben.joinAndWait()
+        try await cat.joinAndWait()
+        try await eventually("ann to see ben's and cat's programs") { Set(a.activeParticipants.map(\.name)) == ["ann", "ben", "cat"] }
         try await ben.leaveWithNode()  // the node leaves the session and exits
         #expect(ben.state == .invalidated(reason: .left))
         try await eventually("ben's node to exit") { try nodes.hasExited("ben") }
@@ -42,6 +43,7 @@ struct SessionTests {
         #expect(joined == ["ben", "cat"] || joined == ["cat", "ben"])
         #expect(left == ["ben"])
         await a.disconnect()
+        await cat.disconnect()
     }
 
     @Test func theActivityIsTypedAndConvergesAndAnotherAppsActivityReadsAsNil() async throws {

@@ -101,6 +101,18 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     /// A grant that is not for this member, not for the current head, or does not open and check.
     case epochBadGrant = "epoch_bad_grant"
 
+    // Participants (issue 38; `SessionCore+Participants`).
+
+    /// A participant record about another member than the one whose link carried it.
+    case participantsNotBySigner = "participants_not_by_signer"
+    /// A participant record of a member that left or was removed.
+    case participantsDeparted = "participants_departed"
+    /// A participant record beyond the per-member budget (`ParticipantTable.maximumPerMember`
+    /// programs, `maximumRecordBytes`).
+    case participantBudget = "participant_budget"
+    /// A participant record that names one program twice.
+    case participantsMalformed = "participants_malformed"
+
     public static func < (a: Refusal, b: Refusal) -> Bool { a.rawValue < b.rawValue }
 }
 

@@ -264,6 +264,7 @@ extension SessionCore {
         broadcast.memberLeft(info.id, now: now)
         journal.setPeers(live, now: now)
         out.append(.closeLink(info.id))
+        out += forgetParticipants(of: info.id)
         if announce {
             out.append(.memberRemoved(info, by: memberID(of: epochs.removedNodes[info.node] ?? [])))
         }

@@ -43,6 +43,8 @@ public struct SessionCore: Sendable {
     public var broadcast: CausalBroadcast
     public var journal: Journal
     public var activity = ActivityRegister()
+    /// Which programs take part in activities, here and on linked members (`SessionCore+Participants`).
+    public internal(set) var presence = ParticipantTable()
     public internal(set) var planner: LinkPlanner
     /// Per linked member, its link's round-trip time and its clock skew (`SessionCore+Timing`).
     public internal(set) var timing = LinkTiming()
@@ -181,6 +183,7 @@ public struct SessionCore: Sendable {
             digestAt = now
             out += digests(now: now)
         }
+        out += announceParticipants()
         return out + epochTick(now: now) + congestionCleared(since: congested)
     }
 
@@ -296,6 +299,7 @@ public struct SessionCore: Sendable {
                     datagramKeys.forget(info.id)
                     out.append(.closeLink(info.id))
                 }
+                out += participantsAfter(change, of: info.id)
             }
         }
         return out
@@ -377,7 +381,8 @@ public struct SessionCore: Sendable {
         epochLinks[peer] = nil
         peerHeads[peer] = nil
         headHandovers[peer] = nil
-        return settled ? membership(swim.linkLost(peer, now: now), now: now) : []
+        let gone = forgetParticipants(of: peer)
+        return gone + (settled ? membership(swim.linkLost(peer, now: now), now: now) : [])
     }
 
     // MARK: broadcast
@@ -495,6 +500,7 @@ public struct SessionCore: Sendable {
         case let .epochHead(_, head, holdsKey): out = receiveEpochHead(head, holdsKey: holdsKey, from: peer, now: now)
         case let .timeRequest(wall): out = answerTimeRequest(wall, from: peer, now: now)
         case let .timeReply(echo, wall): out = receiveTimeReply(echo: echo, wallMicros: wall, from: peer, now: now)
+        case let .participants(record): out = receiveParticipants(record, from: peer)
         }
         return out + congestionCleared(since: congested) + firstRefusals(since: counted)
     }

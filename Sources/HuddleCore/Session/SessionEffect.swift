@@ -57,6 +57,8 @@ public enum SessionEffect: Sendable, Equatable {
     /// A member's node key was removed (by `by`, when the remover's member id is known): its
     /// links are closed and it is refused from now on. Shown as a `member` event `removed`.
     case memberRemoved(MemberInfo, by: MemberID?)
+    /// Programs joined or left activities, as this member shows them (`SessionCore+Participants`).
+    case participants([ParticipantChange])
 }
 
 /// How the shell seals a datagram the core sends; the core chose it (`SessionCore+Datagrams`).

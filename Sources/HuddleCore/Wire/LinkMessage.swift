@@ -58,6 +58,9 @@ public enum LinkMessage: Sendable, Equatable {
     /// A peer's wall time is clamped to `LinkTiming.maximumWallMicros` when decoded, never refused:
     /// a host whose clock is far off is what `huddle doctor` is there to report.
     case timeReply(echo: UInt64, wallMicros: UInt64)
+    /// The sender's participating programs (issue 38), signed by it: sent on every link when they
+    /// change and once on a new link (`SessionCore+Participants`).
+    case participants(ParticipantRecord)
 
     /// Most epoch changes one `epochChanges` message carries.
     public static let maximumEpochChanges = 16
@@ -67,7 +70,7 @@ public enum LinkMessage: Sendable, Equatable {
     private enum Kind: UInt8 {
         case hello = 1, pushPull = 2, message = 3, pushPullReply = 4, swim = 5, digest = 6, request = 7, baseline = 8, activity = 9
         case journal = 10, have = 11, chunkRequest = 12, chunkHeader = 13, batch = 14, chunkCorrupt = 15
-        case epochChanges = 16, epochGrant = 17, epochHead = 18, timeRequest = 19, timeReply = 20
+        case epochChanges = 16, epochGrant = 17, epochHead = 18, timeRequest = 19, timeReply = 20, participants = 21
     }
 
     public func encoded() -> [UInt8] {
@@ -120,6 +123,8 @@ public enum LinkMessage: Sendable, Equatable {
             w.u8(Kind.timeRequest.rawValue); w.u64(wall)
         case let .timeReply(echo, wall):
             w.u8(Kind.timeReply.rawValue); w.u64(echo); w.u64(wall)
+        case let .participants(record):
+            w.u8(Kind.participants.rawValue); record.encode(into: &w)
         }
         return w.bytes
     }
@@ -201,6 +206,7 @@ public enum LinkMessage: Sendable, Equatable {
         case .timeReply:
             result = .timeReply(echo: min(try r.u64("echoed wall time"), LinkTiming.maximumWallMicros),
                                 wallMicros: min(try r.u64("wall time"), LinkTiming.maximumWallMicros))
+        case .participants: result = .participants(try ParticipantRecord.decode(from: &r))
         case nil: throw WireError("unknown link message kind")
         }
         try r.expectEnd("link message")

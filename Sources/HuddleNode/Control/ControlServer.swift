@@ -120,13 +120,13 @@ enum ControlServer {
                     let items = splitter.add(chunk.readableBytesView)
                     if !items.isEmpty { await node.handleControl(items, on: connection) }
                 }
-                await node.unsubscribe(connection)
+                await node.connectionClosed(connection)
                 connection.outbox.close()
                 // Every reply is out (and the node's side half-closed) before the channel closes.
                 try await written.futureResult.get()
             }
         } catch {
-            await node.unsubscribe(connection)
+            await node.connectionClosed(connection)
             connection.outbox.close()
         }
     }

@@ -107,6 +107,7 @@ struct EventLog {
         case .attachments: 4
         case .activity: 8
         case .invite: 16
+        case .participants: 32
         }
     }
 

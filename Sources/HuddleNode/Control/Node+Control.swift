@@ -82,6 +82,11 @@ extension Node {
         case let .remove(member): return ControlReply.ok(id: id, try await removeOp(member))
         case .rekey: return ControlReply.ok(id: id, try await rekeyOp())
         case .diagnose: return ControlReply.ok(id: id, await diagnose())
+        case let .participantJoin(activity, program): return ControlReply.ok(id: id, try joinProgram(activity: activity, id: program, on: connection))
+        case let .participantLeave(program):
+            try leaveProgram(program)
+            return ControlReply.ok(id: id, [:])
+        case let .participants(activity): return ControlReply.ok(id: id, ["participants": .array(participantsJSON(activity: activity))])
         case let .leave(timeoutMs):
             let handedOff = await handOff(timeout: timeoutMs.map { Duration.milliseconds($0) } ?? .seconds(30))
             var reply: [UInt8] = []
@@ -162,7 +167,11 @@ extension Node {
 }
 
 extension Node {
-    func unsubscribe(_ connection: ControlConnection) { events.unsubscribe(connection) }
+    /// A control connection closed: its subscription ends and its programs stop being participants.
+    func connectionClosed(_ connection: ControlConnection) {
+        events.unsubscribe(connection)
+        endPrograms(of: connection)
+    }
 
     /// The writer of a subscriber's connection took its queued lines: queue the next window.
     func feedSubscriber(_ connection: ControlConnection) { events.feed(connection) }

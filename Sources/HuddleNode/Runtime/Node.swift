@@ -75,6 +75,8 @@ actor Node {
     nonisolated let leftForGood = Mutex(false)
     /// `commitState` is sending what it just committed (no second commit for it).
     var committing = false
+    /// The programs each control connection joined as participants: gone when it closes.
+    var programsByConnection: [ObjectIdentifier: Set<UInt64>] = [:]
 
     /// `resume`: what a previous run on the same data directory committed (the member `local`
     /// names, at a higher incarnation), taken up before anything else happens.
@@ -279,6 +281,7 @@ actor Node {
                 log.warning("this node was removed from the session by node \(hexString(by).prefix(16))\(member.map { " (member \($0))" } ?? ""): it holds no key of the session any more")
                 wake(.epoch)
             case let .memberRemoved(info, by): emitMember(.removed, info, by: by)
+            case let .participants(changes): emitParticipants(changes)
             }
         }
         publishDatagramKeys()

@@ -95,7 +95,7 @@ extension SessionEffect {
     /// Whether this effect only makes an event here (a delivery, a member or attachment change).
     var isLocalEvent: Bool {
         switch self {
-        case .deliver, .deliverOwn, .deliverUnreliable, .gap, .member, .memberRemoved, .activityChanged: true
+        case .deliver, .deliverOwn, .deliverUnreliable, .gap, .member, .memberRemoved, .activityChanged, .participants: true
         case .journal(.emit): true
         default: false
         }
