@@ -686,6 +686,7 @@ extension MemberChange {
         case .left: 5
         case .updated: 6
         case .removed: 7
+        case .path: 8
         }
     }
 }

@@ -24,7 +24,7 @@ private let extremes: [UInt64] = [0, 1, 2, 255, 256, 65_535, 65_536, UInt64(UInt
                                   UInt64(Int64.max), UInt64(Int64.max) + 1, .max - 1, .max]
 
 /// The message kinds `FuzzInput.encoding` makes (every link message kind, datagrams, journal entries, batches).
-private let kindCount = 17
+private let kindCount = 18
 
 
 /// How the encoding is damaged before decoding.
@@ -75,7 +75,7 @@ private struct FuzzInput: Sendable {
 
     /// The message, encoded as the kind says.
     var encoding: [UInt8] {
-        switch kind % 17 {
+        switch kind % kindCount {
         case 0: LinkMessage.hello(since: number(0), nonApplication: number(1)).encoded()
         case 1: LinkMessage.pushPull(SWIMPushPull(join: number(9) % 2 == 0, members: [info])).encoded()
         case 2: LinkMessage.swim(SWIMMessage(sender: member(8), kind: .gossip, gossip: [gossip])).encoded()
@@ -93,6 +93,7 @@ private struct FuzzInput: Sendable {
         case 13: DatagramPayload(sender: member(0), counter: number(9), content: .message(wire)).encoded()
         case 14: journalAddEncoding
         case 15: batchEncoding
+        case 16: LinkMessage.observed(link: String(decoding: bytes.prefix(20), as: UTF8.self), datagram: "\(number(0) % 256).0.0.1:\(number(1) % 70_000)").encoded()
         default: LinkMessage.epochHead(epoch: number(0), head: Array((bytes + [UInt8](repeating: 0, count: 32)).prefix(32)), holdsKey: number(1) % 2 == 0).encoded()
         }
     }
@@ -151,6 +152,7 @@ private struct Cores {
     var broadcast = CausalBroadcast(local: local, awaitingBaseline: true)
     var journal = Journal(local: local, seed: 1)
     var activity = ActivityRegister()
+    var reach = ReachObservations()
     var replay = ReplayWindow()
     /// What the cores made that a peer's decoder refused, with what it was.
     var undecodable: [String] = []
@@ -206,6 +208,9 @@ private struct Cores {
         case let .have(id, have, offer): journal.peerAnnounced(peer, id: id, have: have, offer: offer)
         case let .chunkRequest(id, index), let .chunkCorrupt(id, index): _ = journal.holds(id, Int(index))
         case .chunkHeader, .epochChanges, .epochGrant, .epochHead: break  // epochs: EpochInputFuzzTests
+        case let .observed(link, datagram):
+            reach.receive(from: peer, link: link, datagram: datagram, now: now)
+            _ = reach.nat(advertised: testAddr("h"))
         }
     }
 

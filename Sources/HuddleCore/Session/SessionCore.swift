@@ -110,6 +110,8 @@ public struct SessionCore: Sendable {
     var pendingBatch: [WireMessage] = []
     /// Body bytes in `pendingBatch` (a batch is flushed before it would pass `batchBytes`).
     var pendingBatchBytes = 0
+    /// Observed addresses and the NAT kind (`SessionCore+Reach`).
+    public internal(set) var reach = ReachObservations()
     /// Peers asked to catch this member up (a join push-pull), until their reply: only they may
     /// send a baseline or journal entries.
     public private(set) var catchUpFrom: Set<MemberID> = []
@@ -177,6 +179,7 @@ public struct SessionCore: Sendable {
             digestAt = now
             out += digests(now: now)
         }
+        out += reachReports(now: now)
         return out + epochTick(now: now) + congestionCleared(since: congested)
     }
 
@@ -290,6 +293,7 @@ public struct SessionCore: Sendable {
                     planner.forget(info.id)
                     datagramKeys.forget(info.id)
                     out.append(.closeLink(info.id))
+                case .path: break  // not membership's (SessionCore+Reach)
                 }
             }
         }
@@ -371,7 +375,8 @@ public struct SessionCore: Sendable {
         epochLinks[peer] = nil
         peerHeads[peer] = nil
         headHandovers[peer] = nil
-        return settled ? membership(swim.linkLost(peer, now: now), now: now) : []
+        let path = reachLinkDown(peer)
+        return path + (settled ? membership(swim.linkLost(peer, now: now), now: now) : [])
     }
 
     // MARK: broadcast
@@ -483,6 +488,7 @@ public struct SessionCore: Sendable {
         case let .epochChanges(changes): out = receiveEpochChanges(changes, from: peer, now: now)
         case let .epochGrant(grant): out = epochOutcome(epochs.receive(grant, now: now), from: peer, now: now)
         case let .epochHead(_, head, holdsKey): out = receiveEpochHead(head, holdsKey: holdsKey, from: peer, now: now)
+        case let .observed(link, datagram): out = receiveObserved(link: link, datagram: datagram, from: peer, now: now)
         }
         return out + congestionCleared(since: congested) + firstRefusals(since: counted)
     }

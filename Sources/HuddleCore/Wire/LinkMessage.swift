@@ -51,6 +51,10 @@ public enum LinkMessage: Sendable, Equatable {
     /// after the hello on every link and whenever the sender moves. A peer on another head, or
     /// without the key, is handed what it misses.
     case epochHead(epoch: UInt64, head: [UInt8], holdsKey: Bool)
+    /// Where the sender sees the receiver's traffic come from (issue 36): the source `host:port` of
+    /// the receiver's link connection and of its datagrams (empty: not seen). Each at most
+    /// `MemberInfo.maximumAddress` bytes; the core keeps only numeric ones (`ReachObservations`).
+    case observed(link: String, datagram: String)
 
     /// Most epoch changes one `epochChanges` message carries.
     public static let maximumEpochChanges = 16
@@ -61,6 +65,7 @@ public enum LinkMessage: Sendable, Equatable {
         case hello = 1, pushPull = 2, message = 3, pushPullReply = 4, swim = 5, digest = 6, request = 7, baseline = 8, activity = 9
         case journal = 10, have = 11, chunkRequest = 12, chunkHeader = 13, batch = 14, chunkCorrupt = 15
         case epochChanges = 16, epochGrant = 17, epochHead = 18
+        case observed = 30
     }
 
     public func encoded() -> [UInt8] {
@@ -108,6 +113,8 @@ public enum LinkMessage: Sendable, Equatable {
             w.u8(Kind.epochGrant.rawValue); grant.encode(into: &w)
         case let .epochHead(epoch, head, holdsKey):
             w.u8(Kind.epochHead.rawValue); w.u64(epoch); w.raw(head); w.u8(holdsKey ? 1 : 0)
+        case let .observed(link, datagram):
+            w.u8(Kind.observed.rawValue); w.string16(link); w.string16(datagram)
         }
         return w.bytes
     }
@@ -184,6 +191,9 @@ public enum LinkMessage: Sendable, Equatable {
             case 1: result = .epochHead(epoch: epoch, head: head, holdsKey: true)
             default: throw WireError("bad holds-key flag")
             }
+        case .observed:
+            result = .observed(link: try r.string16("observed link address", limit: MemberInfo.maximumAddress),
+                               datagram: try r.string16("observed datagram address", limit: MemberInfo.maximumAddress))
         case nil: throw WireError("unknown link message kind")
         }
         try r.expectEnd("link message")

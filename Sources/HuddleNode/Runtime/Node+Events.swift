@@ -13,6 +13,7 @@ extension Node {
             "state": .string(core.removedMembers.contains(info.id) || (info.id == local.id && core.epochs.isRemoved) ? "removed" : info.state.description),
             "incarnation": .int(Int64(clamping: info.incarnation)),
             "self": .bool(info.id == local.id),
+            "path": .string(core.path(to: info.id).rawValue), "via": .null,
         ])
     }
 
