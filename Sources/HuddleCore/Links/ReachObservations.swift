@@ -56,6 +56,8 @@ public struct ReachObservations: Sendable {
     private var linkLocal: [MemberID: String] = [:]
     /// What was last reported to each peer, and when.
     private var reported: [MemberID: (link: String?, datagram: String?, at: Double)] = [:]
+    /// When this member's record last took new reach addresses (`SessionCore.publishReach`).
+    public internal(set) var publishedAt = -Double.infinity
     /// `due` has nothing to do before this (a change sets it back, so it runs at the next call).
     private var checkAt = -Double.infinity
 

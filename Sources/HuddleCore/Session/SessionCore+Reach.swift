@@ -24,6 +24,26 @@ extension SessionCore {
     /// Where live peers see this member's traffic come from (`ReachObservations.reflexive`).
     public var reflexive: [String] { reach.reflexive(counting: countedReporters) }
 
+    /// The addresses this member's record offers besides `addr` (`MemberInfo.reach`): the
+    /// mapping of its listening socket when its NAT is `easy` (one mapping for every member, so
+    /// worth trying by any), and only one most live reporters saw its datagrams come from; none
+    /// otherwise (a `hard` NAT's mapping serves one observer only; with `none`, `addr` is it).
+    public var reachAddresses: [String] {
+        guard nat == .easy, let first = reflexive.first, first != swim.local.addr,
+              reach.reports.contains(where: { isLive($0.key) && $0.value.datagram == first }) else { return [] }
+        return [first]
+    }
+
+    /// Puts `reachAddresses` into this member's signed record (a new incarnation, gossiped as an
+    /// update) when they changed; at most once every `ReachObservations.refresh` seconds.
+    mutating func publishReach(now: Double) -> [SessionEffect] {
+        guard now >= reach.publishedAt + ReachObservations.refresh else { return [] }
+        let wanted = reachAddresses
+        guard wanted != swim.local.reach else { return [] }
+        reach.publishedAt = now
+        return membership(swim.update(reach: wanted, now: now), now: now)
+    }
+
     /// A link to `peer` is up (after `linkUp`): its ends as this member's socket sees them. What
     /// this member sees of the peer goes to it at once; a live member's path becomes `direct`.
     public mutating func linkAddresses(_ peer: MemberID, remote: String, local own: String, now: Double) -> [SessionEffect] {

@@ -179,7 +179,7 @@ public struct SessionCore: Sendable {
             digestAt = now
             out += digests(now: now)
         }
-        out += reachReports(now: now)
+        out += reachReports(now: now) + publishReach(now: now)
         return out + epochTick(now: now) + congestionCleared(since: congested)
     }
 
