@@ -58,6 +58,8 @@ public struct ReachObservations: Sendable {
     private var reported: [MemberID: (link: String?, datagram: String?, at: Double)] = [:]
     /// When this member's record last took new reach addresses (`SessionCore.publishReach`).
     public internal(set) var publishedAt = -Double.infinity
+    /// When `SessionCore.publishReach` last looked.
+    var publishCheckedAt = -Double.infinity
     /// `due` has nothing to do before this (a change sets it back, so it runs at the next call).
     private var checkAt = -Double.infinity
 

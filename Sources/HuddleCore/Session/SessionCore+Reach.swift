@@ -35,9 +35,11 @@ extension SessionCore {
     }
 
     /// Puts `reachAddresses` into this member's signed record (a new incarnation, gossiped as an
-    /// update) when they changed; at most once every `ReachObservations.refresh` seconds.
+    /// update) when they changed; at most once every `ReachObservations.refresh` seconds, and
+    /// looked at no more than once a second (not at every tick).
     mutating func publishReach(now: Double) -> [SessionEffect] {
-        guard now >= reach.publishedAt + ReachObservations.refresh else { return [] }
+        guard now >= reach.publishedAt + ReachObservations.refresh, now >= reach.publishCheckedAt + 1 else { return [] }
+        reach.publishCheckedAt = now
         let wanted = reachAddresses
         guard wanted != swim.local.reach else { return [] }
         reach.publishedAt = now
