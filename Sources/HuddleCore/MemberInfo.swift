@@ -38,12 +38,18 @@ public struct MemberInfo: Sendable, Equatable {
     public var proof: [UInt8]
     /// Who says the member is suspect or failed (with those states only).
     public var claim: MemberClaim?
+    /// Other addresses others may try besides `addr` (its reflexive address behind an easy NAT,
+    /// issue 36): at most `maximumReach`, each a numeric `host:port`; part of what `proof` signs.
+    public var reach: [String]
 
     public init(id: MemberID, node: [UInt8], name: String, addr: String, state: MemberState = .alive, incarnation: UInt64 = 0,
-                proof: [UInt8] = [], claim: MemberClaim? = nil) {
+                proof: [UInt8] = [], claim: MemberClaim? = nil, reach: [String] = []) {
         self.id = id; self.node = node; self.name = name; self.addr = addr; self.state = state; self.incarnation = incarnation
-        self.proof = proof; self.claim = claim
+        self.proof = proof; self.claim = claim; self.reach = reach
     }
+
+    /// Most `reach` addresses a record carries.
+    public static let maximumReach = 4
 
     /// The largest signature field accepted (Ed25519: 64 bytes).
     static let maxSignature = 64
@@ -75,12 +81,15 @@ public struct MemberInfo: Sendable, Equatable {
         } else {
             w.u8(0)
         }
+        w.u8(UInt8(reach.prefix(Self.maximumReach).count))
+        for addr in reach.prefix(Self.maximumReach) { w.string16(addr) }
     }
 
     /// Bytes `encode` writes.
     var encodedSize: Int {
         8 + 2 + node.count + 2 + name.utf8.count + 2 + addr.utf8.count + 1 + 8 + 2 + proof.count + 1
             + ((state == .suspect || state == .failed) ? claim.map { 8 + 2 + $0.signature.count } ?? 0 : 0)
+            + 1 + reach.prefix(Self.maximumReach).reduce(0) { $0 + 2 + $1.utf8.count }
     }
 
     static func decode(from r: inout WireReader) throws(WireError) -> MemberInfo {
@@ -103,12 +112,20 @@ public struct MemberInfo: Sendable, Equatable {
             claimed = MemberClaim(from: try r.member("claimer"), signature: try r.signature("claim signature"))
         default: throw WireError("bad claim flag")
         }
-        return MemberInfo(id: id, node: node, name: name, addr: addr, state: state, incarnation: incarnation, proof: proof, claim: claimed)
+        let n = Int(try r.u8("reach count"))
+        guard n <= maximumReach else { throw WireError("\(n) reach addresses in a member record (at most \(maximumReach))") }
+        var reach: [String] = []
+        for _ in 0..<n {
+            let addr = try r.string16("reach address", limit: maximumAddress)
+            guard HostPort.isNumeric(addr) else { throw WireError("a reach address that is not a numeric host:port") }
+            reach.append(addr)
+        }
+        return MemberInfo(id: id, node: node, name: name, addr: addr, state: state, incarnation: incarnation, proof: proof, claim: claimed, reach: reach)
     }
 
     /// Smallest encoding: id, two empty strings' lengths, 32-byte key with length, state,
-    /// incarnation, an empty proof's length, the claim flag.
-    static let minimumEncodedSize = 8 + 2 + 32 + 2 + 2 + 1 + 8 + 2 + 1
+    /// incarnation, an empty proof's length, the claim flag, the reach count.
+    static let minimumEncodedSize = 8 + 2 + 32 + 2 + 2 + 1 + 8 + 2 + 1 + 1
 }
 
 extension MemberInfo {

@@ -689,6 +689,7 @@ extension MemberChange {
         case .left: 5
         case .updated: 6
         case .removed: 7
+        case .path: 8
         }
     }
 }

@@ -62,7 +62,7 @@ struct SimMetrics: Sendable {
             if crashTimes[target] == nil, leaveTimes[target] == nil, !acrossPartition { falseSuspicions += 1 }
         case .left:
             leftReports += 1
-        case .alive, .updated, .removed:
+        case .alive, .updated, .removed, .path:
             break
         }
     }

@@ -8,7 +8,7 @@ struct StatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await options.perform("status") { reply in
-            let keys = ["member", "node", "name", "addr", "session", "epoch", "members", "uptime_ms", "clock", "baseline"]
+            let keys = ["member", "node", "name", "addr", "session", "epoch", "members", "uptime_ms", "clock", "baseline", "nat", "reflexive"]
             for key in keys { print("\(key.padding(toLength: 10, withPad: " ", startingAt: 0)) \(plain(reply[key]))") }
         }
     }
@@ -21,9 +21,9 @@ struct MembersCommand: AsyncParsableCommand {
     func run() async throws {
         try await options.perform("members") { reply in
             let rows = (reply["members"]?.arrayValue ?? []).compactMap(\.objectValue).map { m in
-                [(m["self"] == .bool(true) ? "*" : " ") + plain(m["member"]), plain(m["name"]), plain(m["addr"]), plain(m["state"]), plain(m["incarnation"])]
+                [(m["self"] == .bool(true) ? "*" : " ") + plain(m["member"]), plain(m["name"]), plain(m["addr"]), plain(m["state"]), plain(m["incarnation"]), plain(m["path"])]
             }
-            printTable(header: [" MEMBER", "NAME", "ADDR", "STATE", "INCARNATION"], rows: rows)
+            printTable(header: [" MEMBER", "NAME", "ADDR", "STATE", "INCARNATION", "PATH"], rows: rows)
         }
     }
 }

@@ -24,7 +24,7 @@ private let extremes: [UInt64] = [0, 1, 2, 255, 256, 65_535, 65_536, UInt64(UInt
                                   UInt64(Int64.max), UInt64(Int64.max) + 1, .max - 1, .max]
 
 /// The message kinds `FuzzInput.encoding` makes (every link message kind, datagrams, journal entries, batches).
-private let kindCount = 18
+private let kindCount = 19
 
 
 /// How the encoding is damaged before decoding.
@@ -94,6 +94,7 @@ private struct FuzzInput: Sendable {
         case 14: journalAddEncoding
         case 15: batchEncoding
         case 16: number(2) % 2 == 0 ? LinkMessage.timeRequest(wallMicros: number(0)).encoded() : LinkMessage.timeReply(echo: number(0), wallMicros: number(1)).encoded()
+        case 17: LinkMessage.observed(link: String(decoding: bytes.prefix(20), as: UTF8.self), datagram: "\(number(0) % 256).0.0.1:\(number(1) % 70_000)").encoded()
         default: LinkMessage.epochHead(epoch: number(0), head: Array((bytes + [UInt8](repeating: 0, count: 32)).prefix(32)), holdsKey: number(1) % 2 == 0).encoded()
         }
     }
@@ -153,6 +154,7 @@ private struct Cores {
     var journal = Journal(local: local, seed: 1)
     var activity = ActivityRegister()
     var timing = LinkTiming()
+    var reach = ReachObservations()
     var replay = ReplayWindow()
     /// What the cores made that a peer's decoder refused, with what it was.
     var undecodable: [String] = []
@@ -215,6 +217,9 @@ private struct Cores {
             timing.reply(from: peer, echo: LinkTiming.wallMicros(Double(wall) / 1e6), peerMicros: ~wall, wall: Double(wall) / 1e6, now: now)
         case let .timeReply(echo, wall): timing.reply(from: peer, echo: echo, peerMicros: wall, wall: Double(wall) / 1e6, now: now)
         case let .participants(record): check(LinkMessage.participants(record).encoded(), "participants of \(record.member)", LinkMessage.decode)
+        case let .observed(link, datagram):
+            reach.receive(from: peer, link: link, datagram: datagram, now: now)
+            _ = reach.nat(advertised: testAddr("h"))
         }
     }
 

@@ -35,6 +35,8 @@ private let samples: [LinkMessage] = [
     .epochHead(epoch: 3, head: [UInt8](repeating: 4, count: 32), holdsKey: false),
     .timeRequest(wallMicros: 1_700_000_000_123_456),
     .timeReply(echo: 1_700_000_000_123_456, wallMicros: LinkTiming.maximumWallMicros),
+    .observed(link: "203.0.113.7:40123", datagram: ""),
+    .observed(link: "", datagram: "[2001:db8::1]:7400"),
     .epochGrant(EpochGrant(session: [UInt8](repeating: 1, count: 8), epoch: 2, head: [UInt8](repeating: 2, count: 32),
                            recipient: [UInt8](repeating: 3, count: 32), sealedKey: [UInt8](repeating: 5, count: EpochChange.sealedKeyLength))),
     .epochChanges([EpochChange(session: [UInt8](repeating: 1, count: 8), epoch: 1, parent: [UInt8](repeating: 2, count: 32), maker: MemberID(raw: 3),

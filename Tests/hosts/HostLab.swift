@@ -134,6 +134,10 @@ struct Host: Sendable {
     let ip: String
     let interface: String
     var addr: String { "\(ip):7400" }
+    /// The router this host sits behind (`.public`: none, it is on the lab's bridge; NATLab.swift).
+    var router: Router = .public
+    /// The router's address on the bridge (what members see a NATted host's traffic come from).
+    var wan: String?
 }
 
 /// A private network of namespace hosts for one test: a switch namespace holding a bridge, one
@@ -153,7 +157,8 @@ final class HostLab: @unchecked Sendable {
     private var namespaces: [String] = []
     private var cleanupToken = 0
 
-    init(_ label: String, hosts count: Int) throws {
+    /// `routers[i]`, when given and not `.public`: host `i` sits behind a NAT router of that kind (NATLab.swift).
+    init(_ label: String, hosts count: Int, routers: [Router] = []) throws {
         precondition((1...250).contains(count))
         _ = HostEnvironment.sweptLeftovers
         runCounter.lock()
@@ -176,7 +181,12 @@ final class HostLab: @unchecked Sendable {
         switchNamespace = "\(tag)-sw"
         hosts = (0..<count).map { i in
             let name = String(UnicodeScalar(UInt8(97 + i % 26))) + (i >= 26 ? "\(i / 26)" : "")
-            return Host(index: i, name: name, namespace: "\(tag)-\(name)", ip: "\(prefix).\(i + 1)", interface: "he\(short)i\(i)")
+            let router = i < routers.count ? routers[i] : .public
+            guard router != .public else {
+                return Host(index: i, name: name, namespace: "\(tag)-\(name)", ip: "\(prefix).\(i + 1)", interface: "he\(short)i\(i)")
+            }
+            return Host(index: i, name: name, namespace: "\(tag)-\(name)", ip: Self.lanAddress(i, host: true), interface: "he\(short)i\(i)",
+                        router: router, wan: "\(prefix).\(i + 101)")
         }
         do {
             cleanupToken = CleanupRegistry.shared.add { [weak self] in self?.teardown() }
@@ -188,7 +198,7 @@ final class HostLab: @unchecked Sendable {
         }
     }
 
-    private func addNamespace(_ name: String) throws {
+    func addNamespace(_ name: String) throws {
         lock.lock(); namespaces.append(name); lock.unlock()
         try Shell.must([Shell.ip, "netns", "add", name])
         try Shell.must([Shell.ip, "-n", name, "link", "set", "lo", "up"])
@@ -200,6 +210,10 @@ final class HostLab: @unchecked Sendable {
         try Shell.must([Shell.ip, "-n", switchNamespace, "link", "set", bridge, "up"])
         for host in hosts {
             try addNamespace(host.namespace)
+            if host.router != .public {
+                try buildRouter(for: host, bridge: bridge, switchNamespace: switchNamespace, short: short)
+                continue
+            }
             let port = "hs\(short)p\(host.index)"
             // Both ends are created straight inside the lab's namespaces: nothing appears in the root one.
             try Shell.must([Shell.ip, "link", "add", host.interface, "netns", host.namespace, "type", "veth",

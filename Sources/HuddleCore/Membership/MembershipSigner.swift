@@ -38,6 +38,11 @@ public enum MembershipStatement {
         var w = WireWriter(capacity: 96 + info.name.utf8.count + info.addr.utf8.count)
         w.raw(Array("huddle member alive v1".utf8))
         w.member(info.id); w.bytes16(info.node); w.string16(info.name); w.string16(info.addr); w.u64(info.incarnation)
+        // The reach addresses (issue 36), only when there are any: a record without them signs as before.
+        if !info.reach.isEmpty {
+            w.u8(UInt8(info.reach.prefix(MemberInfo.maximumReach).count))
+            for addr in info.reach.prefix(MemberInfo.maximumReach) { w.string16(addr) }
+        }
         return w.bytes
     }
 

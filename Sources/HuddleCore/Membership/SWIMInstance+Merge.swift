@@ -63,7 +63,7 @@ extension SWIMInstance {
             liveCount += 1
         }
         broadcasts.enqueue(.alive(record))
-        let metadataChanged = old.name != record.name || old.addr != record.addr
+        let metadataChanged = old.name != record.name || old.addr != record.addr || old.reach != record.reach
         switch old.state {
         case .suspect, .failed: actions.append(.emit(.alive, record))
         case .alive: if metadataChanged { actions.append(.emit(.updated, record)) }

@@ -216,12 +216,13 @@ public struct SWIMInstance: Sendable {
         return actions
     }
 
-    /// Changes this member's name and/or address; others report `updated`.
-    public mutating func update(name: String? = nil, addr: String? = nil, now: Double) -> [SWIMAction] {
+    /// Changes this member's name, address and/or reach addresses; others report `updated`.
+    public mutating func update(name: String? = nil, addr: String? = nil, reach: [String]? = nil, now: Double) -> [SWIMAction] {
         start(now)
         guard local.state != .left else { return [] }
         if let name { local.name = name }
         if let addr { local.addr = addr }
+        if let reach { local.reach = Array(reach.prefix(MemberInfo.maximumReach)) }
         local.incarnation += 1
         signLocal()
         broadcasts.enqueue(.alive(local))

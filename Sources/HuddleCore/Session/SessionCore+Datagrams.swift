@@ -61,6 +61,7 @@ extension SessionCore {
         case .fresh: break
         }
         noteSource(source, of: payload.sender)
+        reach.sawDatagram(from: payload.sender, source: source)
         switch payload.content {
         case let .swim(message):
             guard message.sender == payload.sender else { return [] }

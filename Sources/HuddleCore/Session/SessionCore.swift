@@ -114,6 +114,8 @@ public struct SessionCore: Sendable {
     var pendingBatch: [WireMessage] = []
     /// Body bytes in `pendingBatch` (a batch is flushed before it would pass `batchBytes`).
     var pendingBatchBytes = 0
+    /// Observed addresses and the NAT kind (`SessionCore+Reach`).
+    public internal(set) var reach = ReachObservations()
     /// Peers asked to catch this member up (a join push-pull), until their reply: only they may
     /// send a baseline or journal entries.
     public private(set) var catchUpFrom: Set<MemberID> = []
@@ -184,6 +186,7 @@ public struct SessionCore: Sendable {
             out += digests(now: now)
         }
         out += announceParticipants()
+        out += reachReports(now: now) + publishReach(now: now)
         return out + epochTick(now: now) + congestionCleared(since: congested)
     }
 
@@ -298,6 +301,7 @@ public struct SessionCore: Sendable {
                     timing.forget(info.id)
                     datagramKeys.forget(info.id)
                     out.append(.closeLink(info.id))
+                case .path: break  // not membership's (SessionCore+Reach)
                 }
                 out += participantsAfter(change, of: info.id)
             }
@@ -381,7 +385,7 @@ public struct SessionCore: Sendable {
         epochLinks[peer] = nil
         peerHeads[peer] = nil
         headHandovers[peer] = nil
-        let gone = forgetParticipants(of: peer)
+        let gone = forgetParticipants(of: peer) + reachLinkDown(peer)
         return gone + (settled ? membership(swim.linkLost(peer, now: now), now: now) : [])
     }
 
@@ -501,6 +505,7 @@ public struct SessionCore: Sendable {
         case let .timeRequest(wall): out = answerTimeRequest(wall, from: peer, now: now)
         case let .timeReply(echo, wall): out = receiveTimeReply(echo: echo, wallMicros: wall, from: peer, now: now)
         case let .participants(record): out = receiveParticipants(record, from: peer)
+        case let .observed(link, datagram): out = receiveObserved(link: link, datagram: datagram, from: peer, now: now)
         }
         return out + congestionCleared(since: congested) + firstRefusals(since: counted)
     }

@@ -61,6 +61,10 @@ public enum LinkMessage: Sendable, Equatable {
     /// The sender's participating programs (issue 38), signed by it: sent on every link when they
     /// change and once on a new link (`SessionCore+Participants`).
     case participants(ParticipantRecord)
+    /// Where the sender sees the receiver's traffic come from (issue 36): the source `host:port` of
+    /// the receiver's link connection and of its datagrams (empty: not seen). Each at most
+    /// `MemberInfo.maximumAddress` bytes; the core keeps only numeric ones (`ReachObservations`).
+    case observed(link: String, datagram: String)
 
     /// Most epoch changes one `epochChanges` message carries.
     public static let maximumEpochChanges = 16
@@ -71,6 +75,7 @@ public enum LinkMessage: Sendable, Equatable {
         case hello = 1, pushPull = 2, message = 3, pushPullReply = 4, swim = 5, digest = 6, request = 7, baseline = 8, activity = 9
         case journal = 10, have = 11, chunkRequest = 12, chunkHeader = 13, batch = 14, chunkCorrupt = 15
         case epochChanges = 16, epochGrant = 17, epochHead = 18, timeRequest = 19, timeReply = 20, participants = 21
+        case observed = 30
     }
 
     public func encoded() -> [UInt8] {
@@ -125,6 +130,8 @@ public enum LinkMessage: Sendable, Equatable {
             w.u8(Kind.timeReply.rawValue); w.u64(echo); w.u64(wall)
         case let .participants(record):
             w.u8(Kind.participants.rawValue); record.encode(into: &w)
+        case let .observed(link, datagram):
+            w.u8(Kind.observed.rawValue); w.string16(link); w.string16(datagram)
         }
         return w.bytes
     }
@@ -207,6 +214,9 @@ public enum LinkMessage: Sendable, Equatable {
             result = .timeReply(echo: min(try r.u64("echoed wall time"), LinkTiming.maximumWallMicros),
                                 wallMicros: min(try r.u64("wall time"), LinkTiming.maximumWallMicros))
         case .participants: result = .participants(try ParticipantRecord.decode(from: &r))
+        case .observed:
+            result = .observed(link: try r.string16("observed link address", limit: MemberInfo.maximumAddress),
+                               datagram: try r.string16("observed datagram address", limit: MemberInfo.maximumAddress))
         case nil: throw WireError("unknown link message kind")
         }
         try r.expectEnd("link message")

@@ -113,6 +113,9 @@ extension Node {
             "epoch": .int(Int64(clamping: core.epoch)),
             // This run took up a membership from its data directory (CONTROL.md, Restart).
             "resumed": .bool(resumed),
+            // Where members see this node's traffic come from, and its NAT kind (issue 36).
+            "reflexive": .array(core.reflexive.map(JSON.string)),
+            "nat": .string(core.nat.rawValue),
         ]
     }
 

@@ -180,6 +180,7 @@ actor Node {
         execute(core.flushBatch())
         links[peer] = link
         link.send(core.linkUp(peer).encoded())
+        execute(core.linkAddresses(peer, remote: link.channel.remoteAddress.map(hostPort) ?? "", local: link.channel.localAddress.map(hostPort) ?? "", now: now))
         execute(core.epochLinkUp(peer, now: now))
         return true
     }

@@ -1,0 +1,121 @@
+/// A relay member's circuits (issue 36, item 2; **not wired in yet**: no link message, no shell):
+/// which member pairs it forwards opaque bytes between, within what budget.
+///
+/// A circuit joins two members A and B that both hold a link to this member and cannot link to
+/// each other; this member forwards the A–B link's records as they are (ciphertext end to end: it
+/// holds no key of the A–B link and sees only sizes and timing).
+///
+/// Guarantees (pure: time comes in as `now`):
+/// - at most `Budget.circuitsPerMember` circuits touch any one member, at most
+///   `Budget.circuits` in all; a request beyond either, for itself, for a pair already joined,
+///   or from a member that is not linked, is refused and counted by reason (`refusals`);
+/// - each member's forwarded bytes are within a token bucket of `Budget.bytesPerSecond` (burst
+///   `Budget.burstBytes`): bytes over it are refused (dropped, counted), never queued here, so
+///   memory does not grow with what a member sends;
+/// - a circuit that forwarded nothing for `Budget.idleSeconds` is closed by `tick`, and every
+///   circuit of a member whose link closed is closed at once (`linkDown`);
+/// - bytes are forwarded only on an open circuit, only to the other end of it.
+public struct RelayCircuits: Sendable {
+    /// How much this member relays (`--relay-limit`, `--no-relay` when wired in).
+    public struct Budget: Sendable, Equatable {
+        public var circuits = 64
+        public var circuitsPerMember = 8
+        public var bytesPerSecond = 1 << 20
+        public var burstBytes = 4 << 20
+        public var idleSeconds = 30.0
+        public init() {}
+        /// Relays nothing.
+        public static var none: Budget { var b = Budget(); b.circuits = 0; b.circuitsPerMember = 0; return b }
+    }
+
+    /// Why a circuit request or forwarded bytes were refused.
+    public enum Refusal: String, Sendable, CaseIterable {
+        case notLinked = "not_linked", ownCircuit = "own_circuit", duplicate, circuitsFull = "circuits_full"
+        case memberCircuitsFull = "member_circuits_full", noCircuit = "no_circuit", overBudget = "over_budget"
+    }
+
+    /// An unordered member pair (the lower id first).
+    public struct Pair: Hashable, Sendable {
+        public let low: MemberID, high: MemberID
+        public init(_ a: MemberID, _ b: MemberID) { (low, high) = a < b ? (a, b) : (b, a) }
+        public func other(than m: MemberID) -> MemberID { m == low ? high : low }
+        public func contains(_ m: MemberID) -> Bool { m == low || m == high }
+    }
+
+    public let local: MemberID
+    public let budget: Budget
+    /// Open circuits, with when each last forwarded bytes.
+    public private(set) var circuits: [Pair: Double] = [:]
+    /// Members this member holds a link to (only they may use a circuit).
+    public private(set) var linked: Set<MemberID> = []
+    /// Per member, its token bucket: tokens and when they were counted.
+    private var buckets: [MemberID: (tokens: Double, at: Double)] = [:]
+    public private(set) var refusals: [Refusal: Int] = [:]
+    public private(set) var forwardedBytes = 0
+
+    public init(local: MemberID, budget: Budget = Budget()) {
+        self.local = local
+        self.budget = budget
+    }
+
+    public mutating func linkUp(_ member: MemberID) { linked.insert(member) }
+
+    /// `member`'s link closed: its circuits close; the other ends are returned (to be told).
+    public mutating func linkDown(_ member: MemberID) -> [MemberID] {
+        linked.remove(member)
+        buckets[member] = nil
+        let gone = circuits.keys.filter { $0.contains(member) }
+        for pair in gone { circuits[pair] = nil }
+        return gone.map { $0.other(than: member) }.sorted()
+    }
+
+    /// `from` asks for a circuit to `to`: nil when opened, else why not (counted).
+    public mutating func open(from: MemberID, to: MemberID, now: Double) -> Refusal? {
+        let refusal: Refusal?
+        let pair = Pair(from, to)
+        if from == local || to == local || from == to { refusal = .ownCircuit }
+        else if !linked.contains(from) || !linked.contains(to) { refusal = .notLinked }
+        else if circuits[pair] != nil { refusal = .duplicate }
+        else if circuits.count >= budget.circuits { refusal = .circuitsFull }
+        else if count(of: from) >= budget.circuitsPerMember || count(of: to) >= budget.circuitsPerMember { refusal = .memberCircuitsFull }
+        else { refusal = nil }
+        if let refusal { refusals[refusal, default: 0] += 1; return refusal }
+        circuits[pair] = now
+        return nil
+    }
+
+    private func count(of member: MemberID) -> Int { circuits.keys.count { $0.contains(member) } }
+
+    /// `bytes` bytes from `from` for `to`: the member to forward them to, or why they are dropped.
+    public mutating func forward(_ bytes: Int, from: MemberID, to: MemberID, now: Double) -> Result<MemberID, RefusalError> {
+        let pair = Pair(from, to)
+        guard from != to, circuits[pair] != nil else { return .failure(refuse(.noCircuit)) }
+        let rate = Double(budget.bytesPerSecond), burst = Double(budget.burstBytes)
+        let bucket = buckets[from] ?? (burst, now)
+        let tokens = min(burst, bucket.tokens + max(0, now - bucket.at) * rate)
+        let n = Double(max(0, bytes))
+        guard n <= tokens else {
+            buckets[from] = (tokens, now)
+            return .failure(refuse(.overBudget))
+        }
+        buckets[from] = (tokens - n, now)
+        circuits[pair] = now
+        forwardedBytes = forwardedBytes &+ max(0, bytes)
+        return .success(to)
+    }
+
+    /// A refusal as an error value (for `forward`'s result).
+    public struct RefusalError: Error, Equatable, Sendable { public let reason: Refusal }
+
+    private mutating func refuse(_ reason: Refusal) -> RefusalError {
+        refusals[reason, default: 0] += 1
+        return RefusalError(reason: reason)
+    }
+
+    /// Closes circuits idle for `budget.idleSeconds`; returns them.
+    public mutating func tick(now: Double) -> [Pair] {
+        let idle = circuits.filter { now - $0.value >= budget.idleSeconds }.map(\.key)
+        for pair in idle { circuits[pair] = nil }
+        return idle.sorted { ($0.low, $0.high) < ($1.low, $1.high) }
+    }
+}

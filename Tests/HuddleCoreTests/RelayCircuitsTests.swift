@@ -1,0 +1,62 @@
+import Testing
+@testable import HuddleCore
+
+/// The relay's circuit table and budget (issue 36, item 2; pure, not wired into the node yet).
+private func m(_ raw: UInt64) -> MemberID { MemberID(raw: raw) }
+
+@Test func aCircuitOpensOnlyBetweenTwoLinkedMembersAndForwardsOnlyToTheOtherEnd() {
+    var r = RelayCircuits(local: m(1))
+    #expect(r.open(from: m(2), to: m(3), now: 0) == .notLinked)
+    r.linkUp(m(2)); r.linkUp(m(3)); r.linkUp(m(4))
+    #expect(r.open(from: m(2), to: m(1), now: 0) == .ownCircuit)
+    #expect(r.open(from: m(2), to: m(3), now: 0) == nil)
+    #expect(r.open(from: m(3), to: m(2), now: 0) == .duplicate)
+    #expect(r.forward(100, from: m(2), to: m(3), now: 1) == .success(m(3)))
+    #expect(r.forward(100, from: m(3), to: m(2), now: 1) == .success(m(2)))
+    #expect(r.forward(100, from: m(2), to: m(4), now: 1) == .failure(.init(reason: .noCircuit)), "no circuit 2–4")
+    #expect(r.forwardedBytes == 200)
+    #expect(r.linkDown(m(3)) == [m(2)], "the other end is told")
+    #expect(r.forward(100, from: m(2), to: m(3), now: 2) == .failure(.init(reason: .noCircuit)))
+}
+
+@Test func circuitsAreBoundedPerMemberAndInAll() {
+    var budget = RelayCircuits.Budget()
+    budget.circuits = 5
+    budget.circuitsPerMember = 2
+    var r = RelayCircuits(local: m(1), budget: budget)
+    for i in 2...20 { r.linkUp(m(UInt64(i))) }
+    #expect(r.open(from: m(2), to: m(3), now: 0) == nil)
+    #expect(r.open(from: m(2), to: m(4), now: 0) == nil)
+    #expect(r.open(from: m(2), to: m(5), now: 0) == .memberCircuitsFull, "a flood from one member stops at its share")
+    var opened = 2
+    for i in stride(from: 6, to: 20, by: 2) where r.open(from: m(UInt64(i)), to: m(UInt64(i + 1)), now: 0) == nil { opened += 1 }
+    #expect(opened == 5 && r.circuits.count == 5 && r.refusals[.circuitsFull, default: 0] > 0)
+    var off = RelayCircuits(local: m(1), budget: .none)
+    off.linkUp(m(2)); off.linkUp(m(3))
+    #expect(off.open(from: m(2), to: m(3), now: 0) == .circuitsFull, "--no-relay: nothing")
+}
+
+@Test func bytesOverAMembersRateAreDroppedNotQueuedAndTheBucketRefills() {
+    var budget = RelayCircuits.Budget()
+    budget.bytesPerSecond = 1000
+    budget.burstBytes = 2000
+    var r = RelayCircuits(local: m(1), budget: budget)
+    r.linkUp(m(2)); r.linkUp(m(3))
+    _ = r.open(from: m(2), to: m(3), now: 0)
+    #expect(r.forward(1500, from: m(2), to: m(3), now: 0) == .success(m(3)))
+    #expect(r.forward(1000, from: m(2), to: m(3), now: 0) == .failure(.init(reason: .overBudget)))
+    #expect(r.forward(1000, from: m(3), to: m(2), now: 0) == .success(m(2)), "each member has its own bucket")
+    #expect(r.forward(1000, from: m(2), to: m(3), now: 0.5) == .success(m(3)), "500 left + 500 refilled")
+    #expect(r.forward(Int.max, from: m(2), to: m(3), now: 1e9) == .failure(.init(reason: .overBudget)), "never above the burst")
+    #expect(r.refusals[.overBudget] == 2)
+}
+
+@Test func anIdleCircuitIsClosed() {
+    var r = RelayCircuits(local: m(1))
+    r.linkUp(m(2)); r.linkUp(m(3))
+    _ = r.open(from: m(2), to: m(3), now: 0)
+    _ = r.forward(1, from: m(2), to: m(3), now: 20)
+    #expect(r.tick(now: 40).isEmpty)
+    #expect(r.tick(now: 50) == [RelayCircuits.Pair(m(2), m(3))])
+    #expect(r.circuits.isEmpty)
+}
