@@ -55,10 +55,13 @@ public struct JournalMemory: Sendable, Equatable {
 
 extension Journal {
     /// The journal as a restart takes it up (see `JournalMemory`), in id order.
+    /// At most `JournalMemory.maximumRecords`: live attachments first, then removed ones (a removal
+    /// past the bound may be forgotten by a restart — and then come back with a catch-up).
     public var memory: JournalMemory {
-        JournalMemory(records: records.keys.sorted().compactMap { id in
-            records[id].map { .init(manifest: $0.manifest, key: $0.key, removed: $0.removed, completeEmitted: $0.completeEmitted) }
-        })
+        let kept = records.keys.sorted().compactMap { id in
+            records[id].map { JournalMemory.Kept(manifest: $0.manifest, key: $0.key, removed: $0.removed, completeEmitted: $0.completeEmitted) }
+        }
+        return JournalMemory(records: Array((kept.filter { !$0.removed } + kept.filter(\.removed)).prefix(JournalMemory.maximumRecords)))
     }
 
     /// Takes up what a previous run of this member knew (before any other input): attachments

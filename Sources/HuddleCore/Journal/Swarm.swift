@@ -96,9 +96,12 @@ public struct Swarm: Sendable {
     /// Whether every live peer has told what it holds of `id`, or `settle` seconds have passed since
     /// this member learned of it: before that, a chunk without a known holder is not yet a verdict.
     /// An attachment known from before a restart counts from when peers were back (the member is
-    /// alone at first, which says nothing), and is settled by its peers' word only once it has some.
+    /// alone at first, which says nothing: until it has had a peer, it is never settled, so never
+    /// `unavailable`), and is settled by its peers' word only once it has some.
     public func isSettled(_ id: String, now: Double, settle: Double = 3) -> Bool {
         guard let t = transfers[id] else { return true }
+        // Recalled while this member has had no peer since its restart: nothing to judge by yet.
+        if t.recalled && !peersSince.isFinite { return false }
         let since = t.recalled ? max(t.addedAt, peersSince) : t.addedAt
         if now - since >= settle { return true }
         return (!t.recalled || !live.isEmpty) && live.allSatisfy { t.peerHave[$0] != nil }

@@ -133,6 +133,9 @@ public struct CausalBroadcast: Sendable {
     private var counter: UInt64 = 0
     /// This member's own broadcasts so far that were not messages (journal entries).
     public private(set) var ownNonApplication: UInt64 = 0
+    /// The highest seq of this member's own broadcasts handed to `stored(own:)` (signed and on
+    /// their way): digests never show the ones still in the pending batch as stored nowhere.
+    private var ownStoredThrough: UInt64 = 0
     /// Highest broadcast seq delivered per origin (the `clock` of the control protocol).
     public private(set) var delivered: [MemberID: UInt64]
     /// Per origin, the seq deliveries started after (from the sponsor, or the origin's link hello).
@@ -190,7 +193,13 @@ public struct CausalBroadcast: Sendable {
     private var requested: [MemberID: (upTo: UInt64, reach: UInt64, at: Double)] = [:]
     /// Per origin this member is behind while no peer offers its next seq: since when, at which
     /// clock, and the lowest seq a peer ahead still stores (where a gap would end).
-    private struct Unserved { var since: Double; var mark: UInt64; var lowestStored: UInt64 }
+    private struct Unserved {
+        var since: Double
+        var mark: UInt64
+        var lowestStored: UInt64
+        /// The members that sent a digest during the wait.
+        var heard: Set<MemberID> = []
+    }
     private var unserved: [MemberID: Unserved] = [:]
     /// Per origin, a gap given up on (`gapDelay`) and not yet closed: this member skips to `to`
     /// once it knows the origin's count there (the broadcast at `to + 1`, or the origin's digest).
@@ -262,6 +271,7 @@ public struct CausalBroadcast: Sendable {
     /// Keeps this member's own signed broadcast for repair until every member has it.
     public mutating func stored(own signed: SignedMessage) {
         guard signed.message.seq > 0 else { return }
+        ownStoredThrough = max(ownStoredThrough, signed.message.seq)
         keep(signed)
     }
 
@@ -285,6 +295,7 @@ public struct CausalBroadcast: Sendable {
                          ownMessages: [SignedMessage]) {
         self.ownSeq = ownSeq
         self.ownNonApplication = min(ownNonApplication, ownSeq)
+        ownStoredThrough = ownSeq
         self.counter = max(counter, ownSeq)
         self.delivered = delivered
         self.delivered[local] = ownSeq
@@ -429,6 +440,11 @@ public struct CausalBroadcast: Sendable {
             return []
         }
         guard deliverableNow || makeRoom(signed, evictingAbove: m.seq) else { return [] }
+        // A broadcast inside a gap given up on came after all: the gap is off.
+        if let lost = lostThrough[m.from], m.seq <= lost.to {
+            lostThrough[m.from] = nil
+            unserved[m.from] = nil
+        }
         held[m.from, default: [:]][m.seq] = signed
         hold(signed)
         noteUnknownDependencies(m)
@@ -547,7 +563,8 @@ public struct CausalBroadcast: Sendable {
     /// the message for repair.
     private mutating func accept(_ signed: SignedMessage) -> Action {
         delivered[signed.message.from] = signed.message.seq
-        if !lostThrough.isEmpty, let lost = lostThrough[signed.message.from], signed.message.seq >= lost.to { lostThrough[signed.message.from] = nil }
+        // Delivered after all (or past it): a gap given up on is off, and its wait starts again.
+        if !lostThrough.isEmpty { lostThrough[signed.message.from] = nil }
         if !heldWaiting.isEmpty { heldWaiting[signed.message.from] = nil }
         keep(signed)
         return .deliver(signed)
@@ -562,7 +579,8 @@ public struct CausalBroadcast: Sendable {
             progress = false
             // In member order: concurrent messages are delivered in the same order in every process.
             for origin in held.keys.sorted() {
-                if let lost = lostThrough[origin], let after = held[origin]?[lost.to &+ 1], depsSatisfied(after.message) {
+                if let lost = lostThrough[origin], let after = held[origin]?[lost.to &+ 1], held[origin]?.keys.min() == lost.to &+ 1,
+                   depsSatisfied(after.message) {
                     out += closeGap(origin, through: lost.to, count: after.message.nonApplicationBefore)
                 }
                 guard var next = delivered[origin] else { continue }
@@ -603,6 +621,8 @@ public struct CausalBroadcast: Sendable {
         for (origin, seq) in delivered {
             storedFrom[origin] = store[origin].flatMap { $0.isEmpty ? nil : $0.firstSeq } ?? seq + 1
         }
+        // Own broadcasts made but not yet signed and stored (the pending batch) are about to be.
+        if ownStoredThrough < ownSeq { storedFrom[local] = min(storedFrom[local] ?? .max, ownStoredThrough &+ 1) }
         return Digest(delivered: delivered, storedFrom: storedFrom, ownNonApplication: ownNonApplication)
     }
 
@@ -621,14 +641,23 @@ public struct CausalBroadcast: Sendable {
         }
         guard !awaitingBaseline else { return [] }
         var out = expireUnknownOrigins(now: now)
-        if peer != local, let seq = digest.delivered[peer], delivered[peer] != nil {
+        // A member's own word about its own broadcasts (bounded as every count a member makes).
+        if peer != local, let seq = digest.delivered[peer], seq <= WireReader.madeCountLimit, delivered[peer] != nil {
             originCounts[peer] = (seq, min(digest.ownNonApplication, seq))
+        }
+        if !unserved.isEmpty {
+            for origin in Array(unserved.keys) { unserved[origin]?.heard.insert(peer) }
+        }
+        // A gap given up on that nothing closed within three times `gapDelay` is forgotten (the
+        // wait starts again), whoever sends digests.
+        if !lostThrough.isEmpty {
+            for (origin, lost) in lostThrough where now - lost.at >= 3 * settings.gapDelay { lostThrough[origin] = nil }
         }
         var requests: [Action] = []
         // Each origin's rule stands alone; requests are put in member order after (sorting every
         // digest's clock cost more than the rest of the loop).
         for (origin, theirs) in digest.delivered where origin != local {
-            guard let known = delivered[origin], theirs > known else { continue }
+            guard let known = delivered[origin], theirs > known, theirs <= WireReader.madeCountLimit else { continue }
             out += noteOffer(origin, storedFrom: digest.storedFrom[origin] ?? theirs &+ 1, now: now)
             // Past a gap given up on, repair starts after it.
             guard let clock = delivered[origin], theirs > clock else { continue }
@@ -661,21 +690,24 @@ public struct CausalBroadcast: Sendable {
     // MARK: gaps
 
     /// A peer ahead on `origin` stores its broadcasts from `storedFrom` on. An offer of this
-    /// member's next seq ends any wait for a gap (repair fills it); otherwise, once no peer has
-    /// offered it for `gapDelay`, the seqs below the lowest one a peer stores are given up on.
-    /// A hostile peer can only make this member give up on what no peer offers: any honest offer
-    /// of the next seq, at any digest, starts the wait again.
+    /// member's next seq ends any wait for a gap (repair fills it). Otherwise, once no peer has
+    /// offered it for `gapDelay` and every live member has sent a digest meanwhile (or six times
+    /// that has passed: a member that never sends one cannot hold the wait for ever), the seqs
+    /// below the lowest one a peer stores are given up on — only as far as the origin itself
+    /// shows it made them (its own digest, or a broadcast of it held here): a member's claim
+    /// about another member's messages never ends a gap by itself.
     private mutating func noteOffer(_ origin: MemberID, storedFrom offered: UInt64, now: Double) -> [Action] {
         guard let mine = delivered[origin] else { return [] }
-        // What is held here is not lost either (it waits for its dependencies, not for repair):
-        // a gap ends below the lowest held seq.
-        let lowestHeld = held[origin]?.keys.min() ?? .max
-        let storedFrom = min(offered, lowestHeld)
-        guard storedFrom > mine &+ 1 else {
+        func served() -> [Action] {
             unserved[origin] = nil
             lostThrough[origin] = nil
             return []
         }
+        guard offered > mine &+ 1 else { return served() }
+        // What is held here is not lost either (it waits for its dependencies, not for repair).
+        let lowestHeld = held[origin]?.keys.min()
+        if let lowestHeld, lowestHeld <= mine &+ 1 { return served() }
+        let storedFrom = min(offered, lowestHeld ?? .max)
         if let lost = lostThrough[origin] {
             let closed = closeFromOrigin(origin)
             guard closed.isEmpty else { return closed }
@@ -697,9 +729,17 @@ public struct CausalBroadcast: Sendable {
         }
         wait.lowestStored = min(wait.lowestStored, storedFrom)
         unserved[origin] = wait
-        guard now - wait.since >= settings.gapDelay else { return [] }
+        let waited = now - wait.since
+        guard waited >= settings.gapDelay, members.isSubset(of: wait.heard) || waited >= 6 * settings.gapDelay else { return [] }
+        // The end the origin backs: its own digest's seq, or just below a broadcast of it held here.
+        // For an origin that is gone, what messages held here depend on (signed by their origins)
+        // backs it too: nothing of it will come again, and they would wait for ever.
+        var backed = max(originCounts[origin]?.seq ?? 0, lowestHeld.map { $0 - 1 } ?? 0)
+        if !members.contains(origin), let needed = highestHeldDependency(on: origin) { backed = max(backed, needed) }
+        let to = min(wait.lowestStored - 1, backed, WireReader.madeCountLimit)
         unserved[origin] = nil
-        lostThrough[origin] = (wait.lowestStored - 1, now)
+        guard to > mine else { return [] }
+        lostThrough[origin] = (to, now)
         return closeFromOrigin(origin)
     }
 
@@ -724,7 +764,7 @@ public struct CausalBroadcast: Sendable {
 
     /// Gives up on `origin`'s broadcasts after `delivered` through `to`: deliveries continue after `to`.
     private mutating func closeGap(_ origin: MemberID, through to: UInt64, count: UInt64?) -> [Action] {
-        guard let mine = delivered[origin], to > mine else { return [] }
+        guard let mine = delivered[origin], to > mine, to <= WireReader.madeCountLimit else { return [] }
         delivered[origin] = to
         lostThrough[origin] = nil
         unserved[origin] = nil

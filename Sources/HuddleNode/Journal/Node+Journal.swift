@@ -237,20 +237,24 @@ extension Node {
         }
     }
 
+    /// A resumed member's chunk store against the journal it took up, before the node serves or
+    /// imports anything: the chunks of every attachment it knew are checked and held again
+    /// (`recoverStoredCopy`); with `deleteUnknown` (the journal was kept: a data directory of an
+    /// earlier version has none), the files of removed or unknown attachments go (a crash between
+    /// a removal and its file's deletion, an import a crash cut short).
+    func recoverStore(deleteUnknown: Bool) {
+        let known = attachments
+        if deleteUnknown {
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: store.root)) ?? []
+            for name in files where known[name].map(\.removed) ?? true { store.remove(name) }
+        }
+        for (id, record) in known where !record.removed { recoverStoredCopy(id) }
+    }
+
     /// An attachment learned again after a restart whose chunk file an earlier run left in the
     /// store: every chunk in it whose hash matches the manifest is held again, never fetched. Read
     /// on the actor (at most the attachment's size, once per attachment after a restart), so the
     /// swarm asks nobody for a chunk that is here.
-    /// A resumed member's chunk store against the journal it took up: the chunks of every
-    /// attachment it knew are checked and held again (`recoverStoredCopy`), and the files of
-    /// removed or unknown attachments (a crash between a removal and its file's deletion) go.
-    func recoverStore() {
-        let known = attachments
-        let files = (try? FileManager.default.contentsOfDirectory(atPath: store.root)) ?? []
-        for name in files where known[name].map(\.removed) ?? true { store.remove(name) }
-        for (id, record) in known where !record.removed { recoverStoredCopy(id) }
-    }
-
     func recoverStoredCopy(_ id: String) {
         guard let a = attachments[id], !a.removed, access(store.path(id), F_OK) == 0 else { return }
         let manifest = a.manifest

@@ -79,6 +79,8 @@ public enum NodeRunner {
         if let metricsServer { node.log.info("serving metrics at http://\(metricsServer.address)/metrics") }
         if let state {
             await node.persist(to: state.store)
+            // Before anything is served or imported: the store against the journal taken up.
+            if node.resumed { await node.recoverStore(deleteUnknown: loaded?.point.journal != nil) }
             // Only a member that leaves for good wipes its state (and its chunks, and an identity it made here).
             cleanup.append {
                 guard node.leftForGood.withLock({ $0 }) else { return }
@@ -143,7 +145,6 @@ public enum NodeRunner {
                 }
             }
             if node.resumed {
-                await node.recoverStore()
                 let addresses = (config.join + known).reduce(into: [String]()) { if !$0.contains($1) && $1 != node.local.addr { $0.append($1) } }
                 if !addresses.isEmpty { node.spawner.spawn { await joinInBackground(addresses, node: node) } }
             } else {
