@@ -231,3 +231,19 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     #expect(p.b.receiveLink(decoded, from: p.aInfo.id, addr: testAddr("a"), now: 2) == [.activityChanged])
     #expect(p.a.activity.current?.value == [3] && p.b.activity.current?.value == [3])
 }
+
+@Test func aResumedCoreContinuesItsSeqsAndUsesNoMessageIdTwice() throws {
+    var pair = Pair()
+    let (first, _) = try pair.a.send(body: [1], to: nil, reliable: true)
+    let (unreliable, _) = try pair.a.send(body: [2], to: [pair.bInfo.id], reliable: false)
+    // What a crash right after these sends leaves: a point committed before the unreliable one.
+    var point = pair.a.resumePoint
+    point.counter = first.counter
+    let aIdentity = Identity(seed: [UInt8](repeating: 1, count: 32))
+    var again = SessionCore(local: pair.aInfo, identity: aIdentity, joining: false, swimSeed: 3, journalSeed: 3)
+    again.resume(from: point, ownMessages: [])
+    let (next, _) = try again.send(body: [3], to: nil, reliable: true)
+    #expect(next.seq == first.seq + 1, "broadcast seqs go on after the committed one")
+    let (directed, _) = try again.send(body: [4], to: nil, reliable: false)
+    #expect(next.counter > unreliable.counter && directed.counter > unreliable.counter, "no message id of the earlier run is used again")
+}

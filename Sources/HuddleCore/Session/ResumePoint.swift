@@ -107,7 +107,10 @@ extension SessionCore {
     /// incarnation above `point.incarnation`).
     public mutating func resume(from point: ResumePoint, ownMessages: [SignedMessage]) {
         precondition(point.member == local, "a resume point of another member")
-        broadcast.resume(ownSeq: point.ownSeq, ownNonApplication: point.nonApplication[local] ?? 0, counter: point.counter,
+        // Message ids (directed and unreliable sends are not committed one by one): past any sent
+        // after the last commit, as the datagram counter below, so no id is used twice.
+        broadcast.resume(ownSeq: point.ownSeq, ownNonApplication: point.nonApplication[local] ?? 0,
+                         counter: min(point.counter &+ Self.resumeCounterMargin, WireReader.madeCountLimit),
                          delivered: point.delivered, baseline: point.baseline, ownMessages: ownMessages)
         for (origin, seq) in point.delivered.sorted(by: { $0.key < $1.key }) where origin != local {
             applicationSeqs.start(origin, at: seq, count: point.nonApplication[origin] ?? 0)
