@@ -10,6 +10,7 @@ import HuddleControl
 /// the node's event order; a lost control connection is resumed from the last event's cursor
 /// (nothing lost, nothing twice); when the node restarts or stays unreachable for
 /// `reconnectTimeout`, `state` becomes `.invalidated` with the reason and every sequence ends.
+// @unchecked Sendable, proven below: nothing is mutated after `init` except through the hub's Mutex.
 public final class GroupSession<ActivityType: GroupActivity>: Identifiable, @unchecked Sendable {
     // @unchecked: the only stored properties are `hub` (a `let` of a Sendable class) and the three
     // `SessionPublished` wrappers (`_state`, `_activeParticipants`, `_activity`): `var` only because

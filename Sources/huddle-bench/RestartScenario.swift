@@ -135,6 +135,7 @@ func directoryBytes(_ path: String) -> Int {
 /// Members that each send 256 B broadcasts at a steady pace (one request at a time, `every`
 /// apart) until stopped; each message's text is "<sender index> <number> " padded to `size`.
 /// `stop` says how many each sent (those whose `send` was answered ok).
+// @unchecked Sendable, proven below: its one `var` (`tasks`) is touched only from the scenario's own task.
 final class StreamSenders: @unchecked Sendable {
     // @unchecked: `tasks` is set by `start` and read by `stop`, both from the scenario's task.
     private let controls: [String]
