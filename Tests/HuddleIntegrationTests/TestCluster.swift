@@ -145,8 +145,15 @@ final class TestNode: @unchecked Sendable {
 
     var log: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
+    /// Waits for the process to exit; one that does not fails with the end of its log (what it
+    /// was doing when it hung).
     func waitForExit(within seconds: Double = 30) async throws -> Int32 {
-        try await eventually("\(name) to exit", within: seconds) { !process.isRunning }
+        do {
+            try await eventually("\(name) to exit", within: seconds) { !process.isRunning }
+        } catch {
+            let tail = log.split(separator: "\n").suffix(25).joined(separator: "\n")
+            throw TestTimeout(description: "\(name) (pid \(process.processIdentifier)) did not exit within \(seconds) s; its log ends:\n\(tail)")
+        }
         return process.terminationStatus
     }
 

@@ -5,7 +5,7 @@ import HuddleCrypto
 /// (both branches of a fork, an equivocator's pair included), and the removals it remembers beyond
 /// them. Recalled, they give the same head, keys and removed node keys as before the restart: a
 /// restarted member never hands a removed key holder back in.
-public struct EpochMemory: Sendable, Equatable {
+public struct EpochMemory: Sendable, Equatable, StoredForm {
     public var rootKey: SessionKey
     public var changes: [EpochChange]
     /// Node keys removed by changes no longer kept, with who removed them (empty: unknown).
@@ -33,18 +33,9 @@ public struct EpochMemory: Sendable, Equatable {
     }
 
     /// The stored form (a row of the node's state).
-    public func encoded() -> [UInt8] {
-        var w = WireWriter(capacity: 4096)
-        encode(into: &w)
-        return w.bytes
-    }
+    public func encoded() -> [UInt8] { storedBytes(capacity: 4096) }
 
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> EpochMemory {
-        var r = WireReader(bytes)
-        let memory = try decode(from: &r)
-        try r.expectEnd("epoch memory")
-        return memory
-    }
+    public static func decode(_ bytes: [UInt8]) throws(WireError) -> EpochMemory { try decodeWhole(bytes, "epoch memory") }
 
     static func decode(from r: inout WireReader) throws(WireError) -> EpochMemory {
         let bytes = try r.bytes16("root key"), epoch = try r.madeCount("root epoch")

@@ -1,7 +1,7 @@
 import HuddleCrypto
 
 /// One value of the session's activity, signed by the member that set it.
-public struct ActivityRecord: Sendable, Equatable {
+public struct ActivityRecord: Sendable, Equatable, StoredForm {
     public var lamport: UInt64
     public var setBy: MemberID
     /// The value as JSON text (UTF-8).
@@ -34,18 +34,9 @@ public struct ActivityRecord: Sendable, Equatable {
     }
 
     /// The stored form (a restart's activity value, `ResumePoint.activity`).
-    public func encoded() -> [UInt8] {
-        var w = WireWriter(capacity: 96 + value.count)
-        encode(into: &w)
-        return w.bytes
-    }
+    public func encoded() -> [UInt8] { storedBytes(capacity: 96 + value.count) }
 
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> ActivityRecord {
-        var r = WireReader(bytes)
-        let record = try decode(from: &r)
-        try r.expectEnd("activity record")
-        return record
-    }
+    public static func decode(_ bytes: [UInt8]) throws(WireError) -> ActivityRecord { try decodeWhole(bytes, "activity record") }
 
     static func decode(from r: inout WireReader) throws(WireError) -> ActivityRecord {
         ActivityRecord(lamport: try r.madeCount("lamport"), setBy: try r.member("setter"), value: try r.bytes32(limit: 64 * 1024, "activity"),

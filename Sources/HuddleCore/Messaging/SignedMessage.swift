@@ -19,20 +19,11 @@ public struct SignedMessage: Sendable, Equatable {
     }
 }
 
-extension SignedMessage {
+extension SignedMessage: StoredForm {
     /// The stored form (a restart's own messages, `ResumePoint`).
-    public func encoded() -> [UInt8] {
-        var w = WireWriter(capacity: message.body.count + 256)
-        encode(into: &w)
-        return w.bytes
-    }
+    public func encoded() -> [UInt8] { storedBytes(capacity: message.body.count + 256) }
 
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> SignedMessage {
-        var r = WireReader(bytes)
-        let signed = try decode(from: &r)
-        try r.expectEnd("stored message")
-        return signed
-    }
+    public static func decode(_ bytes: [UInt8]) throws(WireError) -> SignedMessage { try decodeWhole(bytes, "stored message") }
 }
 
 /// Where a message sits in its signed batch: the origin's signature over the batch root, the

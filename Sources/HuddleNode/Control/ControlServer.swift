@@ -123,7 +123,7 @@ enum ControlServer {
                 await node.connectionClosed(connection)
                 connection.outbox.close()
                 // Every reply is out (and the node's side half-closed) before the channel closes.
-                try await written.futureResult.get()
+                try await ChannelPump.awaitDrain(written, closing: channel.channel)
             }
         } catch {
             await node.connectionClosed(connection)

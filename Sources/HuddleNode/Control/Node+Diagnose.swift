@@ -36,7 +36,7 @@ extension Node {
             return all
         }
         let udpByMember = Dictionary(zip(addresses.map(\.0), await udp), uniquingKeysWith: { first, _ in first })
-        while links.keys.contains(where: { core.timing.isPending($0) }), ContinuousClock.now < asked + Self.diagnoseTimingWait {
+        while links.keys.contains(where: { core.timing.isPending($0) }), ContinuousClock.now < asked + Self.diagnoseTimingWait, mayWait {
             await wait(for: .timing, until: asked + Self.diagnoseTimingWait)
         }
         let nowSeconds = now

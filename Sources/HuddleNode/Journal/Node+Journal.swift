@@ -93,7 +93,7 @@ extension Node {
         let deadline = ContinuousClock.now + timeout
         // An id announced elsewhere a moment ago may still be on its way here: give it a few seconds.
         let appearBy = ContinuousClock.now + min(timeout, .seconds(5))
-        while attachments[id] == nil && wait && ContinuousClock.now < appearBy {
+        while attachments[id] == nil && wait && ContinuousClock.now < appearBy && mayWait {
             await self.wait(for: .attachment(id), until: min(appearBy, .now + .milliseconds(200)))
         }
         while true {
@@ -105,6 +105,7 @@ extension Node {
             guard a.state != .unavailable else { throw ControlError(code: .unavailable, message: "attachment \(id) has chunks that no live member holds") }
             guard wait else { throw ControlError(code: .unavailable, message: "attachment \(id) is not complete here yet") }
             guard ContinuousClock.now < deadline else { throw ControlError(code: .timeout, message: "attachment \(id) did not complete in time") }
+            guard mayWait else { throw ControlError(code: .unavailable, message: "the node is stopping; attachment \(id) is not complete here") }
             await self.wait(for: .attachment(id), until: min(deadline, .now + .seconds(1)))
         }
         guard let a = attachments[id] else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
@@ -358,7 +359,7 @@ extension Node {
             pushed.append((id, index))
         }
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline && journal.handedOff(pushed) < pushed.count {
+        while ContinuousClock.now < deadline && journal.handedOff(pushed) < pushed.count && mayWait {
             await wait(for: .handOff, until: deadline)
         }
         return journal.handedOff(pushed)

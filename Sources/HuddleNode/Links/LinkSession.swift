@@ -187,7 +187,7 @@ enum LinkSession {
         await readTransport(link, receive: result.receive, frames: &frames, node: node)
         // What was queued before the close still goes out, then the output is closed.
         do {
-            try await written.futureResult.get()
+            try await ChannelPump.awaitDrain(written, closing: link.channel)
         } catch {
             node.log.info("link to \(link.peer.id) failed while writing: \(error)")
         }
@@ -362,9 +362,14 @@ extension Node {
             do {
                 return try await withCheckedThrowingContinuation { continuation in
                     let once = OneShot(continuation)
-                    spawner.spawn { [self] in
+                    let scheduled = spawner.spawn { [self] in
                         await LinkSession.run(channel, role: .initiator, key: key, node: self, registered: once)
                         once.resume(.failure(NodeError("link to \(addr) closed before it was registered")))
+                    }
+                    // The node has stopped: nothing will run the link.
+                    if !scheduled {
+                        channel.channel.close(promise: nil)
+                        once.resume(.failure(NodeError("the node is stopping")))
                     }
                 }
             } catch let error as LinkSession.HandshakeFailed {

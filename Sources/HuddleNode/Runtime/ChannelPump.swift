@@ -37,6 +37,18 @@ enum ChannelPump {
         }
     }
 
+    /// Waits for `done` (the writer draining what was queued once its outbox is closed), closing
+    /// `channel` if that takes longer than `limit`: a peer or client that stops reading never
+    /// holds a task (and the node's exit) forever. The close fails the pending write, so `done`
+    /// fails and this throws.
+    static func awaitDrain(_ done: EventLoopPromise<Void>, closing channel: any Channel, within limit: TimeAmount = drainLimit) async throws {
+        let cutoff = channel.eventLoop.scheduleTask(in: limit) { channel.close(promise: nil) }
+        defer { cutoff.cancel() }
+        try await done.futureResult.get()
+    }
+
+    static let drainLimit: TimeAmount = .seconds(10)
+
     private static func fail<Element>(_ outbox: Outbox<Element>, _ channel: any Channel, _ done: EventLoopPromise<Void>, _ error: any Error) {
         outbox.close()
         channel.close(promise: nil)

@@ -52,7 +52,7 @@ extension Node {
         execute(effects)
         let head = change.hash
         let deadline = ContinuousClock.now + Self.epochReplyWait
-        while !everyoneOn(head) && ContinuousClock.now < deadline {
+        while !everyoneOn(head) && ContinuousClock.now < deadline && mayWait {
             await wait(for: .epoch, until: deadline)
         }
         return ["epoch": .int(Int64(clamping: core.epoch))]

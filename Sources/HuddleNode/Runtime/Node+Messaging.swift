@@ -33,7 +33,7 @@ extension Node {
             } catch {
                 switch error {
                 case let .busy(storedBytes):
-                    guard ContinuousClock.now < deadline else {
+                    guard ContinuousClock.now < deadline, mayWait else {
                         throw ControlError(code: .busy, message: "retransmit buffers are full (\(storedBytes) bytes held for slow members); try again")
                     }
                     await wait(for: .congestion, until: deadline)

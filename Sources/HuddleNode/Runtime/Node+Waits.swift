@@ -21,20 +21,58 @@ enum WaitReason: Hashable, Sendable {
     case timing
 }
 
+/// One task waiting on the node: how `wake`, its deadline and its cancellation find it.
+struct Waiter {
+    let id: UInt64
+    let continuation: CheckedContinuation<Void, Never>
+}
+
 extension Node {
-    /// Suspends until `reason` is woken, or `deadline` (when given) passes, which wakes every
-    /// waiter of `reason` (each re-checks its condition).
+    /// Suspends until `reason` is woken, `deadline` (when given) passes, the calling task is
+    /// cancelled, or the node stops. A wait never outlives the node: once it has stopped (or the
+    /// task is cancelled) every wait returns at once, so a loop that waits must also test
+    /// `mayWait` or it spins.
     func wait(for reason: WaitReason, until deadline: ContinuousClock.Instant? = nil) async {
-        if let deadline {
-            spawner.spawn { [self] in
-                try? await Task.sleep(until: deadline)
-                await wake(reason)
+        guard mayWait else { return }
+        let id = nextWaiterID
+        nextWaiterID &+= 1
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                guard !Task.isCancelled else { return continuation.resume() }
+                waiters[reason, default: []].append(Waiter(id: id, continuation: continuation))
+                guard let deadline else { return }
+                // The timer is one of the node's tasks; once the node has stopped there is none,
+                // and the wait ends now rather than never.
+                let scheduled = spawner.spawn { [self] in
+                    try? await Task.sleep(until: deadline)
+                    await endWait(reason, id)
+                }
+                if !scheduled { endWait(reason, id) }
             }
+        } onCancel: {
+            Task { await self.endWait(reason, id) }
         }
-        await withCheckedContinuation { waiters[reason, default: []].append($0) }
     }
 
+    /// Whether a wait can still last: the node has not stopped and the task is not cancelled.
+    var mayWait: Bool { !stopped && !Task.isCancelled }
+
     func wake(_ reason: WaitReason) {
-        for waiter in waiters.removeValue(forKey: reason) ?? [] { waiter.resume() }
+        for waiter in waiters.removeValue(forKey: reason) ?? [] { waiter.continuation.resume() }
+    }
+
+    /// Ends one wait (its deadline passed or its task was cancelled), if it is still waiting.
+    private func endWait(_ reason: WaitReason, _ id: UInt64) {
+        guard let index = waiters[reason]?.firstIndex(where: { $0.id == id }) else { return }
+        let waiter = waiters[reason]?.remove(at: index)
+        if waiters[reason]?.isEmpty == true { waiters[reason] = nil }
+        waiter?.continuation.resume()
+    }
+
+    /// Ends every wait (the node has stopped).
+    func endAllWaits() {
+        let all = waiters
+        waiters = [:]
+        for waiter in all.values.joined() { waiter.continuation.resume() }
     }
 }

@@ -40,7 +40,8 @@ actor Node {
     /// Every protocol decision (HuddleCore's `SessionCore`); the node executes its effects.
     var core: SessionCore
     /// Tasks waiting for something to happen on the node (`wait(for:until:)`).
-    var waiters: [WaitReason: [CheckedContinuation<Void, Never>]] = [:]
+    var waiters: [WaitReason: [Waiter]] = [:]
+    var nextWaiterID: UInt64 = 0
     /// A `flushBatch` is scheduled on this actor.
     var flushScheduled = false
     nonisolated let store: ChunkStore
@@ -52,7 +53,7 @@ actor Node {
     private var dialsInFlight: Set<String> = []
     var datagramAddresses: [String: SocketAddress] = [:]
     var stopping = false
-    private var stopped = false
+    private(set) var stopped = false
     /// Member events emitted, by change (what metrics report as suspicions, failures, ...).
     var memberEvents: [MemberChange: Int] = [:]
     /// `swim.probeCounts.acked` when `tick` last fed the probe round trip to `metrics`.
@@ -354,20 +355,30 @@ actor Node {
         }
         // Membership keeps running on the node's timer meanwhile, repeating `left` in its gossip.
         try? await Task.sleep(for: .milliseconds(500))
-        for link in links.values { link.close() }
-        let deadline = ContinuousClock.now + .seconds(3)
-        while !links.isEmpty && ContinuousClock.now < deadline {
-            await wait(for: .linkClosed, until: deadline)
-        }
+        await closeLinks()
         markStopped()
     }
 
+    /// Closes every link: what is queued still goes out, for at most `linkDrainWait`; a link whose
+    /// peer has not read it all by then (stopped, stalled) is aborted, so no link outlives the node.
+    func closeLinks() async {
+        for link in links.values { link.close() }
+        let deadline = ContinuousClock.now + Self.linkDrainWait
+        while !links.isEmpty && ContinuousClock.now < deadline && mayWait {
+            await wait(for: .linkClosed, until: deadline)
+        }
+        for link in links.values { link.abort() }
+    }
+
+    static let linkDrainWait: Duration = .seconds(3)
+
+    /// Marks the node stopped: every wait on it ends (`wait(for:until:)`).
     func markStopped() {
         stopped = true
-        wake(.stopped)
+        endAllWaits()
     }
 
     func waitUntilStopped() async {
-        while !stopped { await wait(for: .stopped) }
+        while !stopped && !Task.isCancelled { await wait(for: .stopped) }
     }
 }

@@ -105,6 +105,9 @@ public enum NodeRunner {
         node.log.info("stopped")
     }
 
+    /// How long the node's tasks may take to end after it stopped before the process exits anyway.
+    static let exitBackstop: Duration = .seconds(20)
+
     /// Runs links, datagrams, the control socket and the timer until the node has left.
     /// `known`: where a resumed member last found the session.
     private static func runUntilStopped(_ node: Node, config: NodeConfiguration, tcp: NIOAsyncChannel<FrameChannel, Never>, udp: UDPSocket,
@@ -162,6 +165,15 @@ public enum NodeRunner {
             metrics?.close()
             node.datagramOutbox.close()
             node.spawner.finish()
+            // Every task above ends on its own once the node has stopped (waits end, links and
+            // connections are closed within bounds). A backstop for one that does not: say so and
+            // exit, rather than hang a stop for good.
+            Task.detached {
+                try? await Task.sleep(for: exitBackstop)
+                let open = await node.links.count
+                node.log.error("tasks still running \(exitBackstop) after the node stopped (\(open) links open): exiting anyway")
+                exit(1)
+            }
         }
     }
 

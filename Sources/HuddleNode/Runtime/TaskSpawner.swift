@@ -7,7 +7,13 @@ final class TaskSpawner: Sendable {
 
     init() { (stream, continuation) = AsyncStream.makeStream(of: Job.self) }
 
-    func spawn(_ job: @escaping Job) { continuation.yield(job) }
+    /// Starts `job`; false (and `job` never runs) once the spawner has finished: whoever waits for
+    /// the job must then not wait.
+    @discardableResult
+    func spawn(_ job: @escaping Job) -> Bool {
+        if case .terminated = continuation.yield(job) { return false }
+        return true
+    }
 
     /// Runs jobs until `finish()` (or cancellation), then waits for the running ones.
     func run() async {

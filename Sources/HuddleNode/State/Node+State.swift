@@ -80,11 +80,7 @@ extension Node {
         commitState()
         stopping = true
         log.info("stopping (the membership is kept in \(state?.directory ?? "?"); `huddle leave` leaves for good)")
-        for link in links.values { link.close() }
-        let deadline = ContinuousClock.now + .seconds(3)
-        while !links.isEmpty && ContinuousClock.now < deadline {
-            await wait(for: .linkClosed, until: deadline)
-        }
+        await closeLinks()
         state?.close()
         state = nil
         markStopped()
