@@ -101,6 +101,43 @@ private func alicesTen() -> (CausalBroadcast, [SignedMessage]) {
     #expect(gaps(out).isEmpty && carol.delivered[a] == 10 && carol.gapSeqs == 0)
 }
 
+@Test func aPeerThatOffersTheNextSeqAndNeverSendsItCannotHoldAGapOpen() {
+    let (_, sent) = alicesTen()
+    var carol = member(c, knowing: [a, b, h])
+    for m in sent[0..<2] { _ = carol.receive(m) }
+    // A hostile member offers everything from 3 and answers no request; Bob stores from 8 only,
+    // and Alice's own digest backs her count at 10.
+    let lie = CausalBroadcast.Digest(delivered: [a: 10], storedFrom: [a: 3])
+    let bobs = CausalBroadcast.Digest(delivered: [a: 10, b: 0], storedFrom: [a: 8, b: 1])
+    let alices = CausalBroadcast.Digest(delivered: [a: 10], storedFrom: [a: 8], ownNonApplication: 1)
+    var out: [CausalBroadcast.Action] = []
+    var t = 0.0
+    while t < 4.9 {
+        out += carol.receiveDigest(lie, from: h, now: t)
+        out += carol.receiveDigest(bobs, from: b, now: t + 0.01)
+        out += carol.receiveDigest(alices, from: a, now: t + 0.02)
+        t += 0.1
+    }
+    #expect(requests(out).contains { $0.0 == h && $0.1.lowerBound == 3 }, "the member that offers 3 is asked for it")
+    #expect(gaps(out).isEmpty, "nothing is given up while the offer is fresh")
+    // Asked for 5 s and never sent: its offer no longer resets the wait, and the gap is declared
+    // up to what Bob stores; repair then asks Bob for 8...10, and the gap closes before them.
+    let movedToBob = { requests(out).contains { $0.0 == b && $0.1.lowerBound == 8 } }
+    while t < 30 && !movedToBob() {
+        out += carol.receiveDigest(lie, from: h, now: t)
+        out += carol.receiveDigest(bobs, from: b, now: t + 0.01)
+        out += carol.receiveDigest(alices, from: a, now: t + 0.02)
+        t += 0.1
+    }
+    #expect(movedToBob(), "repair moves past the gap to Bob")
+    #expect(t < 12, "the gap is declared within two gap delays of the first ask (at \(t) s)")
+    var after: [CausalBroadcast.Action] = []
+    for m in sent[7...] { after += carol.receive(m) }
+    let found = gaps(out + after)
+    #expect(found.count == 1 && found.first?.1 == 3...7, "one gap, 3...7, although a member kept offering 3: \(found)")
+    #expect(carol.delivered[a] == 10)
+}
+
 @Test func aGapThatReachesTheOriginsLastBroadcastIsClosedByTheOriginsOwnDigest() {
     var (alice, sent) = alicesTen()
     var carol = member(c, knowing: [a, b])

@@ -204,6 +204,12 @@ public struct CausalBroadcast: Sendable {
     /// Per origin, a gap given up on (`gapDelay`) and not yet closed: this member skips to `to`
     /// once it knows the origin's count there (the broadcast at `to + 1`, or the origin's digest).
     private var lostThrough: [MemberID: (to: UInt64, at: Double)] = [:]
+    /// Per origin, at this member's clock `mark` on it, the peers asked for its next seq and since
+    /// when: a peer asked for `gapDelay` that never sent it no longer holds a gap open by offering
+    /// it (a member that offers and does not answer would otherwise stall a real gap for ever).
+    private var askedForNext: [MemberID: (mark: UInt64, since: [MemberID: Double])] = [:]
+    /// Most peers remembered per origin in `askedForNext` (members are far fewer).
+    static let askedPeersLimit = 256
     /// Per origin, the last count of non-message broadcasts its own digest gave, and its seq then.
     private var originCounts: [MemberID: (seq: UInt64, count: UInt64)] = [:]
     /// Gaps closed (origins' broadcast seqs given up on, counted in seqs).
@@ -658,7 +664,7 @@ public struct CausalBroadcast: Sendable {
         // digest's clock cost more than the rest of the loop).
         for (origin, theirs) in digest.delivered where origin != local {
             guard let known = delivered[origin], theirs > known, theirs <= WireReader.madeCountLimit else { continue }
-            out += noteOffer(origin, storedFrom: digest.storedFrom[origin] ?? theirs &+ 1, now: now)
+            out += noteOffer(origin, storedFrom: digest.storedFrom[origin] ?? theirs &+ 1, by: peer, now: now)
             // Past a gap given up on, repair starts after it.
             guard let clock = delivered[origin], theirs > clock else { continue }
             let mine = lostThrough[origin].map { max(clock, $0.to) } ?? clock
@@ -677,6 +683,7 @@ public struct CausalBroadcast: Sendable {
             let gaps = missing(origin, after: mine, through: min(theirs, highestHeld ?? theirs))
             guard let last = gaps.last else { continue }
             requested[origin] = (upTo: last.upperBound, reach: max(last.upperBound, highestHeld ?? 0), at: now)
+            if lostThrough[origin] == nil, gaps.first?.lowerBound == clock &+ 1 { noteAsked(peer, forNextOf: origin, at: clock, now: now) }
             for gap in gaps { requests.append(.request(peer: peer, origin: origin, from: gap.lowerBound, to: gap.upperBound)) }
         }
         if requests.count > 1 { requests.sort { Self.requestOrder($0) < Self.requestOrder($1) } }
@@ -696,8 +703,14 @@ public struct CausalBroadcast: Sendable {
     /// below the lowest one a peer stores are given up on — only as far as the origin itself
     /// shows it made them (its own digest, or a broadcast of it held here): a member's claim
     /// about another member's messages never ends a gap by itself.
-    private mutating func noteOffer(_ origin: MemberID, storedFrom offered: UInt64, now: Double) -> [Action] {
+    private mutating func noteOffer(_ origin: MemberID, storedFrom offered: UInt64, by peer: MemberID, now: Double) -> [Action] {
         guard let mine = delivered[origin] else { return [] }
+        // An offer of the next seq by a peer asked for it for `gapDelay` that never sent it is not
+        // believed: it neither ends the wait nor counts as where a gap would end.
+        if offered <= mine &+ 1, let asked = askedForNext[origin], asked.mark == mine, let since = asked.since[peer],
+           now - since >= settings.gapDelay {
+            return []
+        }
         func served() -> [Action] {
             unserved[origin] = nil
             lostThrough[origin] = nil
@@ -743,6 +756,14 @@ public struct CausalBroadcast: Sendable {
         return closeFromOrigin(origin)
     }
 
+    /// `peer` was asked for `origin`'s seq after `mark` (this member's clock on it); the first ask
+    /// at each mark is when the peer's offer of it started to be tested.
+    private mutating func noteAsked(_ peer: MemberID, forNextOf origin: MemberID, at mark: UInt64, now: Double) {
+        if askedForNext[origin]?.mark != mark { askedForNext[origin] = (mark, [:]) }
+        guard askedForNext[origin]?.since[peer] == nil, (askedForNext[origin]?.since.count ?? 0) < Self.askedPeersLimit else { return }
+        askedForNext[origin]?.since[peer] = now
+    }
+
     /// Closes `origin`'s pending gap when the origin's own digest gave its count exactly there
     /// (it stores nothing past the gap: the gap reaches its last broadcast).
     private mutating func closeFromOrigin(_ origin: MemberID) -> [Action] {
@@ -768,6 +789,7 @@ public struct CausalBroadcast: Sendable {
         delivered[origin] = to
         lostThrough[origin] = nil
         unserved[origin] = nil
+        askedForNext[origin] = nil
         behind[origin] = nil
         requested[origin] = nil
         gapSeqs &+= to - mine
