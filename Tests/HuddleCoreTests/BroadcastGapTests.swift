@@ -112,23 +112,20 @@ private func alicesTen() -> (CausalBroadcast, [SignedMessage]) {
     let alices = CausalBroadcast.Digest(delivered: [a: 10], storedFrom: [a: 8], ownNonApplication: 1)
     var out: [CausalBroadcast.Action] = []
     var t = 0.0
-    while t < 4.9 {
+    /// One round: each member's digest, a tenth of a second apart from the next round.
+    func exchangeDigests() {
         out += carol.receiveDigest(lie, from: h, now: t)
         out += carol.receiveDigest(bobs, from: b, now: t + 0.01)
         out += carol.receiveDigest(alices, from: a, now: t + 0.02)
         t += 0.1
     }
+    while t < 4.9 { exchangeDigests() }
     #expect(requests(out).contains { $0.0 == h && $0.1.lowerBound == 3 }, "the member that offers 3 is asked for it")
     #expect(gaps(out).isEmpty, "nothing is given up while the offer is fresh")
     // Asked for 5 s and never sent: its offer no longer resets the wait, and the gap is declared
     // up to what Bob stores; repair then asks Bob for 8...10, and the gap closes before them.
     let movedToBob = { requests(out).contains { $0.0 == b && $0.1.lowerBound == 8 } }
-    while t < 30 && !movedToBob() {
-        out += carol.receiveDigest(lie, from: h, now: t)
-        out += carol.receiveDigest(bobs, from: b, now: t + 0.01)
-        out += carol.receiveDigest(alices, from: a, now: t + 0.02)
-        t += 0.1
-    }
+    while t < 30 && !movedToBob() { exchangeDigests() }
     #expect(movedToBob(), "repair moves past the gap to Bob")
     #expect(t < 12, "the gap is declared within two gap delays of the first ask (at \(t) s)")
     var after: [CausalBroadcast.Action] = []
