@@ -61,7 +61,7 @@ public struct PageFeed: Sendable {
             canvas = view.model.current
             strokes = [:]
             for stroke in (view.model.canvases[view.model.current] ?? [:]).values {
-                strokes[stroke.id] = (stroke.points.count, stroke.points.keys.max() ?? -1)
+                strokes[stroke.id] = (count: stroke.points.count, last: stroke.points.keys.max() ?? -1)
             }
             images = Set(view.images.map(\.id))
             participants = view.participants
@@ -70,7 +70,7 @@ public struct PageFeed: Sendable {
         }
         var out: [PageMessage] = []
         for stroke in (view.model.canvases[view.model.current] ?? [:]).values.sorted(by: { $0.id < $1.id }) {
-            let sent = strokes[stroke.id] ?? (0, -1)
+            let sent = strokes[stroke.id] ?? (count: 0, last: -1)
             guard stroke.points.count != sent.count else { continue }
             let keys = stroke.points.keys.sorted()
             // Appending is enough when the positions sent are still the first ones (none filled a gap before them).
@@ -78,7 +78,7 @@ public struct PageFeed: Sendable {
             let new = appends ? keys[sent.count...] : keys[...]
             out.append(.points(stroke: stroke.id, color: safeColor(stroke.color), replace: !appends,
                                points: new.compactMap { stroke.points[$0].map { [$0.x, $0.y] } }))
-            strokes[stroke.id] = (keys.count, keys.last ?? -1)
+            strokes[stroke.id] = (count: keys.count, last: keys.last ?? -1)
         }
         let shown = Set(view.images.map(\.id))
         for image in view.images where !images.contains(image.id) { out.append(.image(PageState.Picture(image))) }

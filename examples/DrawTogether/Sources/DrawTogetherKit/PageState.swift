@@ -67,7 +67,7 @@ public struct PageState: Encodable, Sendable, Equatable {
         canvas = view.model.current; width = SVGRenderer.width; height = SVGRenderer.height
         color = view.color; you = view.you; participants = view.participants; cursors = view.cursors
         strokes = view.model.strokes.map { Line(id: $0.id, color: safeColor($0.color), points: $0.orderedPoints.map { [$0.x, $0.y] }) }
-        images = view.images.map(Picture.init)
+        images = view.images.map { Picture($0) }
         pointCount = view.model.pointCount
     }
 
