@@ -78,7 +78,7 @@ public struct PageState: Encodable, Sendable, Equatable {
 extension PageState.Picture {
     /// How the page shows `image` (an image of an accepted kind; others are not shown).
     init(_ image: CanvasImage) {
-        let size = image.format?.fitted() ?? (1, 1)
+        let size = image.format?.fitted() ?? (width: 1, height: 1)
         self.init(id: image.id, x: image.location.x, y: image.location.y, width: size.width, height: size.height,
                   url: "/attachment/\(image.id)")
     }
