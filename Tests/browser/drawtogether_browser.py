@@ -189,6 +189,10 @@ class Page:
         ActionChains(self.driver, duration=10).move_to_element_with_offset(
             self.canvas, int(p[0] * r[0] / 1000 - r[0] / 2), int(p[1] * r[1] / 700 - r[1] / 2)).perform()
 
+    def pointer_off(self):
+        """Moves the mouse off the canvas (onto the page's title): its pointer leaves the others' pages."""
+        ActionChains(self.driver, duration=10).move_to_element(self.driver.find_element(By.TAG_NAME, "h1")).perform()
+
     @property
     def received(self):
         """How many messages of each type the page got from the server."""
@@ -357,6 +361,8 @@ def run(args):
         check(True, f"cat's screenshot shows both strokes and the image ({count(pixels, RED)} red, {count(pixels, GREEN)} green, {count(pixels, BLUE, 20)} blue pixels)")
         shots.append(c.save(os.path.join(args.out, "drawtogether-cat-late.png")))
 
+        for p in (a, b, c):
+            p.pointer_off()  # so that no pointer is drawn on the blank canvases below
         before = a.model["canvas"]
         b.driver.find_element(By.ID, "reset").click()
         for p in (a, b, c):
