@@ -58,4 +58,17 @@ struct PageFeedTests {
         #expect(feed.update(to: view(model, images: [image], cursors: [cursor])) == [.cursors([cursor])])
         #expect(feed.update(to: view(model, people: [ann], cursors: [])) == [.imageGone("i1"), .participants([ann]), .cursors([])])
     }
+
+    @Test func aColorAPeerMadeUpNeverReachesThePage() {
+        var model = CanvasModel()
+        let evil = "red;background:url(//evil.example/x)"
+        model.handle(UpsertStrokeMessage(canvas: "", id: "s1", color: evil, index: 0, point: Point(x: 1, y: 1)))
+        var feed = PageFeed()
+        let first = feed.update(to: view(model))
+        guard case let .snapshot(state) = first.first else { Issue.record("not a snapshot: \(first)"); return }
+        #expect(state.strokes.map(\.color) == ["#888888"])
+        model.handle(UpsertStrokeMessage(canvas: "", id: "s1", color: evil, index: 1, point: Point(x: 2, y: 2)))
+        #expect(feed.update(to: view(model)) == [.points(stroke: "s1", color: "#888888", replace: false, points: [[2, 2]])])
+        #expect(!PageMessage.json(feed.update(to: view(model)) + first).contains("evil"))
+    }
 }
