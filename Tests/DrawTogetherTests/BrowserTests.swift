@@ -40,7 +40,11 @@ private struct BrowserTools {
 struct BrowserTests {
     /// Tests/browser/drawtogether_browser.py: two pages on two nodes, a stroke drawn with pointer
     /// events on one shows on the other (model and pixels), and back; a dropped image; a third page
-    /// on a node that joined late shows both strokes and the image; a reset clears all three.
+    /// on a node that joined late shows both strokes and the image; a reset clears all three. Then
+    /// (issue 38): the canvas comes once and changes after it; a pointer shows on the other page at
+    /// 20 Hz at most; an image chosen with the file picker shows fitted with its aspect ratio; a
+    /// text file is refused with a message; a page of another origin cannot open /ws or add an
+    /// image; a killed participant's pointer goes.
     @Test func twoPagesDrawTogetherALatePageCatchesUpAndResetClearsAll() async throws {
         let tools: BrowserTools
         switch BrowserTools.find() {

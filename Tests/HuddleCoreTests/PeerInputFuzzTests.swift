@@ -24,7 +24,7 @@ private let extremes: [UInt64] = [0, 1, 2, 255, 256, 65_535, 65_536, UInt64(UInt
                                   UInt64(Int64.max), UInt64(Int64.max) + 1, .max - 1, .max]
 
 /// The message kinds `FuzzInput.encoding` makes (every link message kind, datagrams, journal entries, batches).
-private let kindCount = 19
+private let kindCount = 20
 
 
 /// How the encoding is damaged before decoding.
@@ -95,8 +95,18 @@ private struct FuzzInput: Sendable {
         case 15: batchEncoding
         case 16: number(2) % 2 == 0 ? LinkMessage.timeRequest(wallMicros: number(0)).encoded() : LinkMessage.timeReply(echo: number(0), wallMicros: number(1)).encoded()
         case 17: LinkMessage.observed(link: String(decoding: bytes.prefix(20), as: UTF8.self), datagram: "\(number(0) % 256).0.0.1:\(number(1) % 70_000)").encoded()
+        case 19: LinkMessage.participants(participantRecord).encoded()
         default: LinkMessage.epochHead(epoch: number(0), head: Array((bytes + [UInt8](repeating: 0, count: 32)).prefix(32)), holdsKey: number(1) % 2 == 0).encoded()
         }
+    }
+
+    /// A member's programs (link message 21), signed by `signer`: up to 3 programs, ids and version
+    /// from the numbers, activities from the free bytes (empty, long or not UTF-8 included).
+    var participantRecord: ParticipantRecord {
+        let programs = (0..<count(2, max: 3)).map { i in
+            ProgramPresence(id: number(3 + i), activity: String(decoding: bytes.prefix(Int(number(6 + i) % 90)), as: UTF8.self))
+        }
+        return ParticipantRecord.make(member: member(0), version: number(1), programs: programs, identity: signer)
     }
 
     /// An attachment added to the journal: a manifest signed by `signer` with a 32-byte key.
@@ -156,6 +166,7 @@ private struct Cores {
     var timing = LinkTiming()
     var reach = ReachObservations()
     var replay = ReplayWindow()
+    var presence = ParticipantTable()
     /// What the cores made that a peer's decoder refused, with what it was.
     var undecodable: [String] = []
     /// Link keys held with the senders of what decodes as a datagram payload (up to 64): each is
@@ -216,7 +227,10 @@ private struct Cores {
             _ = timing.requests(to: [peer], wall: Double(wall) / 1e6, now: now, force: true)
             timing.reply(from: peer, echo: LinkTiming.wallMicros(Double(wall) / 1e6), peerMicros: ~wall, wall: Double(wall) / 1e6, now: now)
         case let .timeReply(echo, wall): timing.reply(from: peer, echo: echo, peerMicros: wall, wall: Double(wall) / 1e6, now: now)
-        case let .participants(record): check(LinkMessage.participants(record).encoded(), "participants of \(record.member)", LinkMessage.decode)
+        case let .participants(record):
+            check(LinkMessage.participants(record).encoded(), "participants of \(record.member)", LinkMessage.decode)
+            _ = record.verify(nodeKey: signer.publicKey)
+            if ParticipantTable.withinBudget(record) { _ = presence.show(record.member, Set(record.programs)) }
         case let .observed(link, datagram):
             reach.receive(from: peer, link: link, datagram: datagram, now: now)
             _ = reach.nat(advertised: testAddr("h"))

@@ -202,6 +202,9 @@ extension DrawTogetherProcessTests {
             ("the WebSocket from another site", "GET", "/ws", [host, ("Origin", "http://evil.example"), ("Cookie", "dt_token=\(token)")] + upgrade),
             ("a reset posted from another site", "POST", "/image?x=1&y=1&name=a.png", [host, ("Origin", "http://evil.example"), ("Cookie", "dt_token=\(token)")]),
             ("another host name pointing here", "GET", "/state", [("Host", "rebind.evil.example:\(port)"), ("Cookie", "dt_token=\(token)")]),
+            // Another port of this host is the same site (the cookie goes along) but another origin.
+            ("the WebSocket from another port of this host", "GET", "/ws", [host, ("Origin", "http://127.0.0.1:\(port == 65535 ? 1 : port + 1)"), ("Cookie", "dt_token=\(token)")] + upgrade),
+            ("an upload from another port of this host", "POST", "/image?x=1&y=1&name=a.png", [host, ("Origin", "http://127.0.0.1:\(port == 65535 ? 1 : port + 1)"), ("Cookie", "dt_token=\(token)")]),
         ]
         for (what, method, path, headers) in refused {
             let reply = try rawHTTP(port: port, method, path, headers: headers, body: method == "POST" ? [1, 2, 3] : [])
@@ -213,5 +216,9 @@ extension DrawTogetherProcessTests {
         // The WebSocket with the token from the page's own origin is upgraded.
         let own = try rawHTTP(port: port, "GET", "/ws", headers: [host, ("Origin", "http://127.0.0.1:\(port)"), ("Cookie", "dt_token=\(token)")] + upgrade)
         #expect(own.status == 101, "the page's own WebSocket: \(own.status)")
+        // An upload that is no image, whatever it is called, is refused by its bytes, with one line.
+        let text = try rawHTTP(port: port, "POST", "/image?x=1&y=1&name=photo.png", headers: [host, ("Origin", "http://127.0.0.1:\(port)"), ("Cookie", "dt_token=\(token)")],
+                               body: Array("just some text, not a PNG".utf8))
+        #expect(text.status == 415, "a text file named .png: \(text.status)")
     }
 }

@@ -41,6 +41,7 @@ from .models import (
     Diagnose,
     Fetched,
     Invite,
+    Participant,
     JSONObject,
     Member,
     OverflowEvent,
@@ -48,7 +49,7 @@ from .models import (
     Stats,
     Status,
 )
-from .protocol import AttachmentRef, Body, Call, MemberRef, Subscription
+from .protocol import AttachmentRef, Body, Call, MemberRef, ParticipantRef, Subscription
 
 T = TypeVar("T")
 
@@ -360,6 +361,19 @@ class AsyncClient:
                      timeout: float | None = None) -> Invite:
         """A one-time pairing code (:meth:`huddle.Client.invite`)."""
         return await self.call(protocol.invite(ttl_ms, uses), timeout)
+
+    async def participant_join(self, activity: str, *, program: ParticipantRef | None = None,
+                               timeout: float | None = None) -> Participant:
+        """Makes this client's connection a participant of ``activity`` (:meth:`huddle.Client.participant_join`)."""
+        return await self.call(protocol.participant_join(activity, program), timeout)
+
+    async def participant_leave(self, program: ParticipantRef, *, timeout: float | None = None) -> None:
+        """The participant ``program`` of this node is one no more (:meth:`huddle.Client.participant_leave`)."""
+        await self.call(protocol.participant_leave(program), timeout)
+
+    async def participants(self, *, activity: str | None = None, timeout: float | None = None) -> list[Participant]:
+        """The participants this node shows (:meth:`huddle.Client.participants`)."""
+        return await self.call(protocol.participants(activity), timeout)
 
     async def leave(self, *, timeout_ms: int | None = None, timeout: float | None = None) -> int:
         """Hands off chunks, then the node leaves, wipes its data and exits; the chunks handed off."""

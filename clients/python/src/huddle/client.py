@@ -37,6 +37,7 @@ from .models import (
     Diagnose,
     Fetched,
     Invite,
+    Participant,
     JSONObject,
     Member,
     OverflowEvent,
@@ -44,7 +45,7 @@ from .models import (
     Stats,
     Status,
 )
-from .protocol import AttachmentRef, Body, Call, MemberRef, Subscription
+from .protocol import AttachmentRef, Body, Call, MemberRef, ParticipantRef, Subscription
 
 T = TypeVar("T")
 
@@ -349,6 +350,24 @@ class Client:
         """A one-time pairing code, valid ``ttl_ms`` (default 600,000) for ``uses`` pairings
         (default 1), for ``huddle run --invite CODE --join ADDR``."""
         return self.call(protocol.invite(ttl_ms, uses), timeout)
+
+    def participant_join(self, activity: str, *, program: ParticipantRef | None = None,
+                         timeout: float | None = None) -> Participant:
+        """Makes the program on this client's connection a participant of ``activity`` (1–200
+        UTF-8 bytes) until :meth:`participant_leave`, or until the connection closes
+        (:meth:`close`); ``program``: a program id to take again (after a lost connection). Returns
+        the participant (``too_large`` when the node holds 64 already)."""
+        return self.call(protocol.participant_join(activity, program), timeout)
+
+    def participant_leave(self, program: ParticipantRef, *, timeout: float | None = None) -> None:
+        """The participant ``program`` of this node (its id or the :class:`Participant`) is one no
+        more (``not_found`` when there is no such participant here)."""
+        self.call(protocol.participant_leave(program), timeout)
+
+    def participants(self, *, activity: str | None = None, timeout: float | None = None) -> list[Participant]:
+        """The participants this node shows (its own and those its linked members announced), of
+        every activity or of ``activity``."""
+        return self.call(protocol.participants(activity), timeout)
 
     def leave(self, *, timeout_ms: int | None = None, timeout: float | None = None) -> int:
         """Hands off chunks (for at most ``timeout_ms``, default 30,000), then the node leaves the

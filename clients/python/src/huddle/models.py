@@ -461,6 +461,27 @@ class Invite:
         return cls(code=f.string("code"), addr=f.string("addr"), expires_ms=f.integer("expires_ms"), raw=obj)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Participant:
+    """A program taking part in an activity (README, "Participants", an extension of CONTROL.md):
+    ``id`` the program id (16 hex digits), ``member``, ``node`` and ``name`` its node's,
+    ``activity`` the activity it joined, ``self_`` true when it is on the node answering."""
+
+    id: str
+    member: str
+    node: str
+    name: str
+    activity: str
+    self_: bool
+    raw: JSONObject = _raw()
+
+    @classmethod
+    def from_json(cls, obj: JSONObject) -> Participant:
+        f = Fields(obj, "participant")
+        return cls(id=f.string("id"), member=f.string("member"), node=f.string("node"), name=f.string("name"),
+                   activity=f.string("activity"), self_=f.boolean("self"), raw=obj)
+
+
 # MARK: events
 
 

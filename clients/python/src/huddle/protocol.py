@@ -27,6 +27,7 @@ from .models import (
     JSONObject,
     Member,
     OverflowEvent,
+    Participant,
     Sent,
     Stats,
     Status,
@@ -37,6 +38,8 @@ T = TypeVar("T")
 
 MemberRef = Union[str, Member]
 """A member: its member string, or a :class:`~huddle.models.Member`."""
+ParticipantRef = Union[str, Participant]
+"""A participant: its program id, or a :class:`~huddle.models.Participant`."""
 AttachmentRef = Union[str, Attachment]
 """An attachment: its id, or an :class:`~huddle.models.Attachment`."""
 Body = Union[str, bytes, bytearray, memoryview]
@@ -229,6 +232,37 @@ def leave(timeout_ms: int | None = None, timeout: float | None = None) -> Call[i
     fields: JSONObject = {} if timeout_ms is None else {"timeout_ms": timeout_ms}
     wait_for = ((LEAVE_TIMEOUT_MS if timeout_ms is None else timeout_ms) / 1000 + REPLY_GRACE) if timeout is None else timeout
     return Call("leave", fields, _int_field("handed_off", "leave reply"), wait_for)
+
+
+# MARK: participants (README, "Participants": an extension of CONTROL.md)
+
+
+def _participant_reply(obj: JSONObject) -> Participant:
+    return Participant.from_json(Fields(obj, "participant.join reply").obj_field("participant"))
+
+
+def _participants(obj: JSONObject) -> list[Participant]:
+    return [Participant.from_json(p) for p in Fields(obj, "participants reply").objects("participants")]
+
+
+def participant_id(participant: ParticipantRef) -> str:
+    """The program id of a participant reference."""
+    return participant.id if isinstance(participant, Participant) else participant
+
+
+def participant_join(activity: str, program: ParticipantRef | None = None) -> Call[Participant]:
+    fields: JSONObject = {"activity": activity}
+    if program is not None:
+        fields["program"] = participant_id(program)
+    return Call("participant.join", fields, _participant_reply)
+
+
+def participant_leave(program: ParticipantRef) -> Call[None]:
+    return Call("participant.leave", {"program": participant_id(program)}, _none)
+
+
+def participants(activity: str | None = None) -> Call[list[Participant]]:
+    return Call("participants", {} if activity is None else {"activity": activity}, _participants)
 
 
 # MARK: the event subscription

@@ -7,8 +7,10 @@ import HuddleKit
 ///
 /// Guarantees: every stroke point this participant draws is applied here at once and sent to
 /// everyone reliably; each participant that appears after this one joined gets the current canvas
-/// (directed `CanvasMessage`s); images removed from the journal disappear; `updates` tells when
-/// anything shown changed.
+/// (directed `CanvasMessage`s); images removed from the journal disappear; only images of an
+/// accepted kind (`ImageFormat`) are dropped or shown; this participant's pointer goes to the others
+/// unreliably, coalesced to 20 Hz (`CursorThrottle`), and theirs are shown while they are
+/// participants and not stale (`CursorTable`); `updates` tells when anything shown changed.
 public actor Canvas {
     /// The strokes, by canvas.
     public private(set) var model = CanvasModel()
@@ -19,6 +21,11 @@ public actor Canvas {
     /// Catch-up parts sent to newcomers.
     public private(set) var catchUpsSent = 0
     private var messenger: GroupSessionMessenger?
+    /// Pointers travel unreliably (datagrams).
+    private var fast: GroupSessionMessenger?
+    /// The other participants' pointers.
+    var cursorTable = CursorTable()
+    private var throttle = CursorThrottle()
     private var journal: GroupSessionJournal?
     private var tasks: [Task<Void, Never>] = []
     private let answersNewcomers: Bool
@@ -57,6 +64,21 @@ public actor Canvas {
         })
         tasks.append(Task {
             for await (message, _) in messenger.messages(of: CanvasMessage.self) { self.handle(message) }
+        })
+        let fast = GroupSessionMessenger(session: groupSession, deliveryMode: .unreliable)
+        self.fast = fast
+        tasks.append(Task {
+            for await (message, context) in fast.messages(of: CursorMessage.self) {
+                self.cursorTable.heard(context.source.id, at: message.point, now: .now)
+                self.changed()
+            }
+        })
+        tasks.append(Task {
+            // Hides stale pointers, and repeats this participant's pointer while it stands still.
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(250))
+                self.tick(now: .now)
+            }
         })
         tasks.append(Task {
             for await activity in groupSession.activityUpdates { self.handle(activity) }
@@ -148,14 +170,19 @@ public actor Canvas {
     }
 
     /// Drops an image at `location`: an attachment with `ImageMetadataMessage` as its metadata.
+    /// Throws `.badRequest` when the bytes are not an image of an accepted kind (`ImageFormat`).
     public func dropImage(_ data: Data, at location: Point, name: String = "image") async throws(HuddleKitError) {
         guard let journal else { throw .badRequest("the canvas has no session") }
+        guard ImageFormat.sniff(Array(data)) != nil else { throw Self.notAnImage(name) }
         try await journal.add(data, metadata: ImageMetadataMessage(location: location, canvas: model.current), name: name)
     }
 
-    /// Drops the image file at `url` at `location`.
+    /// Drops the image file at `url` at `location` (refused like `dropImage(_:at:name:)` when it is no image).
     public func dropImage(contentsOf url: URL, at location: Point) async throws(HuddleKitError) {
         guard let journal else { throw .badRequest("the canvas has no session") }
+        let bytes: Data
+        do { bytes = try Data(contentsOf: url, options: .mappedIfSafe) } catch { throw .ioError("cannot read \(url.path): \(error.localizedDescription)") }
+        guard ImageFormat.sniff(Array(bytes)) != nil else { throw Self.notAnImage(url.lastPathComponent) }
         try await journal.add(contentsOf: url, metadata: ImageMetadataMessage(location: location, canvas: model.current))
     }
 
@@ -170,6 +197,34 @@ public actor Canvas {
             let canvas = try? await attachment.loadMetadata(of: ImageMetadataMessage.self).canvas
             if canvas == old { try? await journal.remove(attachment: attachment) }
         }
+    }
+
+    /// Why a file is refused: one line the page shows.
+    static func notAnImage(_ name: String) -> HuddleKitError {
+        .badRequest("\(name) is not an image (\(ImageFormat.accepted))")
+    }
+
+    // MARK: pointers
+
+    /// This participant's pointer moved to `point` (nil: it left the canvas). Sent to the others
+    /// at most every 50 ms, the latest position only.
+    public func moveCursor(_ point: Point?) {
+        guard let due = throttle.moved(CursorMessage(point: point), now: .now) else { return }
+        Task {
+            try? await Task.sleep(until: due, clock: .continuous)
+            await self.sendCursor()
+        }
+    }
+
+    private func sendCursor() async {
+        guard let fast, let message = throttle.take(now: .now) else { return }
+        // Best effort, like the datagram it is: a pointer that is lost is replaced by the next.
+        _ = try? await fast.send(message)
+    }
+
+    func tick(now: ContinuousClock.Instant) {
+        if !cursorTable.isEmpty, cursorTable.prune(present: Set(activeParticipants.map(\.id)), now: now) { changed() }
+        if throttle.needsRefresh(now: now), let latest = throttle.latest { moveCursor(latest.point) }
     }
 
     // MARK: what the canvas shows

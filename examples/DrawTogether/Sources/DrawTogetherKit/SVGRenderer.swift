@@ -1,11 +1,17 @@
 import Foundation
 
-/// An image placed on the canvas: an attachment with metadata `{location: [x, y], canvas}`.
+/// An image placed on the canvas: an attachment with metadata `{location: [x, y], canvas}`, its
+/// centre at `location`.
 public struct CanvasImage: Sendable, Equatable {
     public let id: String
     public let location: Point
     public let bytes: [UInt8]
-    public init(id: String, location: Point, bytes: [UInt8]) { self.id = id; self.location = location; self.bytes = bytes }
+    /// What kind of image its bytes are, or nil when they are none (such an image is not shown).
+    public let format: ImageFormat?
+    public init(id: String, location: Point, bytes: [UInt8]) {
+        self.id = id; self.location = location; self.bytes = bytes
+        format = ImageFormat.sniff(bytes)
+    }
 }
 
 /// Writes what a canvas shows as SVG. Guarantees: the output depends only on the strokes, their
@@ -23,8 +29,11 @@ public enum SVGRenderer {
         <rect width="100%" height="100%" fill="white"/>
 
         """
+        // Only images of an accepted kind (`ImageFormat`): anything else a peer attached is not shown.
         for image in images.sorted(by: { $0.id < $1.id }) {
-            let (mime, w, h) = describe(image.bytes)
+            guard let format = image.format else { continue }
+            let (w, h) = format.fitted()
+            let mime = format.mediaType
             out += "<image id=\"img-\(escape(image.id))\" x=\"\(fmt(image.location.x - Double(w) / 2))\" y=\"\(fmt(image.location.y - Double(h) / 2))\" "
                 + "width=\"\(w)\" height=\"\(h)\" href=\"data:\(mime);base64,\(Data(image.bytes).base64EncodedString())\"/>\n"
         }
@@ -35,19 +44,6 @@ public enum SVGRenderer {
         }
         out += "</svg>\n"
         return out
-    }
-
-    /// MIME type and size of an image: PNG sizes come from its header; others are shown 200×200.
-    static func describe(_ bytes: [UInt8]) -> (String, Int, Int) {
-        if bytes.count >= 24, bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) {
-            let w = bytes[16..<20].reduce(0) { $0 << 8 | Int($1) }
-            let h = bytes[20..<24].reduce(0) { $0 << 8 | Int($1) }
-            if (1...4096).contains(w), (1...4096).contains(h) { return ("image/png", w, h) }
-            return ("image/png", 200, 200)
-        }
-        if bytes.starts(with: [0xFF, 0xD8, 0xFF]) { return ("image/jpeg", 200, 200) }
-        if bytes.starts(with: Array("<svg".utf8)) || bytes.starts(with: Array("<?xml".utf8)) { return ("image/svg+xml", 200, 200) }
-        return ("application/octet-stream", 200, 200)
     }
 
     static func fmt(_ v: Double) -> String {
@@ -70,12 +66,3 @@ public enum SVGRenderer {
     }
 }
 
-extension CanvasImage {
-    /// The image's media type, from its first bytes (PNG, JPEG, SVG; else `application/octet-stream`).
-    public var mediaType: String { SVGRenderer.describe(bytes).0 }
-    /// The size it is shown at on the canvas: a PNG's own size (up to 4096), else 200 × 200.
-    public var displaySize: (width: Int, height: Int) {
-        let (_, w, h) = SVGRenderer.describe(bytes)
-        return (w, h)
-    }
-}

@@ -75,51 +75,72 @@ struct ServeCommand: AsyncParsableCommand {
                      body: .init(byteBuffer: ByteBuffer(string: page)))
         }
         router.get("/state") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: await PageState.of(canvas).json)))
+            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: PageState(await canvas.pageView()).json)))
         }
         router.get("/attachment/:id") { _, context in
             let id = context.parameters.get("id") ?? ""
-            guard let image = await canvas.images.first(where: { $0.id == id }) else { return Response(status: .notFound) }
+            guard let image = await canvas.images.first(where: { $0.id == id }), let format = image.format else { return Response(status: .notFound) }
             // A peer's file: shown by the page as an image, never run as a document of this origin
             // (an SVG opened directly would be): a download, in a sandbox with nothing allowed.
-            return Response(status: .ok, headers: [.contentType: image.mediaType, .cacheControl: "private, max-age=86400",
+            return Response(status: .ok, headers: [.contentType: format.mediaType, .cacheControl: "private, max-age=86400",
                                                    .contentDisposition: "attachment", .contentSecurityPolicy: "default-src 'none'; sandbox"],
                             body: .init(byteBuffer: ByteBuffer(bytes: image.bytes)))
         }
-        // An image dropped on the page: POST /image?x=X&y=Y&name=N with the file as the body.
+        // An image dropped or picked on the page: POST /image?x=X&y=Y&name=N with the file as the
+        // body. Its kind is read from its bytes (`ImageFormat`), whatever the browser said: anything
+        // else is refused with 415 and one line the page shows.
         router.post("/image") { request, _ in
             guard let x = request.uri.queryParameters.get("x", as: Double.self), let y = request.uri.queryParameters.get("y", as: Double.self),
                   x.isFinite, y.isFinite else { return Response(status: .badRequest) }
             let name = request.uri.queryParameters.get("name", as: String.self) ?? "image"
             let body = try await request.body.collect(upTo: 100 << 20)
+            let bytes = Data(buffer: body)
+            guard ImageFormat.sniff(Array(bytes)) != nil else {
+                return Response(status: .unsupportedMediaType, headers: [.contentType: "text/plain; charset=utf-8"],
+                                body: .init(byteBuffer: ByteBuffer(string: "\(name) is not an image (\(ImageFormat.accepted))")))
+            }
             do {
-                try await canvas.dropImage(Data(buffer: body), at: Point(x: x, y: y), name: name)
+                try await canvas.dropImage(bytes, at: Point(x: x, y: y), name: name)
             } catch {
-                return Response(status: .unprocessableContent, body: .init(byteBuffer: ByteBuffer(string: "\(error)")))
+                return Response(status: .unprocessableContent, headers: [.contentType: "text/plain; charset=utf-8"],
+                                body: .init(byteBuffer: ByteBuffer(string: "\(error)")))
             }
             return Response(status: .ok)
         }
         return router
     }
 
-    /// `/ws`: the page's state after every change, and the page's strokes and resets.
+    /// `/ws`: a snapshot of the canvas when it opens, then only what changed (`PageFeed`), one
+    /// batch per change (a burst coalesces); from the page, its stroke points, its pointer and resets.
     static func socketRouter(_ canvas: Canvas, access: WebAccess) -> Router<BasicWebSocketRequestContext> {
         let router = Router(context: BasicWebSocketRequestContext.self)
         router.add(middleware: WebAccessMiddleware(access: access))
         router.ws("/ws") { inbound, outbound, _ in
             let push = Task {
+                var feed = PageFeed()
                 for await _ in await canvas.updates() {
-                    do { try await outbound.write(.text(await PageState.of(canvas).json)) } catch { return }
+                    let batch = feed.update(to: await canvas.pageView())
+                    if !batch.isEmpty {
+                        do { try await outbound.write(.text(PageMessage.json(batch))) } catch { return }
+                    }
                     try? await Task.sleep(for: .milliseconds(20))  // lets a burst of changes coalesce
                 }
             }
-            defer { push.cancel() }
+            defer {
+                push.cancel()
+                Task { await canvas.moveCursor(nil) }  // the page is gone: so is its pointer
+            }
             for try await message in inbound.messages(maxSize: 1 << 16) {
                 guard case let .text(text) = message, let command = try? JSONDecoder().decode(PageCommand.self, from: Data(text.utf8)) else { continue }
                 switch command.op {
                 case "point":
                     guard let stroke = command.stroke, let x = command.x, let y = command.y, x.isFinite, y.isFinite else { continue }
                     try? await canvas.addPoint(Point(x: x, y: y), toStroke: stroke)
+                case "cursor":
+                    // Without x and y: the pointer left the canvas.
+                    let point = command.x.flatMap { x in command.y.map { Point(x: x, y: $0) } }
+                    guard point.map({ $0.x.isFinite && $0.y.isFinite }) ?? true else { continue }
+                    await canvas.moveCursor(point)
                 case "reset":
                     try? await canvas.reset()
                 default:

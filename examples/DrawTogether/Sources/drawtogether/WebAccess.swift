@@ -10,7 +10,9 @@ import Hummingbird
 ///   the page, its state, images, uploads, the WebSocket — must carry it (cookie or `token=`);
 /// - the **Host** header names an IP address, `localhost`, or the `--http` host: a DNS name that
 ///   an attacker points at 127.0.0.1 (rebinding) is refused;
-/// - an **Origin** header, when present, must be this server's own (`http://` + an allowed host);
+/// - an **Origin** header, when present, must be this server's own: `http://` + the request's Host,
+///   port included (a page served from another port of this host is the same *site*, so the cookie
+///   alone would not keep it out);
 /// - every response says `nosniff`, sends no referrer (the URL holds the token) and may not be framed.
 ///
 /// Guarantees: a request failing any check gets 403 and reaches no route. Immutable, so `Sendable`.
@@ -35,10 +37,9 @@ struct WebAccess: Sendable {
         guard let authority = request.head.authority, isAllowed(host: Self.hostname(of: authority)) else {
             return "this page is served to its own address only (Host)"
         }
-        if let origin = request.headers[.origin] {
-            guard origin.lowercased().hasPrefix("http://"), isAllowed(host: Self.hostname(of: String(origin.dropFirst(7)))) else {
-                return "requests from other sites are refused (Origin)"
-            }
+        // Another port on this host is another origin (but the same site: it would carry the cookie).
+        if let origin = request.headers[.origin], origin.lowercased() != "http://" + authority.lowercased() {
+            return "requests from other sites are refused (Origin)"
         }
         guard carriesToken(request) else { return "open the URL drawtogether serve printed (it holds the page's token)" }
         return nil
