@@ -97,13 +97,16 @@ public final class GroupSessionMessenger: Sendable {
     /// Sends `value` to `participants`: a `Data` value as its bytes, anything else as JSON, tagged
     /// with the type's identifier (`MessageTypeIdentifying`). Throws `.tooLarge` when the payload
     /// (the bytes or the JSON, not HuddleKit's header) is over the node's limit (64 KiB reliable;
-    /// unreliable: 1 KiB including a header of 14 bytes plus the identifier), `.busy` when the session
+    /// unreliable: 1 KiB including a header of 15 bytes plus the identifier, plus 8 per `.only`
+    /// recipient), `.busy` when the session
     /// cannot take more right now.
     ///
     /// `.only(set)` sends to the recipients still in the session and reports the others in the
     /// receipt's `skipped` instead of failing for everyone; sending `.only` to nobody but
     /// `localParticipant` (or only to departed ones) sends nothing. A directed send goes to the
-    /// recipients' nodes, so other programs of this activity on those nodes receive it too.
+    /// recipients' nodes, and there only to the programs it names (other programs of the activity
+    /// on those nodes never see it); past `MessageEnvelope.maximumRecipients` recipients it goes as
+    /// several sends.
     @discardableResult
     public func send<Message: Encodable>(_ value: Message, to participants: Participants = .all) async throws(HuddleKitError) -> SendReceipt {
         try await hub.requireJoined()
@@ -116,22 +119,34 @@ public final class GroupSessionMessenger: Sendable {
             do { payload = Array(try JSONEncoder().encode(value)) } catch { throw .encodingFailed("\(Message.self): \(error)") }
             kind = .json
         }
-        let header = try MessageEnvelope.header(kind: kind, tag: MessageEnvelope.tag(Message.self), sender: sender)
-        var fields: JSONObject = ["envelope": .string(Data(header).base64EncodedString()), "data": .string(Data(payload).base64EncodedString()),
-                                  "reliable": .bool(deliveryMode == .reliable)]
+        let tag = MessageEnvelope.tag(Message.self)
+        var fields: JSONObject = ["data": .string(Data(payload).base64EncodedString()), "reliable": .bool(deliveryMode == .reliable)]
         guard let set = participants.recipients else {
+            fields["envelope"] = .string(Data(try MessageEnvelope.header(kind: kind, tag: tag, sender: sender)).base64EncodedString())
             _ = try await hub.connection.request("send", fields)
             return SendReceipt(skipped: [])
         }
+        // A participant is addressed by its program id; one without a well-formed id cannot be.
         let wanted = set.filter { $0 != hub.localParticipant }
+        let addressable = wanted.filter { $0.program != nil }
         var live = hub.participants
+        var reached: Set<Participant> = []
         for attempt in 0..<2 {
-            let targets = wanted.intersection(live)
+            let targets = addressable.intersection(live)
             guard !targets.isEmpty else { return SendReceipt(skipped: wanted) }
-            fields["to"] = .array(Set(targets.map(\.member)).sorted().map(JSON.string))
             do {
-                _ = try await hub.connection.request("send", fields)
-                return SendReceipt(skipped: wanted.subtracting(targets))
+                // Each send names its recipients (at most `maximumRecipients`) and goes to their nodes;
+                // after a retry, those already reached are not sent to again.
+                let pending = targets.subtracting(reached).sorted { ($0.member, $0.id) < ($1.member, $1.id) }
+                for start in stride(from: 0, to: pending.count, by: MessageEnvelope.maximumRecipients) {
+                    let group = pending[start..<min(start + MessageEnvelope.maximumRecipients, pending.count)]
+                    let header = try MessageEnvelope.header(kind: kind, tag: tag, sender: sender, recipients: group.compactMap(\.program))
+                    fields["envelope"] = .string(Data(header).base64EncodedString())
+                    fields["to"] = .array(Set(group.map(\.member)).sorted().map(JSON.string))
+                    _ = try await hub.connection.request("send", fields)
+                    reached.formUnion(group)
+                }
+                return SendReceipt(skipped: wanted.subtracting(reached))
             } catch {
                 // A recipient left between our view and the node's: ask the node who is live, once.
                 switch error {

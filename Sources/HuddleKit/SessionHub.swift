@@ -222,8 +222,12 @@ final class SessionHub: Sendable {
         case "message":
             // Any member may send any bytes: only a well-formed envelope reaches a messenger.
             guard let b64 = event["data"]?.stringValue, let body = Data(base64Encoded: b64),
-                  let (kind, tag, sender, payload) = MessageEnvelope.open(Array(body)),
+                  let (kind, tag, sender, recipients, payload) = MessageEnvelope.open(Array(body)),
                   let from = event["from"]?.stringValue else { return }
+            // A directed send reaches the recipients' nodes: only the programs it names get it.
+            if !recipients.isEmpty {
+                guard let mine = localParticipant.program, recipients.contains(mine) else { return }
+            }
             let source = participant(program: sender, member: from, in: s.participants)
             s.messages.yield(InboundMessage(kind: kind, tag: tag, sender: sender, payload: payload, source: source))
         case "participant" where live:

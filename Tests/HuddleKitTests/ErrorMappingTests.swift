@@ -53,7 +53,17 @@ struct ErrorMappingTests {
         let header = try MessageEnvelope.header(kind: .json, tag: "HuddleKitTests.Ping", sender: 0x0102_0304_0506_0708)
         #expect(header.count <= MessageEnvelope.maximumHeader)
         let opened = try #require(MessageEnvelope.open(header + Array(#"{"n":3}"#.utf8)))
-        #expect(opened.kind == .json && opened.tag == "HuddleKitTests.Ping" && opened.sender == 0x0102_0304_0506_0708)
+        #expect(opened.kind == .json && opened.tag == "HuddleKitTests.Ping" && opened.sender == 0x0102_0304_0506_0708 && opened.recipients.isEmpty)
+        // A directed send names its programs; a count past the limit, or recipients cut short, is no envelope.
+        let directed = try MessageEnvelope.header(kind: .data, tag: "t", sender: 9, recipients: [1, 0xFFFF_FFFF_FFFF_FFFF])
+        let openedDirected = try #require(MessageEnvelope.open(directed + [7]))
+        #expect(openedDirected.recipients == [1, 0xFFFF_FFFF_FFFF_FFFF] && openedDirected.payload == [7])
+        #expect(MessageEnvelope.open(Array(directed.dropLast(3))) == nil)
+        var tooMany = directed; tooMany[15] = UInt8(MessageEnvelope.maximumRecipients + 1)
+        #expect(MessageEnvelope.open(tooMany + [UInt8](repeating: 0, count: 200)) == nil)
+        #expect(throws: HuddleKitError.self) {
+            try MessageEnvelope.header(kind: .data, tag: "t", sender: 9, recipients: Array(0...UInt64(MessageEnvelope.maximumRecipients)))
+        }
         #expect(opened.payload == Array(#"{"n":3}"#.utf8))
         var wrongVersion = header; wrongVersion[2] = 1
         var wrongKind = header; wrongKind[3] = 9

@@ -61,6 +61,29 @@ struct MessageIdentityTests {
         for s in [a, b] { await s.disconnect() }
     }
 
+    @Test func onlyAParticipantReachesThatProgramNotTheOthersOnItsNode() async throws {
+        let nodes = try Nodes("onlyprogram")
+        defer { nodes.shutdown() }
+        let a = try await nodes.session("ann")
+        let b = try await nodes.session("ben")
+        let a2 = try await GroupSession<Drawing>.connect(control: nodes.control("ann"))  // a second program on ann's node
+        let mb = GroupSessionMessenger(session: b)
+        let atA = Collected(GroupSessionMessenger(session: a).messages(of: Ping.self).mapped { $0.0.n })
+        let atA2 = Collected(GroupSessionMessenger(session: a2).messages(of: Ping.self).mapped { $0.0.n })
+        for s in [a, b, a2] { try await s.joinAndWait() }
+        try await eventually("3 participants everywhere") { [a, b, a2].allSatisfy { $0.activeParticipants.count == 3 } }
+        try await mb.send(Ping(n: 1), to: .only(a.localParticipant))
+        try await mb.send(Ping(n: 2))
+        // Causal order from one sender: once the second is in, the first would have been before it.
+        try await eventually("ann's two programs to get the ping to all") {
+            let (first, second) = (await atA.elements, await atA2.elements)
+            return first.contains(2) && second.contains(2)
+        }
+        #expect(await atA.elements == [1, 2])
+        #expect(await atA2.elements == [2], "a message for ann's first program reached her second one")
+        for s in [a, b, a2] { await s.disconnect() }
+    }
+
     @Test func sixtyFourKiBOfBinaryPayloadCrossesAsBytesAndOneMoreIsRefused() async throws {
         let nodes = try Nodes("binary")
         defer { nodes.shutdown() }
