@@ -11,12 +11,21 @@ import HuddleCrypto
 /// - the maker is on its own roster and removes neither itself nor anyone on the roster;
 /// - the signature is the maker's over everything else, so no byte can change in transit;
 /// - `keyCheck` commits to the one key every recipient opens (`openKey` checks it), so a maker
-///   cannot hand different recipients different keys unnoticed.
+///   cannot hand different recipients different keys unnoticed;
+/// - every **cut-off** (issue 33) names a member id of a node key the change removes, once, in
+///   member order: the highest broadcast seq of that origin the maker had delivered when it made
+///   the change. Every member delivers that origin's broadcasts up to the cut-off and refuses
+///   every one above it (`EpochHistory.cutoff`, `CausalBroadcast.setCutoff`);
+/// - `madeAt` is the maker's signed wall-clock time (milliseconds since 1970, at most 2^52): above
+///   the time of the maker's previous change in its ancestry, and what the per-maker rate of
+///   changes is measured by (`EpochHistory`'s rate rule) — data every member reads alike.
 ///
-/// Wire form (big-endian, `encoded()`): version 1 (u8), session id (8), epoch (u64, a count),
-/// parent (32), maker member id (u64), maker node key (32), removed count (u16) and node keys
-/// (32 each), key check (32), roster count (u16) and per recipient node key (32) and sealed key
-/// (88), signature (64). Every count is checked against the bytes left before anything is made.
+/// Wire form (big-endian, `encoded()`): version 2 (u8), session id (8), epoch (u64, a count),
+/// parent (32), maker member id (u64), maker node key (32), made at (u64, ms, a count), removed
+/// count (u16) and node keys (32 each), cut-off count (u16) and per cut-off origin member id (u64),
+/// node key (32) and seq (u64, a count), key check (32), roster count (u16) and per recipient node
+/// key (32) and sealed key (88), signature (64). Every count is checked against the bytes left
+/// before anything is made.
 public struct EpochChange: Sendable, Equatable {
     /// One member of the new epoch's roster and the new key sealed to its node key.
     public struct Recipient: Sendable, Equatable {
@@ -26,12 +35,25 @@ public struct EpochChange: Sendable, Equatable {
         public init(node: [UInt8], sealedKey: [UInt8]) { self.node = node; self.sealedKey = sealedKey }
     }
 
+    /// The last broadcast of a removed origin that counts: `origin` runs as `node` (a node key the
+    /// change removes), and its broadcasts above `seq` are refused by every member.
+    public struct Cutoff: Sendable, Equatable {
+        public var origin: MemberID
+        public var node: [UInt8]
+        public var seq: UInt64
+        public init(origin: MemberID, node: [UInt8], seq: UInt64) { self.origin = origin; self.node = node; self.seq = seq }
+    }
+
     public var session: [UInt8]
     public var epoch: UInt64
     public var parent: [UInt8]
     public var maker: MemberID
     public var makerNode: [UInt8]
+    /// The maker's signed wall-clock time, milliseconds since 1970 (see above).
+    public var madeAt: UInt64
     public var removed: [[UInt8]]
+    /// Per origin of a removed node key, its last broadcast that counts (see above).
+    public var cutoffs: [Cutoff]
     public var keyCheck: [UInt8]
     public var recipients: [Recipient]
     public var signature: [UInt8]
@@ -39,17 +61,20 @@ public struct EpochChange: Sendable, Equatable {
     /// Most node keys one change removes, and most on one roster: the decoder's bounds.
     public static let maxRemoved = 256
     public static let maxRoster = 1024
+    /// Most cut-offs one change carries (origins of the node keys it removes).
+    public static let maxCutoffs = 1024
     static let nodeKeyLength = 32
     static let sealedPlaintextLength = SessionKey.length + 8
     public static let sealedKeyLength = sealedPlaintextLength + SealedBox.overhead
-    static let version: UInt8 = 1
+    static let version: UInt8 = 2
     static let signingDomain = Array("huddle-epoch-change v1".utf8)
     static let hashDomain = Array("huddle-epoch-change-hash v1".utf8)
 
-    public init(session: [UInt8], epoch: UInt64, parent: [UInt8], maker: MemberID, makerNode: [UInt8],
-                removed: [[UInt8]], keyCheck: [UInt8], recipients: [Recipient], signature: [UInt8]) {
+    public init(session: [UInt8], epoch: UInt64, parent: [UInt8], maker: MemberID, makerNode: [UInt8], madeAt: UInt64 = 0,
+                removed: [[UInt8]], cutoffs: [Cutoff] = [], keyCheck: [UInt8], recipients: [Recipient], signature: [UInt8]) {
         self.session = session; self.epoch = epoch; self.parent = parent; self.maker = maker; self.makerNode = makerNode
-        self.removed = removed; self.keyCheck = keyCheck; self.recipients = recipients; self.signature = signature
+        self.madeAt = madeAt; self.removed = removed; self.cutoffs = cutoffs
+        self.keyCheck = keyCheck; self.recipients = recipients; self.signature = signature
     }
 
     /// The new epoch's roster: the node keys the key was handed to.
@@ -64,16 +89,17 @@ public struct EpochChange: Sendable, Equatable {
     /// here), ephemeral keys derived from `sealSeed` per recipient. Throws when a roster node key
     /// cannot be sealed to. Public so that a hostile member in the tests (`HuddleAdversary`) signs
     /// changes with our own code; a node makes its changes through `EpochHistory`'s rules.
-    public static func make(session: [UInt8], epoch: UInt64, parent: [UInt8], maker: MemberID, identity: Identity,
-                     removed: [[UInt8]], roster: [[UInt8]], key: [UInt8], sealSeed: [UInt8]) throws(SealedBoxError) -> EpochChange {
+    /// `cutoffs` in any order (sorted here; one per origin, the highest kept).
+    public static func make(session: [UInt8], epoch: UInt64, parent: [UInt8], maker: MemberID, identity: Identity, madeAt: UInt64 = 0,
+                     removed: [[UInt8]], cutoffs: [Cutoff] = [], roster: [[UInt8]], key: [UInt8], sealSeed: [UInt8]) throws(SealedBoxError) -> EpochChange {
         let plaintext = key + bigEndian(epoch)
         var recipients: [Recipient] = []
         for node in sortedUnique(roster) {
             let seed = BLAKE2b.hash(node, length: 32, key: sealSeed)
             recipients.append(Recipient(node: node, sealedKey: try SealedBox.seal(plaintext, to: node, ephemeralSeed: seed)))
         }
-        var change = EpochChange(session: session, epoch: epoch, parent: parent, maker: maker, makerNode: identity.publicKey,
-                                 removed: sortedUnique(removed), keyCheck: SessionKey.keyCheck(key), recipients: recipients, signature: [])
+        var change = EpochChange(session: session, epoch: epoch, parent: parent, maker: maker, makerNode: identity.publicKey, madeAt: madeAt,
+                                 removed: sortedUnique(removed), cutoffs: canonical(cutoffs), keyCheck: SessionKey.keyCheck(key), recipients: recipients, signature: [])
         change.signature = identity.sign(change.signedBytes())
         return change
     }
@@ -102,6 +128,12 @@ public struct EpochChange: Sendable, Equatable {
         guard isSortedUnique(removed), isSortedUnique(roster) else { return .epochMalformed }
         let roster = Set(self.roster)
         guard roster.contains(makerNode), !removed.contains(where: roster.contains) else { return .epochMalformed }
+        // Cut-offs: one per origin, in member order, each of a node key this change removes.
+        guard zip(cutoffs, cutoffs.dropFirst()).allSatisfy({ $0.origin < $1.origin }) else { return .epochMalformed }
+        if !cutoffs.isEmpty {
+            let removed = Set(self.removed)
+            guard cutoffs.allSatisfy({ removed.contains($0.node) }) else { return .epochMalformed }
+        }
         guard Identity.verify(signature: signature, message: signedBytes(), publicKey: makerNode) else { return .epochBadSignature }
         return nil
     }
@@ -116,8 +148,9 @@ public struct EpochChange: Sendable, Equatable {
     }
 
     private func encodeUnsigned(into w: inout WireWriter) {
-        w.u8(Self.version); w.raw(session); w.u64(epoch); w.raw(parent); w.member(maker); w.raw(makerNode)
+        w.u8(Self.version); w.raw(session); w.u64(epoch); w.raw(parent); w.member(maker); w.raw(makerNode); w.u64(madeAt)
         w.u16(UInt16(truncatingIfNeeded: removed.count)); for node in removed { w.raw(node) }
+        w.u16(UInt16(truncatingIfNeeded: cutoffs.count)); for c in cutoffs { w.member(c.origin); w.raw(c.node); w.u64(c.seq) }
         w.raw(keyCheck)
         w.u16(UInt16(truncatingIfNeeded: recipients.count))
         for r in recipients { w.raw(r.node); w.raw(r.sealedKey) }
@@ -141,10 +174,17 @@ public struct EpochChange: Sendable, Equatable {
         let parent = try r.raw(SessionKey.headLength, "parent")
         let maker = try r.member("maker")
         let makerNode = try r.raw(nodeKeyLength, "maker node key")
+        let madeAt = try r.madeCount("made at")
         let removedCount = try r.count16(minItemSize: nodeKeyLength, "removed")
         guard removedCount <= maxRemoved else { throw WireError("an epoch change removing \(removedCount) node keys (at most \(maxRemoved))") }
         var removed: [[UInt8]] = []
         for _ in 0..<removedCount { removed.append(try r.raw(nodeKeyLength, "removed node key")) }
+        let cutoffCount = try r.count16(minItemSize: 8 + nodeKeyLength + 8, "cut-offs")
+        guard cutoffCount <= maxCutoffs else { throw WireError("an epoch change with \(cutoffCount) cut-offs (at most \(maxCutoffs))") }
+        var cutoffs: [Cutoff] = []
+        for _ in 0..<cutoffCount {
+            cutoffs.append(Cutoff(origin: try r.member("cut-off origin"), node: try r.raw(nodeKeyLength, "cut-off node key"), seq: try r.madeCount("cut-off seq")))
+        }
         let keyCheck = try r.raw(32, "key check")
         let rosterCount = try r.count16(minItemSize: nodeKeyLength + sealedKeyLength, "roster")
         guard rosterCount <= maxRoster else { throw WireError("an epoch change to \(rosterCount) node keys (at most \(maxRoster))") }
@@ -154,8 +194,8 @@ public struct EpochChange: Sendable, Equatable {
             recipients.append(Recipient(node: try r.raw(nodeKeyLength, "roster node key"), sealedKey: try r.raw(sealedKeyLength, "sealed key")))
         }
         let signature = try r.raw(64, "epoch change signature")
-        return EpochChange(session: session, epoch: epoch, parent: parent, maker: maker, makerNode: makerNode,
-                           removed: removed, keyCheck: keyCheck, recipients: recipients, signature: signature)
+        return EpochChange(session: session, epoch: epoch, parent: parent, maker: maker, makerNode: makerNode, madeAt: madeAt,
+                           removed: removed, cutoffs: cutoffs, keyCheck: keyCheck, recipients: recipients, signature: signature)
     }
 
     /// Decodes one change that fills `bytes` exactly.
@@ -174,6 +214,15 @@ func sortedUnique(_ keys: [[UInt8]]) -> [[UInt8]] {
     var out: [[UInt8]] = []
     for key in keys.sorted(by: bytesPrecede) where out.last != key { out.append(key) }
     return out
+}
+
+/// Cut-offs in member order, one per origin (the highest seq kept), at most `EpochChange.maxCutoffs`.
+private func canonical(_ cutoffs: [EpochChange.Cutoff]) -> [EpochChange.Cutoff] {
+    var out: [EpochChange.Cutoff] = []
+    for c in cutoffs.sorted(by: { $0.origin != $1.origin ? $0.origin < $1.origin : $0.seq > $1.seq }) where out.last?.origin != c.origin {
+        out.append(c)
+    }
+    return Array(out.prefix(EpochChange.maxCutoffs))
 }
 
 private func isSortedUnique(_ keys: [[UInt8]]) -> Bool {

@@ -41,9 +41,9 @@ extension EpochHistory {
 
     /// The counter-change of a locked-out member, when `counterDeadline` has come: a change on the
     /// head's parent that removes the head's maker. Nil when nothing is due.
-    public mutating func counter(members: [[UInt8]], now: Double, using rng: inout some RandomNumberGenerator) -> EpochChange? {
+    public mutating func counter(members: [[UInt8]], origins: [EpochChange.Cutoff] = [], now: Double, using rng: inout some RandomNumberGenerator) -> EpochChange? {
         guard let deadline = counterDeadline, now >= deadline, let lockout else { return nil }
-        let change = try? make(on: lockout.parent, removing: [lockout.maker], members: members, now: now, using: &rng)
+        let change = try? make(on: lockout.parent, removing: [lockout.maker], members: members, origins: origins, now: now, using: &rng)
         // Not made, or made and lost to another sibling: not again before another delay (then on top
         // of its own change, `ownTip`), so a failure does not make the session core spin.
         if change == nil || counterDeadline != nil { retryAt = now + settings.reissueDelay }

@@ -7,19 +7,21 @@ extension EpochHistory {
     /// suspected, failed but remembered); the roster adds the current roster's node keys seen within
     /// the grace and this member, and leaves out every removed node key. Returns the change to send
     /// to every member; this member has already moved to it.
-    public mutating func rekey(members: [[UInt8]], now: Double, using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
-        try make(removing: [], members: members, now: now, using: &rng)
+    /// `origins`: every origin this member knows with its node key and the highest seq of it
+    /// delivered here: the cut-offs of the node keys a change removes (`EpochHistory+Cutoffs`).
+    public mutating func rekey(members: [[UInt8]], origins: [EpochChange.Cutoff] = [], now: Double, using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
+        try make(removing: [], members: members, origins: origins, now: now, using: &rng)
     }
 
     /// Moves the session to a new epoch whose key `nodes` are not handed, and removes them for good.
     /// A member the head's roster leaves out (`lockout`) removes on the head's parent instead: its
     /// change is a sibling of the head, and wins over it whenever the head hands a key to one of
     /// `nodes` or its maker is among them.
-    public mutating func remove(_ nodes: [[UInt8]], members: [[UInt8]], now: Double, using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
+    public mutating func remove(_ nodes: [[UInt8]], members: [[UInt8]], origins: [EpochChange.Cutoff] = [], now: Double, using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
         guard !nodes.isEmpty else { throw .nobodyToRemove }
         guard !nodes.contains(nodeKey) else { throw .removingSelf }
-        if let lockout { return try make(on: lockout.parent, removing: nodes, members: members, now: now, using: &rng) }
-        return try make(removing: nodes, members: members, now: now, using: &rng)
+        if let lockout { return try make(on: lockout.parent, removing: nodes, members: members, origins: origins, now: now, using: &rng) }
+        return try make(removing: nodes, members: members, origins: origins, now: now, using: &rng)
     }
 
     /// Node keys removed somewhere (a losing branch) but not on the winning branch, that are still on
@@ -56,9 +58,9 @@ extension EpochHistory {
 
     /// Re-issues the pending removals on top of the head when `reissueDeadline` has come: the change
     /// to send, or nil when nothing is due.
-    public mutating func reissue(members: [[UInt8]], now: Double, using rng: inout some RandomNumberGenerator) -> EpochChange? {
+    public mutating func reissue(members: [[UInt8]], origins: [EpochChange.Cutoff] = [], now: Double, using rng: inout some RandomNumberGenerator) -> EpochChange? {
         guard let deadline = reissueDeadline, now >= deadline else { return nil }
-        let change = try? make(removing: [], members: members, now: now, using: &rng)
+        let change = try? make(removing: [], members: members, origins: origins, now: now, using: &rng)
         if change == nil || reissueDeadline != nil { retryAt = now + settings.reissueDelay }
         return change
     }
@@ -68,7 +70,8 @@ extension EpochHistory {
     /// Makes, keeps and returns a change on top of `base` (the head unless given: a locked-out
     /// member's counter-change is made on the head's parent) removing `removing` and every removal
     /// pending there.
-    mutating func make(on base: [UInt8]? = nil, removing: [[UInt8]], members: [[UInt8]], now: Double, using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
+    mutating func make(on base: [UInt8]? = nil, removing: [[UInt8]], members: [[UInt8]], origins: [EpochChange.Cutoff] = [], now: Double,
+                       using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
         let base = ownTip(from: base ?? head)
         guard let key = keys[base], let baseEpoch = entries[base]?.epoch, !isRemoved else { throw .notHandedCurrentKey }
         guard mayMake(nodeKey) else { throw .notAdmin }
@@ -76,6 +79,12 @@ extension EpochHistory {
         guard entries[base]?.roster?.contains(nodeKey) ?? true else { throw .notOnRoster }
         let removed = sortedUnique(removing + pendingRemovals(at: base))
         guard removed.count <= EpochChange.maxRemoved else { throw .tooMany }
+        // Never above its own rate: the change would wait at every member (`EpochHistory+Rate`).
+        let stamp = stamp(on: base, now: now)
+        // (A time one millisecond above its previous change's, on a clock that has not moved on, is not a delay.)
+        guard stamp.release <= max(now + wallClockOffset, Double(stamp.madeAt) / 1000) else {
+            throw .rateLimited(until: stamp.release - wallClockOffset)
+        }
         for node in members { lastSeen[node] = now }
         let excluded = Set(removed).union(removedNodes.keys)
         let roster = rosterFor(base: base, members: members, excluding: excluded, now: now)
@@ -83,7 +92,8 @@ extension EpochHistory {
         let change: EpochChange
         do {
             change = try EpochChange.make(session: sessionID, epoch: baseEpoch &+ 1, parent: key.head, maker: local, identity: identity,
-                                          removed: removed, roster: roster, key: newKey, sealSeed: sealSeed)
+                                          madeAt: stamp.madeAt, removed: removed, cutoffs: Self.cutoffs(for: removed, from: origins),
+                                          roster: roster, key: newKey, sealSeed: sealSeed)
         } catch { throw .cannotSeal }
         if let refusal = insert(change, hash: change.hash, now: now) { throw .refused(refusal) }
         settle(now: now)

@@ -76,8 +76,13 @@ extension EpochHistory {
     /// checked as on arrival: signature, parent, authority), then its remembered removals.
     public mutating func recall(_ memory: EpochMemory, now: Double) {
         guard memory.rootKey.sessionID == sessionID else { return }
+        let offset = wallClockOffset
         self = EpochHistory(key: memory.rootKey, identity: identity, local: local, settings: settings)
+        // Its own kept changes were taken once already: none waits for its maker's rate again (a
+        // wall clock at infinity releases every one), whatever the clock reads before the first tick.
+        wallClockOffset = .infinity
         for change in memory.changes { _ = receive(change, now: now) }
+        wallClockOffset = offset
         for removal in memory.removals where removedNodes[removal.node] == nil {
             rememberedRemovals.append((removal.node, removal.by))
         }

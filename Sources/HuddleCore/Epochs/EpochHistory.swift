@@ -148,6 +148,17 @@ public struct EpochHistory: Sendable {
     public private(set) var equivocators: Set<[UInt8]> = []
     /// The evidence of the latest equivocations (at most `EpochSettings.maxEvidence`), oldest first.
     public private(set) var equivocations: [EpochEquivocation] = []
+    /// Per origin of a removed node key, its cut-off: the highest any kept change (not an
+    /// equivocator's) or remembered one gives (`EpochHistory+Cutoffs`).
+    public internal(set) var cutoffs: [CutoffKey: UInt64] = [:]
+    /// Cut-offs of changes no longer kept (at most `maxRemembered`).
+    var rememberedCutoffs: [CutoffKey: UInt64] = [:]
+    /// Changes above their maker's rate, kept aside until their release (wall-clock seconds),
+    /// at most `maxWaiting` (`EpochHistory+Rate`).
+    var delayed: [(hash: [UInt8], change: EpochChange, release: Double)] = []
+    /// Seconds to add to `now` for the wall clock (seconds since 1970): what signed change times
+    /// are read against. The session core sets it with its own (`SessionCore.setWallClock`).
+    public var wallClockOffset: Double = 0
 
     /// Starts from the key this member holds (from its key file, or epoch 0's).
     public init(key: SessionKey, identity: Identity, local: MemberID, settings: EpochSettings = EpochSettings()) {
@@ -214,7 +225,7 @@ public struct EpochHistory: Sendable {
     public mutating func receive(_ change: EpochChange, now: Double) -> EpochReceipt {
         guard change.session == sessionID else { return .refused(.epochOtherSession) }
         let hash = change.hash
-        if entries[hash] != nil || waiting.contains(where: { $0.hash == hash }) { return .duplicate }
+        if entries[hash] != nil || waiting.contains(where: { $0.hash == hash }) || delayed.contains(where: { $0.hash == hash }) { return .duplicate }
         if let reason = change.validate() { return .refused(reason) }
         let before = (head: head, removed: isRemoved, key: current)
         guard entries[change.parent] != nil else {
@@ -224,6 +235,7 @@ public struct EpochHistory: Sendable {
             return .waiting
         }
         if let reason = insert(change, hash: hash, now: now) { return .refused(reason) }
+        if entries[hash] == nil { return .waiting }  // above its maker's rate: delayed
         releaseWaiting(now: now)
         settle(now: now)
         return receipt(before: before)
@@ -248,6 +260,13 @@ public struct EpochHistory: Sendable {
         if let roster = parent.roster, !roster.contains(change.makerNode) { return .epochMakerNotOnRoster }
         if !settings.admins.isEmpty && !settings.admins.contains(change.makerNode) { return .epochNotAdmin }
         if change.roster.contains(where: before.contains) { return .epochReaddsRemoved }
+        // The maker's rate (`EpochHistory+Rate`): refused when its signed time is not above its
+        // previous change's; kept aside until its release when above the rate.
+        guard let release = release(of: change) else { return .epochTimeNotAfter }
+        if release > now + wallClockOffset + settings.clockTolerance {
+            delay(change, hash: hash, release: release)
+            return nil
+        }
         let twins = parent.children.filter { entries[$0]?.makerNode == change.makerNode }
         if let twin = twins.first.flatMap({ entries[$0]?.change }) { noteEquivocation(twin, change) }
         // Two changes by one maker on one parent are the evidence; of more, the two lowest hashes are kept.
@@ -310,6 +329,7 @@ public struct EpochHistory: Sendable {
     mutating func settle(now: Double) {
         chooseHead()
         collectRemovals()
+        collectCutoffs()
         openKeys()
         for hash in entries.keys where hash != head && endedAt[hash] == nil { endedAt[hash] = now }
         endedAt[head] = nil
@@ -417,6 +437,7 @@ public struct EpochHistory: Sendable {
     /// other branch from it are forgotten, their removals remembered.
     mutating func forgetRoot(newRoot: [UInt8]) {
         guard let old = entries[root] else { return }
+        rememberCutoffs(of: old)
         for child in old.children where child != newRoot { forget(subtree: child) }
         rootRemoved.formUnion(old.removed)
         entries[root] = nil
@@ -444,6 +465,7 @@ public struct EpochHistory: Sendable {
     /// Drops a losing branch, remembering who it removed (each node key once).
     mutating func forget(subtree hash: [UInt8]) {
         guard let entry = entries[hash] else { return }
+        rememberCutoffs(of: entry)
         let by = entry.makerNode ?? []
         for node in entry.removed {
             // Each node key once; a remover that is not an equivocator replaces one that is (those

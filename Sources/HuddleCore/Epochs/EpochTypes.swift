@@ -55,6 +55,9 @@ public enum EpochError: Error, Sendable, Equatable {
     case notOnRoster
     /// The new key could not be sealed to a roster node key (never for keys `SealedBox.canSeal` accepts).
     case cannotSeal
+    /// This member made `EpochSettings.changeBurst` changes in a row already: its next one would
+    /// be above its rate, so it is not made before `until` (the session core's `now`).
+    case rateLimited(until: Double)
     /// The epoch rules refused the change this member made (they never should: a bug).
     case refused(Refusal)
 }
@@ -78,6 +81,14 @@ public struct EpochSettings: Sendable {
     /// How long after a removal is found lost (its change lost to a concurrent one) every member on
     /// the roster re-issues it, when the member designated to do so has not.
     public var reissueDelay: Double = 30
+    /// Each maker's rate of epoch changes (`EpochHistory+Rate`): `changeBurst` in a row, then one
+    /// per `changeInterval` seconds sustained, by the makers' signed times; changes above it are
+    /// delayed, not refused. A `changeInterval` of 0 turns the rate off (signed times must still rise).
+    public var changeInterval: Double = 2
+    public var changeBurst = 3
+    /// How far ahead of this member's wall clock a change's release may be and still count at once:
+    /// members' clocks differ by about this much anyway (only a delay depends on it, never a decision).
+    public var clockTolerance: Double = 1
     /// Node keys that may make epoch changes; empty means every member may (`--admins`).
     public var admins: Set<[UInt8]> = []
 

@@ -21,7 +21,11 @@
 ///   counted (`refusals[.heldBytes]`); the next message in line is always taken;
 /// - a dependency on an origin this member has not heard of yet (its messages and the membership
 ///   news of it are still on their way) holds the message until the origin is known, until it
-///   is known to be gone, or for at most `unknownOriginWait`.
+///   is known to be gone, or for at most `unknownOriginWait`;
+/// - an origin with a **cut-off** (a removed member, `setCutoff`; issue 33) has its broadcasts
+///   delivered up to the cut-off and refused above it (`refusals[.afterRemoval]`), its directed
+///   messages refused; a peer's digest never makes this member ask for what lies above it, and
+///   a dependency above it counts as met once the cut-off is delivered.
 public struct CausalBroadcast: Sendable {
     public struct Settings: Sendable {
         /// How long deliveries from an origin may stall, while a peer shows more, before a member
@@ -214,6 +218,8 @@ public struct CausalBroadcast: Sendable {
     private var originCounts: [MemberID: (seq: UInt64, count: UInt64)] = [:]
     /// Gaps closed (origins' broadcast seqs given up on, counted in seqs).
     public private(set) var gapSeqs: UInt64 = 0
+    /// Per removed origin, the last broadcast seq of it that counts (`setCutoff`).
+    public private(set) var cutoffs: [MemberID: UInt64] = [:]
     public private(set) var duplicates = 0
     public private(set) var refusedForRoom = 0
 
@@ -402,6 +408,10 @@ public struct CausalBroadcast: Sendable {
     public mutating func receive(_ signed: SignedMessage) -> [Action] {
         let m = signed.message
         guard m.from != local else { return [] }
+        if let cutoff = cutoffs[m.from], m.seq == 0 || m.seq > cutoff {
+            refusals.add(.afterRemoval)
+            return []
+        }
         if m.seq == 0 {
             guard m.to?.contains(local) ?? false else { return [] }
             guard heldDirected.count < settings.holdbackLimit else {
@@ -531,7 +541,8 @@ public struct CausalBroadcast: Sendable {
         // A loop, not `allSatisfy` with a closure that captures `self` (a copy of every table per message).
         for dep in m.deps {
             if let d = delivered[dep.member] {
-                if d < dep.seq { return false }
+                // Above a removed origin's cut-off nothing more comes: the cut-off is all there is.
+                if d < dep.seq, d < cutoffs[dep.member] ?? .max { return false }
             } else if !goneOrigins.contains(dep.member) {
                 // An origin never heard of: its messages may still be on their way (membership news of
                 // a new member can come after a reply to it). Only one known to be gone counts as met.
@@ -620,6 +631,31 @@ public struct CausalBroadcast: Sendable {
         storedBytes -= store[signed.message.from, default: MessageRun()].append(signed, bytes: Self.storedSize)
     }
 
+    // MARK: removed origins
+
+    /// `origin` was removed: its broadcasts after `seq` never count here (raised only: the highest
+    /// cut-off any removing change gives wins). Drops what is held of it above the cut-off, and
+    /// its held directed messages; releases what waited on it.
+    public mutating func setCutoff(_ origin: MemberID, through seq: UInt64) -> [Action] {
+        guard origin != local, seq > cutoffs[origin] ?? 0 || cutoffs[origin] == nil else { return [] }
+        cutoffs[origin] = seq
+        if var queue = held[origin] {
+            for s in queue.keys where s > seq {
+                if let dropped = queue.removeValue(forKey: s) { unhold(dropped) }
+            }
+            held[origin] = queue.isEmpty ? nil : queue
+        }
+        let directed = heldDirected.filter { $0.message.from == origin }
+        if !directed.isEmpty {
+            heldDirected.removeAll { $0.message.from == origin }
+            for signed in directed { unhold(signed) }
+        }
+        if let lost = lostThrough[origin], lost.to > seq { lostThrough[origin] = nil; unserved[origin] = nil }
+        behind[origin] = nil
+        requested[origin] = nil
+        return release()
+    }
+
     // MARK: anti-entropy
 
     public func digest() -> Digest {
@@ -662,7 +698,9 @@ public struct CausalBroadcast: Sendable {
         var requests: [Action] = []
         // Each origin's rule stands alone; requests are put in member order after (sorting every
         // digest's clock cost more than the rest of the loop).
-        for (origin, theirs) in digest.delivered where origin != local {
+        for (origin, shown) in digest.delivered where origin != local {
+            // Nothing above a removed origin's cut-off is asked for.
+            let theirs = min(shown, cutoffs[origin] ?? .max)
             guard let known = delivered[origin], theirs > known, theirs <= WireReader.madeCountLimit else { continue }
             out += noteOffer(origin, storedFrom: digest.storedFrom[origin] ?? theirs &+ 1, by: peer, now: now)
             // Past a gap given up on, repair starts after it.

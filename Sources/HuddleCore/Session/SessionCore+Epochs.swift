@@ -25,8 +25,10 @@ import HuddleCrypto
 /// - **Removal** (`evict`): a member whose node key is removed leaves `live` at once (broadcast
 ///   stops waiting for its acknowledgements, the journal stops counting it as a holder), its links
 ///   are closed, its link datagram keys dropped, its session-key datagrams refused, and every later
-///   record about it is ignored. Its broadcasts that members delivered before the removal are still
-///   relayed (repair) and delivered: others' messages may depend on them.
+///   record about it is ignored. Its broadcasts up to the cut-off the removing change carries (the
+///   highest of them its maker had delivered) are still relayed (repair) and delivered everywhere:
+///   others' messages may depend on them; every later one, relayed by anyone, is refused
+///   (`syncCutoffs`, `EpochHistory+Cutoffs`).
 /// - **This member removed**: it closes every link and decides nothing more (`tick`, links and
 ///   datagrams are ignored); its handshake has no key left to offer.
 extension SessionCore {
@@ -95,8 +97,8 @@ extension SessionCore {
         defer { epochRandom = rng }
         let change: EpochChange
         do {
-            change = nodes.isEmpty ? try epochs.rekey(members: members, now: now, using: &rng)
-                                   : try epochs.remove(nodes, members: members, now: now, using: &rng)
+            change = nodes.isEmpty ? try epochs.rekey(members: members, origins: epochOrigins, now: now, using: &rng)
+                                   : try epochs.remove(nodes, members: members, origins: epochOrigins, now: now, using: &rng)
         } catch {
             if error == .notAdmin { ownRefusals.add(.epochNotAdmin) }
             throw error
@@ -127,15 +129,25 @@ extension SessionCore {
         return (known + joining).filter { epochs.removedNodes[$0] == nil }
     }
 
-    /// Routine rotation, re-issued removals and a locked-out member's counter-change that are due.
+    /// Every origin this member knows, with its node key and the highest broadcast of it delivered
+    /// here: the cut-offs a change carries for the node keys it removes (`EpochHistory+Cutoffs`).
+    var epochOrigins: [EpochChange.Cutoff] {
+        swim.members.values.filter { $0.id != local }.map { EpochChange.Cutoff(origin: $0.id, node: $0.node, seq: broadcast.delivered[$0.id] ?? 0) }
+    }
+
+    /// Delayed changes now due, routine rotation, re-issued removals and a locked-out member's
+    /// counter-change that are due.
     mutating func epochTick(now: Double) -> [SessionEffect] {
         let before = epochs.head
+        if let due = epochs.nextRelease, now >= due {
+            return epochOutcome(epochs.releaseDelayed(now: now), previous: before, from: nil, now: now)
+        }
         if let deadline = epochs.reissueDeadline, now >= deadline,
-           let change = epochs.reissue(members: epochMembers, now: now, using: &epochRandom) {
+           let change = epochs.reissue(members: epochMembers, origins: epochOrigins, now: now, using: &epochRandom) {
             return made(change, previous: before, now: now)
         }
         if let deadline = epochs.counterDeadline, now >= deadline,
-           let change = epochs.counter(members: epochMembers, now: now, using: &epochRandom) {
+           let change = epochs.counter(members: epochMembers, origins: epochOrigins, now: now, using: &epochRandom) {
             return made(change, previous: before, now: now)
         }
         guard now >= rekeyAt else { return [] }
@@ -149,7 +161,7 @@ extension SessionCore {
 
     /// When `tick` has epoch work next: a due re-issue or rotation.
     var epochDeadline: Double {
-        min(epochs.reissueDeadline ?? .infinity, epochs.counterDeadline ?? .infinity, rekeyAt)
+        min(epochs.nextRelease ?? .infinity, epochs.reissueDeadline ?? .infinity, epochs.counterDeadline ?? .infinity, rekeyAt)
     }
 
     /// Rotates the key routinely every `seconds` (and up to a quarter more) from `now` on; nil: never.
@@ -250,17 +262,32 @@ extension SessionCore {
         for (peer, link) in epochLinks.sorted(by: { $0.key < $1.key }) where swim.members[peer] == nil && epochs.removedNodes[link.node] != nil {
             out.append(.closeLink(peer))
         }
+        return out + syncCutoffs(now: now)
+    }
+
+    /// Hands broadcast the cut-off of every removed origin this member knows: the highest a change
+    /// gives for its member id and its pinned node key (a cut-off naming another node key than the
+    /// one the id is pinned to counts for nothing), raised as more changes arrive.
+    mutating func syncCutoffs(now: Double) -> [SessionEffect] {
+        var out: [SessionEffect] = []
+        for (key, seq) in epochs.cutoffs.sorted(by: { $0.key.origin < $1.key.origin })
+        where key.origin != local && swim.members[key.origin]?.node == key.node && seq > broadcast.cutoffs[key.origin] ?? 0 {
+            out += broadcastEffects(broadcast.setCutoff(key.origin, through: seq), now: now)
+        }
         return out
     }
 
     /// Takes a member whose node key is removed out of the session (see the note above).
     mutating func evict(_ info: MemberInfo, announce: Bool, now: Double) -> [SessionEffect] {
         guard info.id != local, removedMembers.insert(info.id).inserted else { return [] }
+        // Its broadcasts after its cut-off never count; with none known, after what is delivered here.
+        let cutoff = epochs.cutoff(of: info.id, node: info.node) ?? broadcast.delivered[info.id] ?? 0
+        var out = broadcastEffects(broadcast.setCutoff(info.id, through: cutoff), now: now)
         planner.forget(info.id)
         timing.forget(info.id)
         datagramKeys.forget(info.id)
         let live = self.live
-        var out = broadcastEffects(broadcast.setMembers(live, now: now), now: now)
+        out += broadcastEffects(broadcast.setMembers(live, now: now), now: now)
         broadcast.memberLeft(info.id, now: now)
         journal.setPeers(live, now: now)
         out.append(.closeLink(info.id))

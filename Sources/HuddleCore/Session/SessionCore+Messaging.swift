@@ -165,6 +165,7 @@ extension SessionCore {
     /// The shell's wall clock at `now` (seconds since 1970): what activity times are measured by.
     public mutating func setWallClock(_ wallClock: Double, now: Double) {
         wallClockOffset = wallClock - now
+        epochs.wallClockOffset = wallClockOffset
     }
 
     /// An activity record: believed only when its setter's node key signed it; applied when it is

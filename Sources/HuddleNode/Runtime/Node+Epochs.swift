@@ -73,6 +73,7 @@ extension Node {
         case .nobodyToRemove: ControlError(code: .badRequest, message: "nobody to remove")
         case .tooMany: ControlError(code: .badRequest, message: "too many node keys to remove at once (at most \(EpochChange.maxRemoved))")
         case .cannotSeal: ControlError(code: .badRequest, message: "the new key cannot be sealed to a roster node key")
+        case .rateLimited: ControlError(code: .busy, message: "this node made epoch changes faster than the session allows (3 in a row, then one per 2 s): try again shortly")
         case let .refused(reason): ControlError(code: .internal, message: "the epoch rules refused this member's own change (\(reason.rawValue))")
         }
     }

@@ -1,0 +1,71 @@
+/// Cut-offs (issue 33): which broadcasts of a removed member count.
+///
+/// A removed member's messages used to be delivered wherever a member that had not heard of the
+/// removal yet (or a hostile one) relayed them. Now the change that removes a node key carries,
+/// signed by its maker, a **cut-off** per member id that node key runs as: the highest seq of that
+/// origin's broadcasts the maker had delivered (`EpochChange.Cutoff`). Every member delivers the
+/// origin's broadcasts up to the cut-off — one it lacks is repaired from any member that stores
+/// it — and refuses every one above it, signed with the removed key under any epoch key
+/// (`CausalBroadcast.setCutoff`, counted as `after_removal`).
+///
+/// - **One value everywhere.** Several changes may remove one node key (concurrent removals, a
+///   re-issue): the cut-off is the highest any of them gives, from every kept change on any branch
+///   and every forgotten one (`rememberedCutoffs`), except an equivocator's. Raising a cut-off only
+///   lets through what is then repaired, so members converge on the highest as they hear the changes.
+/// - **The race.** A member that delivered broadcasts above the cut-off *before* it heard of the
+///   removal keeps them (nothing is undelivered); they are never delivered anywhere else, and an
+///   honest message that depends on them is not held for them (`CausalBroadcast.depsSatisfied`).
+///   A member missing an earlier seq cannot deliver later ones (seq order), so it holds them until
+///   it hears the change and then drops those above the cut-off. Every honest member that heard of
+///   the removal before the removed member's later broadcasts reached it delivers exactly the
+///   origin's broadcasts 1...cut-off.
+/// - **Unknown to the maker.** An origin of a removed node key that no change gives a cut-off for
+///   (it joined as the change was made) is cut off where each member stands when it hears the removal.
+/// - **Bounds.** At most `EpochChange.maxCutoffs` per change; kept as long as the change, then at
+///   most `maxRemembered` more. They are not in `EpochMemory`: after a restart a member keeps only
+///   those of the changes it recalls.
+extension EpochHistory {
+    /// The cut-off of `origin` running as `node`, when some change that removes `node` gives one.
+    public func cutoff(of origin: MemberID, node: [UInt8]) -> UInt64? {
+        cutoffs[CutoffKey(origin: origin, node: node)]
+    }
+
+    /// Recomputes `cutoffs` from the kept changes and the remembered ones.
+    mutating func collectCutoffs() {
+        var table = rememberedCutoffs
+        for entry in entries.values {
+            guard let change = entry.change, !change.cutoffs.isEmpty, !equivocators.contains(change.makerNode) else { continue }
+            for c in change.cutoffs {
+                let key = CutoffKey(origin: c.origin, node: c.node)
+                table[key] = max(table[key] ?? 0, c.seq)
+            }
+        }
+        cutoffs = table
+    }
+
+    /// Keeps the cut-offs of a change about to be forgotten (not an equivocator's), within `maxRemembered`.
+    mutating func rememberCutoffs(of entry: Entry) {
+        guard let change = entry.change, !equivocators.contains(change.makerNode) else { return }
+        for c in change.cutoffs {
+            let key = CutoffKey(origin: c.origin, node: c.node)
+            guard rememberedCutoffs[key] != nil || rememberedCutoffs.count < settings.maxRemembered else { continue }
+            rememberedCutoffs[key] = max(rememberedCutoffs[key] ?? 0, c.seq)
+        }
+    }
+
+    /// The cut-offs a change removing `removed` carries: each candidate (an origin this member knows,
+    /// its node key and the highest seq of it delivered here) whose node key it removes.
+    static func cutoffs(for removed: [[UInt8]], from candidates: [EpochChange.Cutoff]) -> [EpochChange.Cutoff] {
+        let removed = Set(removed)
+        return candidates.filter { removed.contains($0.node) }
+            .map { EpochChange.Cutoff(origin: $0.origin, node: $0.node, seq: min($0.seq, WireReader.madeCountLimit)) }
+    }
+}
+
+/// An origin and the node key it runs as: what a cut-off is kept by (a member id is believed to
+/// run as a node key only where it is pinned to it, `SessionCore.syncCutoffs`).
+public struct CutoffKey: Hashable, Sendable {
+    public var origin: MemberID
+    public var node: [UInt8]
+    public init(origin: MemberID, node: [UInt8]) { self.origin = origin; self.node = node }
+}

@@ -1,0 +1,107 @@
+/// The rate of epoch changes per maker (issue 33): a member spamming `rekey` made every member
+/// fsync its key file per change, and stranded offline members after `maxChanges` changes.
+///
+/// Every change carries its maker's signed wall-clock time (`EpochChange.madeAt`). The rule reads
+/// only that data, so every member decides alike whatever order changes arrive in and whatever
+/// its own clock says:
+/// - a change whose time is not above the time of its maker's previous change **in its own
+///   ancestry** (the nearest ancestor made by the same node key) is refused (`epoch_time_not_after`);
+/// - its **release** is a generic cell rate (GCRA) over the maker's changes in its ancestry, by their
+///   signed times: `changeBurst` in a row, then one per `changeInterval` sustained. A change is
+///   released at its own time, or later when the maker's earlier ones used up its burst.
+/// - A change whose release is still to come on this member's wall clock is kept aside
+///   (`delayed`, at most `maxWaiting`, the latest release dropped first; a release less than
+///   `clockTolerance` ahead counts at once) and taken as if it arrived
+///   then (`releaseDelayed`): a delay, like a slow network, never a refusal, so members that take
+///   it at slightly different moments do not fork — they hold the same changes once it is due
+///   everywhere, and the fork choice is a function of the changes alone. A change dropped when the
+///   list is full comes back with the next hand-over (a peer on another head hands its branch).
+///   A change stamped in the future is taken once the clock reaches its time, like an activity.
+/// - This member's own changes never wait: it stamps the wall-clock time (above its previous one)
+///   and does not make a change above its rate (`EpochError.rateLimited`; routine rotation and
+///   re-issues try again later).
+///
+/// Limit: a maker's changes older than the kept history (`maxChanges`, the grace) no longer count
+/// for its rate; members that forgot different amounts of the past may then release one change at
+/// different moments, never differently for good.
+extension EpochHistory {
+    /// The wall-clock second at which `change` may count (its parent must be known), or nil when
+    /// its signed time is not above its maker's previous one.
+    func release(of change: EpochChange) -> Double? {
+        var times: [UInt64] = []
+        var cursor: [UInt8]? = change.parent
+        while let h = cursor, let entry = entries[h] {
+            if entry.makerNode == change.makerNode, let madeAt = entry.change?.madeAt { times.append(madeAt) }
+            cursor = entry.parent
+        }
+        if let previous = times.first, change.madeAt <= previous { return nil }
+        return release(at: change.madeAt, after: times.reversed())
+    }
+
+    /// The GCRA: the release of a change signed at `madeAt` after the maker's earlier ones (oldest first).
+    func release(at madeAt: UInt64, after earlier: some Sequence<UInt64>) -> Double {
+        let interval = max(settings.changeInterval, 0), tolerance = interval * Double(max(settings.changeBurst - 1, 0))
+        var tat = -Double.infinity
+        func step(_ ms: UInt64) -> Double {
+            let t = Double(ms) / 1000
+            let release = max(t, tat - tolerance)
+            tat = max(tat, release) + interval
+            return release
+        }
+        for ms in earlier { _ = step(ms) }
+        return step(madeAt)
+    }
+
+    /// The signed time this member puts in a change on `base`: its wall clock in milliseconds, above
+    /// its previous change's in that ancestry; and when that change would be released.
+    func stamp(on base: [UInt8], now: Double) -> (madeAt: UInt64, release: Double) {
+        let wall = now + wallClockOffset
+        let ms = wall.isFinite && wall > 0 ? UInt64(min(wall * 1000, Double(WireReader.madeCountLimit))) : 0
+        var times: [UInt64] = []
+        var cursor: [UInt8]? = base
+        while let h = cursor, let entry = entries[h] {
+            if entry.makerNode == nodeKey, let madeAt = entry.change?.madeAt { times.append(madeAt) }
+            cursor = entry.parent
+        }
+        let madeAt = min(times.first.map { max(ms, $0 &+ 1) } ?? ms, WireReader.madeCountLimit)
+        return (madeAt, release(at: madeAt, after: times.reversed()))
+    }
+
+    /// Keeps `change` aside until `release` (at most `maxWaiting`; the latest release goes first).
+    mutating func delay(_ change: EpochChange, hash: [UInt8], release: Double) {
+        guard !delayed.contains(where: { $0.hash == hash }) else { return }
+        delayed.append((hash, change, release))
+        if delayed.count > settings.maxWaiting, let latest = delayed.indices.max(by: { delayed[$0].release < delayed[$1].release }) {
+            delayed.remove(at: latest)
+        }
+    }
+
+    /// When the next delayed change is due, on the session core's clock (nil: none waits).
+    public var nextRelease: Double? {
+        delayed.map(\.release).min().map { $0 - settings.clockTolerance - wallClockOffset }
+    }
+
+    /// Takes every delayed change that is due (its release within `clockTolerance` of the wall
+    /// clock), as if it arrived now.
+    public mutating func releaseDelayed(now: Double) -> EpochReceipt {
+        let wall = now + wallClockOffset + settings.clockTolerance
+        let due = delayed.filter { $0.release <= wall }
+        guard !due.isEmpty else { return .duplicate }
+        delayed.removeAll { $0.release <= wall }
+        let before = (head: head, removed: isRemoved, key: current)
+        var refused: Refusal?
+        for (hash, change, _) in due.sorted(by: { $0.release < $1.release }) where entries[hash] == nil {
+            if entries[change.parent] == nil {
+                waiting.append((hash, change))
+                if waiting.count > settings.maxWaiting { waiting.removeFirst(waiting.count - settings.maxWaiting) }
+            } else if let reason = insert(change, hash: hash, now: now) {
+                refused = reason
+            }
+        }
+        releaseWaiting(now: now)
+        settle(now: now)
+        let receipt = receipt(before: before)
+        if receipt == .recorded, let refused { return .refused(refused) }
+        return receipt
+    }
+}
