@@ -18,8 +18,10 @@
 /// - a relay's link closing closes every circuit through it.
 public struct RelayRoutes: Sendable {
     public struct Settings: Sendable, Equatable {
-        public var directGrace = 3.0
-        public var higherIdDelay = 2.0
+        /// Direct dials go first; a suspected member is failed within seconds (SWIM's suspicion
+        /// timeout is 2.5 to 7.5 s), so a relayed link must come sooner than that.
+        public var directGrace = 1.5
+        public var higherIdDelay = 1.5
         public var requestTimeout = 5.0
         public var retryAfter = 2.0
         public init() {}
