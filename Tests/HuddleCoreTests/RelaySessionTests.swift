@@ -96,6 +96,18 @@ private func circuitsUp(_ effects: [(MemberID, SessionEffect)]) -> [MemberID: (M
     #expect(!t.cores[r]!.relay.joins(a, b))
 }
 
+@Test func swimGoesOverTheLinkToAMemberWhoseLinkComesFromAnotherHostThanItsAddress() {
+    var t = Trio()
+    let ping = SWIMMessage(sender: r, kind: .ping(seq: 1, target: a))
+    let host = HostPort.numeric(info(a).addr)!.host
+    _ = t.cores[r]!.linkAddresses(a, remote: "\(host):40000", local: info(r).addr, now: 1)
+    if case .sendLink? = t.cores[r]!.datagram(ping, to: info(a).addr) { Issue.record("same host: a datagram") }
+    _ = t.cores[r]!.linkAddresses(a, remote: "198.51.100.7:40000", local: info(r).addr, now: 2)
+    #expect(t.cores[r]!.datagram(ping, to: info(a).addr) == .sendLink(a, .swim(ping)), "behind a NAT: over the link")
+    _ = t.cores[r]!.linkDown(a, settled: false, now: 3)
+    if case .sendLink? = t.cores[r]!.datagram(ping, to: info(a).addr) { Issue.record("no link: a datagram") }
+}
+
 @Test func aRelayOverItsBudgetRefusesCountsAndClosesAndTheEndsGoOn() {
     var none = Trio(relayBudget: .none)
     _ = none.tick(a, now: 0)

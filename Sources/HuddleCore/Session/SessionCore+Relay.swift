@@ -10,7 +10,9 @@
 /// - an end hands the shell bytes only from the relay of its open circuit with that peer, and a
 ///   link over a circuit is admitted only for the peer and relay of an open circuit;
 /// - while a member's link runs over a relay, its `path` is `relayed` (`via` the relay) and SWIM
-///   messages to it go over that link instead of datagrams (which its NAT may not let through).
+///   messages to it go over that link instead of datagrams (which its NAT may not let through);
+///   so do SWIM messages to a member whose direct link comes from another host than its
+///   advertised address (`linkTranslated`: a NATted member this one cannot probe by datagram).
 extension SessionCore {
     /// Most link messages' worth of circuit requests one tick sends (the rest wait for later ticks).
     static let circuitRequestsPerTick = 8
@@ -108,6 +110,14 @@ extension SessionCore {
         var out: [SessionEffect] = relay.linkDown(peer).map { .sendLink($0, .circuitClose(peer: peer)) }
         out += routes.linkDown(peer, now: now).map { .circuitDown(peer: $0, via: peer) }
         return out
+    }
+
+    /// Whether `member`'s direct link comes from another host than the address it advertises (as
+    /// this member's socket sees it): a NAT in between, so datagrams to that address may never arrive.
+    func linkTranslated(_ member: MemberID) -> Bool {
+        guard planner.linked.contains(member), let seen = reach.seen[member]?.link, let addr = swim.members[member]?.addr,
+              let from = HostPort.numeric(seen), let advertised = HostPort.numeric(addr) else { return false }
+        return from.host != advertised.host
     }
 
     /// The path event of a link over a relay that came up (a relayed link reports no addresses).
