@@ -490,6 +490,8 @@ public struct SessionSimulation {
                 clocks[i][member] = max(clocks[i][member] ?? 0, toSeq)
                 logs[i].deliveries.append(.gap(from: member.description, lost: fromSeq...max(fromSeq, toSeq)))
             case .deliverUnreliable, .refused, .congestionCleared, .activityChanged, .unreadable, .recheckChunk, .memberRemoved, .participants: break
+            // The simulated network links every pair it lets talk at all: no circuit is run over a relay.
+            case .circuitUp, .circuitBytes, .circuitDown: break
             case let .epochMoved(key):
                 // As `Node.moveToEpoch`: session-key datagrams under the new epoch's key.
                 seals[i] = DatagramSeal(key: key.subkey(.datagram))

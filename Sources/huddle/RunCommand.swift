@@ -96,6 +96,12 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464; port 0 picks a free one, logged at start). Off by default. Plain HTTP without authentication: keep it on loopback or a trusted network.")
     var metrics: String?
 
+    @Option(name: .customLong("relay-limit"), help: "Bytes per second this node relays for each member whose circuit it carries (members that cannot link to each other directly link through a member both reach; 1024 to 2^40, default \(NodeConfiguration.defaultRelayLimit)); a circuit over it is closed.")
+    var relayLimit: Int?
+
+    @Flag(name: .customLong("no-relay"), help: "Relay nothing for other members (circuit requests are refused and counted in stats.relay).")
+    var noRelay = false
+
     /// The options given on the command line, as settings (those not given are absent, so a
     /// settings file's values stand).
     var flags: [(String, SettingValue)] {
@@ -110,6 +116,7 @@ struct RunCommand: AsyncParsableCommand {
         let integers: [(String, Int?)] = [
             ("max-message-bytes", maxMessageBytes), ("max-unreliable-bytes", maxUnreliableBytes),
             ("max-attachment-bytes", maxAttachmentBytes), ("store-limit", storeLimit), ("max-members", maxMembers),
+            ("relay-limit", relayLimit),
         ]
         for case let (flag, value?) in integers { flags.append((flag, .integer(value))) }
         let seconds: [(String, Double?)] = [
@@ -117,6 +124,7 @@ struct RunCommand: AsyncParsableCommand {
             ("handshake-timeout-seconds", handshakeTimeoutSeconds), ("link-rekey-seconds", linkRekeySeconds),
         ]
         for case let (flag, value?) in seconds { flags.append((flag, .float(value))) }
+        if noRelay { flags.append(("no-relay", .bool(true))) }
         return flags
     }
 

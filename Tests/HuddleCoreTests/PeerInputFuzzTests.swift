@@ -24,7 +24,7 @@ private let extremes: [UInt64] = [0, 1, 2, 255, 256, 65_535, 65_536, UInt64(UInt
                                   UInt64(Int64.max), UInt64(Int64.max) + 1, .max - 1, .max]
 
 /// The message kinds `FuzzInput.encoding` makes (every link message kind, datagrams, journal entries, batches).
-private let kindCount = 20
+private let kindCount = 21
 
 
 /// How the encoding is damaged before decoding.
@@ -95,6 +95,15 @@ private struct FuzzInput: Sendable {
         case 15: batchEncoding
         case 16: number(2) % 2 == 0 ? LinkMessage.timeRequest(wallMicros: number(0)).encoded() : LinkMessage.timeReply(echo: number(0), wallMicros: number(1)).encoded()
         case 17: LinkMessage.observed(link: String(decoding: bytes.prefix(20), as: UTF8.self), datagram: "\(number(0) % 256).0.0.1:\(number(1) % 70_000)").encoded()
+        case 18:
+            switch number(2) % 6 {
+            case 0: LinkMessage.circuitRequest(peer: member(0)).encoded()
+            case 1: LinkMessage.circuitOffer(peer: member(0)).encoded()
+            case 2: LinkMessage.circuitAccept(peer: member(0)).encoded()
+            case 3: LinkMessage.circuitRefuse(peer: member(0), reason: String(decoding: bytes.prefix(40), as: UTF8.self)).encoded()
+            case 4: LinkMessage.circuitData(peer: member(0), bytes: bytes).encoded()
+            default: LinkMessage.circuitClose(peer: member(0)).encoded()
+            }
         case 19: LinkMessage.participants(participantRecord).encoded()
         default: LinkMessage.epochHead(epoch: number(0), head: Array((bytes + [UInt8](repeating: 0, count: 32)).prefix(32)), holdsKey: number(1) % 2 == 0).encoded()
         }
@@ -165,6 +174,8 @@ private struct Cores {
     var activity = ActivityRegister()
     var timing = LinkTiming()
     var reach = ReachObservations()
+    var relay = RelayCircuits(local: local)
+    var routes = RelayRoutes(local: local)
     var replay = ReplayWindow()
     var presence = ParticipantTable()
     /// What the cores made that a peer's decoder refused, with what it was.
@@ -234,6 +245,16 @@ private struct Cores {
         case let .observed(link, datagram):
             reach.receive(from: peer, link: link, datagram: datagram, now: now)
             _ = reach.nat(advertised: testAddr("h"))
+        // The relay's and an end's rules, with the sender and the named peer linked.
+        case let .circuitRequest(other), let .circuitOffer(other), let .circuitAccept(other), let .circuitClose(other), let .circuitRefuse(other, _):
+            relay.linkUp(peer); relay.linkUp(other)
+            _ = relay.open(from: peer, to: other, now: now)
+            _ = routes.offered(other, via: peer, linked: false, live: true, direct: true)
+            _ = routes.accepted(other, via: peer)
+            _ = routes.tick(unlinked: [other], relays: [peer], now: now)
+        case let .circuitData(other, bytes):
+            _ = relay.forward(bytes.count, from: peer, to: other, queued: bytes.count, now: now)
+            routes.closed(other, via: peer, now: now)
         }
     }
 

@@ -60,3 +60,15 @@ private func m(_ raw: UInt64) -> MemberID { MemberID(raw: raw) }
     #expect(r.tick(now: 50) == [RelayCircuits.Pair(m(2), m(3))])
     #expect(r.circuits.isEmpty)
 }
+
+@Test func nothingIsForwardedToAMemberWithAFullQueueAndACircuitCanBeClosed() {
+    var budget = RelayCircuits.Budget()
+    budget.queueBytes = 1000
+    var r = RelayCircuits(local: m(1), budget: budget)
+    r.linkUp(m(2)); r.linkUp(m(3))
+    _ = r.open(from: m(2), to: m(3), now: 0)
+    #expect(r.forward(10, from: m(2), to: m(3), queued: 999, now: 0) == .success(m(3)))
+    #expect(r.forward(10, from: m(2), to: m(3), queued: 1000, now: 0) == .failure(.init(reason: .queueFull)), "the circuit's queue is bounded")
+    #expect(r.joins(m(3), m(2)) && r.close(m(3), m(2)) && !r.joins(m(2), m(3)) && !r.close(m(2), m(3)))
+    #expect(RelayCircuits.Budget(bytesPerSecond: 1000).burstBytes == 2000 && RelayCircuits.Budget(bytesPerSecond: .max).burstBytes == .max)
+}

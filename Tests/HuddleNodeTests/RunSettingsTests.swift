@@ -27,6 +27,8 @@ import Testing
         rekey-every = "1h"
         rekey-grace = 3600
         admins = "admins.txt"
+        relay-limit = 65536
+        no-relay = true
         metrics = "127.0.0.1:9464"
         """
 
@@ -69,6 +71,7 @@ import Testing
         #expect(config.rekeyGrace == 3600)
         #expect(settings.admins == "/etc/huddle/admins.txt")
         #expect(config.metrics == "127.0.0.1:9464")
+        #expect(settings.relayLimit == 65536 && settings.noRelay && config.relayBudget.circuits == 0 && config.relayBudget.circuitsPerMember == 0, "--no-relay wins over --relay-limit")
         // Every key a file may hold is set by the file above, or by the invitation one below.
         let keys = Set(try SettingsFile.parse(Array(Self.everyKey.utf8), file: "f").map(\.key)).union(["invite", "key-out"])
         #expect(keys == Set(RunSettings.keys))

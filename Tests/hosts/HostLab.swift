@@ -227,8 +227,9 @@ final class HostLab: @unchecked Sendable {
 
     /// Starts `huddle run` inside host `i`'s namespace, joining through the given hosts' addresses.
     @discardableResult
-    func start(_ i: Int, join: [Int] = []) async throws -> HostNode {
-        let node = try HostNode(host: hosts[i], dir: dir, key: key, join: join.map { hosts[$0].addr })
+    /// `environment`: variables added to the node's (test-only knobs such as `HUDDLE_TEST_RELAY_CORRUPT_AFTER`).
+    func start(_ i: Int, join: [Int] = [], environment: [String: String] = [:]) async throws -> HostNode {
+        let node = try HostNode(host: hosts[i], dir: dir, key: key, join: join.map { hosts[$0].addr }, environment: environment)
         nodes.append(node)
         try await node.ready()
         return node
@@ -350,7 +351,7 @@ final class HostNode: @unchecked Sendable {
     var name: String { host.name }
     var pid: Int32 { process.processIdentifier }
 
-    init(host: Host, dir: String, key: String, join: [String]) throws {
+    init(host: Host, dir: String, key: String, join: [String], environment: [String: String] = [:]) throws {
         self.host = host
         control = "\(dir)/\(host.name).sock"
         logPath = "\(dir)/\(host.name).log"
@@ -364,6 +365,7 @@ final class HostNode: @unchecked Sendable {
         process.standardError = FileHandle(forWritingAtPath: logPath)
         process.standardOutput = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new } }
         try TestProcesses.launch(process)
     }
 

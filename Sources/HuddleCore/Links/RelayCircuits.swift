@@ -1,5 +1,5 @@
-/// A relay member's circuits (issue 36, item 2; **not wired in yet**: no link message, no shell):
-/// which member pairs it forwards opaque bytes between, within what budget.
+/// A relay member's circuits (issue 36, item 2; `SessionCore+Relay` runs it, the `circuit…` link
+/// messages carry it): which member pairs it forwards opaque bytes between, within what budget.
 ///
 /// A circuit joins two members A and B that both hold a link to this member and cannot link to
 /// each other; this member forwards the A–B link's records as they are (ciphertext end to end: it
@@ -11,7 +11,10 @@
 ///   or from a member that is not linked, is refused and counted by reason (`refusals`);
 /// - each member's forwarded bytes are within a token bucket of `Budget.bytesPerSecond` (burst
 ///   `Budget.burstBytes`): bytes over it are refused (dropped, counted), never queued here, so
-///   memory does not grow with what a member sends;
+///   memory does not grow with what a member sends; nor are bytes forwarded to a member for
+///   which `Budget.queueBytes` or more wait already (the shell says how much: `queued`), so a
+///   circuit's queue at the relay is bounded; the caller closes a circuit whose bytes were refused
+///   (a byte stream with a hole in it is of no use to its ends);
 /// - a circuit that forwarded nothing for `Budget.idleSeconds` is closed by `tick`, and every
 ///   circuit of a member whose link closed is closed at once (`linkDown`);
 /// - bytes are forwarded only on an open circuit, only to the other end of it.
@@ -23,7 +26,14 @@ public struct RelayCircuits: Sendable {
         public var bytesPerSecond = 1 << 20
         public var burstBytes = 4 << 20
         public var idleSeconds = 30.0
+        /// Bytes queued for a circuit's receiving end beyond which nothing more is forwarded to it.
+        public var queueBytes = 1 << 20
         public init() {}
+        /// `--relay-limit`: `bytesPerSecond` per member, a burst of two seconds of it.
+        public init(bytesPerSecond: Int) {
+            self.bytesPerSecond = max(0, bytesPerSecond)
+            burstBytes = self.bytesPerSecond.multipliedReportingOverflow(by: 2).overflow ? Int.max : self.bytesPerSecond * 2
+        }
         /// Relays nothing.
         public static var none: Budget { var b = Budget(); b.circuits = 0; b.circuitsPerMember = 0; return b }
     }
@@ -32,6 +42,7 @@ public struct RelayCircuits: Sendable {
     public enum Refusal: String, Sendable, CaseIterable {
         case notLinked = "not_linked", ownCircuit = "own_circuit", duplicate, circuitsFull = "circuits_full"
         case memberCircuitsFull = "member_circuits_full", noCircuit = "no_circuit", overBudget = "over_budget"
+        case queueFull = "queue_full"
     }
 
     /// An unordered member pair (the lower id first).
@@ -86,10 +97,18 @@ public struct RelayCircuits: Sendable {
 
     private func count(of member: MemberID) -> Int { circuits.keys.count { $0.contains(member) } }
 
-    /// `bytes` bytes from `from` for `to`: the member to forward them to, or why they are dropped.
-    public mutating func forward(_ bytes: Int, from: MemberID, to: MemberID, now: Double) -> Result<MemberID, RefusalError> {
+    /// Closes the circuit between `a` and `b`; whether there was one.
+    public mutating func close(_ a: MemberID, _ b: MemberID) -> Bool { circuits.removeValue(forKey: Pair(a, b)) != nil }
+
+    /// Whether a circuit joins `a` and `b`.
+    public func joins(_ a: MemberID, _ b: MemberID) -> Bool { a != b && circuits[Pair(a, b)] != nil }
+
+    /// `bytes` bytes from `from` for `to`, while `queued` bytes wait for `to` already: the member to
+    /// forward them to, or why they are dropped.
+    public mutating func forward(_ bytes: Int, from: MemberID, to: MemberID, queued: Int = 0, now: Double) -> Result<MemberID, RefusalError> {
         let pair = Pair(from, to)
         guard from != to, circuits[pair] != nil else { return .failure(refuse(.noCircuit)) }
+        guard queued < budget.queueBytes else { return .failure(refuse(.queueFull)) }
         let rate = Double(budget.bytesPerSecond), burst = Double(budget.burstBytes)
         let bucket = buckets[from] ?? (burst, now)
         let tokens = min(burst, bucket.tokens + max(0, now - bucket.at) * rate)

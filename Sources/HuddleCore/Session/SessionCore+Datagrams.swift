@@ -122,6 +122,9 @@ extension SessionCore {
         let recipient: MemberID?
         if case let .ping(_, target) = message.kind { recipient = target } else { recipient = keyedMember(at: addr) }
         if let recipient, removedMembers.contains(recipient) { return nil }
+        // A member reached through a relay, or whose link comes from behind a NAT: over that link
+        // (its advertised address may take no datagram: SWIM would fail a member it hears from).
+        if let recipient, relayedLinks[recipient] != nil || linkTranslated(recipient) { return .sendLink(recipient, .swim(message)) }
         if let recipient, let sending = datagramKeys.nextSend(to: recipient) {
             let payload = DatagramPayload(sender: local, counter: sending.counter, content: .swim(message))
             return .sendDatagram(payload, to: addr, sealing: .link(recipient, serial: sending.serial))

@@ -1,8 +1,8 @@
 /// How this member reaches each member, and how members reach it (issue 36, items 1 and 4):
 /// observed addresses, the NAT kind (`ReachObservations`), and each member's path.
 ///
-/// Guarantees: a member's `path` is `self` for this member, `direct` while a link to it is up,
-/// `none` otherwise (no relay yet); a live member's path change is a `member` event `path`; only
+/// Guarantees: a member's `path` is `self` for this member, `relayed` while its link runs over a
+/// circuit (`SessionCore+Relay`), `direct` while another link to it is up, `none` otherwise; a live member's path change is a `member` event `path`; only
 /// reports from live members (in the table) count towards `nat` and `reflexive`.
 extension SessionCore {
     /// How this member reaches a member now (the control protocol's `path`).
@@ -12,7 +12,8 @@ extension SessionCore {
 
     public func path(to member: MemberID) -> Path {
         if member == local { return .self }
-        return planner.linked.contains(member) ? .direct : .none
+        guard planner.linked.contains(member) else { return .none }
+        return relayedLinks[member] == nil ? .direct : .relayed
     }
 
     /// The reporters that count: live members.

@@ -116,6 +116,11 @@ public struct SessionCore: Sendable {
     var pendingBatchBytes = 0
     /// Observed addresses and the NAT kind (`SessionCore+Reach`).
     public internal(set) var reach = ReachObservations()
+    /// This member as a relay (`SessionCore+Relay`), and as an end of circuits.
+    public internal(set) var relay: RelayCircuits
+    public internal(set) var routes: RelayRoutes
+    /// Members whose link runs over a circuit, and through which relay.
+    var relayedLinks: [MemberID: MemberID] = [:]
     /// Peers asked to catch this member up (a join push-pull), until their reply: only they may
     /// send a baseline or journal entries.
     public private(set) var catchUpFrom: Set<MemberID> = []
@@ -149,6 +154,8 @@ public struct SessionCore: Sendable {
         broadcast = CausalBroadcast(local: local.id, awaitingBaseline: joining, settings: broadcastSettings)
         journal = Journal(local: local.id, seed: journalSeed, storeLimitBytes: limits.storeBytes)
         planner = LinkPlanner(local: local.id)
+        relay = RelayCircuits(local: local.id)
+        routes = RelayRoutes(local: local.id)
     }
 
     // MARK: membership
@@ -186,7 +193,7 @@ public struct SessionCore: Sendable {
             out += digests(now: now)
         }
         out += announceParticipants()
-        out += reachReports(now: now) + publishReach(now: now)
+        out += reachReports(now: now) + publishReach(now: now) + relayTick(now: now)
         return out + epochTick(now: now) + congestionCleared(since: congested)
     }
 
@@ -298,6 +305,7 @@ public struct SessionCore: Sendable {
                     if let dial = planner.want(info.id, addr: info.addr, now: now) { out.append(.dial(dial.addr)) }
                 case .failed, .left, .removed:
                     planner.forget(info.id)
+                    routes.forget(info.id)
                     timing.forget(info.id)
                     datagramKeys.forget(info.id)
                     out.append(.closeLink(info.id))
@@ -365,9 +373,10 @@ public struct SessionCore: Sendable {
 
     /// A link to `peer` is up: returns the hello to send first — the seq it names
     /// (`CausalBroadcast.helloSeq(for:)`) and how many of this member's broadcasts up to it were
-    /// not messages.
-    public mutating func linkUp(_ peer: MemberID) -> LinkMessage {
+    /// not messages. `via`: the relay when the link runs over a circuit (`SessionCore+Relay`).
+    public mutating func linkUp(_ peer: MemberID, via: MemberID? = nil) -> LinkMessage {
         planner.linkUp(peer)
+        relayLinkUp(peer, via: via)
         let seq = broadcast.helloSeq(for: peer)
         return .hello(since: seq, nonApplication: applicationSeqs.nonApplication(local, upTo: seq))
     }
@@ -385,7 +394,7 @@ public struct SessionCore: Sendable {
         epochLinks[peer] = nil
         peerHeads[peer] = nil
         headHandovers[peer] = nil
-        let gone = forgetParticipants(of: peer) + reachLinkDown(peer)
+        let gone = forgetParticipants(of: peer) + reachLinkDown(peer) + relayLinkDown(peer, now: now)
         return gone + (settled ? membership(swim.linkLost(peer, now: now), now: now) : [])
     }
 
@@ -465,7 +474,9 @@ public struct SessionCore: Sendable {
     /// to the journal.
     /// `backlogged`: the shell's queue to `peer` holds `LinkBudget.backlogBytes` or more, so its
     /// requests for bulk answers are refused (`refusesWhileBacklogged`) until it reads.
-    public mutating func receiveLink(_ message: LinkMessage, from peer: MemberID, addr: String, now: Double, backlogged: Bool = false) -> [SessionEffect] {
+    /// `queued`: bytes waiting on this member's link to a member (what a relay may forward to it).
+    public mutating func receiveLink(_ message: LinkMessage, from peer: MemberID, addr: String, now: Double, backlogged: Bool = false,
+                                     queued: (MemberID) -> Int = { _ in 0 }) -> [SessionEffect] {
         if epochs.isRemoved { return [] }
         swim.heard(from: peer, now: now)
         if backlogged && Self.refusesWhileBacklogged(message) { return refuse(.outboxFull) }
@@ -506,6 +517,8 @@ public struct SessionCore: Sendable {
         case let .timeReply(echo, wall): out = receiveTimeReply(echo: echo, wallMicros: wall, from: peer, now: now)
         case let .participants(record): out = receiveParticipants(record, from: peer)
         case let .observed(link, datagram): out = receiveObserved(link: link, datagram: datagram, from: peer, now: now)
+        case .circuitRequest, .circuitOffer, .circuitAccept, .circuitRefuse, .circuitData, .circuitClose:
+            out = receiveCircuit(message, from: peer, queued: queued, now: now)
         }
         return out + congestionCleared(since: congested) + firstRefusals(since: counted)
     }

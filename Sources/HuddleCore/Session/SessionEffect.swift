@@ -57,6 +57,13 @@ public enum SessionEffect: Sendable, Equatable {
     /// A member's node key was removed (by `by`, when the remover's member id is known): its
     /// links are closed and it is refused from now on. Shown as a `member` event `removed`.
     case memberRemoved(MemberInfo, by: MemberID?)
+    /// A circuit with `peer` through the relay `via` is open (`SessionCore+Relay`): run a link over
+    /// it (`initiator`: this member starts the handshake), its bytes sent as `circuitData` to `via`.
+    case circuitUp(peer: MemberID, via: MemberID, initiator: Bool)
+    /// Bytes of the link over the circuit with `peer` through `via`, for that link's reader.
+    case circuitBytes(peer: MemberID, via: MemberID, [UInt8])
+    /// The circuit with `peer` through `via` closed: end the link over it.
+    case circuitDown(peer: MemberID, via: MemberID)
     /// Programs joined or left activities, as this member shows them (`SessionCore+Participants`).
     case participants([ParticipantChange])
 }

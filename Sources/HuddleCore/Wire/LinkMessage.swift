@@ -65,6 +65,24 @@ public enum LinkMessage: Sendable, Equatable {
     /// the receiver's link connection and of its datagrams (empty: not seen). Each at most
     /// `MemberInfo.maximumAddress` bytes; the core keeps only numeric ones (`ReachObservations`).
     case observed(link: String, datagram: String)
+    /// Relaying (issue 36, item 2; `RelayCircuits`, `RelayRoutes`): the sender asks the receiver
+    /// (the relay) for a circuit to `peer`, a member it cannot link to directly.
+    case circuitRequest(peer: MemberID)
+    /// The relay offers the receiver a circuit from `peer`, which asked for one.
+    case circuitOffer(peer: MemberID)
+    /// The circuit with `peer` is taken (an end to the relay; the relay to the asking end).
+    case circuitAccept(peer: MemberID)
+    /// No circuit with `peer`, and why (a `RelayCircuits.Refusal` or `RelayRoutes` reason; at
+    /// most `MemberInfo.maximumAddress` bytes, shown only in logs).
+    case circuitRefuse(peer: MemberID, reason: String)
+    /// Bytes of the link with `peer` that this circuit carries: ciphertext of that link (its own
+    /// Noise session end to end), opaque to the relay. At most `circuitDataLimit` bytes.
+    case circuitData(peer: MemberID, bytes: [UInt8])
+    /// The circuit with `peer` is closed.
+    case circuitClose(peer: MemberID)
+
+    /// Most bytes one `circuitData` carries.
+    public static let circuitDataLimit = 60 * 1024
 
     /// Most epoch changes one `epochChanges` message carries.
     public static let maximumEpochChanges = 16
@@ -76,6 +94,7 @@ public enum LinkMessage: Sendable, Equatable {
         case journal = 10, have = 11, chunkRequest = 12, chunkHeader = 13, batch = 14, chunkCorrupt = 15
         case epochChanges = 16, epochGrant = 17, epochHead = 18, timeRequest = 19, timeReply = 20, participants = 21
         case observed = 30
+        case circuitRequest = 31, circuitOffer = 32, circuitAccept = 33, circuitRefuse = 34, circuitData = 35, circuitClose = 36
     }
 
     public func encoded() -> [UInt8] {
@@ -132,6 +151,12 @@ public enum LinkMessage: Sendable, Equatable {
             w.u8(Kind.participants.rawValue); record.encode(into: &w)
         case let .observed(link, datagram):
             w.u8(Kind.observed.rawValue); w.string16(link); w.string16(datagram)
+        case let .circuitRequest(peer): w.u8(Kind.circuitRequest.rawValue); w.member(peer)
+        case let .circuitOffer(peer): w.u8(Kind.circuitOffer.rawValue); w.member(peer)
+        case let .circuitAccept(peer): w.u8(Kind.circuitAccept.rawValue); w.member(peer)
+        case let .circuitRefuse(peer, reason): w.u8(Kind.circuitRefuse.rawValue); w.member(peer); w.string16(String(reason.utf8.prefix(MemberInfo.maximumAddress)) ?? "")
+        case let .circuitData(peer, bytes): w.u8(Kind.circuitData.rawValue); w.member(peer); w.bytes32(bytes)
+        case let .circuitClose(peer): w.u8(Kind.circuitClose.rawValue); w.member(peer)
         }
         return w.bytes
     }
@@ -142,6 +167,7 @@ public enum LinkMessage: Sendable, Equatable {
         case let .batch(batch): 128 + batch.tree.count * 33 + batch.messages.reduce(0) { $0 + $1.message.body.count + 64 }
         case let .message(signed): 512 + signed.message.body.count
         case let .epochChanges(changes): 64 + changes.reduce(0) { $0 + 256 + $1.recipients.count * 120 }
+        case let .circuitData(_, bytes): 16 + bytes.count
         default: 64
         }
     }
@@ -217,6 +243,13 @@ public enum LinkMessage: Sendable, Equatable {
         case .observed:
             result = .observed(link: try r.string16("observed link address", limit: MemberInfo.maximumAddress),
                                datagram: try r.string16("observed datagram address", limit: MemberInfo.maximumAddress))
+        case .circuitRequest: result = .circuitRequest(peer: try r.member("circuit peer"))
+        case .circuitOffer: result = .circuitOffer(peer: try r.member("circuit peer"))
+        case .circuitAccept: result = .circuitAccept(peer: try r.member("circuit peer"))
+        case .circuitRefuse:
+            result = .circuitRefuse(peer: try r.member("circuit peer"), reason: try r.string16("circuit refusal", limit: MemberInfo.maximumAddress))
+        case .circuitData: result = .circuitData(peer: try r.member("circuit peer"), bytes: try r.bytes32(limit: Self.circuitDataLimit, "circuit bytes"))
+        case .circuitClose: result = .circuitClose(peer: try r.member("circuit peer"))
         case nil: throw WireError("unknown link message kind")
         }
         try r.expectEnd("link message")

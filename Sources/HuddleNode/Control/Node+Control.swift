@@ -152,6 +152,22 @@ extension Node {
             "link_rekeys_sent": .int(Int64(counters.linkRekeysSent.load(ordering: .relaxed))),
             "link_rekeys_received": .int(Int64(counters.linkRekeysReceived.load(ordering: .relaxed))),
             "refused": .object(refusalsJSON()),
+            "relay": .object(relayJSON()),
+        ]
+    }
+
+    /// This member as a relay and as an end of circuits (README, "Relaying"): circuits it carries,
+    /// bytes it forwarded, circuit requests and bytes it refused by reason, its own relayed links.
+    private func relayJSON() -> JSONObject {
+        let relay = core.relay
+        var refused: JSONObject = [:]
+        for reason in RelayCircuits.Refusal.allCases { refused[reason.rawValue] = .int(Int64(relay.refusals[reason, default: 0])) }
+        return [
+            "circuits": .int(Int64(relay.circuits.count)),
+            "forwarded_bytes": .int(Int64(relay.forwardedBytes)),
+            "refused": .object(refused),
+            "relayed_links": .int(Int64(links.values.count { $0.via != nil })),
+            "corrupted": .int(Int64(relayCorruption.flipped)),
         ]
     }
 

@@ -10,16 +10,19 @@ final class LinkHandle: Sendable {
     let outbox = Outbox<LinkOutbound>(batchBytes: LinkBudget.writeBatchBytes, progressBelow: LinkBudget.backlogBytes)
     let channel: Channel
     let remoteAddress: String
+    /// The relay this link runs over (a circuit, `CircuitEnd`); nil for a direct link.
+    let via: MemberID?
     /// When the link was registered; a link that ends within `LinkHandle.settling` of it is a
     /// duplicate losing a dial race, not a sign that the peer is gone.
     let opened = ContinuousClock.now
     static let settling = Duration.seconds(1)
 
-    init(peer: MemberInfo, dialer: MemberID, channel: Channel) {
+    init(peer: MemberInfo, dialer: MemberID, channel: Channel, via: MemberID? = nil) {
         self.peer = peer
+        self.via = via
         self.dialer = dialer
         self.channel = channel
-        remoteAddress = channel.remoteAddress.map { "\($0)" } ?? "unknown"
+        remoteAddress = via.map { "relayed by \($0)" } ?? channel.remoteAddress.map { "\($0)" } ?? "unknown"
     }
 
     /// Queues an encoded link message for the link's writer.

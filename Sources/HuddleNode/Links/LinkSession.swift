@@ -67,8 +67,10 @@ enum LinkSession {
     /// back as soon as the handshake has ended either way. A dialer uses `key`; a responder tries
     /// the first message under every key `Node.handshakeKeys` offers (the current epoch's first),
     /// and the node's admission rule decides whether the epoch that opened it lets the peer in.
-    static func run(_ channel: FrameChannel, role: LinkHandshake.Role, key: SessionKey? = nil, node: Node, registered: OneShot<MemberID>?, ticket: HandshakeTicket? = nil) async {
-        let remote = channel.channel.remoteAddress.map(hostPort) ?? "unknown"
+    /// `via`: the relay of the circuit this link runs over (`CircuitEnd`), nil for a TCP connection.
+    static func run(_ channel: FrameChannel, role: LinkHandshake.Role, key: SessionKey? = nil, node: Node, registered: OneShot<MemberID>?,
+                    ticket: HandshakeTicket? = nil, via: MemberID? = nil) async {
+        let remote = via.map { "a circuit through \($0)" } ?? channel.channel.remoteAddress.map(hostPort) ?? "unknown"
         defer { ticket?.release() }
         do {
             try await channel.executeThenClose { inbound, outbound in
@@ -93,7 +95,7 @@ enum LinkSession {
                 ticket?.release()
                 let peer = try MemberInfo.decode(result.remoteAppPayload)
                 guard peer.node == result.remoteIdentity else { throw NodeError("peer's member record names another node key") }
-                let link = LinkHandle(peer: peer, dialer: role == .initiator ? node.local.id : peer.id, channel: channel.channel)
+                let link = LinkHandle(peer: peer, dialer: role == .initiator ? node.local.id : peer.id, channel: channel.channel, via: via)
                 guard await node.register(link, datagramKeys: result.datagramKeys, keyHead: done.keyHead) else {
                     registered?.resume(.success(peer.id))
                     return

@@ -15,7 +15,7 @@ extension Node {
             "self": .bool(info.id == local.id),
             // CONTROL.md's smoothed round-trip time: over the member's link (`LinkTiming`).
             "rtt_ms": milliseconds(core.timing.estimates[info.id]?.roundTrip),
-            "path": .string(core.path(to: info.id).rawValue), "via": .null,
+            "path": .string(core.path(to: info.id).rawValue), "via": core.via(info.id).map { .string($0.description) } ?? .null,
         ])
     }
 

@@ -48,6 +48,10 @@ actor Node {
     /// Attachments whose stored copy is being checked against their hashes (`verifyStoredCopy`).
     var verifying: Set<String> = []
     var links: [MemberID: LinkHandle] = [:]
+    /// This member's ends of circuits through relays, by peer (`Node+Circuits`).
+    var circuitEnds: [MemberID: CircuitEnd] = [:]
+    /// The test-only corruption of relayed bytes (`RelayCorruption`; off unless its variable is set).
+    var relayCorruption = RelayCorruption()
     var events: EventLog
     private var spoolFailureLogged = false
     private var dialsInFlight: Set<String> = []
@@ -110,6 +114,7 @@ actor Node {
             committedOwnSeq = resume.point.ownSeq
         }
         core.rotate(every: config.rekeyEvery, now: 0)
+        core.setRelayBudget(config.relayBudget)
         datagramOpener = DatagramOpenerBox(DatagramOpener(local: local.id, session: seal, keys: core.datagramKeys))
     }
 
@@ -168,6 +173,8 @@ actor Node {
             }
             return false
         }
+        // A link over a circuit: only for the peer and relay of an open circuit, and no other link.
+        if let via = link.via, !core.admitsRelayedLink(peer, via: via) { return false }
         if let existing = links[peer] {
             guard LinkPlanner.keepsNewLink(newDialedBy: link.dialer, existingDialedBy: existing.dialer) else {
                 core.installDatagramKeys(datagramKeys, for: peer, current: false, now: now)
@@ -180,8 +187,12 @@ actor Node {
         publishDatagramKeys()
         execute(core.flushBatch())
         links[peer] = link
-        link.send(core.linkUp(peer).encoded())
-        execute(core.linkAddresses(peer, remote: link.channel.remoteAddress.map(hostPort) ?? "", local: link.channel.localAddress.map(hostPort) ?? "", now: now))
+        link.send(core.linkUp(peer, via: link.via).encoded())
+        if link.via != nil {
+            execute(core.relayedPathEvent(peer))
+        } else {
+            execute(core.linkAddresses(peer, remote: link.channel.remoteAddress.map(hostPort) ?? "", local: link.channel.localAddress.map(hostPort) ?? "", now: now))
+        }
         execute(core.epochLinkUp(peer, now: now))
         return true
     }
@@ -198,7 +209,8 @@ actor Node {
     }
 
     private func handle(_ message: LinkMessage, on link: LinkHandle) {
-        execute(core.receiveLink(message, from: link.peer.id, addr: link.peer.addr, now: now, backlogged: link.isBacklogged))
+        execute(core.receiveLink(message, from: link.peer.id, addr: link.peer.addr, now: now, backlogged: link.isBacklogged,
+                                 queued: { links[$0]?.outbox.queuedBytes ?? 0 }))
         switch message {
         case let .pushPullReply(state) where !state.more: wake(.pushPullReply(link.peer.id))
         case .have: wake(.handOff)
@@ -243,7 +255,8 @@ actor Node {
                 } else {
                     dialInBackground(addr) { node, peer in await node.pushPullAndWait(peer, join: join) }
                 }
-            case let .sendLink(peer, message): links[peer]?.send(message.encoded())
+            case let .sendLink(peer, message):
+                if case .circuitData = message { relayForward(message, to: peer) } else { links[peer]?.send(message.encoded()) }
             case let .sendToLinks(message):
                 let encoded = message.encoded()
                 for link in links.values { link.send(encoded) }
@@ -284,6 +297,9 @@ actor Node {
                 wake(.epoch)
             case let .memberRemoved(info, by): emitMember(.removed, info, by: by)
             case let .participants(changes): emitParticipants(changes)
+            case let .circuitUp(peer, via, initiator): startCircuit(peer: peer, via: via, initiator: initiator)
+            case let .circuitBytes(peer, via, bytes): circuitBytes(peer: peer, via: via, bytes)
+            case let .circuitDown(peer, via): circuitDown(peer: peer, via: via)
             }
         }
         publishDatagramKeys()

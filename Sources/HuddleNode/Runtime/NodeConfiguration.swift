@@ -53,6 +53,10 @@ public struct NodeConfiguration: Sendable {
     public var admins: [[UInt8]] = []
     /// `--metrics`: `HOST:PORT` where `GET /metrics` serves Prometheus text (nil: not served).
     public var metrics: String?
+    /// How much this node relays for other members (`--relay-limit`, `--no-relay`).
+    public var relayBudget = RelayCircuits.Budget(bytesPerSecond: Self.defaultRelayLimit)
+    /// `--relay-limit`'s default: bytes per second relayed per member.
+    public static let defaultRelayLimit = 8 << 20
 
     public init(keyPath: String, controlPath: String) {
         self.keyPath = keyPath

@@ -1,5 +1,6 @@
 import Foundation
 import HuddleControl
+import HuddleCore
 
 /// Where a setting came from, to name it in an error line.
 public enum SettingPlace: Sendable, Equatable {
@@ -44,6 +45,10 @@ public struct RunSettings: Sendable, Equatable {
     public var rekeyGrace = NodeConfiguration.defaultRekeyGrace
     public var admins: String?
     public var metrics: String?
+    /// `--relay-limit`: bytes per second this node relays per member (`RelayCircuits.Budget`).
+    public var relayLimit = NodeConfiguration.defaultRelayLimit
+    /// `--no-relay`: this node relays nothing.
+    public var noRelay = false
 
     public init() {}
 
@@ -52,7 +57,7 @@ public struct RunSettings: Sendable, Equatable {
         "key", "invite", "key-out", "listen", "advertise", "join", "name", "control", "data-dir", "identity",
         "max-message-bytes", "max-unreliable-bytes", "max-attachment-bytes", "store-limit", "max-members",
         "link-stall-seconds", "ack-deadline-seconds", "handshake-timeout-seconds", "link-rekey-seconds",
-        "rekey-every", "rekey-grace", "admins", "metrics",
+        "rekey-every", "rekey-grace", "admins", "metrics", "relay-limit", "no-relay",
     ]
 
     /// Keys naming files or directories: relative ones in a settings file are taken from the file's directory.
@@ -105,6 +110,8 @@ public struct RunSettings: Sendable, Equatable {
         case "rekey-every": rekeyEvery = try setting.duration(example: "90s, 10m, 2h, 1d")
         case "rekey-grace": rekeyGrace = try setting.duration(example: "1h, 7d")
         case "admins": admins = try setting.string()
+        case "relay-limit": relayLimit = try setting.integer(1024...(1 << 40))
+        case "no-relay": noRelay = try setting.bool()
         case "metrics":
             let text = try setting.string()
             do { _ = try NodeConfiguration.parseListen(text) } catch { throw setting.error("\(error)") }
@@ -152,6 +159,7 @@ public struct RunSettings: Sendable, Equatable {
         config.rekeyEvery = rekeyEvery
         config.rekeyGrace = rekeyGrace
         config.metrics = metrics
+        config.relayBudget = noRelay ? .none : RelayCircuits.Budget(bytesPerSecond: relayLimit)
         return config
     }
 }
@@ -168,6 +176,11 @@ private struct Setting {
         guard case let .string(s) = value else { throw error("must be a string (in quotes), not \(value.written)") }
         guard !s.isEmpty else { throw error("must not be empty") }
         return s
+    }
+
+    func bool() throws(SettingError) -> Bool {
+        guard case let .bool(b) = value else { throw error("must be true or false, not \(value.written)") }
+        return b
     }
 
     func strings() throws(SettingError) -> [String] {

@@ -1,0 +1,150 @@
+/// This member's circuits as an end (issue 36, item 2): when to ask a relay for a circuit to a
+/// member it cannot link to directly, which relay, and which offered circuits to take.
+/// (`RelayCircuits` is the relay's side.)
+///
+/// Guarantees (pure: time comes in as `now`):
+/// - a live member without a link is asked for through a relay only after `Settings.directGrace`
+///   seconds without one (the direct dials go first), the higher of the two member ids
+///   `Settings.higherIdDelay` later still (the lower one's circuit usually comes first);
+/// - at most one circuit (asked for or open) per peer; a request unanswered for
+///   `Settings.requestTimeout` is dropped; a relay that refused, timed out or whose circuit closed
+///   is not asked again for that peer for `Settings.retryAfter` while another is untried: relays
+///   are tried in member order, one not tried for the longest first;
+/// - a relay is a member this member holds a direct link to (never the peer, never one reached
+///   itself through a relay);
+/// - an offered circuit is taken only from a live member without a link here and without a circuit
+///   already open, through a direct link; one this member asked for is taken only from the relay
+///   it asked;
+/// - a relay's link closing closes every circuit through it.
+public struct RelayRoutes: Sendable {
+    public struct Settings: Sendable, Equatable {
+        /// Direct dials go first; a suspected member is failed within seconds (SWIM's suspicion
+        /// timeout is 2.5 to 7.5 s), so a relayed link must come sooner than that.
+        public var directGrace = 1.5
+        public var higherIdDelay = 1.5
+        public var requestTimeout = 5.0
+        public var retryAfter = 2.0
+        public init() {}
+    }
+
+    /// A circuit of this member's, by its other end.
+    public enum Circuit: Sendable, Equatable {
+        /// Asked of `via` at `at`, not answered yet.
+        case requested(via: MemberID, at: Double)
+        /// Open through `via`; `initiator`: this member asked (it starts the link's handshake).
+        case open(via: MemberID, initiator: Bool)
+
+        public var via: MemberID {
+            switch self { case let .requested(via, _), let .open(via, _): via }
+        }
+    }
+
+    /// Ask `via` for a circuit to `peer`.
+    public struct Request: Sendable, Equatable {
+        public let peer: MemberID
+        public let via: MemberID
+    }
+
+    public let local: MemberID
+    public var settings = Settings()
+    public private(set) var circuits: [MemberID: Circuit] = [:]
+    /// Per peer, since when it has been live without a link.
+    private var unlinkedSince: [MemberID: Double] = [:]
+    /// Per peer, the relays that failed it and when.
+    private var failed: [MemberID: [MemberID: Double]] = [:]
+
+    public init(local: MemberID) { self.local = local }
+
+    /// The relay of the open circuit to `peer`, if any.
+    public func via(_ peer: MemberID) -> MemberID? {
+        if case let .open(via, _)? = circuits[peer] { return via }
+        return nil
+    }
+
+    /// Requests due at `now`. `unlinked`: live members without a link; `relays`: members this
+    /// member holds a direct link to.
+    public mutating func tick(unlinked: Set<MemberID>, relays: Set<MemberID>, now: Double) -> [Request] {
+        unlinkedSince = unlinkedSince.filter { unlinked.contains($0.key) }
+        for peer in unlinked where unlinkedSince[peer] == nil { unlinkedSince[peer] = now }
+        for (peer, circuit) in circuits {
+            guard case let .requested(via, at) = circuit, now - at >= settings.requestTimeout else { continue }
+            fail(peer, via: via, now: now)
+        }
+        var out: [Request] = []
+        for peer in unlinked.sorted() where peer != local && circuits[peer] == nil {
+            let grace = settings.directGrace + (local < peer ? 0 : settings.higherIdDelay)
+            guard let since = unlinkedSince[peer], now - since >= grace,
+                  let via = choose(for: peer, among: relays, now: now) else { continue }
+            circuits[peer] = .requested(via: via, at: now)
+            out.append(Request(peer: peer, via: via))
+        }
+        return out
+    }
+
+    /// The relay to ask for `peer`: one never failed, else the one failed longest ago if that is
+    /// `retryAfter` ago; member order among equals.
+    private func choose(for peer: MemberID, among relays: Set<MemberID>, now: Double) -> MemberID? {
+        let candidates = relays.filter { $0 != peer && $0 != local && via($0) == nil }.sorted()
+        let failures = failed[peer] ?? [:]
+        if let fresh = candidates.first(where: { failures[$0] == nil }) { return fresh }
+        guard let oldest = candidates.min(by: { (failures[$0] ?? 0, $0) < (failures[$1] ?? 0, $1) }),
+              let at = failures[oldest], now - at >= settings.retryAfter else { return nil }
+        return oldest
+    }
+
+    private mutating func fail(_ peer: MemberID, via: MemberID, now: Double) {
+        circuits[peer] = nil
+        failed[peer, default: [:]][via] = now
+    }
+
+    /// `via` says the circuit to `peer` this member asked for is taken: true when it was asked of
+    /// `via` (it is open now, and this member starts the link's handshake).
+    public mutating func accepted(_ peer: MemberID, via: MemberID) -> Bool {
+        guard case .requested(via, _)? = circuits[peer] else { return false }
+        circuits[peer] = .open(via: via, initiator: true)
+        return true
+    }
+
+    /// `via` offers a circuit from `peer`: whether to take it (it is open then). `linked`: this
+    /// member has a link to `peer`; `live`: `peer` is a live member; `direct`: `via` is linked directly.
+    public mutating func offered(_ peer: MemberID, via: MemberID, linked: Bool, live: Bool, direct: Bool) -> Bool {
+        guard peer != local, via != peer, live, direct, !linked else { return false }
+        if case .open? = circuits[peer] { return false }
+        circuits[peer] = .open(via: via, initiator: false)
+        return true
+    }
+
+    /// `via` refused the circuit to `peer` this member asked for (an open one stays: a refusal
+    /// answers a request, and a duplicate request may be refused after an offer was taken).
+    public mutating func refused(_ peer: MemberID, via: MemberID, now: Double) {
+        guard case .requested(via, _)? = circuits[peer] else { return }
+        fail(peer, via: via, now: now)
+    }
+
+    /// The circuit to `peer` through `via` was closed (by the relay, the other end, or
+    /// the link over it ending): whether one was open (its link is to be torn down).
+    @discardableResult
+    public mutating func closed(_ peer: MemberID, via: MemberID, now: Double) -> Bool {
+        guard let circuit = circuits[peer], circuit.via == via else { return false }
+        fail(peer, via: via, now: now)
+        if case .open = circuit { return true }
+        return false
+    }
+
+    /// The link to `member` closed: the circuits through it are gone; returns the open ones' peers.
+    public mutating func linkDown(_ member: MemberID, now: Double) -> [MemberID] {
+        var open: [MemberID] = []
+        for (peer, circuit) in circuits.sorted(by: { $0.key < $1.key }) where circuit.via == member {
+            if case .open = circuit { open.append(peer) }
+            fail(peer, via: member, now: now)
+        }
+        return open
+    }
+
+    /// `peer` failed or left: nothing more is asked for it (an open circuit is closed by its link).
+    public mutating func forget(_ peer: MemberID) {
+        failed[peer] = nil
+        unlinkedSince[peer] = nil
+        if case .requested? = circuits[peer] { circuits[peer] = nil }
+    }
+}

@@ -1,0 +1,75 @@
+import HuddleCore
+import NIOCore
+
+/// The shell of relaying (issue 36, item 2): what the core decided about circuits
+/// (`SessionCore+Relay`), carried out. This member's ends of circuits are `CircuitEnd`s, and the
+/// link over each one is run by `LinkSession.run` like any link; bytes only move here.
+extension Node {
+    /// A circuit with `peer` through `via` is open: runs a link over it (`initiator` starts the handshake).
+    func startCircuit(peer: MemberID, via: MemberID, initiator: Bool) {
+        circuitEnds.removeValue(forKey: peer)?.close()
+        let end = CircuitEnd(peer: peer, via: via)
+        circuitEnds[peer] = end
+        let key = initiator ? handshakeKeys().first : nil
+        spawner.spawn { [self] in
+            do {
+                let (linkChannel, pump) = try await end.open()
+                spawner.spawn { [self] in
+                    await LinkSession.run(linkChannel, role: initiator ? .initiator : .responder, key: key, node: self, registered: nil, via: via)
+                }
+                try await pump.executeThenClose { inbound, _ in
+                    for try await buffer in inbound {
+                        guard await circuitOutgoing(end, Array(buffer.readableBytesView)) else { break }
+                    }
+                }
+            } catch {
+                log.info("circuit to \(peer) through \(via) ended: \(error)")
+            }
+            end.close()
+            await circuitFinished(end)
+        }
+    }
+
+    /// Bytes of the link over `end`'s circuit, to its relay; false when the circuit is gone or the
+    /// link to the relay has `LinkBudget.backlogBytes` waiting already (the circuit is closed then).
+    private func circuitOutgoing(_ end: CircuitEnd, _ bytes: [UInt8]) -> Bool {
+        guard circuitEnds[end.peer] === end, let relay = links[end.via], !relay.isBacklogged else { return false }
+        relay.send(LinkMessage.circuitData(peer: end.peer, bytes: bytes).encoded())
+        return true
+    }
+
+    /// `end` closed (its link ended, or the relay closed it): the core is told, once.
+    private func circuitFinished(_ end: CircuitEnd) {
+        guard circuitEnds[end.peer] === end else { return }
+        circuitEnds[end.peer] = nil
+        execute(core.circuitEnded(end.peer, via: end.via, now: now))
+    }
+
+    /// Bytes from the relay for the link over the circuit with `peer`.
+    func circuitBytes(peer: MemberID, via: MemberID, _ bytes: [UInt8]) {
+        guard let end = circuitEnds[peer], end.via == via else { return }
+        if !end.deliver(bytes) {
+            log.warning("closing the circuit to \(peer) through \(via): \(CircuitEnd.queueBytes) bytes wait for its link")
+            end.close()
+        }
+    }
+
+    /// The core closed the circuit with `peer` (the relay or the peer did): the link over it ends.
+    func circuitDown(peer: MemberID, via: MemberID) {
+        guard let end = circuitEnds[peer], end.via == via else { return }
+        circuitEnds[peer] = nil
+        end.close()
+    }
+
+    /// Bytes this member forwards as a relay (`forward`), perhaps with one byte flipped once for
+    /// tests (`RelayCorruption`).
+    func relayForward(_ message: LinkMessage, to peer: MemberID) {
+        guard let link = links[peer] else { return }
+        if case let .circuitData(from, bytes) = message {
+            relayCorruption.count(bytes.count)
+            link.send(LinkMessage.circuitData(peer: from, bytes: relayCorruption.apply(bytes)).encoded())
+            return
+        }
+        link.send(message.encoded())
+    }
+}

@@ -1,0 +1,137 @@
+import HuddleCrypto
+import Testing
+@testable import HuddleCore
+
+/// Relaying in the session core (issue 36, item 2): A and B, which cannot link, get a circuit
+/// through R that both link to; R forwards bytes only; the path is `relayed` via R; SWIM goes
+/// over the relayed link; R's budget refuses and counts; a relay that goes away closes circuits.
+private let a = MemberID(raw: 1), r = MemberID(raw: 2), b = MemberID(raw: 3)
+private let identities = [a: Identity(seed: [UInt8](repeating: 1, count: 32)), r: Identity(seed: [UInt8](repeating: 2, count: 32)),
+                          b: Identity(seed: [UInt8](repeating: 3, count: 32))]
+private func info(_ id: MemberID) -> MemberInfo {
+    MemberInfo(id: id, node: identities[id]!.publicKey, name: "\(id.raw)", addr: testAddr("m\(id.raw)")).signed(by: identities[id]!)
+}
+
+/// Three cores that all know each other; A–R and R–B linked, A–B not.
+private struct Trio {
+    var cores: [MemberID: SessionCore] = [:]
+
+    init(relayBudget: RelayCircuits.Budget = .init()) {
+        for id in [a, r, b] {
+            var c = SessionCore(local: info(id), identity: identities[id]!, joining: false, swimSeed: id.raw, journalSeed: id.raw)
+            if id == r { c.setRelayBudget(relayBudget) }
+            _ = c.receivePushPull(SWIMPushPull(join: false, members: [a, r, b].filter { $0 != id }.map(info)), from: testAddr("m"), now: 0)
+            cores[id] = c
+        }
+        for (x, y) in [(a, r), (r, b)] {
+            _ = cores[x]!.linkUp(y)
+            _ = cores[y]!.linkUp(x)
+        }
+    }
+
+    /// `effects` of `from`, carried out as the shells would: link messages delivered (recursively),
+    /// the rest returned by member.
+    mutating func run(_ effects: [SessionEffect], of from: MemberID, now: Double) -> [(MemberID, SessionEffect)] {
+        var other: [(MemberID, SessionEffect)] = []
+        for effect in effects {
+            if case let .sendLink(to, message) = effect {
+                switch message {
+                case .circuitRequest, .circuitOffer, .circuitAccept, .circuitRefuse, .circuitData, .circuitClose:
+                    let out = cores[to]!.receiveLink(message, from: from, addr: info(from).addr, now: now)
+                    other += run(out, of: to, now: now)
+                default: other.append((from, effect))
+                }
+            } else {
+                other.append((from, effect))
+            }
+        }
+        return other
+    }
+
+    mutating func tick(_ id: MemberID, now: Double) -> [(MemberID, SessionEffect)] { run(cores[id]!.tick(now: now), of: id, now: now) }
+}
+
+/// Per member, the circuit it was told is up: (peer, via, initiator).
+private func circuitsUp(_ effects: [(MemberID, SessionEffect)]) -> [MemberID: (MemberID, MemberID, Bool)] {
+    var up: [MemberID: (MemberID, MemberID, Bool)] = [:]
+    for case let (at, .circuitUp(peer, via, initiator)) in effects { up[at] = (peer, via, initiator) }
+    return up
+}
+
+@Test func twoMembersThatCannotLinkGetACircuitThroughAMemberBothReachAndLinkOverIt() {
+    var t = Trio()
+    #expect(circuitsUp(t.tick(a, now: 0.5)).isEmpty, "before the direct grace, nothing is asked")
+    #expect(circuitsUp(t.tick(a, now: 1.9)).isEmpty)
+    let up = circuitsUp(t.tick(a, now: 2))
+    #expect(up[a]! == (b, r, true) && up[b]! == (a, r, false), "A starts the handshake, B answers; both through R")
+    #expect(t.cores[r]!.relay.joins(a, b))
+
+    // R forwards the circuit's bytes as they are, only to the other end; the ends hand them to their link.
+    let bytes: [UInt8] = Array(0..<200)
+    let forwarded = t.cores[r]!.receiveLink(.circuitData(peer: b, bytes: bytes), from: a, addr: info(a).addr, now: 4)
+    #expect(forwarded == [.sendLink(b, .circuitData(peer: a, bytes: bytes))])
+    #expect(t.cores[b]!.receiveLink(.circuitData(peer: a, bytes: bytes), from: r, addr: info(r).addr, now: 4) == [.circuitBytes(peer: a, via: r, bytes)])
+    #expect(t.cores[b]!.receiveLink(.circuitData(peer: a, bytes: bytes), from: MemberID(raw: 9), addr: "x", now: 4).isEmpty, "only from the circuit's relay")
+    #expect(t.cores[r]!.relay.forwardedBytes == 200)
+
+    // The link over the circuit: admitted only for that peer and relay; its path is relayed via R.
+    #expect(!t.cores[b]!.admitsRelayedLink(a, via: MemberID(raw: 9)) && t.cores[b]!.admitsRelayedLink(a, via: r))
+    for (x, y) in [(a, b), (b, a)] {
+        _ = t.cores[x]!.linkUp(y, via: r)
+        #expect(t.cores[x]!.path(to: y) == .relayed && t.cores[x]!.via(y) == r)
+        #expect(t.cores[x]!.path(to: r) == .direct && t.cores[x]!.via(r) == nil)
+        #expect(t.cores[x]!.relayedPathEvent(y).count == 1)
+    }
+    // SWIM to a relayed member goes over the link, not as a datagram its NAT would drop.
+    let ping = SWIMMessage(sender: a, kind: .ping(seq: 7, target: b))
+    #expect(t.cores[a]!.datagram(ping, to: info(b).addr) == .sendLink(b, .swim(ping)))
+    let toR = SWIMMessage(sender: a, kind: .ping(seq: 8, target: r))
+    if case .sendLink? = t.cores[a]!.datagram(toR, to: info(r).addr) { Issue.record("a direct member's probe is a datagram") }
+
+    // R goes away: the circuit closes at both ends, and the link over it with it.
+    let gone = t.cores[r]!.linkDown(a, settled: false, now: 5)
+    #expect(gone.contains(.sendLink(b, .circuitClose(peer: a))))
+    #expect(t.cores[b]!.receiveLink(.circuitClose(peer: a), from: r, addr: info(r).addr, now: 5) == [.circuitDown(peer: a, via: r)])
+    #expect(t.cores[a]!.linkDown(r, settled: false, now: 5).contains(.circuitDown(peer: b, via: r)))
+    #expect(!t.cores[r]!.relay.joins(a, b))
+}
+
+@Test func swimGoesOverTheLinkToAMemberWhoseLinkComesFromAnotherHostThanItsAddress() {
+    var t = Trio()
+    let ping = SWIMMessage(sender: r, kind: .ping(seq: 1, target: a))
+    let host = HostPort.numeric(info(a).addr)!.host
+    _ = t.cores[r]!.linkAddresses(a, remote: "\(host):40000", local: info(r).addr, now: 1)
+    if case .sendLink? = t.cores[r]!.datagram(ping, to: info(a).addr) { Issue.record("same host: a datagram") }
+    _ = t.cores[r]!.linkAddresses(a, remote: "198.51.100.7:40000", local: info(r).addr, now: 2)
+    #expect(t.cores[r]!.datagram(ping, to: info(a).addr) == .sendLink(a, .swim(ping)), "behind a NAT: over the link")
+    _ = t.cores[r]!.linkDown(a, settled: false, now: 3)
+    if case .sendLink? = t.cores[r]!.datagram(ping, to: info(a).addr) { Issue.record("no link: a datagram") }
+}
+
+@Test func aRelayOverItsBudgetRefusesCountsAndClosesAndTheEndsGoOn() {
+    var none = Trio(relayBudget: .none)
+    _ = none.tick(a, now: 0)
+    let refused = none.tick(a, now: 3.5)
+    #expect(circuitsUp(refused).isEmpty, "--no-relay: no circuit")
+    #expect(none.cores[r]!.relay.refusals[.circuitsFull] == 1, "the refusal is counted")
+    #expect(none.cores[a]!.routes.circuits[b] == nil, "A is free to ask another relay")
+
+    var budget = RelayCircuits.Budget()
+    budget.bytesPerSecond = 1000
+    budget.burstBytes = 1000
+    var t = Trio(relayBudget: budget)
+    _ = t.tick(a, now: 0)
+    _ = t.tick(a, now: 3.5)
+    let over = t.cores[r]!.receiveLink(.circuitData(peer: b, bytes: [UInt8](repeating: 1, count: 1500)), from: a, addr: info(a).addr, now: 4)
+    #expect(over == [.sendLink(a, .circuitClose(peer: b)), .sendLink(b, .circuitClose(peer: a))], "a stream with a hole is no use: closed at both ends")
+    #expect(t.cores[r]!.relay.refusals[.overBudget] == 1)
+    // A queue at R beyond its budget closes the circuit too.
+    var q = Trio()
+    _ = q.tick(a, now: 0)
+    _ = q.tick(a, now: 3.5)
+    let full = q.cores[r]!.receiveLink(.circuitData(peer: b, bytes: [1]), from: a, addr: info(a).addr, now: 4, queued: { _ in 1 << 30 })
+    #expect(full.count == 2 && q.cores[r]!.relay.refusals[.queueFull] == 1)
+    // An end whose link over the circuit ended tells the relay, once.
+    #expect(q.cores[a]!.circuitEnded(b, via: r, now: 5) == [.sendLink(r, .circuitClose(peer: b))])
+    #expect(q.cores[a]!.circuitEnded(b, via: r, now: 5).isEmpty)
+}

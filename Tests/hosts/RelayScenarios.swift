@@ -1,0 +1,130 @@
+import Foundation
+import HuddleTestSupport
+import HuddleControl
+import Testing
+
+// Relaying through a member (issue 36, item 2) in the NAT lab: two members behind `hard` NAT
+// routers (a new port per destination, nothing taken inbound) cannot link to each other; they link
+// through the public member, end to end.
+
+private let runRelayScenarios = !HostEnvironment.skipRequested && HostEnvironment.usable
+
+@Suite("Several hosts: relay through a member (network namespaces)", .serialized, .timeLimit(.minutes(10)))
+struct RelayScenarios {
+    /// One public member and two behind `hard` routers: all three alive in every view, the hard
+    /// pair's path `relayed` via the public member both ways, every message between them exactly
+    /// once in causal order. The public member flips one byte of what it relays once
+    /// (`HUDDLE_TEST_RELAY_CORRUPT_AFTER`, a hostile relay's move): the pair's link fails (its AEAD
+    /// or framing: the relay holds no key of it, so it cannot make a valid record) and forms again
+    /// through the relay, and nothing is delivered that its origin did not send.
+    @Test(.enabled(if: runRelayScenarios)) func twoMembersBehindHardNATsLinkThroughThePublicOneEndToEnd() async throws {
+        let lab = try HostLab("relay", hosts: 3, routers: [.public, .hard, .hard])
+        defer { lab.teardown() }
+        let corruptAfter = 150_000
+        let pub = try await lab.start(0, environment: ["HUDDLE_TEST_RELAY_CORRUPT_AFTER": "\(corruptAfter)"])
+        let a = try await lab.start(1, join: [0])
+        let b = try await lab.start(2, join: [0])
+        let nodes = [pub, a, b]
+        var streams: [HostEvents] = []
+        for node in nodes { streams.append(try await HostEvents.subscribe(node, topics: ["members", "messages"])) }
+        let started = ContinuousClock.now
+
+        func member(_ node: HostNode, _ other: HostNode) async throws -> JSONObject? {
+            let list = try await node.request("members")["members"]?.arrayValue ?? []
+            return list.compactMap(\.objectValue).first { $0["member"]?.stringValue == other.member }
+        }
+        func relayedViaPublic(_ x: HostNode, _ y: HostNode) async throws -> Bool {
+            let m = try await member(x, y)
+            return m?["path"]?.stringValue == "relayed" && m?["via"]?.stringValue == pub.member && m?["state"]?.stringValue == "alive"
+        }
+        do {
+            try await eventually("the hard pair relayed via the public member both ways", within: 60, every: .milliseconds(250)) {
+                let ab = try await relayedViaPublic(a, b)
+                let ba = try await relayedViaPublic(b, a)
+                return ab && ba
+            }
+        } catch {
+            Issue.record("\(error): a sees b \(String(describing: try? await member(a, b))), b sees a \(String(describing: try? await member(b, a)))\n\(lab.logs)")
+            return
+        }
+        let relayedSeconds = (ContinuousClock.now - started).seconds
+        try await lab.waitForOneView(nodes)
+        let (pubA, pubB) = (try await member(pub, a)?["path"]?.stringValue, try await member(pub, b)?["path"]?.stringValue)
+        #expect(pubA == "direct" && pubB == "direct", "the public member links to both directly: \(pubA ?? "-") \(pubB ?? "-")")
+
+        // Messages both ways and from the public member, before and after the relay corrupts a byte.
+        let filler = String(repeating: "x", count: 1500)
+        var sent: Set<String> = []
+        func send(_ round: Int, count: Int) async throws {
+            for node in nodes {
+                let client = try await node.client()
+                for i in 0..<count {
+                    let text = "\(node.name)-\(round)-\(i)-\(filler)"
+                    _ = try await client.request("send", ["text": .string(text)])
+                    sent.insert(text)
+                }
+                await client.close()
+            }
+        }
+        try await send(1, count: 60)
+        // The relay has now forwarded more than the threshold: one byte of it was flipped.
+        do {
+            try await eventually("the public member to have flipped one relayed byte", within: 60, every: .milliseconds(250)) {
+                try await pub.request("stats")["relay"]?.objectValue?["corrupted"]?.intValue == 1
+            }
+        } catch {
+            Issue.record("\(error): relay stats \(String(describing: try? await pub.request("stats")["relay"]))\n\(lab.logs)")
+            return
+        }
+        // The pair's link failed and formed again through the relay (a path event away from
+        // relayed, then back), and the relay held no key with which it could have made it pass.
+        do {
+            try await eventually("the pair's link to fail and form again through the relay", within: 60, every: .milliseconds(250)) {
+                let changes = await streams[1].memberChanges("path", about: b.member).compactMap { $0.event["member"]?.objectValue?["path"]?.stringValue }
+                guard let dropped = changes.lastIndex(where: { $0 != "relayed" }), changes.firstIndex(of: "relayed").map({ $0 < dropped }) == true else { return false }
+                guard changes[dropped...].contains("relayed") else { return false }
+                let ab = try await relayedViaPublic(a, b)
+                let ba = try await relayedViaPublic(b, a)
+                return ab && ba
+            }
+        } catch {
+            Issue.record("\(error): a's path events about b \(await streams[1].memberChanges("path", about: b.member).map(\.event))\n\(lab.logs)")
+            return
+        }
+        var failures = 0
+        for node in [a, b] {
+            let stats = try await node.request("stats")
+            failures += Int(stats["dropped_frames"]?.intValue ?? 0)
+        }
+        #expect(failures >= 1, "one end refused the corrupted bytes as a bad frame (its AEAD failed)")
+        try await send(2, count: 20)
+
+        let total = sent.count
+        do {
+            try await eventually("all \(total) messages at every member", within: 90, every: .milliseconds(250)) {
+                for stream in streams where await stream.messages().count < total { return false }
+                return true
+            }
+        } catch {
+            var counts: [String] = []
+            for stream in streams { counts.append("\(stream.node.name)=\(await stream.messages().count)") }
+            Issue.record("\(error); delivered: \(counts.joined(separator: " "))\n\(lab.logs)")
+            return
+        }
+        var problems = try await deliveryViolations(streams)
+        for stream in streams {
+            let texts = await stream.messages().compactMap(Delivered.init).map(\.text)
+            if texts.count != total { problems.append("\(stream.node.name) delivered \(texts.count) messages, not \(total)") }
+            if Set(texts) != sent { problems.append("\(stream.node.name) delivered texts nobody sent, or missed some") }
+        }
+        #expect(problems.isEmpty, "\(problems.prefix(10))")
+        try await lab.waitForOneView(nodes)
+        let relay = try await pub.request("stats")["relay"]?.objectValue ?? [:]
+        #expect((relay["forwarded_bytes"]?.intValue ?? 0) > Int64(corruptAfter))
+        for stream in streams { await stream.stop() }
+        await expectNoOverflows(streams)
+        report("NAT lab relay: hard↔hard relayed via the public member after \(String(format: "%.1f", relayedSeconds)) s; "
+            + "\(total) messages exactly once at 3 members across one corrupted relayed byte (link re-formed); relay forwarded "
+            + "\(relay["forwarded_bytes"]?.intValue ?? 0) bytes")
+    }
+}
