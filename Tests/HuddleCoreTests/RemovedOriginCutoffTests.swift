@@ -210,6 +210,24 @@ private struct AdversaryFailure: Error { let text: String; init(_ text: String) 
     #expect(g.members[0].cutoff(of: victim, node: g.node(1)) == nil)
 }
 
+/// A later change that "removes" an already removed node key again (any member may make a change)
+/// does not raise the cut-off its removal set: otherwise one hostile member could let every later
+/// broadcast of the removed member through again.
+@Test func removingARemovedKeyAgainDoesNotRaiseItsCutoff() throws {
+    var g = EpochGroup(3, seed: 78)
+    let removedID = MemberID(raw: 3)
+    let removal = try g.members[0].remove([g.node(2)], members: g.view(0), origins: [.init(origin: removedID, node: g.node(2), seq: 5)],
+                                          now: 1, using: &g.rng)
+    g.deliver([removal], to: [1], now: 1)
+    for i in 0...1 { #expect(g.members[i].cutoff(of: removedID, node: g.node(2)) == 5) }
+    let again = try EpochChange.make(session: g.genesis.sessionID, epoch: 2, parent: removal.hash, maker: MemberID(raw: 2),
+                                     identity: g.members[1].identity, madeAt: 2000, removed: [g.node(2)],
+                                     cutoffs: [.init(origin: removedID, node: g.node(2), seq: WireReader.madeCountLimit)],
+                                     roster: [g.node(0), g.node(1)], key: randomBytes(32, &g.rng), sealSeed: randomBytes(32, &g.rng))
+    _ = g.members[0].receive(again, now: 3)
+    #expect(g.members[0].cutoff(of: removedID, node: g.node(2)) == 5, "the second removal's cut-off counted")
+}
+
 /// The wire form carries cut-offs and the signed time, and a change that claims either beyond the
 /// bounds (a seq or time above 2^52, more than `maxCutoffs`) does not decode.
 @Test func cutoffsAndTheSignedTimeRoundTripWithinTheirBounds() throws {

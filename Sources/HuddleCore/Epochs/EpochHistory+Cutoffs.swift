@@ -30,12 +30,15 @@ extension EpochHistory {
         cutoffs[CutoffKey(origin: origin, node: node)]
     }
 
-    /// Recomputes `cutoffs` from the kept changes and the remembered ones.
+    /// Recomputes `cutoffs` from the kept changes and the remembered ones. A change counts only
+    /// for node keys its own ancestry had not removed yet: "removing" a key again later (any
+    /// member may make a change) must not raise the cut-off that the removal set.
     mutating func collectCutoffs() {
         var table = rememberedCutoffs
         for entry in entries.values {
             guard let change = entry.change, !change.cutoffs.isEmpty, !equivocators.contains(change.makerNode) else { continue }
-            for c in change.cutoffs {
+            let removedBefore = ancestryRemovals(of: change.parent)
+            for c in change.cutoffs where !removedBefore.contains(c.node) {
                 let key = CutoffKey(origin: c.origin, node: c.node)
                 table[key] = max(table[key] ?? 0, c.seq)
             }
@@ -45,8 +48,9 @@ extension EpochHistory {
 
     /// Keeps the cut-offs of a change about to be forgotten (not an equivocator's), within `maxRemembered`.
     mutating func rememberCutoffs(of entry: Entry) {
-        guard let change = entry.change, !equivocators.contains(change.makerNode) else { return }
-        for c in change.cutoffs {
+        guard let change = entry.change, !change.cutoffs.isEmpty, !equivocators.contains(change.makerNode) else { return }
+        let removedBefore = ancestryRemovals(of: change.parent)
+        for c in change.cutoffs where !removedBefore.contains(c.node) {
             let key = CutoffKey(origin: c.origin, node: c.node)
             guard rememberedCutoffs[key] != nil || rememberedCutoffs.count < settings.maxRemembered else { continue }
             rememberedCutoffs[key] = max(rememberedCutoffs[key] ?? 0, c.seq)

@@ -4,11 +4,12 @@
 /// Every change carries its maker's signed wall-clock time (`EpochChange.madeAt`). The rule reads
 /// only that data, so every member decides alike whatever order changes arrive in and whatever
 /// its own clock says:
-/// - a change whose time is not above the time of its maker's previous change **in its own
-///   ancestry** (the nearest ancestor made by the same node key) is refused (`epoch_time_not_after`);
 /// - its **release** is a generic cell rate (GCRA) over the maker's changes in its ancestry, by their
 ///   signed times: `changeBurst` in a row, then one per `changeInterval` sustained. A change is
-///   released at its own time, or later when the maker's earlier ones used up its burst.
+///   released at its own time, or later when the maker's earlier ones used up its burst. A time
+///   not above the maker's previous one counts as just after it: never a refusal, because how much
+///   of a maker's past a member holds differs (a joiner's history starts at its root) and a
+///   refusal that depends on it would fork members; the difference only moves a release.
 /// - A change whose release is still to come on this member's wall clock is kept aside
 ///   (`delayed`, at most `maxWaiting`, the latest release dropped first; a release less than
 ///   `clockTolerance` ahead counts at once) and taken as if it arrived
@@ -25,16 +26,14 @@
 /// for its rate; members that forgot different amounts of the past may then release one change at
 /// different moments, never differently for good.
 extension EpochHistory {
-    /// The wall-clock second at which `change` may count (its parent must be known), or nil when
-    /// its signed time is not above its maker's previous one.
-    func release(of change: EpochChange) -> Double? {
+    /// The wall-clock second at which `change` may count (its parent must be known).
+    func release(of change: EpochChange) -> Double {
         var times: [UInt64] = []
         var cursor: [UInt8]? = change.parent
         while let h = cursor, let entry = entries[h] {
             if entry.makerNode == change.makerNode, let madeAt = entry.change?.madeAt { times.append(madeAt) }
             cursor = entry.parent
         }
-        if let previous = times.first, change.madeAt <= previous { return nil }
         return release(at: change.madeAt, after: times.reversed())
     }
 
@@ -42,7 +41,11 @@ extension EpochHistory {
     func release(at madeAt: UInt64, after earlier: some Sequence<UInt64>) -> Double {
         let interval = max(settings.changeInterval, 0), tolerance = interval * Double(max(settings.changeBurst - 1, 0))
         var tat = -Double.infinity
-        func step(_ ms: UInt64) -> Double {
+        var last: UInt64?
+        func step(_ signed: UInt64) -> Double {
+            // A time not above the previous one counts as a millisecond after it (monotone).
+            let ms = last.map { max(signed, $0 &+ 1) } ?? signed
+            last = ms
             let t = Double(ms) / 1000
             let release = max(t, tat - tolerance)
             tat = max(tat, release) + interval

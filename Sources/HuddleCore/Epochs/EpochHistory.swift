@@ -260,9 +260,8 @@ public struct EpochHistory: Sendable {
         if let roster = parent.roster, !roster.contains(change.makerNode) { return .epochMakerNotOnRoster }
         if !settings.admins.isEmpty && !settings.admins.contains(change.makerNode) { return .epochNotAdmin }
         if change.roster.contains(where: before.contains) { return .epochReaddsRemoved }
-        // The maker's rate (`EpochHistory+Rate`): refused when its signed time is not above its
-        // previous change's; kept aside until its release when above the rate.
-        guard let release = release(of: change) else { return .epochTimeNotAfter }
+        // The maker's rate (`EpochHistory+Rate`): kept aside until its release when above the rate.
+        let release = release(of: change)
         if release > now + wallClockOffset + settings.clockTolerance {
             delay(change, hash: hash, release: release)
             return nil

@@ -100,9 +100,6 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     case epochOutsideGrace = "epoch_outside_grace"
     /// A grant that is not for this member, not for the current head, or does not open and check.
     case epochBadGrant = "epoch_bad_grant"
-    /// A change whose signed time is not above the time of its maker's previous change in its
-    /// ancestry (`EpochHistory+Rate`).
-    case epochTimeNotAfter = "epoch_time_not_after"
     /// A broadcast of a removed member above its cut-off (the last seq the removing change lets
     /// count), or a directed message of a removed member: refused by every member (issue 33).
     case afterRemoval = "after_removal"

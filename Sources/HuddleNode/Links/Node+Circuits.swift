@@ -14,8 +14,14 @@ extension Node {
         spawner.spawn { [self] in
             do {
                 let (linkChannel, pump) = try await end.open()
-                spawner.spawn { [self] in
+                let scheduled = spawner.spawn { [self] in
                     await LinkSession.run(linkChannel, role: initiator ? .initiator : .responder, key: key, node: self, registered: nil, via: via)
+                }
+                // The node stopped meanwhile: nothing runs the link, so nothing is pumped either.
+                guard scheduled else {
+                    linkChannel.channel.close(promise: nil)
+                    pump.channel.close(promise: nil)
+                    throw NodeError("the node is stopping")
                 }
                 try await pump.executeThenClose { inbound, _ in
                     for try await buffer in inbound {
@@ -30,11 +36,17 @@ extension Node {
         }
     }
 
-    /// Bytes of the link over `end`'s circuit, to its relay; false when the circuit is gone or the
-    /// link to the relay has `LinkBudget.backlogBytes` waiting already (the circuit is closed then).
+    /// Bytes of the link over `end`'s circuit, to its relay, in `circuitData` messages of at most
+    /// `LinkMessage.circuitDataLimit` bytes (a read may bring more: NIO rounds the allocator's
+    /// maximum up to a power of two, and one message past the limit would make the relay close
+    /// its whole link to this member); false when the circuit is gone or the link to the relay has
+    /// `LinkBudget.backlogBytes` waiting already (the circuit is closed then).
     private func circuitOutgoing(_ end: CircuitEnd, _ bytes: [UInt8]) -> Bool {
         guard circuitEnds[end.peer] === end, let relay = links[end.via], !relay.isBacklogged else { return false }
-        relay.send(LinkMessage.circuitData(peer: end.peer, bytes: bytes).encoded())
+        for start in stride(from: 0, to: bytes.count, by: LinkMessage.circuitDataLimit) {
+            let slice = Array(bytes[start..<min(start + LinkMessage.circuitDataLimit, bytes.count)])
+            relay.send(LinkMessage.circuitData(peer: end.peer, bytes: slice).encoded())
+        }
         return true
     }
 

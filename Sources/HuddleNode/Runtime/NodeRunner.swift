@@ -5,6 +5,7 @@ import HuddleCrypto
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import Synchronization
 
 /// Starts a node from its configuration and runs it until `leave`, SIGINT or SIGTERM.
 public enum NodeRunner {
@@ -112,6 +113,8 @@ public enum NodeRunner {
     /// `known`: where a resumed member last found the session.
     private static func runUntilStopped(_ node: Node, config: NodeConfiguration, tcp: NIOAsyncChannel<FrameChannel, Never>, udp: UDPSocket,
                                         control: ControlServer.ServerChannel, metrics: MetricsServer?, known: [String]) async {
+        let backstop = Mutex<Task<Void, Never>?>(nil)
+        defer { backstop.withLock { $0?.cancel() } }  // every task ended: no backstop
         await withDiscardingTaskGroup { group in
             group.addTask { await node.spawner.run() }
             if let metrics, let series = node.metrics { group.addTask { await metrics.run(node, metrics: series) } }
@@ -168,12 +171,12 @@ public enum NodeRunner {
             // Every task above ends on its own once the node has stopped (waits end, links and
             // connections are closed within bounds). A backstop for one that does not: say so and
             // exit, rather than hang a stop for good.
-            Task.detached {
-                try? await Task.sleep(for: exitBackstop)
+            backstop.withLock { $0 = Task.detached {
+                guard (try? await Task.sleep(for: exitBackstop)) != nil else { return }
                 let open = await node.links.count
                 node.log.error("tasks still running \(exitBackstop) after the node stopped (\(open) links open): exiting anyway")
                 exit(1)
-            }
+            } }
         }
     }
 
