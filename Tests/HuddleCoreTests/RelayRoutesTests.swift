@@ -80,3 +80,16 @@ private func routes(_ raw: UInt64) -> RelayRoutes {
     r.forget(m(3))
     #expect(r.circuits.isEmpty)
 }
+
+/// Past the limit of requests per tick, a peer is not recorded as asked: it is asked at a later
+/// tick, and its relay is never counted as failed for a request that was not sent.
+@Test func requestsPastTheLimitOfATickAreAskedAtTheNextOne() {
+    var r = routes(1)
+    let peers = Set((10..<20).map { m($0) })
+    _ = r.tick(unlinked: peers, relays: [m(2)], now: 0)
+    let first = r.tick(unlinked: peers, relays: [m(2)], now: 3, limit: 8)
+    #expect(first.count == 8)
+    #expect(peers.filter { r.circuits[$0] != nil }.count == 8, "only the requests sent are recorded")
+    let second = r.tick(unlinked: peers, relays: [m(2)], now: 3.1, limit: 8)
+    #expect(Set((first + second).map(\.peer)) == peers, "the other two at the next tick")
+}

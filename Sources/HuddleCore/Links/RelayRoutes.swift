@@ -63,7 +63,7 @@ public struct RelayRoutes: Sendable {
 
     /// Requests due at `now`. `unlinked`: live members without a link; `relays`: members this
     /// member holds a direct link to.
-    public mutating func tick(unlinked: Set<MemberID>, relays: Set<MemberID>, now: Double) -> [Request] {
+    public mutating func tick(unlinked: Set<MemberID>, relays: Set<MemberID>, now: Double, limit: Int = .max) -> [Request] {
         unlinkedSince = unlinkedSince.filter { unlinked.contains($0.key) }
         for peer in unlinked where unlinkedSince[peer] == nil { unlinkedSince[peer] = now }
         for (peer, circuit) in circuits {
@@ -71,7 +71,9 @@ public struct RelayRoutes: Sendable {
             fail(peer, via: via, now: now)
         }
         var out: [Request] = []
+        // At most `limit` requests: a peer past it is not recorded as asked (it is asked at a later tick).
         for peer in unlinked.sorted() where peer != local && circuits[peer] == nil {
+            guard out.count < limit else { break }
             let grace = settings.directGrace + (local < peer ? 0 : settings.higherIdDelay)
             guard let since = unlinkedSince[peer], now - since >= grace,
                   let via = choose(for: peer, among: relays, now: now) else { continue }

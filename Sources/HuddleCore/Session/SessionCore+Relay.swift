@@ -31,7 +31,7 @@ extension SessionCore {
         let linked = planner.linked
         let unlinked = live.subtracting(linked).subtracting([local])
         let direct = Set(linked.filter { relayedLinks[$0] == nil && isLive($0) })
-        for request in routes.tick(unlinked: unlinked, relays: direct, now: now).prefix(Self.circuitRequestsPerTick) {
+        for request in routes.tick(unlinked: unlinked, relays: direct, now: now, limit: Self.circuitRequestsPerTick) {
             out.append(.sendLink(request.via, .circuitRequest(peer: request.peer)))
         }
         for pair in relay.tick(now: now) {
