@@ -23,6 +23,10 @@ enum AttackKind: String, CaseIterable, Sendable {
     /// One-byte broadcasts of its own above a gap it never fills: 50,000 filled the hold-back and
     /// every send answered `busy`.
     case heldFlood = "held flood"
+    /// Signed claims that another (honest) member failed, each at the incarnation the node last
+    /// told of it, 20 a second, while the attacker keeps itself live: each claim once failed the
+    /// member and closed its links (24 flaps in 40 s at each node).
+    case claims
 }
 
 /// A member that holds the session key and attacks one node over its links as fast as the node
@@ -33,13 +37,14 @@ final class FloodingAttacker: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let tally = Mutex(AttackTally())
 
-    /// Attacks `addr` (`flood` asks for the chunks `0..<chunks` of attachment `attachment`).
-    init(_ kind: AttackKind, addr: String, keyFile: String, attachment: String, chunks: Int) {
+    /// Attacks `addr` (`flood` asks for the chunks `0..<chunks` of attachment `attachment`;
+    /// `claims` claims that `target` failed).
+    init(_ kind: AttackKind, addr: String, keyFile: String, attachment: String, chunks: Int, target: MemberID) {
         Thread.detachNewThread { [self] in
             defer { finished.signal() }
             guard let key = try? SessionKey.load(from: keyFile) else { return }
             while !stopped.isSet {
-                do { try attack(kind, addr: addr, key: key, attachment: attachment, chunks: max(1, chunks)) } catch {
+                do { try attack(kind, addr: addr, key: key, attachment: attachment, chunks: max(1, chunks), target: target) } catch {
                     Thread.sleep(forTimeInterval: 0.05)  // the node closed the link or refused the handshake
                 }
             }
@@ -53,19 +58,17 @@ final class FloodingAttacker: Sendable {
         return tally.withLock { $0 }
     }
 
-    private func attack(_ kind: AttackKind, addr: String, key: SessionKey, attachment: String, chunks: Int) throws {
-        let identity = Identity.generate()
-        let me = MemberInfo(id: MemberID(raw: UInt64.random(in: 1...(1 << 52))), node: identity.publicKey, name: "attacker",
-                            addr: "127.0.0.1:9").signed(by: identity)
-        let link = try AdversaryLink(addr: addr, key: key, identity: identity, info: me)
+    private func attack(_ kind: AttackKind, addr: String, key: SessionKey, attachment: String, chunks: Int, target: MemberID) throws {
+        let member = try AdversaryMember(addr: addr, key: key, name: "attacker")
+        let (identity, me, link) = (member.identity, member.info, member.link)
         defer { link.close() }
         tally.withLock { $0.links += 1 }
         func send(_ encoded: [UInt8]) throws {
             try link.write(encoded: encoded)
             tally.withLock { $0.linkMessages += 1; $0.bytes += encoded.count }
         }
-        try send(LinkMessage.pushPull(SWIMPushPull(join: false, members: [me])).encoded())
         switch kind {
+        case .claims: try claim(member, target: target)
         case .flood: try flood(me, identity, attachment: attachment, chunks: chunks, send)
         case .digests:
             // No activity stamp: this member shows it holds no value, so it is behind the victim's.
@@ -81,6 +84,34 @@ final class FloodingAttacker: Sendable {
                 }
                 for signed in MessageBatch.sign(batch, identity: identity) { try send(LinkMessage.message(signed).encoded()) }
             }
+        }
+    }
+
+    /// The `claims` attack on one link: a claim that `target` failed every 50 ms, at the highest
+    /// incarnation of it the node has told (it reads everything the node sends, and asks for a
+    /// push-pull each round), and its own record at a new incarnation with each one (so its claims
+    /// come from a live member).
+    private func claim(_ member: AdversaryMember, target: MemberID) throws {
+        let known = Mutex<UInt64>(0)
+        member.link.startReading { message in
+            let records: [MemberInfo]
+            switch message {
+            case let .pushPull(state), let .pushPullReply(state): records = state.members
+            case let .swim(swim): records = swim.gossip.compactMap { if case let .alive(info) = $0 { info } else { nil } }
+            default: records = []
+            }
+            for info in records where info.id == target { known.withLock { $0 = max($0, info.incarnation) } }
+        }
+        var mine: UInt64 = 1
+        while !stopped.isSet {
+            mine += 1
+            try member.stayAlive(incarnation: mine)
+            // A push-pull each round: the node's reply tells the claimed member's incarnation now.
+            try member.link.write(.pushPull(SWIMPushPull(join: false, members: [member.info])))
+            let claim = member.claim(failed: true, about: target, incarnation: known.withLock { $0 })
+            try member.gossip([claim])
+            tally.withLock { $0.linkMessages += 3 }
+            Thread.sleep(forTimeInterval: 0.05)
         }
     }
 
@@ -128,10 +159,13 @@ extension Scenarios {
         let count = quick ? 200 : 600
         let calm = try await collectLatencies(cluster, count: count, receivers: [victim])
         let before = cluster.usage()[victim].peakRSSMiB
-        let attacker = FloodingAttacker(kind, addr: cluster.addrs[victim], keyFile: cluster.key, attachment: id, chunks: chunks)
+        let target = MemberID(cluster.members[2]) ?? MemberID(raw: 1)
+        let failures = try await FailureWatch(cluster.controls[victim], member: cluster.members[2])
+        let attacker = FloodingAttacker(kind, addr: cluster.addrs[victim], keyFile: cluster.key, attachment: id, chunks: chunks, target: target)
         try await Task.sleep(for: .seconds(1))
         let attacked = try await collectLatencies(cluster, count: count, receivers: [victim])
         let tally = attacker.stop()
+        let failed = await failures.stop()
         let peak = cluster.usage()[victim].peakRSSMiB
         let stats = try await cluster.request(cluster.controls[victim], "stats")
         let refused = (stats["refused"]?.objectValue).map { o in o.compactMap { k, v in (v.intValue ?? 0) > 0 ? "\(k) \(v.intValue ?? 0)" : nil } } ?? []
@@ -142,11 +176,41 @@ extension Scenarios {
                      huddle: "\(fmt(attackedP50)) / \(fmt(percentile(attacked, 0.99))) (\(attacked.count) of \(count) delivered)",
                      comparison: "same member, no attacker: \(fmt(calmP50)) / \(fmt(percentile(calm, 0.99)))",
                      ratio: "attacked ÷ calm median = \(fmt(attackedP50 / calmP50, 1))×",
-                     target: "honest messages keep arriving: " + (delivered ? "met" : "missed")),
+                     target: "honest messages keep arriving: " + (delivered ? "met" : "missed")
+                        + (kind == .claims ? "; the claimed member failed at the attacked one \(failed) times: " + (failed == 0 ? "met" : "missed") : "")),
             BenchRow(scenario: "under attack N=4: \(kind.rawValue)", measure: "attacked member's peak RSS, MiB",
                      huddle: "\(fmt(peak, 0)) (attacker: \(tally.links) links, \(tally.linkMessages) link messages, \(fmt(Double(tally.bytes) / 1048576, 0)) MiB; refused: \(refused.isEmpty ? "none" : refused.joined(separator: ", ")))",
                      comparison: "before the attack: \(fmt(before, 0))", ratio: "",
                      target: "target < 128 MiB: " + (peak < 128 ? "met" : "missed")),
         ]
+    }
+}
+
+/// Counts the `member` events with change `failed` about one member at one node, from when it is
+/// made until `stop`.
+private final class FailureWatch: Sendable {
+    private let client: ControlClient
+    private let counting: Task<Int, Never>
+
+    init(_ control: String, member: String) async throws {
+        let client = try await ControlClient.connect(path: control)
+        _ = try await client.request("subscribe", ["topics": ["members"]])
+        self.client = client
+        counting = Task {
+            var failed = 0
+            do {
+                for try await event in await client.events()
+                    where event["change"]?.stringValue == "failed" && event["member"]?.objectValue?["member"]?.stringValue == member {
+                    failed += 1
+                }
+            } catch {}
+            return failed
+        }
+    }
+
+    /// Stops watching; how many times the member was reported failed.
+    func stop() async -> Int {
+        await client.close()
+        return await counting.value
     }
 }

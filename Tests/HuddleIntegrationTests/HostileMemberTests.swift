@@ -23,40 +23,25 @@ private func refused(_ reason: Refusal, at node: TestNode) async throws -> Int64
 /// (her own signed record, sent in a push-pull). She never answers probes: she has seconds before
 /// `node` fails her, which is all each attack below needs.
 private struct Mallory {
-    let identity: Identity
-    let info: MemberInfo
-    let link: AdversaryLink
+    let member: AdversaryMember
+    var identity: Identity { member.identity }
+    var info: MemberInfo { member.info }
+    var link: AdversaryLink { member.link }
 
     /// `as`: another Mallory's identity and member id, for a second link of the same member.
     init(linkedTo node: TestNode, key: String, as other: Mallory? = nil) async throws {
-        identity = other?.identity ?? Identity.generate()
-        let id = other?.info.id ?? MemberID(raw: UInt64.random(in: 1...(1 << 52)))
-        info = MemberInfo(id: id, node: identity.publicKey, name: "mallory", addr: "127.0.0.1:9").signed(by: identity)
-        link = try AdversaryLink(addr: node.addr, key: try SessionKey.load(from: key), identity: identity, info: info)
-        try link.write(.pushPull(SWIMPushPull(join: false, members: [info])))
-        let mallory = id.description
+        member = try AdversaryMember(addr: node.addr, key: try SessionKey.load(from: key), identity: other?.identity ?? Identity.generate(), id: other?.info.id)
+        let mallory = member.info.id.description
         try await eventually("\(node.name) to know mallory") { try await record(of: mallory, at: node) != nil }
     }
 
-    /// A claim by mallory (or, signed by her, in `claimer`'s name) that `member` is suspect or failed.
     func claim(failed: Bool, about member: MemberID, incarnation: UInt64, inNameOf claimer: MemberID? = nil) -> SWIMGossip {
-        let from = claimer ?? info.id
-        let signature = identity.sign(MembershipStatement.claim(failed: failed, about: member, incarnation: incarnation, by: from))
-        return failed ? .failed(member, incarnation: incarnation, from: from, signature: signature)
-                      : .suspect(member, incarnation: incarnation, from: from, signature: signature)
+        self.member.claim(failed: failed, about: member, incarnation: incarnation, inNameOf: claimer)
     }
 
-    func gossip(_ updates: [SWIMGossip]) throws {
-        try link.write(.swim(SWIMMessage(sender: info.id, kind: .gossip, gossip: updates)))
-    }
+    func gossip(_ updates: [SWIMGossip]) throws { try member.gossip(updates) }
 
-    /// Her own record at `incarnation`, signed: she never answers probes, so she refutes every
-    /// suspicion of her this way to stay a live member (whose claims count).
-    func stayAlive(incarnation: UInt64) throws {
-        var record = info
-        record.incarnation = incarnation
-        try gossip([.alive(record.signed(by: identity))])
-    }
+    func stayAlive(incarnation: UInt64) throws { try member.stayAlive(incarnation: incarnation) }
 
     /// Her own signed leave, at `incarnation`.
     func leave(incarnation: UInt64) throws {
