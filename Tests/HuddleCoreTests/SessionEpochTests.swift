@@ -133,6 +133,34 @@ private func moved(_ effects: [SessionEffect]) -> [UInt64] { effects.compactMap 
     #expect(later == once, "the same head after the interval is handed over again")
 }
 
+/// Heads that differ each time (a member names any bytes it likes) get no more than a repeated
+/// one: one hand-over per interval. The last head of an interval is answered when it ends (in
+/// `tick`), so an honest member whose head moved within the interval is not left behind.
+@Test func headsThatDifferEachTimeAreHandedOverOncePerIntervalAndTheLastOneLater() throws {
+    var t = Trio()
+    _ = try t.link(0, 1, now: 1)
+    let (_, first) = try t.cores[0].rekey(now: 2)
+    t.run(first, from: 0, now: 2)
+    _ = try t.link(0, 2, keyHead: t.genesis.head, now: 4)
+    func grants(_ effects: [SessionEffect]) -> Int {
+        effects.filter { if case .sendLink(_, .epochGrant) = $0 { true } else if case .sendLink(_, .epochChanges) = $0 { true } else { false } }.count
+    }
+    let peer = t.infos[2]
+    var rng = SWIMRandom(seed: 9)
+    func randomHead() -> LinkMessage {
+        .epochHead(epoch: 0, head: (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) }, holdsKey: false)
+    }
+    let once = grants(t.cores[0].receiveLink(randomHead(), from: peer.id, addr: peer.addr, now: 5))
+    #expect(once > 0, "the first head is handed the changes")
+    var more = 0
+    for k in 1..<1000 { more += grants(t.cores[0].receiveLink(randomHead(), from: peer.id, addr: peer.addr, now: 5 + Double(k) / 1000)) }
+    #expect(more == 0, "hand-over messages for 999 more heads, each different, within a second: \(more)")
+    #expect(t.cores[0].nextDeadline <= 5 + SessionCore.handoverInterval, "the waiting head's hand-over is a deadline")
+    let due = grants(t.cores[0].tick(now: 5 + SessionCore.handoverInterval))
+    #expect(due == once, "the last head of the interval is handed over when it ends")
+    #expect(grants(t.cores[0].tick(now: 5 + 2 * SessionCore.handoverInterval + 0.1)) == 0, "and only once")
+}
+
 @Test func aStrangerWithAnOldKeyIsRefusedAndSoIsANonAdmin() throws {
     var settings = EpochSettings()
     let admin = Identity(seed: [UInt8](repeating: 1, count: 32)).publicKey

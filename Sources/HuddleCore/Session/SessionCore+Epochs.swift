@@ -138,6 +138,11 @@ extension SessionCore {
     /// Delayed changes now due, routine rotation, re-issued removals and a locked-out member's
     /// counter-change that are due.
     mutating func epochTick(now: Double) -> [SessionEffect] {
+        dueHandovers(now: now) + epochWork(now: now)
+    }
+
+    /// A due release of delayed changes, re-issue, counter or routine rotation (from `epochTick`).
+    private mutating func epochWork(now: Double) -> [SessionEffect] {
         let before = epochs.head
         if let due = epochs.nextRelease, now >= due {
             return epochOutcome(epochs.releaseDelayed(now: now), previous: before, from: nil, now: now)
@@ -161,7 +166,8 @@ extension SessionCore {
 
     /// When `tick` has epoch work next: a due re-issue or rotation.
     var epochDeadline: Double {
-        min(epochs.nextRelease ?? .infinity, epochs.reissueDeadline ?? .infinity, epochs.counterDeadline ?? .infinity, rekeyAt)
+        min(epochs.nextRelease ?? .infinity, epochs.reissueDeadline ?? .infinity, epochs.counterDeadline ?? .infinity, rekeyAt,
+            handoversDue.values.min() ?? .infinity)
     }
 
     /// Rotates the key routinely every `seconds` (and up to a quarter more) from `now` on; nil: never.
@@ -205,14 +211,38 @@ extension SessionCore {
     /// handed arrives; a new link hands over again at link-up).
     mutating func receiveEpochHead(_ head: [UInt8], holdsKey: Bool, from peer: MemberID, now: Double) -> [SessionEffect] {
         peerHeads[peer] = head
-        guard head != epochs.head || !holdsKey else { return [] }
-        if let last = headHandovers[peer], last.theirs == head, last.mine == epochs.head, now - last.at < Self.handoverInterval { return [] }
+        peerHoldsKey[peer] = holdsKey
+        guard head != epochs.head || !holdsKey else {
+            handoversDue[peer] = nil
+            return []
+        }
+        if let last = headHandovers[peer], now - last.at < Self.handoverInterval {
+            // One hand-over per peer per interval: heads that differ each time (a member can name
+            // any bytes) once made every 40-byte `epochHead` cost the changes, a sealed grant and
+            // its X25519 work. A different head waits for the interval's end, never dropped.
+            if last.theirs != head || last.mine != epochs.head { handoversDue[peer] = last.at + Self.handoverInterval }
+            return []
+        }
+        handoversDue[peer] = nil
         headHandovers[peer] = (head, epochs.head, now)
         return handover(to: peer, now: now)
     }
 
-    /// How often one peer's repeated head is handed the same changes and grant again.
+    /// How often one peer is handed changes and a grant at most (a repeated head gets nothing more).
     static let handoverInterval = 2.0
+
+    /// The hand-overs that waited for their interval's end (`receiveEpochHead`) and are due, to
+    /// peers still behind this member's head or without its key.
+    mutating func dueHandovers(now: Double) -> [SessionEffect] {
+        var out: [SessionEffect] = []
+        for (peer, due) in handoversDue.sorted(by: { $0.key < $1.key }) where now >= due {
+            handoversDue[peer] = nil
+            guard let head = peerHeads[peer], head != epochs.head || peerHoldsKey[peer] != true else { continue }
+            headHandovers[peer] = (head, epochs.head, now)
+            out += handover(to: peer, now: now)
+        }
+        return out
+    }
 
     /// The hand-over to a linked peer by the key its link proved: the changes, one per message, and the grant.
     mutating func handover(to peer: MemberID, now: Double) -> [SessionEffect] {

@@ -58,9 +58,14 @@ public struct SessionCore: Sendable {
     var epochLinks: [MemberID: (node: [UInt8], keyHead: [UInt8])] = [:]
     /// Per linked peer, the epoch head it last said it is on (`LinkMessage.epochHead`).
     public internal(set) var peerHeads: [MemberID: [UInt8]] = [:]
+    /// Per linked peer, whether its last `epochHead` said it holds that epoch's key.
+    var peerHoldsKey: [MemberID: Bool] = [:]
     /// Per linked peer, the heads (its and this member's) of the last hand-over its `epochHead`
-    /// asked for, and when: the same heads again within `handoverInterval` get nothing more.
+    /// asked for, and when: one hand-over per peer per `handoverInterval`, whatever heads it names.
     var headHandovers: [MemberID: (theirs: [UInt8], mine: [UInt8], at: Double)] = [:]
+    /// Per linked peer, when a hand-over its later `epochHead` asked for within the interval is due
+    /// (made then by `epochTick`, if the peer still needs it).
+    var handoversDue: [MemberID: Double] = [:]
     /// Members whose node key is removed: out of `live`, never linked, their events not shown.
     public internal(set) var removedMembers: Set<MemberID> = []
     /// Where new epoch keys and grants' ephemeral keys come from (the node: the system's secure
@@ -393,7 +398,9 @@ public struct SessionCore: Sendable {
         datagramKeys.retire(peer, now: now)
         epochLinks[peer] = nil
         peerHeads[peer] = nil
+        peerHoldsKey[peer] = nil
         headHandovers[peer] = nil
+        handoversDue[peer] = nil
         let gone = forgetParticipants(of: peer) + reachLinkDown(peer) + relayLinkDown(peer, now: now)
         return gone + (settled ? membership(swim.linkLost(peer, now: now), now: now) : [])
     }
