@@ -53,10 +53,20 @@ struct CountsAndBudgetsAttackTests {
         let identity = Identity.generate(), id = MemberID(raw: UInt64.random(in: 1...(1 << 52)))
         let top = WireReader.maximumCount
 
+        // Each refused value closes mallory's link (a bad frame); the next link waits for that, as
+        // a link of the same member made while the last one is up is a duplicate and may be closed.
+        func refusedAndClosed(_ frames: Int64) async throws {
+            try await eventually("a to refuse the value and close mallory's link") {
+                let stats = try await a.request("stats")
+                return (stats["dropped_frames"]?.intValue ?? 0) >= frames && stats["links"] == .int(1)
+            }
+        }
         let first = try await hostileLink(to: a, key: cluster.key, identity: identity, id: id)
         try first.write(.hello(since: top, nonApplication: 0))
+        try await refusedAndClosed(1)
         let second = try await hostileLink(to: a, key: cluster.key, identity: identity, id: id)
         try second.write(.activity(ActivityRecord.make(lamport: top - 1, setBy: id, value: Array("\"mallory\"".utf8), identity: identity)))
+        try await refusedAndClosed(2)
         let third = try await hostileLink(to: a, key: cluster.key, identity: identity, id: id)
         try third.write(.activity(ActivityRecord.make(lamport: WireReader.madeCountLimit, setBy: id, value: Array("\"mallory\"".utf8), identity: identity)))
         try await eventually("a to refuse the record ahead of its clock") { try await refused(.activityAhead, at: a) >= 1 }
