@@ -8,7 +8,9 @@ import Testing
 private let a = MemberID(raw: 1), r = MemberID(raw: 2), b = MemberID(raw: 3)
 private let identities = [a: Identity(seed: [UInt8](repeating: 1, count: 32)), r: Identity(seed: [UInt8](repeating: 2, count: 32)),
                           b: Identity(seed: [UInt8](repeating: 3, count: 32))]
-private let reach = [a: ["198.51.100.1:7400"], r: [], b: ["198.51.100.3:7400"]]
+/// Where R sees each one's datagrams come from: its listening port kept (an easy NAT), so it is the
+/// reach address the member's own record offers (`SessionCore.reachAddresses`).
+private let reach = [a: ["198.51.100.1:1"], r: [], b: ["198.51.100.3:1"]]
 
 /// Member `id`'s signed record; `offers`: with its reach addresses (an easy NAT), else none (a hard one).
 private func info(_ id: MemberID, offers: Bool = true) -> MemberInfo {
@@ -24,6 +26,8 @@ private func pair(bOffers: Bool = true) -> [MemberID: SessionCore] {
         let others = [r, id == a ? b : a].map { info($0, offers: $0 != b || bOffers) }
         _ = c.receivePushPull(SWIMPushPull(join: false, members: others), from: testAddr("m"), now: 0)
         _ = c.linkUp(r)
+        // R reports the member's mapping: its record keeps offering it when it publishes.
+        if id == a || bOffers { _ = c.receiveLink(.observed(link: "", datagram: reach[id]![0]), from: r, addr: info(r).addr, now: 0) }
         _ = c.linkUp(id == a ? b : a, via: r)
         cores[id] = c
     }
