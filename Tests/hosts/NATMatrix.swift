@@ -13,10 +13,11 @@ import Testing
 private let runMatrix = !HostEnvironment.skipRequested && HostEnvironment.usable
 
 /// One cell: the pair's two routers and the path they must end on.
-struct MatrixCell: Sendable, CustomTestStringConvertible {
+struct MatrixCell: Sendable, CustomTestStringConvertible, CustomStringConvertible {
     let first: Router, second: Router
     let path: String
-    var testDescription: String { "\(first.rawValue) ↔ \(second.rawValue): \(path)" }
+    var description: String { "\(first.rawValue) ↔ \(second.rawValue): \(path)" }
+    var testDescription: String { description }
     /// Whether the pair starts relayed and must move to a direct path (a punch).
     var punched: Bool { first == .easy && second == .easy }
 }
@@ -47,6 +48,9 @@ struct NATMatrix {
         var streams: [HostEvents] = []
         for node in nodes { streams.append(try await HostEvents.subscribe(node, topics: ["members", "messages"])) }
         let started = ContinuousClock.now
+        // Every member counts the other two in (whatever their path): a message sent before a
+        // member joined is behind its baseline, not owed to it.
+        try await lab.waitForOneView(nodes)
 
         func member(_ x: HostNode, _ y: HostNode) async throws -> JSONObject? {
             let list = try await x.request("members")["members"]?.arrayValue ?? []
