@@ -124,7 +124,14 @@ struct NATMatrix {
         try await lab.waitForOneView(nodes)
 
         // How the pair got there: punched (relayed first, then direct), or never punched.
-        let pathsAtP = await streams[1].memberChanges("path", about: q.member).compactMap { $0.event["member"]?.objectValue?["path"]?.stringValue }
+        let pathEvents = await streams[1].memberChanges("path", about: q.member)
+        let pathsAtP = pathEvents.compactMap { $0.event["member"]?.objectValue?["path"]?.stringValue }
+        // Relay → direct: from p's first `relayed` path event about q to the `direct` one after it.
+        var upgrade = ""
+        if let relayedAt = pathEvents.first(where: { $0.event["member"]?.objectValue?["path"]?.stringValue == "relayed" })?.at,
+           let directAt = pathEvents.first(where: { $0.at > relayedAt && $0.event["member"]?.objectValue?["path"]?.stringValue == "direct" })?.at {
+            upgrade = String(format: "; relayed → direct in %.2f s", (directAt - relayedAt).seconds)
+        }
         var punches: [Int64] = []
         for node in [p, q] {
             let punch = try await node.request("stats")["relay"]?.objectValue?["punch"]?.objectValue ?? [:]
@@ -141,7 +148,7 @@ struct NATMatrix {
         }
         for stream in streams { await stream.stop() }
         await expectNoOverflows(streams)
-        report("NAT matrix \(cell): on its path \(String(format: "%.1f", pathSeconds)) s after start (path events at p about q \(pathsAtP)); "
+        report("NAT matrix \(cell): on its path \(String(format: "%.1f", pathSeconds)) s after start (path events at p about q \(pathsAtP)\(upgrade)); "
             + "\(total) messages exactly once at 3 members; 3 MiB attachment p → q identical; punch attempts/successes p \(punches[0])/\(punches[1]) "
             + "q \(punches[2])/\(punches[3])")
     }
