@@ -491,7 +491,7 @@ public struct SessionSimulation {
                 logs[i].deliveries.append(.gap(from: member.description, lost: fromSeq...max(fromSeq, toSeq)))
             case .deliverUnreliable, .refused, .congestionCleared, .activityChanged, .unreadable, .recheckChunk, .memberRemoved, .participants: break
             // The simulated network links every pair it lets talk at all: no circuit is run over a relay.
-            case .circuitUp, .circuitBytes, .circuitDown: break
+            case .circuitUp, .circuitBytes, .circuitDown, .punchDial: break
             case let .epochMoved(key):
                 // As `Node.moveToEpoch`: session-key datagrams under the new epoch's key.
                 seals[i] = DatagramSeal(key: key.subkey(.datagram))

@@ -24,7 +24,7 @@ private let extremes: [UInt64] = [0, 1, 2, 255, 256, 65_535, 65_536, UInt64(UInt
                                   UInt64(Int64.max), UInt64(Int64.max) + 1, .max - 1, .max]
 
 /// The message kinds `FuzzInput.encoding` makes (every link message kind, datagrams, journal entries, batches).
-private let kindCount = 21
+private let kindCount = 22
 
 
 /// How the encoding is damaged before decoding.
@@ -105,7 +105,8 @@ private struct FuzzInput: Sendable {
             default: LinkMessage.circuitClose(peer: member(0)).encoded()
             }
         case 19: LinkMessage.participants(participantRecord).encoded()
-        default: LinkMessage.epochHead(epoch: number(0), head: Array((bytes + [UInt8](repeating: 0, count: 32)).prefix(32)), holdsKey: number(1) % 2 == 0).encoded()
+        case 20: LinkMessage.epochHead(epoch: number(0), head: Array((bytes + [UInt8](repeating: 0, count: 32)).prefix(32)), holdsKey: number(1) % 2 == 0).encoded()
+        default: LinkMessage.punch(attempt: UInt32(truncatingIfNeeded: number(0)), step: HolePunch.Step(rawValue: UInt8(number(1) % 3)) ?? .connect).encoded()
         }
     }
 
@@ -176,6 +177,7 @@ private struct Cores {
     var reach = ReachObservations()
     var relay = RelayCircuits(local: local)
     var routes = RelayRoutes(local: local)
+    var punch = HolePunch(local: local)
     var replay = ReplayWindow()
     var presence = ParticipantTable()
     /// What the cores made that a peer's decoder refused, with what it was.
@@ -255,6 +257,11 @@ private struct Cores {
         case let .circuitData(other, bytes):
             _ = relay.forward(bytes.count, from: peer, to: other, queued: bytes.count, now: now)
             routes.closed(other, via: peer, now: now)
+        // Both ends' rules: the step as it came (relayed, then not), and the starter's tick after it.
+        case let .punch(attempt, step):
+            _ = punch.receive(step, attempt: attempt, from: peer, peerAddresses: [testAddr("p")], now: now)
+            _ = punch.receive(step, attempt: attempt, from: peer, peerAddresses: nil, now: now)
+            _ = punch.tick(relayed: [peer: [testAddr("p")]], own: [testAddr("h")], now: now)
         }
     }
 

@@ -156,6 +156,30 @@ struct Delivered: Equatable {
     }
 }
 
+/// Waits (up to `seconds`) until every stream delivered as many messages as were `sent`, then
+/// checks that each delivered exactly the texts `sent`, each once, in causal order
+/// (`deliveryViolations`). Returns the problems found, a wait that ran out included.
+func everyMessageOnce(_ streams: [HostEvents], sent: Set<String>, within seconds: Double) async throws -> [String] {
+    let total = sent.count
+    do {
+        try await eventually("all \(total) messages at every member", within: seconds, every: .milliseconds(250)) {
+            for stream in streams where await stream.messages().count < total { return false }
+            return true
+        }
+    } catch {
+        var counts: [String] = []
+        for stream in streams { counts.append("\(stream.node.name)=\(await stream.messages().count)") }
+        return ["\(error); delivered: \(counts.joined(separator: " "))"]
+    }
+    var problems = try await deliveryViolations(streams)
+    for stream in streams {
+        let texts = await stream.messages().compactMap(Delivered.init).map(\.text)
+        if texts.count != total { problems.append("\(stream.node.name) delivered \(texts.count) messages, not \(total)") }
+        if Set(texts) != sent { problems.append("\(stream.node.name) delivered texts nobody sent, or missed some") }
+    }
+    return problems
+}
+
 /// Runs the shared DeliveryChecker (HuddleSim) over what each node's event stream delivered:
 /// exactly once, seq contiguous per sender after `status.baseline`, dependencies first, and no
 /// loss among the nodes given.

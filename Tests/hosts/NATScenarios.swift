@@ -5,8 +5,8 @@ import Testing
 
 // The NAT lab (issue 36, item 5, its first part): members behind nftables routers that NAT them.
 // What it asserts is what is built today: observed addresses, the NAT kind each member reports,
-// each member's path, and relaying through a member (item 2). Hole punching (item 3) is not
-// built: two NATted members reach each other only through a relay.
+// each member's path, and relaying through a member (item 2). An easy and a hard member cannot
+// punch through to each other (item 3 tries only where both NATs are easy): they stay relayed.
 
 private let runNATScenarios = !HostEnvironment.skipRequested && HostEnvironment.usable
 
@@ -15,7 +15,7 @@ struct NATScenarios {
     /// A public member, one behind an `easy` router and one behind a `hard` router, both joining
     /// through the public one: each reports its NAT kind (`none`, `easy`, `hard`) and where members
     /// see its traffic come from; the public member has a direct path to both and they to it, and
-    /// the two NATted members have none to each other but through a relay (no punching yet).
+    /// the two NATted members have none to each other but through a relay (easy ↔ hard: no punch).
     @Test(.enabled(if: runNATScenarios)) func membersBehindEasyAndHardRoutersLearnTheirNATThroughAPublicMember() async throws {
         let lab = try HostLab("nat", hosts: 3, routers: [.public, .easy, .hard])
         defer { lab.teardown() }
@@ -62,7 +62,7 @@ struct NATScenarios {
         let (fromEasy, fromHard) = (try await paths(easy), try await paths(hard))
         #expect(fromEasy[pub.member] == "direct" && fromHard[pub.member] == "direct", "NATted members reach the public one directly")
         #expect(fromEasy[easy.member] == "self" && fromHard[hard.member] == "self")
-        // No punching yet (item 3): the NATted pair has no path, or one through the public member (item 2).
+        // Easy ↔ hard cannot punch (item 3): the NATted pair has no path, or one through the public member (item 2).
         #expect(fromEasy[hard.member].map { $0 == "none" || $0 == "relayed" } ?? true, "easy → hard: \(fromEasy[hard.member] ?? "not listed")")
         #expect(fromHard[easy.member].map { $0 == "none" || $0 == "relayed" } ?? true, "hard → easy: \(fromHard[easy.member] ?? "not listed")")
         var members = try await pub.request("members")["members"]?.arrayValue?.compactMap(\.objectValue) ?? []
@@ -88,7 +88,7 @@ struct NATScenarios {
         await expectNoOverflows([watch])
 
         report("NAT lab public+easy+hard: nat none/easy/hard after \(String(format: "%.1f", classifiedSeconds)) s; reflexive public \(p.reflexive), "
-            + "easy \(e.reflexive), hard \(h.reflexive); paths public↔NATted direct, easy↔hard \(fromEasy[hard.member] ?? "?") (punching not built; "
+            + "easy \(e.reflexive), hard \(h.reflexive); paths public↔NATted direct, easy↔hard \(fromEasy[hard.member] ?? "?") (no punch easy↔hard; "
             + "the easy member lists the hard one as \(hardAtEasy))")
     }
 }

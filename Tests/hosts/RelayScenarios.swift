@@ -100,24 +100,11 @@ struct RelayScenarios {
         try await send(2, count: 20)
 
         let total = sent.count
-        do {
-            try await eventually("all \(total) messages at every member", within: 90, every: .milliseconds(250)) {
-                for stream in streams where await stream.messages().count < total { return false }
-                return true
-            }
-        } catch {
-            var counts: [String] = []
-            for stream in streams { counts.append("\(stream.node.name)=\(await stream.messages().count)") }
-            Issue.record("\(error); delivered: \(counts.joined(separator: " "))\n\(lab.logs)")
+        let problems = try await everyMessageOnce(streams, sent: sent, within: 90)
+        guard problems.isEmpty else {
+            Issue.record("\(problems.prefix(10))\n\(lab.logs)")
             return
         }
-        var problems = try await deliveryViolations(streams)
-        for stream in streams {
-            let texts = await stream.messages().compactMap(Delivered.init).map(\.text)
-            if texts.count != total { problems.append("\(stream.node.name) delivered \(texts.count) messages, not \(total)") }
-            if Set(texts) != sent { problems.append("\(stream.node.name) delivered texts nobody sent, or missed some") }
-        }
-        #expect(problems.isEmpty, "\(problems.prefix(10))")
         try await lab.waitForOneView(nodes)
         let relay = try await pub.request("stats")["relay"]?.objectValue ?? [:]
         #expect((relay["forwarded_bytes"]?.intValue ?? 0) > Int64(corruptAfter))

@@ -4,7 +4,7 @@
 /// Guarantees: a wanted member without a link is dialed by the lower member id at once and, if no
 /// link appears within `dialGrace`, by the higher one too; dials repeat every `redialInterval`
 /// while the member stays wanted and unlinked; of two links to one member, the one dialed by the
-/// lower id stays. Pure: time comes in as `now`, dials go out as actions.
+/// lower id stays (a direct link over a relayed one first). Pure: time comes in as `now`, dials go out as actions.
 public struct LinkPlanner: Sendable {
     public struct Dial: Sendable, Equatable {
         public let member: MemberID
@@ -54,8 +54,11 @@ public struct LinkPlanner: Sendable {
         return dials
     }
 
-    /// Of two links to the same member, the one dialed by the lower member id stays.
-    public static func keepsNewLink(newDialedBy: MemberID, existingDialedBy: MemberID) -> Bool {
-        newDialedBy < existingDialedBy
+    /// Of two links to the same member, a direct one stays over one through a relay (a punched
+    /// link replaces the relayed one, issue 36); of two alike, the one dialed by the lower member
+    /// id. Both ends hold both links and decide alike.
+    public static func keepsNewLink(newDialedBy: MemberID, existingDialedBy: MemberID, newRelayed: Bool = false, existingRelayed: Bool = false) -> Bool {
+        if newRelayed != existingRelayed { return !newRelayed }
+        return newDialedBy < existingDialedBy
     }
 }

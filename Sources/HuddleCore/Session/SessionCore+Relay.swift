@@ -101,6 +101,7 @@ extension SessionCore {
     /// A link came up (`linkUp`): the relay may use a direct one; a relayed one sets the path.
     mutating func relayLinkUp(_ peer: MemberID, via: MemberID?) {
         relayedLinks[peer] = via
+        punch.linkUp(peer, direct: via == nil)
         if via == nil { relay.linkUp(peer) }
     }
 

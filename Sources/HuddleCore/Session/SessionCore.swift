@@ -126,6 +126,8 @@ public struct SessionCore: Sendable {
     public internal(set) var routes: RelayRoutes
     /// Members whose link runs over a circuit, and through which relay.
     var relayedLinks: [MemberID: MemberID] = [:]
+    /// Hole punching between the ends of relayed links (`SessionCore+Punch`).
+    public internal(set) var punch: HolePunch
     /// Peers asked to catch this member up (a join push-pull), until their reply: only they may
     /// send a baseline or journal entries.
     public private(set) var catchUpFrom: Set<MemberID> = []
@@ -161,6 +163,7 @@ public struct SessionCore: Sendable {
         planner = LinkPlanner(local: local.id)
         relay = RelayCircuits(local: local.id)
         routes = RelayRoutes(local: local.id)
+        punch = HolePunch(local: local.id)
     }
 
     // MARK: membership
@@ -198,7 +201,7 @@ public struct SessionCore: Sendable {
             out += digests(now: now)
         }
         out += announceParticipants()
-        out += reachReports(now: now) + publishReach(now: now) + relayTick(now: now)
+        out += reachReports(now: now) + publishReach(now: now) + relayTick(now: now) + punchTick(now: now)
         return out + epochTick(now: now) + congestionCleared(since: congested)
     }
 
@@ -226,7 +229,7 @@ public struct SessionCore: Sendable {
     /// the expiry of retired datagram keys.
     public var nextDeadline: Double {
         let digest = planner.linked.isEmpty ? Double.infinity : digestAt + Self.digestInterval
-        return min(swim.nextDeadline, journalAt + Self.journalInterval, digest, datagramKeys.nextExpiry, epochDeadline)
+        return min(swim.nextDeadline, journalAt + Self.journalInterval, digest, datagramKeys.nextExpiry, epochDeadline, punch.nextDeadline)
     }
 
     /// Live members with a link up, in member order.
@@ -311,6 +314,7 @@ public struct SessionCore: Sendable {
                 case .failed, .left, .removed:
                     planner.forget(info.id)
                     routes.forget(info.id)
+                    punch.forget(info.id)
                     timing.forget(info.id)
                     datagramKeys.forget(info.id)
                     out.append(.closeLink(info.id))
@@ -526,6 +530,7 @@ public struct SessionCore: Sendable {
         case let .observed(link, datagram): out = receiveObserved(link: link, datagram: datagram, from: peer, now: now)
         case .circuitRequest, .circuitOffer, .circuitAccept, .circuitRefuse, .circuitData, .circuitClose:
             out = receiveCircuit(message, from: peer, queued: queued, now: now)
+        case let .punch(attempt, step): out = receivePunch(step, attempt: attempt, from: peer, now: now)
         }
         return out + congestionCleared(since: congested) + firstRefusals(since: counted)
     }

@@ -64,6 +64,10 @@ public enum SessionEffect: Sendable, Equatable {
     case circuitBytes(peer: MemberID, via: MemberID, [UInt8])
     /// The circuit with `peer` through `via` closed: end the link over it.
     case circuitDown(peer: MemberID, via: MemberID)
+    /// Hole punching (`SessionCore+Punch`): dial `addrs` (the peer's signed reach addresses) from
+    /// the listening port, so the NAT maps the dial as it maps what members see of this member;
+    /// `initiator`: this member starts the link's handshake (the lower member id, at both ends).
+    case punchDial(peer: MemberID, addrs: [String], initiator: Bool)
     /// Programs joined or left activities, as this member shows them (`SessionCore+Participants`).
     case participants([ParticipantChange])
 }

@@ -80,6 +80,10 @@ public enum LinkMessage: Sendable, Equatable {
     case circuitData(peer: MemberID, bytes: [UInt8])
     /// The circuit with `peer` is closed.
     case circuitClose(peer: MemberID)
+    /// Hole punching (issue 36, item 3; `HolePunch`): one step of attempt `attempt` between the
+    /// two ends of a relayed link, sent over that link. It carries no address: each end dials only
+    /// the other's signed record's `reach` addresses.
+    case punch(attempt: UInt32, step: HolePunch.Step)
 
     /// Most bytes one `circuitData` carries.
     public static let circuitDataLimit = 60 * 1024
@@ -95,6 +99,7 @@ public enum LinkMessage: Sendable, Equatable {
         case epochChanges = 16, epochGrant = 17, epochHead = 18, timeRequest = 19, timeReply = 20, participants = 21
         case observed = 30
         case circuitRequest = 31, circuitOffer = 32, circuitAccept = 33, circuitRefuse = 34, circuitData = 35, circuitClose = 36
+        case punch = 37
     }
 
     public func encoded() -> [UInt8] {
@@ -157,6 +162,7 @@ public enum LinkMessage: Sendable, Equatable {
         case let .circuitRefuse(peer, reason): w.u8(Kind.circuitRefuse.rawValue); w.member(peer); w.string16(String(reason.utf8.prefix(MemberInfo.maximumAddress)) ?? "")
         case let .circuitData(peer, bytes): w.u8(Kind.circuitData.rawValue); w.member(peer); w.bytes32(bytes)
         case let .circuitClose(peer): w.u8(Kind.circuitClose.rawValue); w.member(peer)
+        case let .punch(attempt, step): w.u8(Kind.punch.rawValue); w.u32(attempt); w.u8(step.rawValue)
         }
         return w.bytes
     }
@@ -250,6 +256,10 @@ public enum LinkMessage: Sendable, Equatable {
             result = .circuitRefuse(peer: try r.member("circuit peer"), reason: try r.string16("circuit refusal", limit: MemberInfo.maximumAddress))
         case .circuitData: result = .circuitData(peer: try r.member("circuit peer"), bytes: try r.bytes32(limit: Self.circuitDataLimit, "circuit bytes"))
         case .circuitClose: result = .circuitClose(peer: try r.member("circuit peer"))
+        case .punch:
+            let attempt = try r.u32("punch attempt")
+            guard let step = HolePunch.Step(rawValue: try r.u8("punch step")) else { throw WireError("unknown punch step") }
+            result = .punch(attempt: attempt, step: step)
         case nil: throw WireError("unknown link message kind")
         }
         try r.expectEnd("link message")

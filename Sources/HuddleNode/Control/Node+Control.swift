@@ -157,7 +157,8 @@ extension Node {
     }
 
     /// This member as a relay and as an end of circuits (README, "Relaying"): circuits it carries,
-    /// bytes it forwarded, circuit requests and bytes it refused by reason, its own relayed links.
+    /// bytes it forwarded, circuit requests and bytes it refused by reason, its own relayed links,
+    /// hole punching (`punch`: dials made, direct links they brought, punch messages refused).
     private func relayJSON() -> JSONObject {
         let relay = core.relay
         var refused: JSONObject = [:]
@@ -168,6 +169,8 @@ extension Node {
             "refused": .object(refused),
             "relayed_links": .int(Int64(links.values.count { $0.via != nil })),
             "corrupted": .int(Int64(relayCorruption.flipped)),
+            "punch": .object(["attempts": .int(Int64(core.punch.attempts)), "successes": .int(Int64(core.punch.successes)),
+                              "refused": .int(Int64(core.punch.refused))]),
         ]
     }
 

@@ -1,3 +1,4 @@
+import Glibc
 import Logging
 import HuddleCore
 import HuddleCrypto
@@ -38,13 +39,21 @@ enum LinkSession {
     }
 
     /// A framed TCP connection to a listen port at `addr`, a numeric `host:port` (nothing is
-    /// looked up: `PeerAddress`); one-line `NodeError` when none.
-    static func connect(_ addr: String, timeout: TimeAmount) async throws -> FrameChannel {
+    /// looked up: `PeerAddress`); one-line `NodeError` when none. `from`: the local address to
+    /// dial from — the node's listening one, shared (`SO_REUSEADDR`, `SO_REUSEPORT`) for a hole
+    /// punch (`Node+Punch`); nil: any.
+    static func connect(_ addr: String, timeout: TimeAmount, from source: SocketAddress? = nil) async throws -> FrameChannel {
         guard let address = PeerAddress.socketAddress(addr) else {
             throw NodeError("cannot connect to \(addr): not a numeric IPv4 or [IPv6] host:port")
         }
         do {
-            return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            if let source {
+                bootstrap = bootstrap.channelOption(.socketOption(.so_reuseaddr), value: 1)
+                    .channelOption(.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
+                    .bind(to: source)
+            }
+            return try await bootstrap
                 .connectTimeout(timeout)
                 .channelOption(.allowRemoteHalfClosure, value: true)
                 .channelOption(.tcpOption(.tcp_nodelay), value: 1)

@@ -50,6 +50,8 @@ actor Node {
     var links: [MemberID: LinkHandle] = [:]
     /// This member's ends of circuits through relays, by peer (`Node+Circuits`).
     var circuitEnds: [MemberID: CircuitEnd] = [:]
+    /// The listening socket's address: hole-punching dials leave from it (`Node+Punch`).
+    var punchSource: SocketAddress?
     /// The test-only corruption of relayed bytes (`RelayCorruption`; off unless its variable is set).
     var relayCorruption = RelayCorruption()
     var events: EventLog
@@ -176,7 +178,8 @@ actor Node {
         // A link over a circuit: only for the peer and relay of an open circuit, and no other link.
         if let via = link.via, !core.admitsRelayedLink(peer, via: via) { return false }
         if let existing = links[peer] {
-            guard LinkPlanner.keepsNewLink(newDialedBy: link.dialer, existingDialedBy: existing.dialer) else {
+            guard LinkPlanner.keepsNewLink(newDialedBy: link.dialer, existingDialedBy: existing.dialer,
+                                           newRelayed: link.via != nil, existingRelayed: existing.via != nil) else {
                 core.installDatagramKeys(datagramKeys, for: peer, current: false, now: now)
                 publishDatagramKeys()
                 return false
@@ -300,6 +303,7 @@ actor Node {
             case let .circuitUp(peer, via, initiator): startCircuit(peer: peer, via: via, initiator: initiator)
             case let .circuitBytes(peer, via, bytes): circuitBytes(peer: peer, via: via, bytes)
             case let .circuitDown(peer, via): circuitDown(peer: peer, via: via)
+            case let .punchDial(peer, addrs, initiator): punchDial(peer: peer, addrs: addrs, initiator: initiator)
             }
         }
         publishDatagramKeys()

@@ -75,6 +75,7 @@ public enum NodeRunner {
         }
         let node = Node(local: local, security: LinkSecurity(sessionKey: sessionKey, identity: identity), config: config, store: store,
                         metrics: metricsServer == nil ? nil : NodeMetrics(), resume: loaded)
+        await node.setPunchSource(tcp.channel.localAddress)
         for note in notes { node.log.warning("\(note)") }
         node.log.info("member \(local.id) of session \(sessionKey.fingerprint) listening on \(config.listenHost):\(port) (advertised \(advertise)), control \(config.controlPath)\(loaded != nil ? ", resumed from \(dataDir.path)" : "")")
         if let metricsServer { node.log.info("serving metrics at http://\(metricsServer.address)/metrics") }
@@ -287,6 +288,9 @@ public enum NodeRunner {
             }
             let port = tcp.channel.localAddress?.port ?? config.listenPort
             do {
+                // Set after the bind, so another socket without it cannot share the port: a hole
+                // punch's dial leaves from this port (`Node+Punch`), and needs it on both.
+                try await tcp.channel.setOption(.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
                 return (tcp, try DatagramTransport.bind(host: config.listenHost, port: port), port)
             } catch {
                 try? await tcp.channel.close()

@@ -1,0 +1,226 @@
+/// Hole punching between two members whose link runs through a relay (issue 36, item 3),
+/// coordinated over that relayed link as libp2p's DCUtR does: the lower member id starts an
+/// attempt (`connect`), the other answers (`reply`), the starter measures the round trip over the
+/// relay, says `sync` and dials half a round trip later, while the other dials as soon as `sync`
+/// arrives; so both ends' first packets leave at about the same moment (the shell dials from the
+/// listening port: a TCP simultaneous open through both NATs). The direct link that comes up
+/// replaces the relayed one (`LinkPlanner.keepsNewLink`). `SessionCore+Punch` runs it.
+///
+/// Guarantees (pure: time comes in as `now`):
+/// - an attempt is started only while the pair's link is relayed and both members' signed records
+///   offer reach addresses (a mapping that serves anyone: an `easy` NAT's); a pair where either
+///   offers none (a `hard` NAT, or one not classified yet) is not tried until it does;
+/// - a member dials only the peer's own signed `reach` addresses (at most `Settings.candidates`):
+///   what another member says never makes it dial an address, and the peer's `punch` messages
+///   carry none;
+/// - at most `Settings.attempts` attempts per pair and set of addresses, `Settings.backoff`
+///   doubling after each failed one; an attempt fails when its reply does not come or no direct
+///   link is up `Settings.attemptTimeout` after it; a change of either member's addresses starts
+///   the count over (retry when addresses change);
+/// - whatever the records and messages say, this member dials a peer at most `Settings.dialBurst`
+///   times plus one per `Settings.dialRefill` seconds, and answers a `connect` at most once per
+///   `Settings.answerInterval`; `punch` messages beyond that, out of turn (a step not expected,
+///   a stale attempt, the wrong end starting) or over a link that is not relayed are refused and
+///   counted (`refused`), never answered;
+/// - memory: one entry per peer that a relayed link or a punch message named (relayed links are
+///   bounded by the member table); `forget` drops one;
+/// - counters: `attempts` (dials this member made), `successes` (a direct link came up while an
+///   attempt of its was out).
+public struct HolePunch: Sendable {
+    public struct Settings: Sendable, Equatable {
+        public var attempts = 3
+        public var attemptTimeout = 4.0
+        public var backoff = 1.0
+        public var candidates = 2
+        public var dialBurst = 4.0
+        public var dialRefill = 15.0
+        public var answerInterval = 0.5
+        public init() {}
+    }
+
+    /// The three messages of an attempt (`LinkMessage.punch`).
+    public enum Step: UInt8, Sendable, CaseIterable {
+        /// The starter (lower id) opens attempt N; the answer measures the relayed round trip.
+        case connect = 0
+        /// The other end answers: it will dial at `sync`.
+        case reply = 1
+        /// The starter says dial now (it dials half a round trip later).
+        case sync = 2
+    }
+
+    /// What the shell is to do.
+    public enum Action: Sendable, Equatable {
+        /// Send `punch(attempt, step)` to `peer` over its (relayed) link.
+        case send(MemberID, attempt: UInt32, step: Step)
+        /// Dial `addrs` from the listening port; `initiator`: this member starts the link handshake.
+        case dial(MemberID, addrs: [String], initiator: Bool)
+    }
+
+    /// One peer's punching.
+    struct Pair: Sendable {
+        /// This member's and the peer's addresses the count of attempts is for.
+        var addresses: [String] = []
+        var attempts = 0
+        var nextAt = -Double.infinity
+        /// The starter's `connect` out, not answered yet.
+        var asked: (attempt: UInt32, at: Double)?
+        /// The starter's dial, due at this time.
+        var dialAt: Double?
+        /// A dial made, waiting for the direct link.
+        var dialedAt: Double?
+        /// The answering end's attempt waiting for its `sync`.
+        var answered: UInt32?
+        var answeredAt = -Double.infinity
+        /// Highest attempt number used or answered (a repeated or older one is refused).
+        var lastAttempt: UInt32 = 0
+        /// The dial budget: tokens, as of `tokensAt`.
+        var tokens: Double
+        var tokensAt: Double
+
+        var busy: Bool { asked != nil || dialAt != nil || dialedAt != nil }
+    }
+
+    public let local: MemberID
+    public var settings = Settings()
+    var pairs: [MemberID: Pair] = [:]
+    public private(set) var attempts = 0
+    public private(set) var successes = 0
+    public private(set) var refused = 0
+
+    public init(local: MemberID) { self.local = local }
+
+    /// Whether this member starts attempts with `peer` (the lower id does).
+    public func starts(with peer: MemberID) -> Bool { local < peer }
+
+    /// Whether an attempt with `peer` is out (asked, due to dial, or dialed and waiting).
+    public func inProgress(_ peer: MemberID) -> Bool { pairs[peer]?.busy ?? false }
+
+    private func fresh(_ now: Double) -> Pair { Pair(tokens: settings.dialBurst, tokensAt: now) }
+
+    /// Takes a dial token from `pair`: false when none is left.
+    private func spend(_ pair: inout Pair, now: Double) -> Bool {
+        let refill = settings.dialRefill > 0 ? max(0, now - pair.tokensAt) / settings.dialRefill : 0
+        pair.tokens = min(settings.dialBurst, pair.tokens + refill)
+        pair.tokensAt = now
+        guard pair.tokens >= 1 else { return false }
+        pair.tokens -= 1
+        return true
+    }
+
+    /// What is due at `now`. `relayed`: the peers whose link runs through a relay, each with its
+    /// signed record's reach addresses; `own`: this member's record's reach addresses.
+    public mutating func tick(relayed: [MemberID: [String]], own: [String], now: Double) -> [Action] {
+        var out: [Action] = []
+        // A pair no longer relayed (direct, or no link): its attempt is over, unanswered.
+        for (peer, p) in pairs where p.busy && relayed[peer] == nil {
+            pairs[peer]?.asked = nil
+            pairs[peer]?.dialAt = nil
+            pairs[peer]?.dialedAt = nil
+        }
+        for peer in relayed.keys.sorted() where peer != local {
+            let candidates = Array((relayed[peer] ?? []).prefix(settings.candidates))
+            var p = pairs[peer] ?? fresh(now)
+            let addresses = own.sorted() + ["|"] + candidates
+            if p.addresses != addresses {
+                // New addresses on either side: the count starts over.
+                p.addresses = addresses
+                p.attempts = 0
+                p.nextAt = now
+                p.asked = nil
+                p.dialAt = nil
+                p.dialedAt = nil
+            }
+            if let asked = p.asked, now - asked.at >= settings.attemptTimeout { failed(&p, now: now) }
+            if let at = p.dialedAt, now - at >= settings.attemptTimeout { failed(&p, now: now) }
+            if let at = p.dialAt, now >= at {
+                p.dialAt = nil
+                p.dialedAt = now
+                if spend(&p, now: now) {
+                    attempts += 1
+                    out.append(.dial(peer, addrs: candidates, initiator: true))
+                }
+            }
+            if starts(with: peer), !p.busy, !candidates.isEmpty, !own.isEmpty, p.attempts < settings.attempts, now >= p.nextAt,
+               p.lastAttempt < UInt32.max {
+                p.lastAttempt += 1
+                p.attempts += 1
+                p.asked = (p.lastAttempt, now)
+                out.append(.send(peer, attempt: p.lastAttempt, step: .connect))
+            }
+            pairs[peer] = p
+        }
+        return out
+    }
+
+    /// An attempt that brought no direct link: the next waits `backoff` × 2^(attempts − 1).
+    private func failed(_ p: inout Pair, now: Double) {
+        p.asked = nil
+        p.dialAt = nil
+        p.dialedAt = nil
+        p.nextAt = now + settings.backoff * Double(1 << min(max(p.attempts - 1, 0), 16))
+    }
+
+    /// `punch(attempt, step)` from `peer`. `peerAddresses`: its signed record's reach addresses
+    /// while its link is relayed, nil when it is not (nothing is punched then).
+    public mutating func receive(_ step: Step, attempt: UInt32, from peer: MemberID, peerAddresses: [String]?, now: Double) -> [Action] {
+        guard peer != local, let peerAddresses else { return refuse() }
+        let candidates = Array(peerAddresses.prefix(settings.candidates))
+        var p = pairs[peer] ?? fresh(now)
+        defer { pairs[peer] = p }
+        switch step {
+        case .connect:
+            guard !starts(with: peer), attempt > p.lastAttempt, now - p.answeredAt >= settings.answerInterval else { return refuse() }
+            p.lastAttempt = attempt
+            p.answeredAt = now
+            // Nothing to dial (its record offers no address here yet): no answer, the attempt times out.
+            guard !candidates.isEmpty else { return [] }
+            p.answered = attempt
+            return [.send(peer, attempt: attempt, step: .reply)]
+        case .reply:
+            guard starts(with: peer), let asked = p.asked, asked.attempt == attempt else { return refuse() }
+            p.asked = nil
+            // Half the relayed round trip: the `sync` takes about that long to reach the peer.
+            p.dialAt = now + max(0, now - asked.at) / 2
+            return [.send(peer, attempt: attempt, step: .sync)]
+        case .sync:
+            guard !starts(with: peer), p.answered == attempt else { return refuse() }
+            p.answered = nil
+            guard spend(&p, now: now) else { return refuse() }
+            p.dialedAt = now
+            attempts += 1
+            return [.dial(peer, addrs: candidates, initiator: false)]
+        }
+    }
+
+    private mutating func refuse() -> [Action] {
+        refused += 1
+        return []
+    }
+
+    /// A link to `peer` came up; `direct`: not through a relay. A direct one while an attempt was
+    /// out is a success; either way the attempts start over should the pair be relayed again.
+    public mutating func linkUp(_ peer: MemberID, direct: Bool) {
+        guard direct, var p = pairs[peer] else { return }
+        if p.busy { successes += 1 }
+        p.addresses = []
+        p.asked = nil
+        p.dialAt = nil
+        p.dialedAt = nil
+        p.answered = nil
+        pairs[peer] = p
+    }
+
+    /// `peer` failed, left or was removed.
+    public mutating func forget(_ peer: MemberID) { pairs[peer] = nil }
+
+    /// When `tick` next has work of its own: a dial due, an attempt timing out.
+    public var nextDeadline: Double {
+        var next = Double.infinity
+        for p in pairs.values {
+            if let at = p.dialAt { next = min(next, at) }
+            if let asked = p.asked { next = min(next, asked.at + settings.attemptTimeout) }
+            if let at = p.dialedAt { next = min(next, at + settings.attemptTimeout) }
+        }
+        return next
+    }
+}

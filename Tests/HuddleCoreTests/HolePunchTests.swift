@@ -1,0 +1,105 @@
+import HuddleCrypto
+import Testing
+@testable import HuddleCore
+
+/// Hole punching's rules (issue 36, item 3): who starts, when each end dials, what it dials,
+/// retries and backoff, and the budget a hostile peer meets.
+private func m(_ raw: UInt64) -> MemberID { MemberID(raw: raw) }
+private let lowAddr = "198.51.100.1:7400", highAddr = "198.51.100.3:7400"
+
+@Test func anAttemptIsStartedByTheLowerIdOnlyWhenBothRecordsOfferReachAddresses() {
+    var low = HolePunch(local: m(1)), high = HolePunch(local: m(3))
+    #expect(low.tick(relayed: [m(3): []], own: [lowAddr], now: 0).isEmpty, "the peer offers no address (a hard NAT): nothing to try")
+    #expect(low.tick(relayed: [m(3): [highAddr]], own: [], now: 0).isEmpty, "this member offers none: the peer could not reach it")
+    #expect(low.tick(relayed: [m(3): [highAddr]], own: [lowAddr], now: 0) == [.send(m(3), attempt: 1, step: .connect)])
+    #expect(low.tick(relayed: [m(3): [highAddr]], own: [lowAddr], now: 0.5).isEmpty, "one attempt at a time")
+    #expect(high.tick(relayed: [m(1): [lowAddr]], own: [highAddr], now: 0).isEmpty, "the higher id never starts")
+}
+
+@Test func theStarterDialsHalfARelayedRoundTripAfterSyncAndTheOtherAtSync() {
+    var low = HolePunch(local: m(1)), high = HolePunch(local: m(3))
+    let relayedAtLow = [m(3): [highAddr, "203.0.113.9:7400", "203.0.113.10:7400"]]
+    #expect(low.tick(relayed: relayedAtLow, own: [lowAddr], now: 0) == [.send(m(3), attempt: 1, step: .connect)])
+    #expect(high.receive(.connect, attempt: 1, from: m(1), peerAddresses: [lowAddr], now: 0.125) == [.send(m(1), attempt: 1, step: .reply)])
+    // The reply came back 0.5 s after the connect left: the sync takes about 0.25 s to arrive.
+    #expect(low.receive(.reply, attempt: 1, from: m(3), peerAddresses: [highAddr], now: 0.5) == [.send(m(3), attempt: 1, step: .sync)])
+    #expect(high.receive(.sync, attempt: 1, from: m(1), peerAddresses: [lowAddr], now: 0.75) == [.dial(m(1), addrs: [lowAddr], initiator: false)])
+    #expect(low.nextDeadline == 0.75)
+    #expect(low.tick(relayed: relayedAtLow, own: [lowAddr], now: 0.7).isEmpty)
+    #expect(low.tick(relayed: relayedAtLow, own: [lowAddr], now: 0.75) == [.dial(m(3), addrs: [highAddr, "203.0.113.9:7400"], initiator: true)],
+            "at most `candidates` of the peer's signed addresses")
+    #expect(low.attempts == 1 && high.attempts == 1)
+    // The direct link comes up at both ends: a success each; a relayed link is not one.
+    low.linkUp(m(3), direct: false)
+    #expect(low.successes == 0)
+    low.linkUp(m(3), direct: true)
+    high.linkUp(m(1), direct: true)
+    #expect(low.successes == 1 && high.successes == 1)
+    #expect(low.nextDeadline == .infinity && !low.inProgress(m(3)))
+}
+
+@Test func failedAttemptsBackOffStopAtTheLimitAndStartOverWhenAddressesChange() {
+    var low = HolePunch(local: m(1))
+    let relayed = [m(3): [highAddr]]
+    var connects: [Double] = []
+    for step in 0...400 {
+        let now = Double(step) / 4
+        for case let .send(_, _, step) in low.tick(relayed: relayed, own: [lowAddr], now: now) where step == .connect { connects.append(now) }
+    }
+    // Each attempt times out after 4 s; the next waits 1 s, then 2 s; three in all.
+    #expect(connects == [0, 5, 11], "\(connects)")
+    #expect(low.tick(relayed: [m(3): ["203.0.113.9:7400"]], own: [lowAddr], now: 200) == [.send(m(3), attempt: 4, step: .connect)],
+            "the peer's addresses changed: tried again at once")
+    var other = HolePunch(local: m(1))
+    _ = other.tick(relayed: relayed, own: [lowAddr], now: 0)
+    _ = other.tick(relayed: relayed, own: [lowAddr], now: 4)
+    _ = other.tick(relayed: relayed, own: [lowAddr], now: 5)
+    _ = other.tick(relayed: relayed, own: [lowAddr], now: 9)
+    _ = other.tick(relayed: relayed, own: [lowAddr], now: 11)
+    _ = other.tick(relayed: relayed, own: [lowAddr], now: 15)
+    #expect(other.tick(relayed: relayed, own: ["198.51.100.1:7401"], now: 16).count == 1, "this member's own address changed: tried again")
+    // A pair that is no longer relayed has no attempt out (nothing keeps the deadline in the past).
+    _ = other.tick(relayed: [:], own: [lowAddr], now: 17)
+    #expect(!other.inProgress(m(3)) && other.nextDeadline == .infinity)
+}
+
+@Test func punchStepsOutOfTurnOrOverALinkThatIsNotRelayedAreRefusedAndCounted() {
+    var high = HolePunch(local: m(3)), low = HolePunch(local: m(1))
+    #expect(high.receive(.connect, attempt: 1, from: m(1), peerAddresses: nil, now: 0).isEmpty, "the link is direct or gone")
+    #expect(low.receive(.connect, attempt: 1, from: m(3), peerAddresses: [highAddr], now: 0).isEmpty, "the higher id does not start")
+    #expect(high.receive(.sync, attempt: 1, from: m(1), peerAddresses: [lowAddr], now: 0).isEmpty, "a sync without its connect")
+    #expect(low.receive(.reply, attempt: 1, from: m(3), peerAddresses: [highAddr], now: 0).isEmpty, "a reply to nothing asked")
+    #expect(high.receive(.connect, attempt: 2, from: m(1), peerAddresses: [lowAddr], now: 1).count == 1)
+    #expect(high.receive(.connect, attempt: 2, from: m(1), peerAddresses: [lowAddr], now: 5).isEmpty, "the same attempt again")
+    #expect(high.receive(.connect, attempt: 3, from: m(1), peerAddresses: [lowAddr], now: 1.1).isEmpty, "too soon after the last answer")
+    #expect(high.receive(.sync, attempt: 1, from: m(1), peerAddresses: [lowAddr], now: 5).isEmpty, "a sync of another attempt")
+    #expect(high.refused + low.refused == 7 && high.attempts == 0 && low.attempts == 0)
+}
+
+@Test func aFloodOfPunchRequestsMakesAtMostTheBudgetOfDialsAndOnlyToTheSignedAddresses() {
+    var high = HolePunch(local: m(3))
+    let signed = [lowAddr, "198.51.100.2:7400", "192.0.2.1:80", "192.0.2.2:80"]
+    var dials: [[String]] = []
+    for i in 0..<200 {
+        let now = Double(i)
+        let attempt = UInt32(i + 1)
+        for action in high.receive(.connect, attempt: attempt, from: m(1), peerAddresses: signed, now: now)
+            + high.receive(.sync, attempt: attempt, from: m(1), peerAddresses: signed, now: now + 0.1) {
+            if case let .dial(_, addrs, _) = action { dials.append(addrs) }
+        }
+    }
+    // 4 at once, then one per 15 s: 4 + 199 / 15 = 17 in 200 s, whatever the peer sends.
+    #expect(dials.count == 4 + 199 / 15, "\(dials.count) dials")
+    #expect(dials.allSatisfy { $0 == Array(signed.prefix(2)) }, "only the first signed addresses, at most two")
+    #expect(high.refused == 200 - dials.count, "every sync past the budget is refused and counted")
+}
+
+@Test func aDirectLinkReplacesARelayedOneAtBothEndsAndTwoAlikeKeepTheLowerDialers() {
+    let (low, high) = (m(1), m(3))
+    // Each end holds both links and decides alike: the direct one stays, whoever dialed which.
+    for (relayedDialer, directDialer) in [(low, high), (high, low), (low, low), (high, high)] {
+        #expect(LinkPlanner.keepsNewLink(newDialedBy: directDialer, existingDialedBy: relayedDialer, newRelayed: false, existingRelayed: true))
+        #expect(!LinkPlanner.keepsNewLink(newDialedBy: relayedDialer, existingDialedBy: directDialer, newRelayed: true, existingRelayed: false))
+    }
+    #expect(LinkPlanner.keepsNewLink(newDialedBy: low, existingDialedBy: high) && !LinkPlanner.keepsNewLink(newDialedBy: high, existingDialedBy: low))
+}
