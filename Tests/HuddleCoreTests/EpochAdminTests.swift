@@ -139,8 +139,11 @@ import Testing
         var open = EpochGroup(2, seed: 38)
         let old = try #require(open.members[0].memory)
         let bytes = old.encoded()
-        let before = Array(bytes.dropLast(8))  // what a build before issue 33 wrote: no admins, no cut-offs
-        #expect(bytes.suffix(8).allSatisfy { $0 == 0 })
+        // What a build before issue 33 wrote: no format byte, no admins, no cut-offs.
+        let before = Array(bytes.dropFirst().dropLast(8))
+        #expect(bytes.first == EpochMemory.format && bytes.suffix(8).allSatisfy { $0 == 0 })
         #expect(try EpochMemory.decode(before) == old)
+        // A newer row cut where an older one would end is damaged, not an older row.
+        #expect(throws: WireError.self) { try EpochMemory.decode(Array(bytes.dropLast(8))) }
     }
 }

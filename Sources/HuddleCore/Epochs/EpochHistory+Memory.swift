@@ -7,9 +7,12 @@ import HuddleCrypto
 /// admin set, removed node keys and cut-offs as before the restart: a restarted member never hands
 /// a removed key holder back in, nor delivers a removed member's broadcast above its cut-off.
 ///
-/// Stored form: the root key (bytes, epoch, session id, head), the changes, the remembered removals,
-/// then (added with issue 33; a row without them reads as none) the root key's admins (u32 count,
-/// 32 bytes each) and the remembered cut-offs (u32 count; origin, node key, seq).
+/// Stored form: a format byte (`format`, added with issue 33), the root key (bytes, epoch, session
+/// id, head), the changes, the remembered removals, the root key's admins (u32 count, 32 bytes
+/// each) and the remembered cut-offs (u32 count; origin, node key, seq). A row written before has
+/// no format byte (it starts with the root key's length, whose first byte is 0), no admins and no
+/// cut-offs, and reads as such; a row with the format byte must hold everything (a truncated one
+/// is an error).
 public struct EpochMemory: Sendable, Equatable, StoredForm {
     public var rootKey: SessionKey
     public var changes: [EpochChange]
@@ -30,8 +33,11 @@ public struct EpochMemory: Sendable, Equatable, StoredForm {
 
     /// Most changes and removals one memory carries (above every bound `EpochSettings` keeps).
     static let maximumEntries = 1 << 16
+    /// The first byte of the stored form since issue 33 (a row before starts with 0).
+    static let format: UInt8 = 0xA3
 
     func encode(into w: inout WireWriter) {
+        w.u8(Self.format)
         w.bytes16(rootKey.bytes); w.u64(rootKey.epoch); w.bytes16(rootKey.sessionID); w.bytes16(rootKey.head)
         w.u32(UInt32(truncatingIfNeeded: changes.count))
         for change in changes { w.bytes32(change.encoded()) }
@@ -49,7 +55,11 @@ public struct EpochMemory: Sendable, Equatable, StoredForm {
     public static func decode(_ bytes: [UInt8]) throws(WireError) -> EpochMemory { try decodeWhole(bytes, "epoch memory") }
 
     static func decode(from r: inout WireReader) throws(WireError) -> EpochMemory {
-        let bytes = try r.bytes16("root key"), epoch = try r.madeCount("root epoch")
+        let lead = try r.u8("epoch memory format")
+        guard lead == format || lead == 0 else { throw WireError("unknown epoch memory format \(lead)") }
+        // A row from before the format byte: `lead` was the high byte of the root key's length.
+        let bytes = lead == format ? try r.bytes16("root key") : try r.raw(Int(try r.u8("root key")), "root key")
+        let epoch = try r.madeCount("root epoch")
         let sessionID = try r.bytes16("session id"), head = try r.bytes16("root head")
         let n = Int(try r.u32("changes"))
         guard n <= maximumEntries else { throw WireError("\(n) epoch changes (at most \(maximumEntries))") }
@@ -62,7 +72,7 @@ public struct EpochMemory: Sendable, Equatable, StoredForm {
         // Added with issue 33: a row written before has neither (no admins, no remembered cut-offs).
         var admins: [[UInt8]] = []
         var cutoffs: [EpochChange.Cutoff] = []
-        if !r.isAtEnd {
+        if lead == format {
             let a = Int(try r.u32("admins"))
             guard a <= SessionKey.maxAdmins else { throw WireError("\(a) admins (at most \(SessionKey.maxAdmins))") }
             for _ in 0..<a { admins.append(try r.raw(SessionKey.adminKeyLength, "admin")) }
