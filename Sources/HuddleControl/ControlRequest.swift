@@ -42,6 +42,10 @@ public enum ControlRequest: Sendable, Equatable {
     case remove(member: String)
     /// Rotates the session key, removing nobody.
     case rekey
+    /// The session's admin set (issue 33, an extension of CONTROL.md): with `add` or `remove` (node
+    /// keys, 64 hex digits), an admin moves the session to a new epoch with that admin set changed;
+    /// with neither, the current set is only read.
+    case admins(add: [String], remove: [String])
     /// What `huddle doctor` asks (an extension of CONTROL.md): the node's own checks, as facts
     /// (key file mode, reachability of each advertised address, epochs, store, subscribers).
     case diagnose
@@ -134,6 +138,7 @@ public enum ControlRequest: Sendable, Equatable {
             return .attachRemove(id: id)
         case "leave": return .leave(timeoutMs: try optionalMilliseconds(r, "timeout_ms"))
         case "rekey": return .rekey
+        case "admins": return .admins(add: try nodeKeys(r, "add"), remove: try nodeKeys(r, "remove"))
         case "diagnose": return .diagnose
         case "participant.join":
             guard let activity = r["activity"]?.stringValue else { throw bad("participant.join needs \"activity\" (a string)") }
@@ -171,6 +176,16 @@ public enum ControlRequest: Sendable, Equatable {
     }
 
     private static func bad(_ message: String) -> ControlError { ControlError(code: .badRequest, message: message) }
+
+    /// An optional list of node keys (64 hex digits each), empty when absent.
+    private static func nodeKeys(_ r: JSONObject, _ field: String) throws(ControlError) -> [String] {
+        guard let value = r[field], !value.isNull else { return [] }
+        guard let list = value.arrayValue, list.count <= 64 else { throw bad("\"\(field)\" must be a list of at most 64 node keys") }
+        return try list.map { (item: JSON) throws(ControlError) -> String in
+            guard let text = item.stringValue, isNodeKey(text) else { throw bad("\"\(field)\" holds \(item.serialized), not a node key (64 hex digits)") }
+            return text.lowercased()
+        }
+    }
 
     /// A member id as the control protocol writes it: 16 hex digits.
     public static func isMemberID(_ text: String) -> Bool {

@@ -87,7 +87,9 @@ public enum PairingHandshake {
             return confirmation(isk, role: "joiner")
         }
 
-        /// The last frame: the session key with its epoch, session id and head (issue 21). A
+        /// The last frame: the session key with its epoch, session id, head (issue 21) and admin set
+        /// (issue 33: node keys after the head; none without admins, and older builds refuse a
+        /// record with them as malformed). A
         /// record of the key and epoch alone (before epochs were carried whole) is accepted at
         /// epoch 0, where the key names its own session id and head.
         public func receiveKey(_ frame: [UInt8]) throws(PairingError) -> SessionKey {
@@ -98,7 +100,11 @@ public enum PairingHandshake {
                 plain = try AEAD.open(Array(frame.dropFirst(AEAD.nonceLength)), ad: magic, nonce: Array(frame.prefix(AEAD.nonceLength)), key: sealingKey(isk))
             } catch { throw .malformed("the sealed key does not open") }
             let base = SessionKey.length + 8
-            guard plain.count == base || plain.count == base + SessionKey.sessionIDLength + SessionKey.headLength else {
+            let whole = base + SessionKey.sessionIDLength + SessionKey.headLength
+            // A record with admins (issue 33) carries them after the head, one node key each.
+            let adminBytes = plain.count - whole
+            guard plain.count == base || (adminBytes >= 0 && adminBytes % SessionKey.adminKeyLength == 0
+                                          && adminBytes / SessionKey.adminKeyLength <= SessionKey.maxAdmins) else {
                 throw .malformed("a session key record of \(plain.count) bytes")
             }
             let bytes = Array(plain.prefix(SessionKey.length))
@@ -109,8 +115,9 @@ public enum PairingHandshake {
                     return try SessionKey(bytes: bytes)
                 }
                 let session = Array(plain[base..<(base + SessionKey.sessionIDLength)])
-                let head = Array(plain.suffix(SessionKey.headLength))
-                return try SessionKey(bytes: bytes, epoch: epoch, sessionID: session, head: head)
+                let head = Array(plain[(base + SessionKey.sessionIDLength)..<whole])
+                let admins = stride(from: whole, to: plain.count, by: SessionKey.adminKeyLength).map { Array(plain[$0..<($0 + SessionKey.adminKeyLength)]) }
+                return try SessionKey(bytes: bytes, epoch: epoch, sessionID: session, head: head, admins: admins)
             } catch let error as PairingError { throw error } catch { throw .malformed("the session key record: \(error)") }
         }
     }
@@ -136,10 +143,10 @@ public enum PairingHandshake {
             frame.count == 32 && constantTimeEqual(frame, confirmation(isk, role: "joiner"))
         }
 
-        /// The key frame: the session key of the current epoch with its epoch number, session id and
-        /// head, sealed for the joiner (a newly paired node starts on the current epoch).
+        /// The key frame: the session key of the current epoch with its epoch number, session id,
+        /// head and admin set, sealed for the joiner (a newly paired node starts on the current epoch).
         public func sealKey(_ key: SessionKey, nonce: [UInt8] = AEAD.randomNonce()) -> [UInt8] {
-            let plain = key.bytes + withUnsafeBytes(of: key.epoch.bigEndian) { Array($0) } + key.sessionID + key.head
+            let plain = key.bytes + withUnsafeBytes(of: key.epoch.bigEndian) { Array($0) } + key.sessionID + key.head + key.admins.joined()
             return nonce + AEAD.seal(plain, ad: magic, nonce: nonce, key: sealingKey(isk))
         }
     }

@@ -16,7 +16,7 @@ struct Huddle: AsyncParsableCommand {
             """,
         subcommands: [KeygenCommand.self, RunCommand.self, StatusCommand.self, MembersCommand.self, JoinCommand.self,
                       SendCommand.self, EventsCommand.self, AttachCommand.self, ActivityCommand.self, StatsCommand.self, ParticipantsCommand.self, InviteCommand.self,
-                      RemoveCommand.self, RekeyCommand.self, LeaveCommand.self, DoctorCommand.self]
+                      RemoveCommand.self, RekeyCommand.self, AdminsCommand.self, LeaveCommand.self, DoctorCommand.self]
     )
 
     /// Like the default entry point, but usage errors exit 2 (CONTROL.md), not 64.

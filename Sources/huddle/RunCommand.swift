@@ -90,7 +90,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .customLong("rekey-grace"), help: "How long after a rotation a member holding the previous key (offline during it, on that epoch's roster, never removed) is still let back in and handed the current key (default 7d).")
     var rekeyGrace: String?
 
-    @Option(name: .long, help: "File of node keys (64 hex digits, one a line; # comments) that alone may remove members and rekey. Default: every member may.")
+    @Option(name: .long, help: "Retired: admins are fixed with the session key (huddle keygen --admin NODE) and changed by an admin (huddle admins).")
     var admins: String?
 
     @Option(name: .long, help: "Serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464; port 0 picks a free one, logged at start). Off by default. Plain HTTP without authentication: keep it on loopback or a trusted network.")
@@ -140,6 +140,11 @@ struct RunCommand: AsyncParsableCommand {
             complain(error.description)
             throw ExitCode(2)
         }
+        // Issue 33: admins are the session's signed state, fixed with its key, not a per-node file.
+        if settings.admins != nil {
+            complain(RunSettings.adminsRetired)
+            throw ExitCode(2)
+        }
         let keyPath = settings.keyPath
         if let invite = settings.invite {
             do {
@@ -150,13 +155,7 @@ struct RunCommand: AsyncParsableCommand {
                 throw ExitCode(1)
             }
         }
-        var config = settings.nodeConfiguration()
-        if let admins = settings.admins {
-            do { config.admins = try NodeConfiguration.loadAdmins(admins) } catch {
-                complain("\(error)")
-                throw ExitCode(1)
-            }
-        }
+        let config = settings.nodeConfiguration()
         do {
             try await NodeRunner.run(config)
         } catch {

@@ -107,3 +107,14 @@ private let member = "00000000000000ab"
     #expect(refusal(#"{"op":"send","text":"x","envelope":"%%"}"#)?.code == .badRequest)
     #expect(refusal(#"{"op":"send","text":"x","envelope":7}"#)?.code == .badRequest)
 }
+
+/// Issue 33: `admins` reads the admin set, or with `add`/`remove` (node keys) changes it.
+@Test func theAdminsOpTakesListsOfNodeKeysOnly() {
+    let key = String(repeating: "AB", count: 32)
+    #expect(request(#"{"op":"admins"}"#) == .admins(add: [], remove: []))
+    #expect(request(#"{"op":"admins","add":["\#(key)"],"remove":null}"#) == .admins(add: [key.lowercased()], remove: []))
+    #expect(request(#"{"op":"admins","remove":["\#(key)"]}"#) == .admins(add: [], remove: [key.lowercased()]))
+    for bad in [#"{"op":"admins","add":"\#(key)"}"#, #"{"op":"admins","add":["\#(member)"]}"#, #"{"op":"admins","remove":[1]}"#] {
+        #expect(refusal(bad)?.code == .badRequest, "\(bad)")
+    }
+}

@@ -15,6 +15,7 @@ private let extremes: [UInt64] = [0, 1, 2, 255, 256, 65_535, 65_536, UInt64(UInt
                                   WireReader.maximumCount + 1, .max - 1, .max]
 
 private struct EpochFuzzInput: Sendable {
+    /// Which pool record: a change, or the grant (`pool.changes.count`).
     var base: Int
     var numbers: [UInt64]
     var bytes: [UInt8]
@@ -24,9 +25,11 @@ private struct EpochFuzzInput: Sendable {
     func number(_ i: Int) -> UInt64 { numbers.isEmpty ? 0 : numbers[i % numbers.count] }
 }
 
-/// A few valid changes and a grant of one session, made once (sealing is the slow part).
+/// A few valid changes and a grant of one session, made once (sealing is the slow part); and
+/// changes of a session with admins (issue 33: version 3, an admin-set change among them).
 private struct Pool: Sendable {
     let group: EpochGroup
+    let adminGroup: EpochGroup
     let changes: [EpochChange]
     let grant: EpochGrant
 
@@ -37,6 +40,13 @@ private struct Pool: Sendable {
         if let b = try? g.remove(1, [2], now: 2) { made.append(b); g.deliver([b], to: [0], now: 2) }
         var forked = EpochGroup(3, seed: 77)
         if let c = try? forked.rekey(2, now: 1) { made.append(c) }
+        // Member 0 is the admin: it adds member 1, which then rekeys; member 2 is no admin.
+        var admins = EpochGroup(3, seed: 78, admins: [0])
+        if let d = try? admins.members[0].changeAdmins(to: [admins.node(0), admins.node(1)], members: admins.nodes, now: 1, using: &admins.rng) {
+            made.append(d); admins.deliver([d], to: [1, 2], now: 1)
+        }
+        if let e = try? admins.rekey(1, now: 2) { made.append(e) }
+        adminGroup = admins
         let stranger = Identity(seed: [UInt8](repeating: 42, count: 32))
         grant = EpochGrant(session: g.genesis.sessionID, epoch: 2, head: made.count > 1 ? made[1].hash : [], recipient: stranger.publicKey,
                            sealedKey: (try? SealedBox.seal([UInt8](repeating: 1, count: 40), to: stranger.publicKey)) ?? [])
@@ -49,7 +59,7 @@ private let pool = Pool()
 
 private let inputGen = Generator<EpochFuzzInput, Shrink.None<EpochFuzzInput>> { rng in
     func number() -> UInt64 { Bool.random(using: &rng) ? extremes.randomElement(using: &rng) ?? 0 : UInt64.random(in: 0 ... .max, using: &rng) }
-    return EpochFuzzInput(base: Int.random(in: 0...3, using: &rng),
+    return EpochFuzzInput(base: Int.random(in: 0...pool.changes.count, using: &rng),
                           numbers: (0..<Int.random(in: 1...8, using: &rng)).map { _ in number() },
                           bytes: (0..<Int.random(in: 0...120, using: &rng)).map { _ in UInt8.random(in: 0 ... .max, using: &rng) },
                           damage: Int.random(in: 0...5, using: &rng),
@@ -59,16 +69,19 @@ private let inputGen = Generator<EpochFuzzInput, Shrink.None<EpochFuzzInput>> { 
 extension EpochFuzzInput {
     /// An encoding of a pool record, with extreme numbers written into its fields and counts.
     var encoding: [UInt8] {
-        if base == 3 { return pool.grant.encoded() }
+        if base == pool.changes.count { return pool.grant.encoded() }
         var change = pool.changes[base % pool.changes.count]
-        switch number(0) % 4 {
+        let key32 = Array(bytes.prefix(32)) + [UInt8](repeating: 0, count: max(0, 32 - bytes.count))
+        switch number(0) % 5 {
         case 0: change.epoch = number(1)
-        case 1: change.removed = Array(repeating: Array(bytes.prefix(32)) + [UInt8](repeating: 0, count: max(0, 32 - bytes.count)), count: Int(number(2) % 3))
+        case 1: change.removed = Array(repeating: key32, count: Int(number(2) % 3))
         case 2: change.recipients = Array(change.recipients.prefix(Int(number(2) % 3)))
+        // The admin set: none, a stranger's, the maker's alone, or a duplicate (not canonical).
+        case 3: change.admins = [[], [key32], [change.makerNode], [key32, key32]][Int(number(2) % 4)]
         default: break
         }
         // Half the time signed again by its maker, so the change gets past the signature to the rules.
-        if number(6) % 2 == 0, let maker = pool.group.members.first(where: { $0.nodeKey == change.makerNode }) {
+        if number(6) % 2 == 0, let maker = (pool.group.members + pool.adminGroup.members).first(where: { $0.nodeKey == change.makerNode }) {
             change.signature = maker.identity.sign(change.signedBytes())
         }
         var bytes = change.encoded()
@@ -105,14 +118,14 @@ extension EpochFuzzInput {
     for index in 0..<fuzzCount {
         var inputRNG = run.random(index)
         let input = inputGen.run(using: &inputRNG)
-        if fed % 200 == 0 { core = pool.group.members[fed % 400 == 0 ? 0 : 2] }
+        if fed % 200 == 0 { core = [pool.group.members[0], pool.group.members[2], pool.adminGroup.members[2]][(fed / 200) % 3] }
         fed += 1
         now += 1
         let bytes = input.damaged
         run.record(index, bytes)
         if input.damage == 0 {
             undamaged += 1
-            if input.base == 3 { if (try? EpochGrant.decode(bytes)) != nil { grantsDecoded += 1 } }
+            if input.base == pool.changes.count { if (try? EpochGrant.decode(bytes)) != nil { grantsDecoded += 1 } }
             else if (try? EpochChange.decode(bytes)) != nil { changesDecoded += 1 }
         }
         if let change = try? EpochChange.decode(bytes) {
@@ -125,7 +138,7 @@ extension EpochFuzzInput {
         _ = core.handshakeKeys(now: now)
     }
     #expect(fed == fuzzCount)
-    // About 1 in 6 inputs is undamaged, a quarter of those a grant; most changes keep counts that
+    // About 1 in 6 inputs is undamaged, one in six of those a grant; most changes keep counts that
     // decode. A decoder that refused everything (so the core never ran) fails here.
     print("epoch fuzz: \(fed) inputs, \(undamaged) undamaged: \(changesDecoded) changes and \(grantsDecoded) grants decoded")
     #expect(changesDecoded >= fuzzCount / 40, "only \(changesDecoded) undamaged changes decoded of \(fuzzCount) inputs")

@@ -8,16 +8,24 @@ struct EpochGroup {
     var rng: SWIMRandom
     let genesis: SessionKey
 
-    init(_ count: Int, seed: UInt64, settings: EpochSettings = EpochSettings()) {
+    /// `admins`: the members whose node keys are the session's admins (bound into its key).
+    init(_ count: Int, seed: UInt64, settings: EpochSettings = EpochSettings(), admins: [Int] = []) {
         rng = SWIMRandom(seed: seed)
         var keyRNG = SWIMRandom(seed: seed ^ 0x5EED)
-        let genesis = (try? SessionKey(bytes: randomBytes(32, &keyRNG))) ?? SessionKey.generate()
+        let identities = (0..<count).map { Self.identity($0, seed: seed) }
+        let adminKeys = admins.map { identities[$0].publicKey }
+        let genesis = (try? SessionKey(bytes: randomBytes(32, &keyRNG), admins: adminKeys)) ?? SessionKey.generate()
         self.genesis = genesis
         members = (0..<count).map { i in
-            var seedBytes = [UInt8](repeating: UInt8(truncatingIfNeeded: i + 1), count: 32)
-            seedBytes[31] = UInt8(truncatingIfNeeded: seed)
-            return EpochHistory(key: genesis, identity: Identity(seed: seedBytes), local: MemberID(raw: UInt64(i + 1)), settings: settings)
+            EpochHistory(key: genesis, identity: identities[i], local: MemberID(raw: UInt64(i + 1)), settings: settings)
         }
+    }
+
+    /// The identity of member `i` of a group made with `seed`.
+    static func identity(_ i: Int, seed: UInt64) -> Identity {
+        var seedBytes = [UInt8](repeating: UInt8(truncatingIfNeeded: i + 1), count: 32)
+        seedBytes[31] = UInt8(truncatingIfNeeded: seed)
+        return Identity(seed: seedBytes)
     }
 
     func node(_ i: Int) -> [UInt8] { members[i].nodeKey }

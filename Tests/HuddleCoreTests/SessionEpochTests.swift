@@ -11,8 +11,8 @@ private struct Trio {
     let genesis: SessionKey
 
     /// `knows[i]`: the members core `i` has in its member table (all three when nil).
-    init(settings: EpochSettings = EpochSettings(), knows: [[Int]]? = nil) {
-        genesis = (try? SessionKey(bytes: [UInt8](repeating: 42, count: 32))) ?? SessionKey.generate()
+    init(settings: EpochSettings = EpochSettings(), knows: [[Int]]? = nil, admins: [[UInt8]] = []) {
+        genesis = (try? SessionKey(bytes: [UInt8](repeating: 42, count: 32), admins: admins)) ?? SessionKey.generate()
         var infos: [MemberInfo] = []
         var cores: [SessionCore] = []
         for raw in UInt64(1)...3 {
@@ -162,10 +162,8 @@ private func moved(_ effects: [SessionEffect]) -> [UInt64] { effects.compactMap 
 }
 
 @Test func aStrangerWithAnOldKeyIsRefusedAndSoIsANonAdmin() throws {
-    var settings = EpochSettings()
     let admin = Identity(seed: [UInt8](repeating: 1, count: 32)).publicKey
-    settings.admins = [admin]
-    var t = Trio(settings: settings)
+    var t = Trio(admins: [admin])
     _ = try t.link(0, 1, now: 1)
     #expect(throws: EpochError.notAdmin) { _ = try t.cores[1].rekey(now: 2) }
     #expect(t.cores[1].refusals[.epochNotAdmin] == 1)

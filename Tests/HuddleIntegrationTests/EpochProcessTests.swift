@@ -264,44 +264,6 @@ struct EpochProcessTests {
         #expect(epochA == 3 && (epochC == 2 || (epochC == 3 && c.log.contains("was removed from the session"))))
     }
 
-    @Test func onlyAdminsMayRemoveOrRekeyAndTheCLIMirrorsTheOps() async throws {
-        let cluster = try TestCluster("admins")
-        defer { cluster.shutdown() }
-        let admin = try Identity.loadOrCreate(path: "\(cluster.dir)/a.id")
-        let admins = "\(cluster.dir)/admins"
-        try "# who may remove and rekey\n\(hexString(admin.publicKey))\n".write(toFile: admins, atomically: true, encoding: .utf8)
-        let a = try await cluster.start("a", extra: ["--identity", "\(cluster.dir)/a.id", "--admins", admins])
-        let b = try await cluster.start("b", extra: ["--admins", admins])
-        let c = try await cluster.start("c", extra: ["--admins", admins])
-        try await cluster.waitForFullMesh(3)
-        await expectFailure(.notMember, what: "a rekey by a non-admin") { _ = try await b.request("rekey") }
-        await expectFailure(.notMember, what: "a removal by a non-admin") { _ = try await b.request("remove", ["member": .string(c.member)]) }
-        #expect(field(try await b.request("stats"), "refused", "epoch_not_admin") == 2)
-        await expectFailure(.badRequest, what: "a removal of nothing") { _ = try await a.request("remove", ["member": "zz"]) }
-
-        func cli(_ arguments: [String]) async throws -> (Int32, String) {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: huddleBinary)
-            process.arguments = arguments + ["--control", a.control]
-            let out = TestProcesses.pipe()
-            process.standardOutput = out
-            process.standardError = FileHandle.nullDevice
-            try TestProcesses.launch(process)
-            let status = await process.exitStatus()  // its output is a line or two: the pipe never fills
-            return (status, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-        }
-        let (rekeyed, rekeyOutput) = try await cli(["rekey"])
-        #expect(rekeyed == 0 && rekeyOutput.contains("epoch 1"), "\(rekeyOutput)")
-        let (removed, removeOutput) = try await cli(["remove", c.member])
-        #expect(removed == 0 && removeOutput.contains("epoch 2"), "\(removeOutput)")
-        try await eventually("b on epoch 2 without c") {
-            let status = try await b.request("status")
-            return status["epoch"]?.intValue == 2 && status["members"]?.intValue == 2
-        }
-        let members = try await a.request("members")["members"]?.arrayValue ?? []
-        #expect(members.contains { $0.objectValue?["member"]?.stringValue == c.member && $0.objectValue?["state"]?.stringValue == "removed" })
-    }
-
     @Test func aNodePairedAfterARotationGetsTheCurrentEpoch() async throws {
         let cluster = try TestCluster("pairepoch")
         defer { cluster.shutdown() }

@@ -16,6 +16,11 @@ import HuddleCrypto
 ///   member order: the highest broadcast seq of that origin the maker had delivered when it made
 ///   the change. Every member delivers that origin's broadcasts up to the cut-off and refuses
 ///   every one above it (`EpochHistory.cutoff`, `CausalBroadcast.setCutoff`);
+/// - `admins` is the admin set of the epoch it makes (issue 33; sorted, unique, at most
+///   `SessionKey.maxAdmins`; empty in a session without admins): signed, so the admin set is part of
+///   the session's signed state. `EpochHistory` accepts a set other than the parent's only from an
+///   admin of the parent, and never a session without admins getting some (or one with admins
+///   losing all); the key it hands out is bound to it (`SessionKey.admins`);
 /// - `madeAt` is the maker's signed wall-clock time (milliseconds since 1970, at most 2^52): above
 ///   the time of the maker's previous change in its ancestry, and what the per-maker rate of
 ///   changes is measured by (`EpochHistory`'s rate rule) — data every member reads alike.
@@ -24,8 +29,11 @@ import HuddleCrypto
 /// parent (32), maker member id (u64), maker node key (32), made at (u64, ms, a count), removed
 /// count (u16) and node keys (32 each), cut-off count (u16) and per cut-off origin member id (u64),
 /// node key (32) and seq (u64, a count), key check (32), roster count (u16) and per recipient node
-/// key (32) and sealed key (88), signature (64). Every count is checked against the bytes left
-/// before anything is made.
+/// key (32) and sealed key (88), signature (64). Version 3 (a session with admins) adds, before the
+/// signature, the admin count (u16, 1 to `SessionKey.maxAdmins`) and the admin node keys (32 each):
+/// a change without admins is always version 2 (one content, one encoding), so members of a session
+/// without admins decode changes as builds before admins did. Every count is checked against the
+/// bytes left before anything is made.
 public struct EpochChange: Sendable, Equatable {
     /// One member of the new epoch's roster and the new key sealed to its node key.
     public struct Recipient: Sendable, Equatable {
@@ -56,6 +64,8 @@ public struct EpochChange: Sendable, Equatable {
     public var cutoffs: [Cutoff]
     public var keyCheck: [UInt8]
     public var recipients: [Recipient]
+    /// The admin set of the epoch this change makes (see above; empty: none).
+    public var admins: [[UInt8]]
     public var signature: [UInt8]
 
     /// Most node keys one change removes, and most on one roster: the decoder's bounds.
@@ -67,14 +77,16 @@ public struct EpochChange: Sendable, Equatable {
     static let sealedPlaintextLength = SessionKey.length + 8
     public static let sealedKeyLength = sealedPlaintextLength + SealedBox.overhead
     static let version: UInt8 = 2
+    /// The version of a change that carries admins.
+    static let adminsVersion: UInt8 = 3
     static let signingDomain = Array("huddle-epoch-change v1".utf8)
     static let hashDomain = Array("huddle-epoch-change-hash v1".utf8)
 
     public init(session: [UInt8], epoch: UInt64, parent: [UInt8], maker: MemberID, makerNode: [UInt8], madeAt: UInt64 = 0,
-                removed: [[UInt8]], cutoffs: [Cutoff] = [], keyCheck: [UInt8], recipients: [Recipient], signature: [UInt8]) {
+                removed: [[UInt8]], cutoffs: [Cutoff] = [], keyCheck: [UInt8], recipients: [Recipient], admins: [[UInt8]] = [], signature: [UInt8]) {
         self.session = session; self.epoch = epoch; self.parent = parent; self.maker = maker; self.makerNode = makerNode
         self.madeAt = madeAt; self.removed = removed; self.cutoffs = cutoffs
-        self.keyCheck = keyCheck; self.recipients = recipients; self.signature = signature
+        self.keyCheck = keyCheck; self.recipients = recipients; self.admins = admins; self.signature = signature
     }
 
     /// The new epoch's roster: the node keys the key was handed to.
@@ -89,9 +101,10 @@ public struct EpochChange: Sendable, Equatable {
     /// here), ephemeral keys derived from `sealSeed` per recipient. Throws when a roster node key
     /// cannot be sealed to. Public so that a hostile member in the tests (`HuddleAdversary`) signs
     /// changes with our own code; a node makes its changes through `EpochHistory`'s rules.
-    /// `cutoffs` in any order (sorted here; one per origin, the highest kept).
+    /// `cutoffs` in any order (sorted here; one per origin, the highest kept); `admins` likewise
+    /// (sorted and made unique here).
     public static func make(session: [UInt8], epoch: UInt64, parent: [UInt8], maker: MemberID, identity: Identity, madeAt: UInt64 = 0,
-                     removed: [[UInt8]], cutoffs: [Cutoff] = [], roster: [[UInt8]], key: [UInt8], sealSeed: [UInt8]) throws(SealedBoxError) -> EpochChange {
+                     removed: [[UInt8]], cutoffs: [Cutoff] = [], roster: [[UInt8]], admins: [[UInt8]] = [], key: [UInt8], sealSeed: [UInt8]) throws(SealedBoxError) -> EpochChange {
         let plaintext = key + bigEndian(epoch)
         var recipients: [Recipient] = []
         for node in sortedUnique(roster) {
@@ -99,7 +112,8 @@ public struct EpochChange: Sendable, Equatable {
             recipients.append(Recipient(node: node, sealedKey: try SealedBox.seal(plaintext, to: node, ephemeralSeed: seed)))
         }
         var change = EpochChange(session: session, epoch: epoch, parent: parent, maker: maker, makerNode: identity.publicKey, madeAt: madeAt,
-                                 removed: sortedUnique(removed), cutoffs: canonical(cutoffs), keyCheck: SessionKey.keyCheck(key), recipients: recipients, signature: [])
+                                 removed: sortedUnique(removed), cutoffs: canonical(cutoffs), keyCheck: SessionKey.keyCheck(key), recipients: recipients,
+                                 admins: sortedUnique(admins), signature: [])
         change.signature = identity.sign(change.signedBytes())
         return change
     }
@@ -109,15 +123,16 @@ public struct EpochChange: Sendable, Equatable {
     /// or its entry does not open or check.
     public func openKey(with identity: Identity) -> SessionKey? {
         guard let entry = recipients.first(where: { $0.node == identity.publicKey }) else { return nil }
-        return Self.openSealed(entry.sealedKey, identity: identity, epoch: epoch, session: session, head: hash, keyCheck: keyCheck)
+        return Self.openSealed(entry.sealedKey, identity: identity, epoch: epoch, session: session, head: hash, keyCheck: keyCheck, admins: admins)
     }
 
     /// Opens a sealed epoch key (from a change or a grant) and checks it against its epoch and key check.
-    static func openSealed(_ box: [UInt8], identity: Identity, epoch: UInt64, session: [UInt8], head: [UInt8], keyCheck: [UInt8]) -> SessionKey? {
+    /// `admins`: the admin set of that epoch (the change's), which the key is bound to.
+    static func openSealed(_ box: [UInt8], identity: Identity, epoch: UInt64, session: [UInt8], head: [UInt8], keyCheck: [UInt8], admins: [[UInt8]]) -> SessionKey? {
         guard let plain = try? SealedBox.open(box, with: identity), plain.count == sealedPlaintextLength else { return nil }
         let key = Array(plain.prefix(SessionKey.length))
         guard Array(plain.suffix(8)) == bigEndian(epoch), SessionKey.keyCheck(key) == keyCheck else { return nil }
-        return try? SessionKey(bytes: key, epoch: epoch, sessionID: session, head: head)
+        return try? SessionKey(bytes: key, epoch: epoch, sessionID: session, head: head, admins: admins)
     }
 
     // MARK: validity
@@ -125,7 +140,8 @@ public struct EpochChange: Sendable, Equatable {
     /// Nil when the change is well formed and signed by its maker; the reason otherwise.
     public func validate() -> Refusal? {
         guard epoch >= 1 else { return .epochMalformed }
-        guard isSortedUnique(removed), isSortedUnique(roster) else { return .epochMalformed }
+        guard isSortedUnique(removed), isSortedUnique(roster), isSortedUnique(admins), admins.count <= SessionKey.maxAdmins,
+              admins.allSatisfy({ $0.count == Self.nodeKeyLength }) else { return .epochMalformed }
         let roster = Set(self.roster)
         guard roster.contains(makerNode), !removed.contains(where: roster.contains) else { return .epochMalformed }
         // Cut-offs: one per origin, in member order, each of a node key this change removes.
@@ -148,12 +164,15 @@ public struct EpochChange: Sendable, Equatable {
     }
 
     private func encodeUnsigned(into w: inout WireWriter) {
-        w.u8(Self.version); w.raw(session); w.u64(epoch); w.raw(parent); w.member(maker); w.raw(makerNode); w.u64(madeAt)
+        w.u8(admins.isEmpty ? Self.version : Self.adminsVersion); w.raw(session); w.u64(epoch); w.raw(parent); w.member(maker); w.raw(makerNode); w.u64(madeAt)
         w.u16(UInt16(truncatingIfNeeded: removed.count)); for node in removed { w.raw(node) }
         w.u16(UInt16(truncatingIfNeeded: cutoffs.count)); for c in cutoffs { w.member(c.origin); w.raw(c.node); w.u64(c.seq) }
         w.raw(keyCheck)
         w.u16(UInt16(truncatingIfNeeded: recipients.count))
         for r in recipients { w.raw(r.node); w.raw(r.sealedKey) }
+        if !admins.isEmpty {
+            w.u16(UInt16(truncatingIfNeeded: admins.count)); for node in admins { w.raw(node) }
+        }
     }
 
     public func encode(into w: inout WireWriter) {
@@ -168,7 +187,8 @@ public struct EpochChange: Sendable, Equatable {
     }
 
     public static func decode(from r: inout WireReader) throws(WireError) -> EpochChange {
-        guard try r.u8("epoch change version") == version else { throw WireError("unknown epoch change version") }
+        let version = try r.u8("epoch change version")
+        guard version == Self.version || version == adminsVersion else { throw WireError("unknown epoch change version") }
         let session = try r.raw(SessionKey.sessionIDLength, "session id")
         let epoch = try r.count("epoch")
         let parent = try r.raw(SessionKey.headLength, "parent")
@@ -193,9 +213,18 @@ public struct EpochChange: Sendable, Equatable {
         for _ in 0..<rosterCount {
             recipients.append(Recipient(node: try r.raw(nodeKeyLength, "roster node key"), sealedKey: try r.raw(sealedKeyLength, "sealed key")))
         }
+        var admins: [[UInt8]] = []
+        if version == adminsVersion {
+            let adminCount = try r.count16(minItemSize: nodeKeyLength, "admins")
+            // Version 3 always carries admins: an empty set is version 2 (one content, one encoding).
+            guard (1...SessionKey.maxAdmins).contains(adminCount) else {
+                throw WireError("an epoch change with \(adminCount) admins (1 to \(SessionKey.maxAdmins))")
+            }
+            for _ in 0..<adminCount { admins.append(try r.raw(nodeKeyLength, "admin node key")) }
+        }
         let signature = try r.raw(64, "epoch change signature")
         return EpochChange(session: session, epoch: epoch, parent: parent, maker: maker, makerNode: makerNode, madeAt: madeAt,
-                           removed: removed, cutoffs: cutoffs, keyCheck: keyCheck, recipients: recipients, signature: signature)
+                           removed: removed, cutoffs: cutoffs, keyCheck: keyCheck, recipients: recipients, admins: admins, signature: signature)
     }
 
     /// Decodes one change that fills `bytes` exactly.

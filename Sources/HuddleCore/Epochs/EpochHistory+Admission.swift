@@ -83,7 +83,7 @@ extension EpochHistory {
         }
         if current != nil { return .duplicate }
         guard let key = EpochChange.openSealed(grant.sealedKey, identity: identity, epoch: change.epoch, session: sessionID,
-                                               head: head, keyCheck: change.keyCheck) else { return .refused(.epochBadGrant) }
+                                               head: head, keyCheck: change.keyCheck, admins: change.admins) else { return .refused(.epochBadGrant) }
         keys[head] = key
         unopenable.remove(head)
         settle(now: now)

@@ -21,9 +21,19 @@
 ///   origin's broadcasts 1...cut-off.
 /// - **Unknown to the maker.** An origin of a removed node key that no change gives a cut-off for
 ///   (it joined as the change was made) is cut off where each member stands when it hears the removal.
+/// - **A hostile remover's cut-off** (bounded, not checked). The cut-off is what the remover signs;
+///   nobody can check what it had delivered, so a member allowed to remove a node key (any member
+///   on the roster without admins, an admin with them) can set that key's cut-off as low as 0. It
+///   costs no more than the removal that carries it: only the removed member's broadcasts made
+///   before its removal and not yet delivered by a member when that member hears of the removal
+///   are lost — nothing delivered is undelivered, every broadcast after the removal is refused
+///   anyway, and a concurrent honest removal's higher cut-off counts (the highest wins). With
+///   admins no non-admin can do it at all.
 /// - **Bounds.** At most `EpochChange.maxCutoffs` per change; kept as long as the change, then at
-///   most `maxRemembered` more. They are not in `EpochMemory`: after a restart a member keeps only
-///   those of the changes it recalls.
+///   most `maxRemembered` more.
+/// - **Across a restart.** `EpochMemory` keeps the remembered ones with the changes, and a recalled
+///   change that is not taken up again (below the root key) is remembered: a restarted member keeps
+///   every cut-off it had.
 extension EpochHistory {
     /// The cut-off of `origin` running as `node`, when some change that removes `node` gives one.
     public func cutoff(of origin: MemberID, node: [UInt8]) -> UInt64? {
@@ -50,11 +60,14 @@ extension EpochHistory {
     mutating func rememberCutoffs(of entry: Entry) {
         guard let change = entry.change, !change.cutoffs.isEmpty, !equivocators.contains(change.makerNode) else { return }
         let removedBefore = ancestryRemovals(of: change.parent)
-        for c in change.cutoffs where !removedBefore.contains(c.node) {
-            let key = CutoffKey(origin: c.origin, node: c.node)
-            guard rememberedCutoffs[key] != nil || rememberedCutoffs.count < settings.maxRemembered else { continue }
-            rememberedCutoffs[key] = max(rememberedCutoffs[key] ?? 0, c.seq)
-        }
+        for c in change.cutoffs where !removedBefore.contains(c.node) { rememberCutoff(c) }
+    }
+
+    /// Remembers one cut-off (the highest per origin and node key), within `maxRemembered`.
+    mutating func rememberCutoff(_ c: EpochChange.Cutoff) {
+        let key = CutoffKey(origin: c.origin, node: c.node)
+        guard rememberedCutoffs[key] != nil || rememberedCutoffs.count < settings.maxRemembered else { return }
+        rememberedCutoffs[key] = max(rememberedCutoffs[key] ?? 0, c.seq)
     }
 
     /// The cut-offs a change removing `removed` carries: each candidate (an origin this member knows,

@@ -26,7 +26,7 @@ extension EpochHistory {
     public var lockout: (parent: [UInt8], maker: [UInt8])? {
         guard !isRemoved, let entry = entries[head], let parent = entry.parent, let roster = entry.roster, let maker = entry.makerNode,
               maker != nodeKey, !roster.contains(nodeKey), !entry.removed.contains(nodeKey), keys[parent] != nil,
-              entries[parent]?.roster?.contains(nodeKey) ?? true, mayMake(nodeKey) else { return nil }
+              entries[parent]?.roster?.contains(nodeKey) ?? true, mayMake(nodeKey, at: parent) else { return nil }
         return (parent, maker)
     }
 
@@ -34,7 +34,7 @@ extension EpochHistory {
     /// the head's key by a grant.
     public var counterDeadline: Double? {
         guard let since = lockedOutSince, current == nil, let entry = entries[head], let parent = entry.parent else { return nil }
-        let leftOut = (entries[parent]?.roster ?? []).subtracting(entry.roster ?? []).filter { removedNodes[$0] == nil && mayMake($0) }
+        let leftOut = (entries[parent]?.roster ?? []).subtracting(entry.roster ?? []).filter { removedNodes[$0] == nil && mayMake($0, at: parent) }
         let first = leftOut.min(by: bytesPrecede) ?? nodeKey
         return max(since + settings.reissueDelay * (first == nodeKey ? 1 : 2), retryAt)
     }

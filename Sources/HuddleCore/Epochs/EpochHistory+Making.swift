@@ -24,6 +24,18 @@ extension EpochHistory {
         return try make(removing: nodes, members: members, origins: origins, now: now, using: &rng)
     }
 
+    /// Moves the session to a new epoch whose admin set is `admins` (issue 33), removing nobody: only
+    /// an admin of the current epoch may, only in a session that has admins, and never to an empty
+    /// set. An admin may drop itself (it then makes no further change). The change is validated by
+    /// every member against the admin set of its parent, like any other.
+    public mutating func changeAdmins(to admins: [[UInt8]], members: [[UInt8]], origins: [EpochChange.Cutoff] = [], now: Double,
+                                      using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
+        let admins = sortedUnique(admins)
+        guard !self.admins.isEmpty, !admins.isEmpty, admins.count <= SessionKey.maxAdmins,
+              admins.allSatisfy({ $0.count == SessionKey.adminKeyLength }) else { throw .adminsUnchangeable }
+        return try make(removing: [], members: members, origins: origins, admins: admins, now: now, using: &rng)
+    }
+
     /// Node keys removed somewhere (a losing branch) but not on the winning branch, that are still on
     /// the head's roster: they may hold the current key, so a change must remove them.
     public var pendingRemovals: [[UInt8]] { pendingRemovals(at: head) }
@@ -38,9 +50,9 @@ extension EpochHistory {
     /// When this member should re-issue the pending removals: now when it is the member designated
     /// to, `reissueDelay` after they were found otherwise; nil when there is nothing to re-issue or
     /// this member may not (it does not hold the current key by the roster, or is not an admin when
-    /// admins are set). The session core wakes at this time.
+    /// the session has admins). The session core wakes at this time.
     public var reissueDeadline: Double? {
-        guard let since = pendingSince, current != nil, !isRemoved, mayMake(nodeKey),
+        guard let since = pendingSince, current != nil, !isRemoved, mayMake(nodeKey, at: head),
               entries[head]?.roster?.contains(nodeKey) ?? true else { return nil }
         return max(designatedReissuer == nodeKey ? since : since + settings.reissueDelay, retryAt)
     }
@@ -51,7 +63,7 @@ extension EpochHistory {
     var designatedReissuer: [UInt8]? {
         let pending = Set(pendingRemovals)
         guard !pending.isEmpty, let roster = entries[head]?.roster else { return nil }
-        let able = roster.filter { removedNodes[$0] == nil && mayMake($0) }
+        let able = roster.filter { removedNodes[$0] == nil && mayMake($0, at: head) }
         let makers = entries.values.filter { $0.removed.contains(where: pending.contains) }.compactMap(\.makerNode).filter(able.contains)
         return (makers.isEmpty ? Array(able) : makers).min(by: bytesPrecede)
     }
@@ -65,16 +77,20 @@ extension EpochHistory {
         return change
     }
 
-    func mayMake(_ node: [UInt8]) -> Bool { settings.admins.isEmpty || settings.admins.contains(node) }
+    /// Whether `node` may make a change on the epoch `base`: every member when it has no admins.
+    func mayMake(_ node: [UInt8], at base: [UInt8]) -> Bool {
+        let admins = entries[base]?.admins ?? []
+        return admins.isEmpty || admins.contains(node)
+    }
 
     /// Makes, keeps and returns a change on top of `base` (the head unless given: a locked-out
     /// member's counter-change is made on the head's parent) removing `removing` and every removal
-    /// pending there.
-    mutating func make(on base: [UInt8]? = nil, removing: [[UInt8]], members: [[UInt8]], origins: [EpochChange.Cutoff] = [], now: Double,
-                       using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
+    /// pending there; with the admin set `admins` (nil: `base`'s).
+    mutating func make(on base: [UInt8]? = nil, removing: [[UInt8]], members: [[UInt8]], origins: [EpochChange.Cutoff] = [],
+                       admins newAdmins: [[UInt8]]? = nil, now: Double, using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
         let base = ownTip(from: base ?? head)
         guard let key = keys[base], let baseEpoch = entries[base]?.epoch, !isRemoved else { throw .notHandedCurrentKey }
-        guard mayMake(nodeKey) else { throw .notAdmin }
+        guard mayMake(nodeKey, at: base) else { throw .notAdmin }
         // A member handed the key by a grant is not on the roster: only the roster makes the next epoch.
         guard entries[base]?.roster?.contains(nodeKey) ?? true else { throw .notOnRoster }
         let removed = sortedUnique(removing + pendingRemovals(at: base))
@@ -93,7 +109,7 @@ extension EpochHistory {
         do {
             change = try EpochChange.make(session: sessionID, epoch: baseEpoch &+ 1, parent: key.head, maker: local, identity: identity,
                                           madeAt: stamp.madeAt, removed: removed, cutoffs: Self.cutoffs(for: removed, from: origins),
-                                          roster: roster, key: newKey, sealSeed: sealSeed)
+                                          roster: roster, admins: newAdmins ?? entries[base]?.admins ?? [], key: newKey, sealSeed: sealSeed)
         } catch { throw .cannotSeal }
         if let refusal = insert(change, hash: change.hash, now: now) { throw .refused(refusal) }
         settle(now: now)

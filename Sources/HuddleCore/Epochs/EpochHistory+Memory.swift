@@ -1,15 +1,25 @@
 import HuddleCrypto
 
 /// What a member keeps of its epoch history across a restart (CONTROL.md, Restart; `ResumePoint`):
-/// the key of the oldest epoch on its winning branch that it still holds, every change it keeps
-/// (both branches of a fork, an equivocator's pair included), and the removals it remembers beyond
-/// them. Recalled, they give the same head, keys and removed node keys as before the restart: a
-/// restarted member never hands a removed key holder back in.
+/// the key of the oldest epoch on its winning branch that it still holds (with that epoch's admin
+/// set, issue 33), every change it keeps (both branches of a fork, an equivocator's pair included),
+/// and the removals and cut-offs it remembers beyond them. Recalled, they give the same head, keys,
+/// admin set, removed node keys and cut-offs as before the restart: a restarted member never hands
+/// a removed key holder back in, nor delivers a removed member's broadcast above its cut-off.
+///
+/// Stored form: a format byte (`format`, added with issue 33), the root key (bytes, epoch, session
+/// id, head), the changes, the remembered removals, the root key's admins (u32 count, 32 bytes
+/// each) and the remembered cut-offs (u32 count; origin, node key, seq). A row written before has
+/// no format byte (it starts with the root key's length, whose first byte is 0), no admins and no
+/// cut-offs, and reads as such; a row with the format byte must hold everything (a truncated one
+/// is an error).
 public struct EpochMemory: Sendable, Equatable, StoredForm {
     public var rootKey: SessionKey
     public var changes: [EpochChange]
     /// Node keys removed by changes no longer kept, with who removed them (empty: unknown).
     public var removals: [RememberedRemoval]
+    /// Cut-offs of changes no longer kept (`EpochHistory+Cutoffs`).
+    public var cutoffs: [EpochChange.Cutoff]
 
     public struct RememberedRemoval: Sendable, Equatable {
         public var node: [UInt8]
@@ -17,19 +27,26 @@ public struct EpochMemory: Sendable, Equatable, StoredForm {
         public init(node: [UInt8], by: [UInt8]) { self.node = node; self.by = by }
     }
 
-    public init(rootKey: SessionKey, changes: [EpochChange], removals: [RememberedRemoval]) {
-        self.rootKey = rootKey; self.changes = changes; self.removals = removals
+    public init(rootKey: SessionKey, changes: [EpochChange], removals: [RememberedRemoval], cutoffs: [EpochChange.Cutoff] = []) {
+        self.rootKey = rootKey; self.changes = changes; self.removals = removals; self.cutoffs = cutoffs
     }
 
     /// Most changes and removals one memory carries (above every bound `EpochSettings` keeps).
     static let maximumEntries = 1 << 16
+    /// The first byte of the stored form since issue 33 (a row before starts with 0).
+    static let format: UInt8 = 0xA3
 
     func encode(into w: inout WireWriter) {
+        w.u8(Self.format)
         w.bytes16(rootKey.bytes); w.u64(rootKey.epoch); w.bytes16(rootKey.sessionID); w.bytes16(rootKey.head)
         w.u32(UInt32(truncatingIfNeeded: changes.count))
         for change in changes { w.bytes32(change.encoded()) }
         w.u32(UInt32(truncatingIfNeeded: removals.count))
         for removal in removals { w.bytes16(removal.node); w.bytes16(removal.by) }
+        w.u32(UInt32(truncatingIfNeeded: rootKey.admins.count))
+        for admin in rootKey.admins { w.raw(admin) }
+        w.u32(UInt32(truncatingIfNeeded: cutoffs.count))
+        for c in cutoffs { w.member(c.origin); w.bytes16(c.node); w.u64(c.seq) }
     }
 
     /// The stored form (a row of the node's state).
@@ -38,10 +55,12 @@ public struct EpochMemory: Sendable, Equatable, StoredForm {
     public static func decode(_ bytes: [UInt8]) throws(WireError) -> EpochMemory { try decodeWhole(bytes, "epoch memory") }
 
     static func decode(from r: inout WireReader) throws(WireError) -> EpochMemory {
-        let bytes = try r.bytes16("root key"), epoch = try r.madeCount("root epoch")
+        let lead = try r.u8("epoch memory format")
+        guard lead == format || lead == 0 else { throw WireError("unknown epoch memory format \(lead)") }
+        // A row from before the format byte: `lead` was the high byte of the root key's length.
+        let bytes = lead == format ? try r.bytes16("root key") : try r.raw(Int(try r.u8("root key")), "root key")
+        let epoch = try r.madeCount("root epoch")
         let sessionID = try r.bytes16("session id"), head = try r.bytes16("root head")
-        let rootKey: SessionKey
-        do { rootKey = try SessionKey(bytes: bytes, epoch: epoch, sessionID: sessionID, head: head) } catch { throw WireError("root key: \(error)") }
         let n = Int(try r.u32("changes"))
         guard n <= maximumEntries else { throw WireError("\(n) epoch changes (at most \(maximumEntries))") }
         var changes: [EpochChange] = []
@@ -50,7 +69,22 @@ public struct EpochMemory: Sendable, Equatable, StoredForm {
         guard m <= maximumEntries else { throw WireError("\(m) removals (at most \(maximumEntries))") }
         var removals: [RememberedRemoval] = []
         for _ in 0..<m { removals.append(RememberedRemoval(node: try r.bytes16("removed node"), by: try r.bytes16("remover"))) }
-        return EpochMemory(rootKey: rootKey, changes: changes, removals: removals)
+        // Added with issue 33: a row written before has neither (no admins, no remembered cut-offs).
+        var admins: [[UInt8]] = []
+        var cutoffs: [EpochChange.Cutoff] = []
+        if lead == format {
+            let a = Int(try r.u32("admins"))
+            guard a <= SessionKey.maxAdmins else { throw WireError("\(a) admins (at most \(SessionKey.maxAdmins))") }
+            for _ in 0..<a { admins.append(try r.raw(SessionKey.adminKeyLength, "admin")) }
+            let c = Int(try r.u32("cut-offs"))
+            guard c <= maximumEntries else { throw WireError("\(c) cut-offs (at most \(maximumEntries))") }
+            for _ in 0..<c {
+                cutoffs.append(EpochChange.Cutoff(origin: try r.member("cut-off origin"), node: try r.bytes16("cut-off node"), seq: try r.madeCount("cut-off seq")))
+            }
+        }
+        let rootKey: SessionKey
+        do { rootKey = try SessionKey(bytes: bytes, epoch: epoch, sessionID: sessionID, head: head, admins: admins) } catch { throw WireError("root key: \(error)") }
+        return EpochMemory(rootKey: rootKey, changes: changes, removals: removals, cutoffs: cutoffs)
     }
 }
 
@@ -61,7 +95,9 @@ extension EpochHistory {
         guard let rootKey = chain.lazy.compactMap({ self.keys[$0] }).first else { return nil }
         var removals = rememberedRemovals.map { EpochMemory.RememberedRemoval(node: $0.node, by: $0.by) }
         for node in rootRemoved.sorted(by: bytesPrecede) { removals.append(.init(node: node, by: [])) }
-        return EpochMemory(rootKey: rootKey, changes: changes, removals: removals)
+        let cutoffs = rememberedCutoffs.sorted { $0.key.origin != $1.key.origin ? $0.key.origin < $1.key.origin : bytesPrecede($0.key.node, $1.key.node) }
+            .map { EpochChange.Cutoff(origin: $0.key.origin, node: $0.key.node, seq: $0.value) }
+        return EpochMemory(rootKey: rootKey, changes: changes, removals: removals, cutoffs: cutoffs)
     }
 
     /// Changes whenever `memory` would: the shell writes the memory only then.
@@ -69,6 +105,7 @@ extension EpochHistory {
         var hasher = Hasher()
         hasher.combine(head); hasher.combine(entries.count); hasher.combine(keys.count)
         hasher.combine(rememberedRemovals.count); hasher.combine(rootRemoved.count); hasher.combine(equivocators.count)
+        hasher.combine(rememberedCutoffs.count); hasher.combine(rememberedCutoffs.values.reduce(0, &+))
         return hasher.finalize()
     }
 
@@ -93,5 +130,11 @@ extension EpochHistory {
         }
         trimRememberedRemovals()
         collectRemovals()
+        // Cut-offs: the remembered ones, and those of changes not taken up again (issue 33).
+        for c in memory.cutoffs { rememberCutoff(c) }
+        for change in memory.changes where entries[change.hash] == nil && !equivocators.contains(change.makerNode) {
+            for c in change.cutoffs { rememberCutoff(c) }
+        }
+        collectCutoffs()
     }
 }

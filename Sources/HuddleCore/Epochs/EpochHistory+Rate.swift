@@ -11,12 +11,17 @@
 ///   of a maker's past a member holds differs (a joiner's history starts at its root) and a
 ///   refusal that depends on it would fork members; the difference only moves a release.
 /// - A change whose release is still to come on this member's wall clock is kept aside
-///   (`delayed`, at most `maxWaiting`, the latest release dropped first; a release less than
-///   `clockTolerance` ahead counts at once) and taken as if it arrived
+///   (`delayed`, at most `maxWaiting`; a release less than `clockTolerance` ahead counts at once)
+///   and taken as if it arrived
 ///   then (`releaseDelayed`): a delay, like a slow network, never a refusal, so members that take
 ///   it at slightly different moments do not fork — they hold the same changes once it is due
-///   everywhere, and the fork choice is a function of the changes alone. A change dropped when the
-///   list is full comes back with the next hand-over (a peer on another head hands its branch).
+///   everywhere, and the fork choice is a function of the changes alone. The slots are budgeted
+///   per maker: at most `changeBurst` + 1 per maker (its latest release goes), and when the list is
+///   full the maker holding the most slots loses its latest. A hostile maker that floods
+///   near-future changes (siblings each) therefore holds a handful of slots and never pushes out an
+///   honest maker's delayed change; only more than `maxWaiting` makers on the roster, each with a
+///   delayed change, can. A change dropped comes back with the next hand-over (a peer on another
+///   head hands its branch).
 ///   A change stamped in the future is taken once the clock reaches its time, like an activity.
 /// - This member's own changes never wait: it stamps the wall-clock time (above its previous one)
 ///   and does not make a change above its rate (`EpochError.rateLimited`; routine rotation and
@@ -70,11 +75,28 @@ extension EpochHistory {
         return (madeAt, release(at: madeAt, after: times.reversed()))
     }
 
-    /// Keeps `change` aside until `release` (at most `maxWaiting`; the latest release goes first).
+    /// Most delayed changes one maker holds (see above).
+    var delayedPerMaker: Int { max(settings.changeBurst, 0) + 1 }
+
+    /// Keeps `change` aside until `release`: at most `delayedPerMaker` per maker and `maxWaiting`
+    /// in all; over either, the latest release of the maker holding the most goes (see above).
     mutating func delay(_ change: EpochChange, hash: [UInt8], release: Double) {
         guard !delayed.contains(where: { $0.hash == hash }) else { return }
         delayed.append((hash, change, release))
-        if delayed.count > settings.maxWaiting, let latest = delayed.indices.max(by: { delayed[$0].release < delayed[$1].release }) {
+        var held: [[UInt8]: Int] = [:]
+        for entry in delayed { held[entry.change.makerNode, default: 0] += 1 }
+        let over: [UInt8]?
+        if (held[change.makerNode] ?? 0) > delayedPerMaker {
+            over = change.makerNode
+        } else if delayed.count > settings.maxWaiting {
+            // The maker holding the most slots (ties: the lowest node key, the same at every member).
+            over = held.max { $0.value != $1.value ? $0.value < $1.value : bytesPrecede($1.key, $0.key) }?.key
+        } else {
+            over = nil
+        }
+        guard let over else { return }
+        let theirs = delayed.indices.filter { delayed[$0].change.makerNode == over }
+        if let latest = theirs.max(by: { delayed[$0].release != delayed[$1].release ? delayed[$0].release < delayed[$1].release : bytesPrecede(delayed[$0].hash, delayed[$1].hash) }) {
             delayed.remove(at: latest)
         }
     }

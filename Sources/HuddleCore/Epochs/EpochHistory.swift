@@ -66,10 +66,18 @@ import HuddleCrypto
 //   recipients), `maxWaiting` changes waiting for their parent, `maxRemembered` removed node keys
 //   beyond the changes that removed them, and when it last saw each node key of the head's roster.
 // - **Authority.** By default every member on an epoch's roster may make the next epoch (everyone
-//   holding the key is equal). With `admins` set, only those node keys may. Without admins a hostile
-//   member can remove honest ones — its change is signed, so everyone sees who did it — and a
-//   member that only holds the key file of epoch 0 may make the first change (epoch 0 has no
-//   signed roster).
+//   holding the key is equal). A session made with admins (`huddle keygen --admin`, issue 33) has
+//   an **admin set** per epoch, part of its signed state: epoch 0's is the key's (`SessionKey.admins`,
+//   bound into the session id and every subkey), every later epoch's is the one its change carries
+//   signed (`EpochChange.admins`). Only an admin of the parent epoch may make a change, and only
+//   it may carry another admin set than the parent's (add or drop admins, itself included), never
+//   an empty one; a session without admins never gets some. Members that disagree about an epoch's
+//   admin set hold different subkeys of its key: they cannot link, so they cannot fork one session.
+//   A member dropped from the admin set counts, for the fork choice, like a removed one: a sibling
+//   it makes on an older epoch is excluded (it cannot outrun its demotion, as a removed member
+//   cannot outrun its removal). Without admins a hostile member can remove honest ones — its
+//   change is signed, so everyone sees who did it — and a member that only holds the key file of
+//   epoch 0 may make the first change (epoch 0 has no signed roster).
 // - **What a removed member keeps.** Everything it already received: the keys of the epochs it was
 //   on, the messages, attachments and chunk keys sent under them, and whatever it captured on the
 //   wire in those epochs. Nothing made after the change that removed it is readable to it: new
@@ -100,6 +108,8 @@ public struct EpochHistory: Sendable {
         var roster: Set<[UInt8]>?
         var removed: [[UInt8]]
         var makerNode: [UInt8]?
+        /// The epoch's admin set (sorted; empty: every member may make the next epoch).
+        var admins: [[UInt8]] = []
         var children: [[UInt8]] = []
     }
 
@@ -169,7 +179,7 @@ public struct EpochHistory: Sendable {
         root = key.head
         head = key.head
         chain = [key.head]
-        entries[key.head] = Entry(change: nil, epoch: key.epoch, parent: nil, roster: nil, removed: [], makerNode: nil)
+        entries[key.head] = Entry(change: nil, epoch: key.epoch, parent: nil, roster: nil, removed: [], makerNode: nil, admins: key.admins)
         keys[key.head] = key
     }
 
@@ -186,6 +196,9 @@ public struct EpochHistory: Sendable {
 
     /// Whether this member's node key is removed.
     public var isRemoved: Bool { removedNodes[nodeKey] != nil }
+
+    /// The current epoch's admin set (sorted; empty: the session has no admins, every member may).
+    public var admins: [[UInt8]] { entries[head]?.admins ?? [] }
 
     /// The current epoch's roster (nil when this member started at this epoch and never saw it signed).
     public var roster: Set<[UInt8]>? { entries[head]?.roster }
@@ -258,7 +271,10 @@ public struct EpochHistory: Sendable {
         let before = ancestryRemovals(of: change.parent)
         if before.contains(change.makerNode) { return .epochMakerRemoved }
         if let roster = parent.roster, !roster.contains(change.makerNode) { return .epochMakerNotOnRoster }
-        if !settings.admins.isEmpty && !settings.admins.contains(change.makerNode) { return .epochNotAdmin }
+        // Admins (issue 33): the parent epoch's admin set decides who may make the change, and
+        // whether it may carry another (never into or out of a session without admins).
+        if !parent.admins.isEmpty && !parent.admins.contains(change.makerNode) { return .epochNotAdmin }
+        if change.admins != parent.admins && (parent.admins.isEmpty || change.admins.isEmpty) { return .epochAdminsChanged }
         if change.roster.contains(where: before.contains) { return .epochReaddsRemoved }
         // The maker's rate (`EpochHistory+Rate`): kept aside until its release when above the rate.
         let release = release(of: change)
@@ -274,7 +290,7 @@ public struct EpochHistory: Sendable {
             drop(subtree: highest)
         }
         entries[hash] = Entry(change: change, epoch: change.epoch, parent: change.parent, roster: Set(change.roster),
-                              removed: change.removed, makerNode: change.makerNode)
+                              removed: change.removed, makerNode: change.makerNode, admins: change.admins)
         entries[change.parent]?.children.append(hash)
         return nil
     }
@@ -349,10 +365,12 @@ public struct EpochHistory: Sendable {
         chain = path
     }
 
-    /// What a subtree does to node keys: whom its changes hand a key to, and whom they remove.
+    /// What a subtree does to node keys: whom its changes hand a key to, whom they remove, and
+    /// which admins they drop from the admin set.
     struct SubtreeEffect {
         var handed: Set<[UInt8]> = []
         var removed: Set<[UInt8]> = []
+        var demoted: Set<[UInt8]> = []
     }
 
     /// The winning child among siblings: the lowest of (excluded, undoes a removal, hash), as the
@@ -363,7 +381,7 @@ public struct EpochHistory: Sendable {
             let mine = effects[i]
             let maker = entries[children[i]]?.makerNode ?? []
             let others = effects.indices.filter { $0 != i }
-            let excluded = equivocators.contains(maker) || others.contains { effects[$0].removed.contains(maker) }
+            let excluded = equivocators.contains(maker) || others.contains { effects[$0].removed.contains(maker) || effects[$0].demoted.contains(maker) }
             let undoes = others.contains { j in effects[j].removed.contains { mine.handed.contains($0) && !mine.removed.contains($0) } }
             return (excluded ? 2 : 0) + (undoes ? 1 : 0)
         }
@@ -380,6 +398,7 @@ public struct EpochHistory: Sendable {
             guard let entry = entries[h] else { continue }
             out.handed.formUnion(entry.roster ?? [])
             out.removed.formUnion(entry.removed)
+            if let parent = entry.parent.flatMap({ entries[$0] }) { out.demoted.formUnion(Set(parent.admins).subtracting(entry.admins)) }
             stack += entry.children
         }
         return out

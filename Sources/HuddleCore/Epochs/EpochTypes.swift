@@ -44,8 +44,11 @@ public struct EpochHandover: Sendable, Equatable {
 public enum EpochError: Error, Sendable, Equatable {
     /// It does not hold the current epoch's key (removed, or waiting for a grant).
     case notHandedCurrentKey
-    /// Admins are set and this node key is not one.
+    /// The session has admins and this node key is not one.
     case notAdmin
+    /// An admin-set change that cannot be made: the session has no admins (they are fixed at
+    /// `huddle keygen`), it would leave none, or more than `SessionKey.maxAdmins`.
+    case adminsUnchangeable
     case removingSelf
     /// Nothing to remove.
     case nobodyToRemove
@@ -89,8 +92,5 @@ public struct EpochSettings: Sendable {
     /// How far ahead of this member's wall clock a change's release may be and still count at once:
     /// members' clocks differ by about this much anyway (only a delay depends on it, never a decision).
     public var clockTolerance: Double = 1
-    /// Node keys that may make epoch changes; empty means every member may (`--admins`).
-    public var admins: Set<[UInt8]> = []
-
     public init() {}
 }

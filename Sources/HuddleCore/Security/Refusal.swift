@@ -83,8 +83,12 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     case epochMakerNotOnRoster = "epoch_maker_not_on_roster"
     /// A change made by a node key removed before it (in the change's own history).
     case epochMakerRemoved = "epoch_maker_removed"
-    /// A change made by a node key that is not an admin, when admins are set.
+    /// A change made by a node key that is not an admin of its parent epoch, when the session has
+    /// admins (`SessionKey.admins`, `EpochChange.admins`).
     case epochNotAdmin = "epoch_not_admin"
+    /// A change whose admin set differs from its parent epoch's where none may differ: the session
+    /// has no admins (none can be added), or the change would leave it without any (issue 33).
+    case epochAdminsChanged = "epoch_admins_changed"
     /// A change that hands the key to a node key removed before it.
     case epochReaddsRemoved = "epoch_readds_removed"
     /// A change on top of an epoch that ended longer than the grace ago (or was forgotten).

@@ -24,9 +24,10 @@ extension SessionCore {
         return node == manifest.uploaderNode || isAdmin(node)
     }
 
-    /// Whether `node` is an admin of the session (admins may remove any attachment). With no
-    /// admins set nobody is, and only an attachment's uploader removes it.
-    func isAdmin(_ node: [UInt8]) -> Bool { epochs.settings.admins.contains(node) }
+    /// Whether `node` is an admin of the session in the current epoch (admins may remove any
+    /// attachment; the admin set is the session's signed state, issue 33). With no admins nobody
+    /// is, and only an attachment's uploader removes it.
+    func isAdmin(_ node: [UInt8]) -> Bool { epochs.admins.contains(node) }
 
     /// Whether a `remove` of attachment `id` announced by `origin` (nil: from a catch-up) is applied.
     /// Nil when there is nothing to decide (unknown here, or removed already).

@@ -90,15 +90,26 @@ extension SessionCore {
         return try make(removing: nodes, now: now)
     }
 
-    private mutating func make(removing nodes: [[UInt8]], now: Double) throws(EpochError) -> (EpochChange, [SessionEffect]) {
+    /// Moves the session to a new epoch whose admin set is `admins` (issue 33; only an admin, only in
+    /// a session with admins, never to none): `EpochHistory.changeAdmins`.
+    public mutating func changeAdmins(to admins: [[UInt8]], now: Double) throws(EpochError) -> (EpochChange, [SessionEffect]) {
+        try make(removing: [], admins: admins, now: now)
+    }
+
+    private mutating func make(removing nodes: [[UInt8]], admins: [[UInt8]]? = nil, now: Double) throws(EpochError) -> (EpochChange, [SessionEffect]) {
         let before = epochs.head
         let members = epochMembers
         var rng = epochRandom
         defer { epochRandom = rng }
         let change: EpochChange
         do {
-            change = nodes.isEmpty ? try epochs.rekey(members: members, origins: epochOrigins, now: now, using: &rng)
-                                   : try epochs.remove(nodes, members: members, origins: epochOrigins, now: now, using: &rng)
+            if let admins {
+                change = try epochs.changeAdmins(to: admins, members: members, origins: epochOrigins, now: now, using: &rng)
+            } else if nodes.isEmpty {
+                change = try epochs.rekey(members: members, origins: epochOrigins, now: now, using: &rng)
+            } else {
+                change = try epochs.remove(nodes, members: members, origins: epochOrigins, now: now, using: &rng)
+            }
         } catch {
             if error == .notAdmin { ownRefusals.add(.epochNotAdmin) }
             throw error

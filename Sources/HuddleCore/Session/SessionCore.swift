@@ -144,7 +144,7 @@ public struct SessionCore: Sendable {
     /// `joining`: this member waits for a sponsor's baseline before delivering anything.
     /// `identity` is this member's key pair (its public half is `local.node`).
     /// `sessionKey`: the key this member holds (its key file's epoch; a fixed epoch-0 key when nil,
-    /// for tests that do not look at epochs); `epochSettings`: grace and admins (`EpochSettings`).
+    /// for tests that do not look at epochs; it carries the admin set, issue 33); `epochSettings`: grace and bounds (`EpochSettings`).
     public init(local: MemberInfo, identity: Identity, limits: Limits = Limits(), settings: SWIMSettings = .lan, joining: Bool, swimSeed: UInt64, journalSeed: UInt64,
                 sessionKey: SessionKey? = nil, epochSettings: EpochSettings = EpochSettings(), epochRandom: (any RandomNumberGenerator & Sendable)? = nil) {
         self.local = local.id

@@ -81,6 +81,7 @@ extension Node {
         case let .invite(ttlMs, uses): return ControlReply.ok(id: id, invite(ttlMs: ttlMs, uses: uses))
         case let .remove(member): return ControlReply.ok(id: id, try await removeOp(member))
         case .rekey: return ControlReply.ok(id: id, try await rekeyOp())
+        case let .admins(add, remove): return ControlReply.ok(id: id, try await adminsOp(add: add, remove: remove))
         case .diagnose: return ControlReply.ok(id: id, await diagnose())
         case let .participantJoin(activity, program): return ControlReply.ok(id: id, try joinProgram(activity: activity, id: program, on: connection))
         case let .participantLeave(program):
@@ -116,6 +117,8 @@ extension Node {
             // Where members see this node's traffic come from, and its NAT kind (issue 36).
             "reflexive": .array(core.reflexive.map(JSON.string)),
             "nat": .string(core.nat.rawValue),
+            // The current epoch's admin set, the session's signed state (issue 33; empty: none).
+            "admins": .array(core.epochs.admins.map { .string(hexString($0)) }),
         ]
     }
 

@@ -394,7 +394,9 @@ extension Node {
                     }
                 }
             } catch let error as LinkSession.HandshakeFailed {
-                failure = NodeError("handshake with \(addr) failed: \(error)")
+                // A wrong key and a wrong admin set look alike here (issue 33: the admin set is bound
+                // into every subkey), so the line names both, and the session as this node holds it.
+                failure = NodeError("handshake with \(addr) failed (\(error)): the peer is not in session \(key.fingerprint) as this node holds it (another session key, or another admin set)")
             }
         }
         throw failure

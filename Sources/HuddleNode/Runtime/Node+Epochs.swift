@@ -44,6 +44,19 @@ extension Node {
         try await rotate { core, now throws(EpochError) in try core.rekey(now: now) }
     }
 
+    /// `admins`: reads the admin set, or (with `add` or `remove`) moves the session to a new epoch
+    /// whose admin set has them added and removed (issue 33). Replies with the epoch and the set.
+    func adminsOp(add: [String], remove: [String]) async throws(ControlError) -> JSONObject {
+        var reply: JSONObject = ["epoch": .int(Int64(clamping: core.epoch))]
+        if !add.isEmpty || !remove.isEmpty {
+            let keys = { (list: [String]) in Set(list.compactMap(bytesFromHex)) }
+            let admins = Set(core.epochs.admins).union(keys(add)).subtracting(keys(remove))
+            reply = try await rotate { core, now throws(EpochError) in try core.changeAdmins(to: Array(admins), now: now) }
+        }
+        reply["admins"] = .array(core.epochs.admins.map { .string(hexString($0)) })
+        return reply
+    }
+
     /// Makes the change, carries it out, and replies once every remaining live member said it is on
     /// the new epoch (or a later one), or after `epochReplyWait` (the change is made either way).
     private func rotate(_ make: (inout SessionCore, Double) throws(EpochError) -> (EpochChange, [SessionEffect])) async throws(ControlError) -> JSONObject {
@@ -66,7 +79,8 @@ extension Node {
 
     private static func controlError(_ error: EpochError) -> ControlError {
         switch error {
-        case .notAdmin: ControlError(code: .notMember, message: "this node is not an admin of the session (huddle run --admins): it may not remove or rekey")
+        case .notAdmin: ControlError(code: .notMember, message: "this node is not an admin of the session (see status.admins): it may not remove, rekey or change the admins")
+        case .adminsUnchangeable: ControlError(code: .badRequest, message: "the admin set cannot be changed that way: a session without admins never gets some (they are fixed at huddle keygen --admin), one with admins keeps at least one, and at most \(SessionKey.maxAdmins)")
         case .notHandedCurrentKey: ControlError(code: .notMember, message: "this node does not hold the current epoch's key (removed, or waiting for it)")
         case .notOnRoster: ControlError(code: .notMember, message: "this node holds the current key by a grant, not by the roster: only the roster makes the next epoch")
         case .removingSelf: ControlError(code: .badRequest, message: "a member cannot remove itself (use leave)")

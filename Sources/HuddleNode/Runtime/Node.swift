@@ -100,7 +100,6 @@ actor Node {
         currentKey = security.sessionKey
         var epochSettings = EpochSettings()
         epochSettings.grace = config.rekeyGrace
-        epochSettings.admins = Set(config.admins)
         var limits = SessionCore.Limits()
         limits.reliable = config.maxMessageBytes
         limits.unreliable = config.maxUnreliableBytes

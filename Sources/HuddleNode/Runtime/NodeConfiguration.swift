@@ -49,8 +49,6 @@ public struct NodeConfiguration: Sendable {
     /// `--rekey-grace`: how long an older epoch's key still lets its holder back in (`EpochSettings.grace`).
     public var rekeyGrace: Double = Self.defaultRekeyGrace
     public static let defaultRekeyGrace = EpochSettings().grace
-    /// `--admins`: node keys that may remove and rekey (empty: every member may).
-    public var admins: [[UInt8]] = []
     /// `--metrics`: `HOST:PORT` where `GET /metrics` serves Prometheus text (nil: not served).
     public var metrics: String?
     /// How much this node relays for other members (`--relay-limit`, `--no-relay`).
@@ -78,23 +76,5 @@ extension NodeConfiguration {
     /// Parses a `--listen` value (`HOST:PORT`, `:PORT` or `[v6]:PORT`).
     public static func parseListen(_ text: String) throws -> (host: String, port: Int) {
         try parseHostPort(text)
-    }
-}
-
-extension NodeConfiguration {
-    /// Reads an `--admins` file: node keys (64 hex digits), one a line; blank lines and `#` comments skipped.
-    public static func loadAdmins(_ path: String) throws(NodeError) -> [[UInt8]] {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw NodeError("cannot read the admins file \(path)") }
-        var keys: [[UInt8]] = []
-        for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-            if line.isEmpty { continue }
-            guard let key = bytesFromHex(line), key.count == 32 else {
-                throw NodeError("\(path):\(n + 1): not a node key (64 hex digits): \(line)")
-            }
-            keys.append(key)
-        }
-        guard !keys.isEmpty else { throw NodeError("the admins file \(path) names no node key") }
-        return keys
     }
 }

@@ -43,7 +43,10 @@ public struct RunSettings: Sendable, Equatable {
     public var linkRekeySeconds = NodeConfiguration.defaultLinkRekeyInterval
     public var rekeyEvery: Double?
     public var rekeyGrace = NodeConfiguration.defaultRekeyGrace
+    /// `--admins`, retired (issue 33): a node given it refuses to start with `adminsRetired`.
     public var admins: String?
+    /// What a node given `--admins` (or `admins` in its config file) says before it refuses to start.
+    public static let adminsRetired = "--admins is retired: a session's admins are fixed with its key (huddle keygen --admin NODE) and changed by an admin (huddle admins --add/--remove)"
     public var metrics: String?
     /// `--relay-limit`: bytes per second this node relays per member (`RelayCircuits.Budget`).
     public var relayLimit = NodeConfiguration.defaultRelayLimit

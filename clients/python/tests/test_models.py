@@ -79,8 +79,9 @@ def test_a_missing_or_ill_typed_field_is_a_protocol_error_naming_it() -> None:
 def test_status_fields_control_md_lists_decode_when_a_node_sends_them() -> None:
     status = Status.from_json({"member": "m", "node": "n", "name": "a", "addr": "127.0.0.1:1", "session": "s",
                                "members": 2, "clock": {"m": 3}, "baseline": {}, "uptime_ms": 10, "epoch": 1,
-                               "reflexive": ["1.2.3.4:5"], "nat": "easy", "resumed": True})
+                               "reflexive": ["1.2.3.4:5"], "nat": "easy", "resumed": True, "admins": ["ab" * 32]})
     assert (status.epoch, status.reflexive, status.nat, status.resumed, status.clock) == (1, ["1.2.3.4:5"], "easy", True, {"m": 3})
+    assert status.admins == ["ab" * 32]
     member = Member.from_json({**MEMBER, "path": "relayed", "via": "745e56e24f49caa2", "rtt_ms": 1.5})
     assert (member.path, member.via, member.rtt_ms) == ("relayed", "745e56e24f49caa2", 1.5)
 

@@ -202,7 +202,9 @@ class Status:
 
     ``members`` is the count of alive members, this one included; ``clock`` maps each member to
     the highest broadcast seq delivered here, ``baseline`` is the clock this member took from its
-    sponsor when it joined; ``epoch`` is the session key epoch in use (0 before any rotation).
+    sponsor when it joined; ``epoch`` is the session key epoch in use (0 before any rotation);
+    ``admins`` the node keys of the session's admins in that epoch (empty: every member may remove
+    and rekey).
     """
 
     member: str
@@ -218,6 +220,7 @@ class Status:
     reflexive: list[str] | None = None
     nat: str | None = None
     resumed: bool | None = None
+    admins: list[str] | None = None
     raw: JSONObject = _raw()
 
     @classmethod
@@ -237,6 +240,7 @@ class Status:
             reflexive=f.opt_string_list("reflexive"),
             nat=f.opt_string("nat"),
             resumed=f.opt_boolean("resumed"),
+            admins=f.opt_string_list("admins"),
             raw=obj,
         )
 
