@@ -43,8 +43,8 @@ struct EventLog {
         var heldLimit = 16
         /// Most bytes of lines queued on one subscriber's connection at once.
         var window = 1 << 20
-        /// Most bytes of the spool's frames in one batch (one push; its JSON lines, with bodies in
-        /// base64 and as text, are up to about 2.5 times this).
+        /// Most bytes of one batch (one push) to a binary subscriber; a batch of JSON lines is made
+        /// from half as many bytes of frames (its lines are up to about 2.5 times their frames).
         var pushBytes = 256 << 10
         /// The spool's write size and segment file size.
         var flushBytes = 256 << 10
@@ -367,11 +367,14 @@ struct EventLog {
     /// as JSON lines. Nil when the spool could not read them or they are not frames.
     private func makeBatch(from next: inout Int64, topics mask: UInt8, binary: Bool, through visible: Int64) -> [UInt8]? {
         var frames: [UInt8] = []
+        // Lines are up to about 2.5 times their frames (a body in base64 and as text): half the
+        // frames for them keeps a batch, and what a subscriber queues, near `pushBytes`.
+        let budget = binary ? limits.pushBytes : max(limits.pushBytes / 2, 1)
         // Runs of consecutive events of its topics, read in one piece each.
-        while next <= visible && frames.count < limits.pushBytes {
+        while next <= visible && frames.count < budget {
             guard topicBit(next) & mask != 0 else { next += 1; continue }
             let runStart = offset(next)
-            while next <= visible && topicBit(next) & mask != 0 && frames.count + Int(offset(next) - runStart) < limits.pushBytes { next += 1 }
+            while next <= visible && topicBit(next) & mask != 0 && frames.count + Int(offset(next) - runStart) < budget { next += 1 }
             guard spool.read(runStart..<offset(next), into: &frames) else { return nil }
         }
         if binary { return frames }
