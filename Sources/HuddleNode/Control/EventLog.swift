@@ -378,8 +378,10 @@ struct EventLog {
             guard spool.read(runStart..<offset(next), into: &frames) else { return nil }
         }
         if binary { return frames }
+        // Room for the lines at once (a 256 B message's line is about 2.7 times its frame, a 16 KiB
+        // one's 2.3 times): queued batches hold no doubled capacity beyond the bytes they count.
         var lines: [UInt8] = []
-        lines.reserveCapacity(frames.count * 2)
+        lines.reserveCapacity(frames.count * 3)
         guard frames.withUnsafeBytes({ EventFrame.appendLines(of: $0, into: &lines) }) else { return nil }
         return lines
     }
