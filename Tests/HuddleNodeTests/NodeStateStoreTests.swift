@@ -38,6 +38,19 @@ import Testing
         #expect(loaded.events.map(\.frame) == events[2...].map(\.frame), "each event's frame as it was")
     }
 
+    /// A batch's checksum changes with any one byte of it, and with its cursors.
+    @Test func aBatchChecksumSeesEveryByte() {
+        let bytes = (0..<37).map { UInt8(truncatingIfNeeded: $0 &* 29) }
+        let whole = NodeStateStore.batchSum(1, 9, bytes)
+        for i in bytes.indices {
+            var changed = bytes
+            changed[i] ^= 0x10
+            #expect(NodeStateStore.batchSum(1, 9, changed) != whole, "byte \(i) changed")
+        }
+        #expect(NodeStateStore.batchSum(2, 9, bytes) != whole && NodeStateStore.batchSum(1, 8, bytes) != whole)
+        #expect(NodeStateStore.batchSum(1, 9, Array(bytes.dropLast())) != whole)
+    }
+
     /// A batch is read back only when it holds exactly its events, each a whole frame.
     @Test func aBatchThatDoesNotHoldItsEventsIsRefused() {
         let events = (1...3).map { NodeStateStore.StoredEvent(cursor: Int64($0), topic: 2, frame: EventFrame.wrap(line: Array("{}\n".utf8))) }

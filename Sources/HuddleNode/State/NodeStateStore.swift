@@ -183,7 +183,7 @@ final class NodeStateStore: Sendable {
                 while let row = try batches.next() {
                     let first: Int64 = row[0], last: Int64 = row[1], data: Data = row[2]
                     let batch = EventBatch(first: first, last: last, data: Array(data))
-                    guard sum(first, last, batch.data) == row[3] as Int64 else { return "events \(first)...\(last) fail their checksum" }
+                    guard batchSum(first, last, batch.data) == row[3] as Int64 else { return "events \(first)...\(last) fail their checksum" }
                     guard batch.events() != nil else { return "events \(first)...\(last) are not readable" }
                 }
                 for row in try Row.fetchAll(db, sql: "SELECT seq, message, sum FROM own") {
@@ -308,7 +308,7 @@ final class NodeStateStore: Sendable {
             }
             if let events {
                 try db.execute(sql: "INSERT OR REPLACE INTO event_batches(first, last, data, sum) VALUES (?, ?, ?, ?)",
-                               arguments: [events.first, events.last, Data(events.data), Self.sum(events.first, events.last, events.data)])
+                               arguments: [events.first, events.last, Data(events.data), Self.batchSum(events.first, events.last, events.data)])
             }
             // A batch goes once retention passed its last event (the load skips the older ones of the first).
             try db.execute(sql: "DELETE FROM event_batches WHERE last < ?", arguments: [firstRetained])
@@ -344,6 +344,23 @@ final class NodeStateStore: Sendable {
             hash = (hash ^ (word >> UInt64(shift % 64) & 0xff)) &* 0x100_0000_01b3
         }
         for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return Int64(bitPattern: hash)
+    }
+
+    /// A batch of events' checksum (`EventBatch`): FNV-1a's step over its first and last cursor and
+    /// then its bytes 8 at a time (the rest one by one). Each step is a bijection of the hash, so a
+    /// changed byte changes it, as with `sum`; 8 times fewer steps than `sum`'s over every event
+    /// the node commits (`sum` was 4–7 % of the nodes' CPU in the throughput rows, perf).
+    static func batchSum(_ first: Int64, _ last: Int64, _ bytes: [UInt8]) -> Int64 {
+        let prime: UInt64 = 0x100_0000_01b3
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        hash = (hash ^ UInt64(bitPattern: first)) &* prime
+        hash = (hash ^ UInt64(bitPattern: last)) &* prime
+        bytes.withUnsafeBytes { raw in
+            let words = raw.count / 8
+            for i in 0..<words { hash = (hash ^ raw.loadUnaligned(fromByteOffset: i * 8, as: UInt64.self)) &* prime }
+            for i in (words * 8)..<raw.count { hash = (hash ^ UInt64(raw[i])) &* prime }
+        }
         return Int64(bitPattern: hash)
     }
 
