@@ -24,9 +24,13 @@ public enum ControlClientError: Error, CustomStringConvertible, Sendable {
 
 /// An async client for one control connection. Requests are answered in order (CONTROL.md), so
 /// replies are matched first-in first-out; event lines are kept for `events()` in arrival order.
+/// A `subscribe` with `"encoding": "binary"` switches the connection to frames once the node's
+/// reply says it did (README, "Binary event frames"); events read the same either way.
 public actor ControlClient {
     private let outgoing: AsyncStream<ByteBuffer>.Continuation
-    private var pending: [CheckedContinuation<JSONObject, Error>] = []
+    /// Each request waiting for its reply, and whether an ok reply switches the connection to frames.
+    private var pending: [(reply: CheckedContinuation<JSONObject, Error>, framing: Bool)] = []
+    private var incoming = ReplyStream()
     private var nextID: Int64 = 1
     private var closed = false
     private var bufferedEvents: [JSONObject] = []
@@ -65,11 +69,8 @@ public actor ControlClient {
                     group.addTask {
                         for await buffer in writes { try await outbound.write(buffer) }
                     }
-                    var lines = LineBuffer()
                     do {
-                        for try await chunk in inbound {
-                            for line in lines.add(chunk.readableBytesView) { await self?.received(line) }
-                        }
+                        for try await chunk in inbound { await self?.received(chunk) }
                     } catch {}
                     group.cancelAll()
                 }
@@ -84,11 +85,12 @@ public actor ControlClient {
         var request: JSONObject = ["op": .string(op), "id": .int(nextID)]
         nextID += 1
         for (key, value) in fields { request[key] = value }
+        let framing = op == "subscribe" && fields["encoding"] == .string(ControlEncoding.binary.rawValue)
         var bytes: [UInt8] = []
         JSON.object(request).write(into: &bytes)
         bytes.append(0x0A)
         let reply = try await withCheckedThrowingContinuation { (c: CheckedContinuation<JSONObject, Error>) in
-            pending.append(c)
+            pending.append((c, framing))
             outgoing.yield(ByteBuffer(bytes: bytes))
         }
         if reply["ok"] == .bool(true) { return reply }
@@ -115,43 +117,109 @@ public actor ControlClient {
         connectionEnded()
     }
 
+    /// One read's bytes: its lines or frames, in order (a reply that switches to frames takes
+    /// effect for the very next byte).
+    private func received(_ chunk: ByteBuffer) {
+        incoming.append(chunk.readableBytesView)
+        while true {
+            let item: ReplyStream.Item?
+            do { item = try incoming.next() } catch {
+                pending.first?.reply.resume(throwing: error)
+                if !pending.isEmpty { pending.removeFirst() }
+                close()
+                return
+            }
+            switch item {
+            case nil: return
+            case let .line(line): received(line)
+            case let .message(event): deliver(event)
+            }
+        }
+    }
+
     private func received(_ line: [UInt8]) {
         guard case let .object(object)? = try? JSON.parse(line) else {
-            pending.first?.resume(throwing: ControlClientError.badReply(String(decoding: line.prefix(200), as: UTF8.self)))
+            pending.first?.reply.resume(throwing: ControlClientError.badReply(String(decoding: line.prefix(200), as: UTF8.self)))
             if !pending.isEmpty { pending.removeFirst() }
             return
         }
-        if object["event"] != nil, object["ok"] == nil {
-            if let eventContinuation { eventContinuation.yield(object) } else { bufferedEvents.append(object) }
-            return
-        }
+        if object["event"] != nil, object["ok"] == nil { return deliver(object) }
         guard !pending.isEmpty else { return }
-        pending.removeFirst().resume(returning: object)
+        let (reply, framing) = pending.removeFirst()
+        // A node that does not know the extension answers without `encoding`: lines go on.
+        if framing, object["encoding"] == .string(ControlEncoding.binary.rawValue) { incoming.framed = true }
+        reply.resume(returning: object)
+    }
+
+    private func deliver(_ event: JSONObject) {
+        if let eventContinuation { eventContinuation.yield(event) } else { bufferedEvents.append(event) }
     }
 
     private func connectionEnded() {
         guard !closed else { return }
         closed = true
-        for c in pending { c.resume(throwing: ControlClientError.closed) }
+        for c in pending { c.reply.resume(throwing: ControlClientError.closed) }
         pending = []
         eventContinuation?.finish()
         outgoing.finish()
     }
 }
 
-/// Splits a byte stream into lines at `\n` (without the newline).
-struct LineBuffer {
-    private var pending: [UInt8] = []
+/// Splits what a node writes into lines at `\n` (without the newline), or, once `framed`, into
+/// frames (`EventFrame`): a `json` frame gives its line, a `message` frame its event as the object
+/// its JSON line parses to. Never buffers more than one frame of at most `maximumFrame` bytes
+/// beyond what it was given.
+struct ReplyStream {
+    enum Item { case line([UInt8]), message(JSONObject) }
+    /// The longest frame taken: a node's longest line (a request line is at most 1 MiB; an event
+    /// or a reply with an attachment list can be longer).
+    static let maximumFrame = 64 << 20
+    var framed = false
+    private var buffer: [UInt8] = []
+    private var start = 0
 
-    mutating func add(_ bytes: some Collection<UInt8>) -> [[UInt8]] {
-        pending.append(contentsOf: bytes)
-        var lines: [[UInt8]] = []
-        var start = 0
-        while let newline = pending[start...].firstIndex(of: 0x0A) {
-            if newline > start { lines.append(Array(pending[start..<newline])) }
-            start = newline + 1
+    mutating func append(_ bytes: some Collection<UInt8>) {
+        if start > 0 && start * 2 >= buffer.count {
+            buffer.removeFirst(start)
+            start = 0
         }
-        pending.removeFirst(start)
-        return lines
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// The next whole line or frame; nil until more bytes come.
+    mutating func next() throws -> Item? {
+        while start < buffer.count {
+            if !framed {
+                guard let newline = buffer[start...].firstIndex(of: 0x0A) else { return nil }
+                defer { start = newline + 1 }
+                if newline > start { return .line(Array(buffer[start..<newline])) }
+                continue
+            }
+            let start = start
+            let parsed = try buffer.withUnsafeBytes { bytes throws -> (Item, Int)? in
+                guard bytes.count - start >= EventFrame.headerBytes else { return nil }
+                guard let length = EventFrame.frameLength(bytes, at: start), length <= Self.maximumFrame else {
+                    throw ControlClientError.badReply("a frame of length 0 or over \(Self.maximumFrame) bytes")
+                }
+                guard length <= bytes.count - start else { return nil }
+                let payload = UnsafeRawBufferPointer(rebasing: bytes[(start + EventFrame.headerBytes)..<(start + length)])
+                switch bytes[start + 4] {
+                case EventFrame.json:
+                    return (.line(Array(payload.prefix { $0 != 0x0A })), length)
+                case EventFrame.message:
+                    var line: [UInt8] = []
+                    guard let m = MessageFrame(payload) else { throw ControlClientError.badReply("a message frame that does not parse") }
+                    m.writeLine(into: &line)
+                    guard case let .object(object)? = try? JSON.parse(line) else { throw ControlClientError.badReply("a message frame that does not parse") }
+                    return (.message(object), length)
+                default:
+                    throw ControlClientError.badReply("a frame of unknown kind \(bytes[start + 4])")
+                }
+            }
+            guard let (item, length) = parsed else { return nil }
+            self.start = start + length
+            return item
+        }
+        return nil
     }
 }

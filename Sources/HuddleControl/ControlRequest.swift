@@ -1,5 +1,11 @@
 import Foundation
 
+/// How a subscription's events are written: JSON lines (CONTROL.md, the default) or binary frames
+/// (`EventFrame`; README, "Binary event frames").
+public enum ControlEncoding: String, Sendable, Equatable {
+    case lines, binary
+}
+
 /// An event topic a client can subscribe to (CONTROL.md, `subscribe`).
 public enum ControlTopic: String, Sendable, CaseIterable {
     case members, messages, attachments, activity
@@ -24,7 +30,8 @@ public enum ControlRequest: Sendable, Equatable {
     case members
     case join(addr: String)
     case send(Send)
-    case subscribe(topics: Set<ControlTopic>, since: Int64?)
+    /// `encoding` is an extension (README, "Binary event frames"): JSON lines unless asked.
+    case subscribe(topics: Set<ControlTopic>, since: Int64?, encoding: ControlEncoding = .lines)
     case stats
     case activityGet
     case activitySet(value: JSON)
@@ -246,7 +253,14 @@ public enum ControlRequest: Sendable, Equatable {
             guard let value = field.intValue, value >= 0 else { throw bad("\"since\" must be a cursor (a non-negative integer)") }
             since = value
         }
-        return .subscribe(topics: topics, since: since)
+        var encoding = ControlEncoding.lines
+        if let field = r["encoding"], !field.isNull {
+            guard let name = field.stringValue, let asked = ControlEncoding(rawValue: name) else {
+                throw bad("\"encoding\" must be \"lines\" or \"binary\"")
+            }
+            encoding = asked
+        }
+        return .subscribe(topics: topics, since: since, encoding: encoding)
     }
 
     private static func optionalBool(_ r: JSONObject, _ key: String) throws(ControlError) -> Bool? {

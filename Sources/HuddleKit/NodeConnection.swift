@@ -107,8 +107,11 @@ actor NodeConnection {
     private func openSubscription(since: Int64?) async throws(HuddleKitError) -> (ControlClient, Int64) {
         let client: ControlClient
         do { client = try await ControlClient.connect(path: path) } catch { throw HuddleKitError.from(error) }
-        // Every topic CONTROL.md lists, and the participants (an extension: named, never by default).
-        var fields: JSONObject = ["topics": .array(["members", "messages", "attachments", "activity", "participants"].map(JSON.string))]
+        // Every topic CONTROL.md lists, and the participants (an extension: named, never by default),
+        // in binary frames (an extension, README "Binary event frames": a message's body raw, no
+        // base64 or JSON made for it at the node; `ControlClient` reads either).
+        var fields: JSONObject = ["topics": .array(["members", "messages", "attachments", "activity", "participants"].map(JSON.string)),
+                                  "encoding": .string(ControlEncoding.binary.rawValue)]
         if let since { fields["since"] = .int(since) }
         do {
             let reply = try await client.request("subscribe", fields)

@@ -34,42 +34,65 @@ enum PipelinedSender {
     }
 }
 
-/// Counts `message` events on a subscription by counting lines in the raw bytes (no JSON decoding), so the
-/// measuring side is never the bottleneck. Returns messages per second from first to last.
+/// Counts `message` events on a subscription from the raw bytes (no JSON decoding), so the measuring
+/// side is never the bottleneck: lines, or with `binary` frames (README, "Binary event frames"),
+/// counted by their length fields. Returns messages per second from first to last, and whether
+/// the node took the binary encoding (a node without it answers without `"encoding":"binary"` and
+/// sends lines, which are counted then).
 enum RawEventCounter {
-    static func rate(control path: String, count: Int) throws -> Double {
+    static func rate(control path: String, count: Int, binary: Bool = false) throws -> (rate: Double, binary: Bool) {
         let fd = try connectUnix(path)
         defer { close(fd) }
         // A stalled subscription (or one the node dropped with an `overflow` event) fails the
         // scenario after 30 s without events instead of hanging the benchmark.
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let subscribe = Array(#"{"op":"subscribe","topics":["messages"]}"#.utf8) + [0x0A]
+        let encoding = binary ? #","encoding":"binary""# : ""
+        let subscribe = Array(#"{"op":"subscribe","topics":["messages"]\#(encoding)}"#.utf8) + [0x0A]
         _ = subscribe.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        // The subscription carries only message events, one JSON line each (after the one reply
-        // line), so counting newlines counts messages.
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        var lines = 0
+        var seen = 0
         var first: Date?
         var tail: [UInt8] = []
-        while lines - 1 < count {
+        // Bytes not yet counted: the reply line first, then (framed) a frame cut by a read.
+        var pending: [UInt8] = []
+        var replied = false
+        var framed = false
+        while seen < count {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             guard n > 0 else {
                 let last = String(decoding: tail, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
                 let why = n == 0 ? "closed" : last.contains(#""event":"overflow""#) ? "dropped by the node: \(last)" : "silent for 30 s"
-                throw BenchError(description: "subscription \(why) after \(max(lines - 1, 0)) of \(count) messages")
+                throw BenchError(description: "subscription \(why) after \(seen) of \(count) messages")
             }
             tail = Array(buffer[max(0, n - 256)..<n])
-
-            lines += buffer.withUnsafeBufferPointer { raw in
-                var c = 0
-                for i in 0..<n where raw[i] == 0x0A { c += 1 }
-                return c
+            var bytes = buffer[..<n]
+            if !replied {
+                pending += bytes
+                guard let newline = pending.firstIndex(of: 0x0A) else { continue }
+                replied = true
+                framed = binary && String(decoding: pending[..<newline], as: UTF8.self).contains(#""encoding":"binary""#)
+                bytes = pending[(newline + 1)...]
+                pending = []
             }
-            if first == nil && lines > 1 { first = Date() }
+            let before = seen
+            if framed {
+                pending += bytes
+                var at = 0
+                while pending.count - at >= 5 {
+                    let length = Int(pending[at]) << 24 | Int(pending[at + 1]) << 16 | Int(pending[at + 2]) << 8 | Int(pending[at + 3])
+                    guard pending.count - at >= 4 + length else { break }
+                    if pending[at + 4] == 1 { seen += 1 }
+                    at += 4 + max(length, 1)
+                }
+                pending.removeFirst(at)
+            } else {
+                // The subscription carries only message events, one line each.
+                seen += bytes.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+            }
+            if first == nil && seen > before { first = Date() }
         }
-        let seen = lines - 1
-        return Double(seen) / max(Date().timeIntervalSince(first ?? Date()), 1e-6)
+        return (Double(seen) / max(Date().timeIntervalSince(first ?? Date()), 1e-6), framed)
     }
 }
 

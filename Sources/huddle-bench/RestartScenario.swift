@@ -90,6 +90,9 @@ extension Scenarios {
     /// each round); medians of each.
     func durabilityCost(rounds: Int) async throws -> [BenchRow] {
         var rates: [Bool: [Double]] = [true: [], false: []]
+        // The same clusters' binary-frame pass (README, "Binary event frames"), after the lines.
+        var framedRates: [Bool: [Double]] = [true: [], false: []]
+        var framed = true
         var notes: [Bool: String] = [:]
         let count = quick ? 20000 : 100_000
         for r in 0..<rounds {
@@ -97,8 +100,11 @@ extension Scenarios {
                 let cluster = try HuddleCluster(binary: huddle, label: withData ? "dd" : "tmp", dataDirectory: withData)
                 defer { cluster.stop() }
                 try await cluster.start(4)
-                let worst = try await pipelinedRates(cluster, receivers: Array(cluster.controls.dropFirst()), size: 256, count: count).min() ?? 0
+                let worst = try await pipelinedRates(cluster, receivers: Array(cluster.controls.dropFirst()), size: 256, count: count).rates.min() ?? 0
                 rates[withData, default: []].append(worst)
+                let binary = try await pipelinedRates(cluster, receivers: Array(cluster.controls.dropFirst()), size: 256, count: count, binary: true)
+                framedRates[withData, default: []].append(binary.rates.min() ?? 0)
+                framed = framed && binary.binary
                 var note = usageNote(cluster) + (try await repairNote(cluster))
                 if withData {
                     let bytes = directoryBytes("\(cluster.dir)/d1")
@@ -109,14 +115,19 @@ extension Scenarios {
         }
         func runs(_ values: [Double]) -> String { values.map { "\(Int($0))" }.joined(separator: ", ") }
         let with = percentile(rates[true] ?? [], 0.5), without = percentile(rates[false] ?? [], 0.5)
+        let framedWith = percentile(framedRates[true] ?? [], 0.5), framedWithout = percentile(framedRates[false] ?? [], 0.5)
         let measure = "msgs/s at each of 3 receivers (min of 3), median of \(rounds) runs alternating with the other mode"
+        func binary(_ withData: Bool) -> String {
+            let median = withData ? framedWith : framedWithout
+            return framed ? "; binary frames \(Int(median)) (runs \(runs(framedRates[withData] ?? [])))" : "; binary frames: not offered by this node"
+        }
         return [
-            BenchRow(scenario: "throughput 256 B, --data-dir", measure: measure,
-                     huddle: "\(Int(with)) (runs \(runs(rates[true] ?? []))); last run: \(notes[true] ?? "")",
-                     comparison: "temporary dir (no --data-dir): \(Int(without)) (runs \(runs(rates[false] ?? [])))",
-                     ratio: "with ÷ without = \(fmt(with / without))", target: ""),
-            BenchRow(scenario: "throughput 256 B, temporary dir", measure: measure,
-                     huddle: "\(Int(without)) (runs \(runs(rates[false] ?? []))); last run: \(notes[false] ?? "")",
+            BenchRow(scenario: "throughput 256 B, --data-dir", measure: measure + "; JSON lines, then binary frames on the same cluster",
+                     huddle: "JSON lines \(Int(with)) (runs \(runs(rates[true] ?? [])))\(binary(true)); last run: \(notes[true] ?? "")",
+                     comparison: "temporary dir (no --data-dir): JSON lines \(Int(without)) (runs \(runs(rates[false] ?? [])))\(binary(false))",
+                     ratio: "with ÷ without = \(fmt(with / without)) lines" + (framed ? ", \(fmt(framedWith / framedWithout)) binary" : ""), target: ""),
+            BenchRow(scenario: "throughput 256 B, temporary dir", measure: measure + "; JSON lines, then binary frames on the same cluster",
+                     huddle: "JSON lines \(Int(without)) (runs \(runs(rates[false] ?? [])))\(binary(false)); last run: \(notes[false] ?? "")",
                      comparison: "", ratio: "", target: ""),
         ]
     }

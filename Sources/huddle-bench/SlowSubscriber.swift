@@ -15,7 +15,7 @@ extension Scenarios {
         let count = quick ? 4000 : 10000
         let slowControl = cluster.controls[3]
         async let slow = onThread { try SlowReader.run(control: slowControl, count: count, bytesPerSecond: 4e6) }
-        let rates = try await pipelinedRates(cluster, receivers: Array(cluster.controls[1...2]), size: size, count: count)
+        let rates = try await pipelinedRates(cluster, receivers: Array(cluster.controls[1...2]), size: size, count: count).rates
         let result = try await slow
         let usage = cluster.usage()
         let slowRSS = usage.count == 4 ? usage[3].peakRSSMiB : .nan

@@ -5,7 +5,8 @@ import Testing
 /// The event log's retention on disk and its overflow rule (CONTROL.md: a subscriber that falls
 /// behind gets `overflow` with a cursor to resume from, and may resubscribe with `since`).
 @Suite(.serialized) struct EventLogProcessTests {
-    /// A subscriber that reads nothing while ~150 MiB of message lines are produced is sent
+    /// A subscriber that reads nothing while ~150 MiB of events are produced (as the log keeps them:
+    /// frames, each message's body once; ~360 MiB as JSON lines) is sent
     /// `overflow` (its backlog is not buffered for it); resubscribing with `since: resume` replays
     /// every event after it from the retained log — megabytes read back from the spool's segment
     /// files — with consecutive cursors up to the latest.
@@ -17,7 +18,7 @@ import Testing
         try stalled.send(#"{"op":"subscribe","topics":["messages"]}"#)
         let body = String(repeating: "x", count: 60 * 1024)
         let sender = try RawControlConnection(path: a.control)
-        let count = 1200
+        let count = 2600
         for _ in 0..<count { try sender.send(#"{"op":"send","text":"\#(body)"}"#) }
         for _ in 0..<count { _ = try sender.line() }
         // The stalled subscriber's stream: its subscribe reply, message lines, then `overflow`.

@@ -51,6 +51,26 @@ final class RawControlConnection {
         }
     }
 
+    /// The next frame the node writes on a framed connection (after a binary `subscribe`): its kind and payload.
+    func frame() throws -> (kind: UInt8, payload: [UInt8]) {
+        while true {
+            if pending.count >= EventFrame.headerBytes {
+                let length = Int(pending[0]) << 24 | Int(pending[1]) << 16 | Int(pending[2]) << 8 | Int(pending[3])
+                guard length >= 1 else { throw TestTimeout(description: "a frame of length 0") }
+                if pending.count >= 4 + length {
+                    let kind = pending[4]
+                    let payload = Array(pending[EventFrame.headerBytes..<(4 + length)])
+                    pending.removeSubrange(..<(4 + length))
+                    return (kind, payload)
+                }
+            }
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { throw TestTimeout(description: "connection closed or timed out waiting for a frame") }
+            pending.append(contentsOf: buffer[..<n])
+        }
+    }
+
     /// The next line the node writes, unparsed (for streams too large to parse whole).
     func line() throws -> String {
         var scanned = 0

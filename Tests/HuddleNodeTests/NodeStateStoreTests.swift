@@ -1,4 +1,5 @@
 import Foundation
+import HuddleControl
 import HuddleCore
 import Testing
 @testable import HuddleNode
@@ -26,12 +27,40 @@ import Testing
         defer { store.close() }
         #expect(damage == nil)
         #expect(try store.load() == nil, "a new directory holds no member")
-        let events = (1...5).map { NodeStateStore.StoredEvent(cursor: Int64($0), topic: 2, line: Array("{\"event\":\"message\",\"cursor\":\($0)}\n".utf8)) }
-        try store.commit(events: events, firstRetained: 2, lastCursor: 5, point: point(9), own: [], ownFrom: 10, parts: [])
+        let events = (1...5).map { NodeStateStore.StoredEvent(cursor: Int64($0), topic: 2, frame: EventFrame.wrap(line: Array("{\"event\":\"message\",\"cursor\":\($0)}\n".utf8))) }
+        // Two commits, a batch each: the first is dropped once retention passed its last event.
+        try store.commit(events: .init(Array(events[..<2])), firstRetained: 1, lastCursor: 2, point: point(8), own: [], ownFrom: 9, parts: [])
+        try store.commit(events: .init(Array(events[2...])), firstRetained: 3, lastCursor: 5, point: point(9), own: [], ownFrom: 10, parts: [])
         let loaded = try #require(try store.load())
         #expect(loaded.point == point(9))
         #expect(loaded.lastCursor == 5)
-        #expect(loaded.events.map(\.cursor) == [2, 3, 4, 5], "retention's start is kept")
+        #expect(loaded.events.map(\.cursor) == [3, 4, 5], "retention's start is kept")
+        #expect(loaded.events.map(\.frame) == events[2...].map(\.frame), "each event's frame as it was")
+    }
+
+    /// A batch's checksum changes with any one byte of it, and with its cursors.
+    @Test func aBatchChecksumSeesEveryByte() {
+        let bytes = (0..<37).map { UInt8(truncatingIfNeeded: $0 &* 29) }
+        let whole = NodeStateStore.batchSum(1, 9, bytes)
+        for i in bytes.indices {
+            var changed = bytes
+            changed[i] ^= 0x10
+            #expect(NodeStateStore.batchSum(1, 9, changed) != whole, "byte \(i) changed")
+        }
+        #expect(NodeStateStore.batchSum(2, 9, bytes) != whole && NodeStateStore.batchSum(1, 8, bytes) != whole)
+        #expect(NodeStateStore.batchSum(1, 9, Array(bytes.dropLast())) != whole)
+    }
+
+    /// A batch is read back only when it holds exactly its events, each a whole frame.
+    @Test func aBatchThatDoesNotHoldItsEventsIsRefused() {
+        let events = (1...3).map { NodeStateStore.StoredEvent(cursor: Int64($0), topic: 2, frame: EventFrame.wrap(line: Array("{}\n".utf8))) }
+        let batch = NodeStateStore.EventBatch(events)
+        #expect(batch.events()?.map(\.cursor) == [1, 2, 3])
+        #expect(NodeStateStore.EventBatch(first: 1, last: 4, data: batch.data).events() == nil, "one event fewer than it says")
+        #expect(NodeStateStore.EventBatch(first: 1, last: 3, data: batch.data.dropLast()).events() == nil, "a frame cut short")
+        #expect(NodeStateStore.EventBatch(first: 1, last: 3, data: batch.data + [2]).events() == nil, "bytes after the last frame")
+        #expect(NodeStateStore.EventBatch(first: 3, last: 1, data: batch.data).events() == nil)
+        #expect(NodeStateStore.EventBatch(first: Int64.max - 1, last: Int64.max, data: batch.data).events() == nil, "no trap at the largest cursors")
     }
 
     @Test func aMemberThatBeganToLeaveIsNeverLoaded() throws {
@@ -39,7 +68,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (store, _) = try NodeStateStore.open(directory: dir)
         defer { store.close() }
-        try store.commit(events: [], firstRetained: 1, lastCursor: 0, point: point(3), own: [], ownFrom: 4, parts: [])
+        try store.commit(events: nil, firstRetained: 1, lastCursor: 0, point: point(3), own: [], ownFrom: 4, parts: [])
         #expect(try store.load() != nil)
         store.markLeaving()
         #expect(try store.load() == nil)

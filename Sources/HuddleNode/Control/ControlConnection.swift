@@ -1,3 +1,4 @@
+import HuddleControl
 import NIOCore
 import Synchronization
 
@@ -6,9 +7,24 @@ import Synchronization
 /// has not yet taken stays in the outbox, where the event log sees it as the subscriber's backlog.
 /// A subscriber's backlog is queued a window at a time: the event log arms the connection
 /// (`armRefill`) and `refill` is called once, from the writer, the next time it takes a batch.
+/// After a binary `subscribe` (README, "Binary event frames") everything on it is a frame, replies
+/// included (`queueReply`).
 final class ControlConnection: Sendable {
     let outbox = Outbox<[UInt8]>()
     private let refill = Mutex<(action: (@Sendable (ControlConnection) -> Void)?, armed: Bool)>((nil, false))
+    private let framed = Atomic<Bool>(false)
+
+    /// Whether what the node writes here is frames (since a binary `subscribe`'s reply).
+    var isFramed: Bool { framed.load(ordering: .relaxed) }
+
+    /// From now on what the node writes here is frames (`binary`) or JSON lines.
+    func setFramed(_ binary: Bool) { framed.store(binary, ordering: .relaxed) }
+
+    /// Queues a reply line (with its `\n`): as it is, or as a `json` frame when the connection is framed.
+    func queueReply(_ line: [UInt8], wake: Bool = true) {
+        let bytes = isFramed ? EventFrame.wrap(line: line) : line
+        outbox.push(bytes, bytes: bytes.count, wake: wake)
+    }
 
     /// What the writer calls when armed (the node feeds the subscriber on this connection).
     func setRefill(_ action: @escaping @Sendable (ControlConnection) -> Void) { refill.withLock { $0.action = action } }

@@ -1,10 +1,14 @@
 import HuddleControl
 import HuddleCore
 
-/// The node's numbered event stream: every event gets the next cursor, its line is kept for replay
+/// The node's numbered event stream: every event gets the next cursor, is encoded once as a frame
+/// (`EventFrame`: a `message` with its body raw, any other event as its JSON line) kept for replay
 /// in `EventSpool` (the last `retainCount` events or more, as long as they take at most
 /// `retainBytes`; never more than `spoolLimit` bytes or `indexLimit` events), and goes to each
-/// subscriber that asked for its topic.
+/// subscriber that asked for its topic: as the frames themselves to a binary subscriber, as JSON
+/// lines made from them to the others. Subscribers that keep up are fed from the spool's tail in
+/// memory, in batches of up to `pushBytes` (one write on their connection); subscribers at the same
+/// cursor with the same topics and encoding share one batch (read, and made into lines, once).
 ///
 /// A subscriber is a cursor into the log: it is sent the lines after its cursor, at most `window`
 /// bytes queued on its connection at a time, and is fed again when its writer takes them. Its
@@ -39,7 +43,8 @@ struct EventLog {
         var heldLimit = 16
         /// Most bytes of lines queued on one subscriber's connection at once.
         var window = 1 << 20
-        /// Most bytes of lines queued in one push.
+        /// Most bytes of one batch (one push) to a binary subscriber; a batch of JSON lines is made
+        /// from half as many bytes of frames (its lines are up to about 2.5 times their frames).
         var pushBytes = 256 << 10
         /// The spool's write size and segment file size.
         var flushBytes = 256 << 10
@@ -54,6 +59,8 @@ struct EventLog {
         let topics: UInt8
         /// The cursor of the next event to look at for it.
         var next: Int64
+        /// It takes frames (`subscribe {"encoding":"binary"}`), not JSON lines.
+        let binary: Bool
         /// How close to eviction it started (`risk` of a `since` replay's backlog): a resubscription
         /// from an overflow's `resume` starts as far behind as it overflowed, and must be let
         /// catch up (`overflowRisk`).
@@ -88,6 +95,10 @@ struct EventLog {
     /// commits soon (and batches what is appended meanwhile).
     var requestCommit: (@Sendable () -> Void)?
     private var commitRequested = false
+    /// While `feedAll` runs: each batch made, by where it started, the topics and the encoding it
+    /// was made for, with the cursor after it (subscribers alike share it, made once).
+    private var shared: [SharedKey: (bytes: [UInt8], next: Int64)]?
+    private struct SharedKey: Hashable { var from: Int64; var topics: UInt8; var binary: Bool }
 
     /// The newest event subscribers may be sent.
     private var visible: Int64 { durable ?? latest }
@@ -135,21 +146,23 @@ struct EventLog {
     /// Appends an event whose fields `writeFields` writes as JSON members, each preceded by a comma.
     mutating func append(_ name: String, topic: Topic, writeFields: (inout [UInt8]) -> Void) {
         let cursor = latest + 1
-        record(topic) { line in
-            line.append(contentsOf: #"{"event":"#.utf8)
-            JSON.string(name).write(into: &line)
-            line.append(contentsOf: #","cursor":"#.utf8)
-            JSON.writeDecimal(UInt64(cursor), into: &line)
-            writeFields(&line)
-            line.append(UInt8(ascii: "}"))
-            line.append(0x0A)
+        record(topic) { spool in
+            EventFrame.writeJSON(into: &spool) { line in
+                line.append(contentsOf: #"{"event":"#.utf8)
+                JSON.string(name).write(into: &line)
+                line.append(contentsOf: #","cursor":"#.utf8)
+                JSON.writeDecimal(UInt64(cursor), into: &line)
+                writeFields(&line)
+                line.append(UInt8(ascii: "}"))
+                line.append(0x0A)
+            }
         }
     }
 
-    /// Appends a `message` event (the hot path): its line is written once, straight into the spool.
+    /// Appends a `message` event (the hot path): its frame is written once, straight into the spool.
     mutating func appendMessage(_ m: WireMessage, reliable: Bool) {
         let cursor = latest + 1
-        record(.messages) { MessageEvent.write(m, reliable: reliable, cursor: cursor, into: &$0) }
+        record(.messages) { MessageEvent.writeFrame(m, reliable: reliable, cursor: cursor, into: &$0) }
     }
 
     private mutating func record(_ topic: Topic, _ write: (inout [UInt8]) -> Void) {
@@ -173,17 +186,23 @@ struct EventLog {
     /// Turns durability on: events are shown once committed (`markDurable`).
     mutating func makeDurable() { durable = latest }
 
-    /// The events appended since the last commit, with their topics and lines (still retained).
-    func uncommitted() -> [NodeStateStore.StoredEvent] {
-        guard let durable, durable < latest else { return [] }
-        var out: [NodeStateStore.StoredEvent] = []
-        out.reserveCapacity(Int(latest - durable))
-        for cursor in max(durable &+ 1, first)...latest {
-            var line: [UInt8] = []
-            guard spool.read(offset(cursor)..<offset(cursor &+ 1), into: &line) else { continue }
-            out.append(.init(cursor: cursor, topic: topicBit(cursor), line: line))
+    /// The events appended since the last commit (still retained), as one batch: each its topic
+    /// and its frame, consecutive. Nil when there are none.
+    func uncommitted() -> NodeStateStore.EventBatch? {
+        guard let durable, durable < latest else { return nil }
+        let from = max(durable &+ 1, first)
+        guard from <= latest else { return nil }
+        var data: [UInt8] = []
+        data.reserveCapacity(Int(offset(latest &+ 1) - offset(from)) + Int(latest - from) + 1)
+        var cursor = from
+        while cursor <= latest {
+            data.append(topicBit(cursor))
+            guard spool.read(offset(cursor)..<offset(cursor &+ 1), into: &data) else { break }
+            cursor += 1
         }
-        return out
+        // What the spool lost (a full disk) ends the batch: it stays consecutive.
+        if cursor <= latest { data.removeLast() }
+        return cursor > from ? NodeStateStore.EventBatch(first: from, last: cursor - 1, data: data) : nil
     }
 
     /// Every event through `cursor` is committed: subscribers are sent them.
@@ -209,7 +228,7 @@ struct EventLog {
         first = run.first?.cursor ?? last &+ 1
         for event in run {
             let offset = spool.end
-            spool.append { $0.append(contentsOf: event.line) }
+            spool.append { $0.append(contentsOf: event.frame) }
             index.append(UInt64(offset) << 8 | UInt64(event.topic))
         }
         latest = last
@@ -288,6 +307,8 @@ struct EventLog {
     }
 
     private mutating func feedAll() {
+        shared = subscribers.count > 1 ? [:] : nil
+        defer { shared = nil }
         var i = 0
         while i < subscribers.count {
             if feed(i) { i += 1 } else { subscribers.remove(at: i) }
@@ -308,9 +329,10 @@ struct EventLog {
         defer { subscribers[i].next = next }
         let visible = visible
         guard next <= visible else { return true }
+        let binary = subscribers[i].binary
         if overflows(subscribers[i]) {
             // Resumed from the oldest retained event when retention dropped its next already.
-            return overflow(connection, resume: max(next, first) - 1)
+            return overflow(connection, binary: binary, resume: max(next, first) - 1)
         }
         let mask = subscribers[i].topics
         while next <= visible {
@@ -322,24 +344,51 @@ struct EventLog {
                 connection.disarmRefill()
                 continue
             }
-            var lines: [UInt8] = []
-            // Runs of consecutive events of its topics, read in one piece each.
-            while next <= visible && lines.count < limits.pushBytes {
-                guard topicBit(next) & mask != 0 else { next += 1; continue }
-                let runStart = offset(next)
-                while next <= visible && topicBit(next) & mask != 0 && lines.count + Int(offset(next) - runStart) < limits.pushBytes { next += 1 }
-                guard spool.read(runStart..<offset(next), into: &lines) else {
+            let key = SharedKey(from: next, topics: mask, binary: binary)
+            let batch: [UInt8]
+            if let made = shared?[key] {
+                batch = made.bytes
+                next = made.next
+            } else {
+                guard let made = makeBatch(from: &next, topics: mask, binary: binary, through: visible) else {
                     // Unreadable retention: the subscriber is told to resume from here.
-                    return overflow(connection, resume: next - 1)
+                    return overflow(connection, binary: binary, resume: next - 1)
                 }
+                batch = made
+                shared?[key] = (made, next)
             }
-            if !lines.isEmpty { connection.outbox.push(lines, bytes: lines.count) }
+            if !batch.isEmpty { connection.outbox.push(batch, bytes: batch.count) }
         }
         return true
     }
 
-    /// Sends `overflow` naming `resume`, and holds `resume`; false (the subscriber is to be dropped).
-    private mutating func overflow(_ connection: ControlConnection, resume: Int64) -> Bool {
+    /// The next batch for a subscriber to `topics` whose next event is `next` (moved past it): up to
+    /// `pushBytes` of the spool's frames of its topics through `through`, as they are (binary) or
+    /// as JSON lines. Nil when the spool could not read them or they are not frames.
+    private func makeBatch(from next: inout Int64, topics mask: UInt8, binary: Bool, through visible: Int64) -> [UInt8]? {
+        var frames: [UInt8] = []
+        // Lines are up to about 2.5 times their frames (a body in base64 and as text): half the
+        // frames for them keeps a batch, and what a subscriber queues, near `pushBytes`.
+        let budget = binary ? limits.pushBytes : max(limits.pushBytes / 2, 1)
+        // Runs of consecutive events of its topics, read in one piece each.
+        while next <= visible && frames.count < budget {
+            guard topicBit(next) & mask != 0 else { next += 1; continue }
+            let runStart = offset(next)
+            while next <= visible && topicBit(next) & mask != 0 && frames.count + Int(offset(next) - runStart) < budget { next += 1 }
+            guard spool.read(runStart..<offset(next), into: &frames) else { return nil }
+        }
+        if binary { return frames }
+        // Room for the lines at once (a 256 B message's line is about 2.7 times its frame, a 16 KiB
+        // one's 2.3 times): queued batches hold no doubled capacity beyond the bytes they count.
+        var lines: [UInt8] = []
+        lines.reserveCapacity(frames.count * 3)
+        guard frames.withUnsafeBytes({ EventFrame.appendLines(of: $0, into: &lines) }) else { return nil }
+        return lines
+    }
+
+    /// Sends `overflow` naming `resume` (a line, or a `json` frame to a binary subscriber), and
+    /// holds `resume`; false (the subscriber is to be dropped).
+    private mutating func overflow(_ connection: ControlConnection, binary: Bool, resume: Int64) -> Bool {
         overflows += 1
         if resume >= first - 1 {
             if held.count >= limits.heldLimit, let oldest = held.indices.min(by: { held[$0] < held[$1] }) { held.remove(at: oldest) }
@@ -348,20 +397,23 @@ struct EventLog {
         var overflow: [UInt8] = []
         JSON.object(["event": "overflow", "cursor": .int(latest), "resume": .int(resume)]).write(into: &overflow)
         overflow.append(0x0A)
+        if binary { overflow = EventFrame.wrap(line: overflow) }
         connection.outbox.push(overflow, bytes: overflow.count)
         return false
     }
 
     /// Registers `connection` for `topics` from the event after `since` (the oldest retained when
-    /// `since` is older; only new events without `since`), and queues what it has missed.
-    mutating func subscribe(_ connection: ControlConnection, topics: Set<Topic>, since: Int64?) {
+    /// `since` is older; only new events without `since`), and queues what it has missed: as
+    /// frames when `binary`, else as JSON lines.
+    mutating func subscribe(_ connection: ControlConnection, topics: Set<Topic>, since: Int64?, binary: Bool = false) {
         subscribers.removeAll { $0.connection === connection }
         // A replay from a held resume or older takes over what was held for it.
         let holds = since.map { since in held.contains { $0 >= since } } ?? false
         if let since { held.removeAll { $0 >= since } }
         // `since` is the client's number, any Int64: no `+ 1` on it unless it is below `latest`.
         let next = since.map { $0 >= latest ? latest + 1 : max($0 + 1, first) } ?? latest + 1
-        subscribers.append(Subscriber(connection: connection, topics: topics.reduce(0) { $0 | Self.bit($1) }, next: next, startRisk: risk(lag(next)), holds: holds))
+        subscribers.append(Subscriber(connection: connection, topics: topics.reduce(0) { $0 | Self.bit($1) }, next: next, binary: binary,
+                                      startRisk: risk(lag(next)), holds: holds))
         if !feed(subscribers.count - 1) { subscribers.removeLast() }
     }
 

@@ -21,7 +21,7 @@ extension Node {
                 bytes.reserveCapacity(96)
                 JSON.object(reply).write(into: &bytes)
                 bytes.append(0x0A)
-                connection.outbox.push(bytes, bytes: bytes.count, wake: false)
+                connection.queueReply(bytes, wake: false)
             }
         }
     }
@@ -55,13 +55,17 @@ extension Node {
             let m = try await self.send(SendRequest(body: send.body, envelope: send.envelope, to: send.to?.compactMap(MemberID.init), reliable: send.reliable))
             let seq = core.applicationSeqs.view(m).seq
             return ControlReply.ok(id: id, ["msg": .string(m.id), "seq": seq == 0 ? .null : .int(Int64(clamping: seq))])
-        case let .subscribe(topics, since):
+        case let .subscribe(topics, since, encoding):
+            // The reply in the connection's encoding so far; what follows it in the one asked for.
             var reply: [UInt8] = []
-            JSON.object(ControlReply.ok(id: id, ["cursor": .int(events.latest)])).write(into: &reply)
+            // `encoding` in the reply only when binary: a client sees the node took it (JSON lines stay as they were).
+            JSON.object(ControlReply.ok(id: id, encoding == .binary ? ["cursor": .int(events.latest), "encoding": .string(encoding.rawValue)]
+                                                                    : ["cursor": .int(events.latest)])).write(into: &reply)
             reply.append(0x0A)
-            connection.outbox.push(reply, bytes: reply.count)
+            connection.queueReply(reply)
+            connection.setFramed(encoding == .binary)
             connection.setRefill { [weak self] connection in Task { await self?.feedSubscriber(connection) } }
-            events.subscribe(connection, topics: topics, since: since)
+            events.subscribe(connection, topics: topics, since: since, binary: encoding == .binary)
             return nil
         case .stats: return ControlReply.ok(id: id, stats())
         case .activityGet: return ControlReply.ok(id: id, activityFields())
@@ -93,7 +97,7 @@ extension Node {
             var reply: [UInt8] = []
             JSON.object(ControlReply.ok(id: id, ["handed_off": .int(Int64(handedOff))])).write(into: &reply)
             reply.append(0x0A)
-            connection.outbox.push(reply, bytes: reply.count)
+            connection.queueReply(reply)
             await leave()
             return nil
         }

@@ -1,22 +1,65 @@
 import Foundation
 import GRDB
 import Synchronization
+import HuddleControl
 import HuddleCore
 
 /// The node's state in its data directory (CONTROL.md, Restart): one SQLite database
 /// (`state.sqlite`, WAL) holding the resume point, the retained event log and this member's
 /// stored broadcasts, written in transactions, so a crash at any instant leaves the state of the
-/// last commit whole (SQLite's journal, with its checksummed frames, cuts a torn tail). Chunks
-/// stay files (`ChunkStore`). The directory is locked (`flock` on `lock`) while a node runs on it.
+/// last commit whole (SQLite's journal, with its checksummed frames, cuts a torn tail). Events are
+/// written a commit's batch at a time (`EventBatch`: one record, however many events; a group
+/// commit), never one record per event. Chunks stay files (`ChunkStore`). The directory is locked
+/// (`flock` on `lock`) while a node runs on it.
 ///
 /// Durability: `synchronous=NORMAL` — a commit survives the process being killed at any instant;
 /// a power loss can lose the last commits, never the database's consistency.
 final class NodeStateStore: Sendable {
-    /// One retained event: its cursor, its topic bit (`EventLog.bit`) and its line.
+    /// One retained event: its cursor, its topic bit (`EventLog.bit`) and its frame (`EventFrame`).
     struct StoredEvent: Sendable {
         var cursor: Int64
         var topic: UInt8
-        var line: [UInt8]
+        var frame: [UInt8]
+    }
+
+    /// Consecutive events `first...last`, written as one record: `data` holds each event's topic
+    /// byte and then its frame (`EventFrame`, which says its own length), in cursor order.
+    struct EventBatch: Sendable {
+        var first: Int64
+        var last: Int64
+        var data: [UInt8]
+
+        /// `events` (consecutive, at least one) as one batch.
+        init(_ events: [StoredEvent]) {
+            first = events.first?.cursor ?? 1
+            last = events.last?.cursor ?? 0
+            data = events.flatMap { [$0.topic] + $0.frame }
+        }
+
+        init(first: Int64, last: Int64, data: [UInt8]) {
+            self.first = first
+            self.last = last
+            self.data = data
+        }
+
+        /// Its events; nil when `data` does not hold exactly `first...last` as topic and frame each.
+        func events() -> [StoredEvent]? {
+            // Cursors from the state file (checksummed, but any Int64): no arithmetic that can trap.
+            guard first >= 0, first <= last, last - first < Int64(data.count) else { return nil }
+            let span = last - first
+            var out: [StoredEvent] = []
+            let ok = data.withUnsafeBytes { bytes -> Bool in
+                var at = 0, n: Int64 = 0
+                while at < bytes.count {
+                    guard n <= span, let length = EventFrame.frameLength(bytes, at: at + 1), length <= bytes.count - at - 1 else { return false }
+                    out.append(StoredEvent(cursor: first + n, topic: bytes[at], frame: Array(bytes[(at + 1)..<(at + 1 + length)])))
+                    at += 1 + length
+                    n += 1
+                }
+                return n == span + 1
+            }
+            return ok ? out : nil
+        }
     }
 
     /// What a previous run left.
@@ -102,6 +145,10 @@ final class NodeStateStore: Sendable {
                 CREATE TABLE own(seq INTEGER PRIMARY KEY, message BLOB NOT NULL, sum INTEGER NOT NULL);
                 """)
         }
+        // Events a commit's batch to a record (`EventBatch`); `events` keeps the lines of a v1 run.
+        migrator.registerMigration("v2") { db in
+            try db.execute(sql: "CREATE TABLE event_batches(first INTEGER PRIMARY KEY, last INTEGER NOT NULL, data BLOB NOT NULL, sum INTEGER NOT NULL)")
+        }
         try migrator.migrate(queue)
         return queue
     }
@@ -131,6 +178,13 @@ final class NodeStateStore: Sendable {
                 while let row = try events.next() {
                     let cursor: Int64 = row[0], topic: Int64 = row[1], line: Data = row[2]
                     guard sum(cursor, topic, Array(line)) == row[3] as Int64 else { return "event \(cursor) fails its checksum" }
+                }
+                let batches = try Row.fetchCursor(db, sql: "SELECT first, last, data, sum FROM event_batches")
+                while let row = try batches.next() {
+                    let first: Int64 = row[0], last: Int64 = row[1], data: Data = row[2]
+                    let batch = EventBatch(first: first, last: last, data: Array(data))
+                    guard batchSum(first, last, batch.data) == row[3] as Int64 else { return "events \(first)...\(last) fail their checksum" }
+                    guard batch.events() != nil else { return "events \(first)...\(last) are not readable" }
                 }
                 for row in try Row.fetchAll(db, sql: "SELECT seq, message, sum FROM own") {
                     let seq: Int64 = row[0], bytes: Data = row[1]
@@ -187,10 +241,19 @@ final class NodeStateStore: Sendable {
                 let cursorText = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'cursor'").map { String(decoding: $0, as: UTF8.self) }
                 let lastCursor = cursorText.flatMap { Int64($0) } ?? 0
                 var events: [StoredEvent] = []
+                // A v1 run's lines first (each a `json` frame now), then the batches.
                 let rows = try Row.fetchCursor(db, sql: "SELECT cursor, topic, line FROM events ORDER BY cursor")
                 while let row = try rows.next() {
                     let line: Data = row[2]
-                    events.append(StoredEvent(cursor: row[0], topic: UInt8(truncatingIfNeeded: row[1] as Int64), line: Array(line)))
+                    events.append(StoredEvent(cursor: row[0], topic: UInt8(truncatingIfNeeded: row[1] as Int64), frame: EventFrame.wrap(line: Array(line))))
+                }
+                let batches = try Row.fetchCursor(db, sql: "SELECT first, last, data FROM event_batches ORDER BY first")
+                while let row = try batches.next() {
+                    let data: Data = row[2]
+                    guard let batch = EventBatch(first: row[0], last: row[1], data: Array(data)).events() else {
+                        throw NodeError("events \(row[0] as Int64)...\(row[1] as Int64) are not readable")
+                    }
+                    events += batch.filter { $0.cursor > (events.last?.cursor ?? Int64.min) }
                 }
                 var own: [SignedMessage] = []
                 for bytes in try Data.fetchAll(db, sql: "SELECT message FROM own ORDER BY seq") { own.append(try SignedMessage.decode(Array(bytes))) }
@@ -231,10 +294,11 @@ final class NodeStateStore: Sendable {
         }
     }
 
-    /// Writes one commit: the events appended since the last one, retention's new start, the
-    /// resume point, this member's broadcasts from `ownFrom` on (those below it are dropped), and
-    /// the parts of `point` named in `parts` (those that changed; the stored ones of the others stand).
-    func commit(events: [StoredEvent], firstRetained: Int64, lastCursor: Int64, point: ResumePoint, own: [SignedMessage], ownFrom: UInt64,
+    /// Writes one commit: the events appended since the last one (one record), retention's new
+    /// start, the resume point, this member's broadcasts from `ownFrom` on (those below it are
+    /// dropped), and the parts of `point` named in `parts` (those that changed; the stored ones of
+    /// the others stand).
+    func commit(events: EventBatch?, firstRetained: Int64, lastCursor: Int64, point: ResumePoint, own: [SignedMessage], ownFrom: UInt64,
                 parts: Set<Part>) throws {
         try queue.write { db in
             for part in Part.allCases where parts.contains(part) {
@@ -242,10 +306,12 @@ final class NodeStateStore: Sendable {
                 try db.execute(sql: "INSERT OR REPLACE INTO meta(key, value, sum) VALUES (?, ?, ?)",
                                arguments: [part.rawValue, Data(bytes), Self.sum(part.rawValue, bytes)])
             }
-            let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO events(cursor, topic, line, sum) VALUES (?, ?, ?, ?)")
-            for event in events {
-                try insert.execute(arguments: [event.cursor, Int64(event.topic), Data(event.line), Self.sum(event.cursor, Int64(event.topic), event.line)])
+            if let events {
+                try db.execute(sql: "INSERT OR REPLACE INTO event_batches(first, last, data, sum) VALUES (?, ?, ?, ?)",
+                               arguments: [events.first, events.last, Data(events.data), Self.batchSum(events.first, events.last, events.data)])
             }
+            // A batch goes once retention passed its last event (the load skips the older ones of the first).
+            try db.execute(sql: "DELETE FROM event_batches WHERE last < ?", arguments: [firstRetained])
             try db.execute(sql: "DELETE FROM events WHERE cursor < ?", arguments: [firstRetained])
             let ownInsert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO own(seq, message, sum) VALUES (?, ?, ?)")
             for signed in own {
@@ -269,8 +335,8 @@ final class NodeStateStore: Sendable {
         return Int64(bitPattern: hash)
     }
 
-    /// A numbered record's checksum (an event: cursor and topic; a stored message: seq and 0),
-    /// with no string made per record (one per event on the hot path).
+    /// A numbered record's checksum (a v1 event: cursor and topic; a batch of events: its first
+    /// and last cursor; a stored message: seq and 0), with no string made per record.
     static func sum(_ a: Int64, _ b: Int64, _ bytes: [UInt8]) -> Int64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for shift in stride(from: 0, to: 128, by: 8) {
@@ -278,6 +344,23 @@ final class NodeStateStore: Sendable {
             hash = (hash ^ (word >> UInt64(shift % 64) & 0xff)) &* 0x100_0000_01b3
         }
         for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return Int64(bitPattern: hash)
+    }
+
+    /// A batch of events' checksum (`EventBatch`): FNV-1a's step over its first and last cursor and
+    /// then its bytes 8 at a time (the rest one by one). Each step is a bijection of the hash, so a
+    /// changed byte changes it, as with `sum`; 8 times fewer steps than `sum`'s over every event
+    /// the node commits (`sum` was 4–7 % of the nodes' CPU in the throughput rows, perf).
+    static func batchSum(_ first: Int64, _ last: Int64, _ bytes: [UInt8]) -> Int64 {
+        let prime: UInt64 = 0x100_0000_01b3
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        hash = (hash ^ UInt64(bitPattern: first)) &* prime
+        hash = (hash ^ UInt64(bitPattern: last)) &* prime
+        bytes.withUnsafeBytes { raw in
+            let words = raw.count / 8
+            for i in 0..<words { hash = (hash ^ raw.loadUnaligned(fromByteOffset: i * 8, as: UInt64.self)) &* prime }
+            for i in (words * 8)..<raw.count { hash = (hash ^ UInt64(raw[i])) &* prime }
+        }
         return Int64(bitPattern: hash)
     }
 
@@ -291,7 +374,7 @@ final class NodeStateStore: Sendable {
     /// Empties the state (a new member starts here: nothing of a member that left may remain).
     func reset() throws(NodeError) {
         do {
-            try queue.write { db in try db.execute(sql: "DELETE FROM meta; DELETE FROM events; DELETE FROM own;") }
+            try queue.write { db in try db.execute(sql: "DELETE FROM meta; DELETE FROM events; DELETE FROM event_batches; DELETE FROM own;") }
         } catch {
             throw NodeError("cannot reset the node state in \(directory): \(error)")
         }
