@@ -20,10 +20,10 @@ private let lowAddr = "198.51.100.1:7400", highAddr = "198.51.100.3:7400"
     var low = HolePunch(local: m(1)), high = HolePunch(local: m(3))
     let relayedAtLow = [m(3): [highAddr, "203.0.113.9:7400", "203.0.113.10:7400"]]
     #expect(low.tick(relayed: relayedAtLow, own: [lowAddr], now: 0) == [.send(m(3), attempt: 1, step: .connect)])
-    #expect(high.receive(.connect, attempt: 1, from: m(1), peerAddresses: [lowAddr], now: 0.125) == [.send(m(1), attempt: 1, step: .reply)])
+    #expect(high.receive(.connect, attempt: 1, from: m(1), peerAddresses: [lowAddr], own: [highAddr], now: 0.125) == [.send(m(1), attempt: 1, step: .reply)])
     // The reply came back 0.5 s after the connect left: the sync takes about 0.25 s to arrive.
-    #expect(low.receive(.reply, attempt: 1, from: m(3), peerAddresses: [highAddr], now: 0.5) == [.send(m(3), attempt: 1, step: .sync)])
-    #expect(high.receive(.sync, attempt: 1, from: m(1), peerAddresses: [lowAddr], now: 0.75) == [.dial(m(1), addrs: [lowAddr], initiator: false)])
+    #expect(low.receive(.reply, attempt: 1, from: m(3), peerAddresses: [highAddr], own: [lowAddr], now: 0.5) == [.send(m(3), attempt: 1, step: .sync)])
+    #expect(high.receive(.sync, attempt: 1, from: m(1), peerAddresses: [lowAddr], own: [highAddr], now: 0.75) == [.dial(m(1), addrs: [lowAddr], initiator: false)])
     #expect(low.nextDeadline == 0.75)
     #expect(low.tick(relayed: relayedAtLow, own: [lowAddr], now: 0.7).isEmpty)
     #expect(low.tick(relayed: relayedAtLow, own: [lowAddr], now: 0.75) == [.dial(m(3), addrs: [highAddr, "203.0.113.9:7400"], initiator: true)],
@@ -65,15 +65,25 @@ private let lowAddr = "198.51.100.1:7400", highAddr = "198.51.100.3:7400"
 
 @Test func punchStepsOutOfTurnOrOverALinkThatIsNotRelayedAreRefusedAndCounted() {
     var high = HolePunch(local: m(3)), low = HolePunch(local: m(1))
-    #expect(high.receive(.connect, attempt: 1, from: m(1), peerAddresses: nil, now: 0).isEmpty, "the link is direct or gone")
-    #expect(low.receive(.connect, attempt: 1, from: m(3), peerAddresses: [highAddr], now: 0).isEmpty, "the higher id does not start")
-    #expect(high.receive(.sync, attempt: 1, from: m(1), peerAddresses: [lowAddr], now: 0).isEmpty, "a sync without its connect")
-    #expect(low.receive(.reply, attempt: 1, from: m(3), peerAddresses: [highAddr], now: 0).isEmpty, "a reply to nothing asked")
-    #expect(high.receive(.connect, attempt: 2, from: m(1), peerAddresses: [lowAddr], now: 1).count == 1)
-    #expect(high.receive(.connect, attempt: 2, from: m(1), peerAddresses: [lowAddr], now: 5).isEmpty, "the same attempt again")
-    #expect(high.receive(.connect, attempt: 3, from: m(1), peerAddresses: [lowAddr], now: 1.1).isEmpty, "too soon after the last answer")
-    #expect(high.receive(.sync, attempt: 1, from: m(1), peerAddresses: [lowAddr], now: 5).isEmpty, "a sync of another attempt")
+    #expect(high.receive(.connect, attempt: 1, from: m(1), peerAddresses: nil, own: [highAddr], now: 0).isEmpty, "the link is direct or gone")
+    #expect(low.receive(.connect, attempt: 1, from: m(3), peerAddresses: [highAddr], own: [lowAddr], now: 0).isEmpty, "the higher id does not start")
+    #expect(high.receive(.sync, attempt: 1, from: m(1), peerAddresses: [lowAddr], own: [highAddr], now: 0).isEmpty, "a sync without its connect")
+    #expect(low.receive(.reply, attempt: 1, from: m(3), peerAddresses: [highAddr], own: [lowAddr], now: 0).isEmpty, "a reply to nothing asked")
+    #expect(high.receive(.connect, attempt: 2, from: m(1), peerAddresses: [lowAddr], own: [highAddr], now: 1).count == 1)
+    #expect(high.receive(.connect, attempt: 2, from: m(1), peerAddresses: [lowAddr], own: [highAddr], now: 5).isEmpty, "the same attempt again")
+    #expect(high.receive(.connect, attempt: 3, from: m(1), peerAddresses: [lowAddr], own: [highAddr], now: 1.1).isEmpty, "too soon after the last answer")
+    #expect(high.receive(.sync, attempt: 1, from: m(1), peerAddresses: [lowAddr], own: [highAddr], now: 5).isEmpty, "a sync of another attempt")
     #expect(high.refused + low.refused == 7 && high.attempts == 0 && low.attempts == 0)
+}
+
+/// An end whose own record offers no reach address (a `hard` NAT, a public member, no verdict yet)
+/// answers no `connect`: a hostile lower-id member on a relayed link cannot make it dial the
+/// addresses that member signed (the pair would not have been tried from this end either).
+@Test func anEndThatOffersNoAddressAnswersNoConnectAndDialsNothing() {
+    var high = HolePunch(local: m(3))
+    #expect(high.receive(.connect, attempt: 1, from: m(1), peerAddresses: [lowAddr], own: [], now: 0).isEmpty)
+    #expect(high.receive(.sync, attempt: 1, from: m(1), peerAddresses: [lowAddr], own: [], now: 0.1).isEmpty, "no sync is taken for an unanswered connect")
+    #expect(high.attempts == 0)
 }
 
 @Test func aFloodOfPunchRequestsMakesAtMostTheBudgetOfDialsAndOnlyToTheSignedAddresses() {
@@ -83,8 +93,8 @@ private let lowAddr = "198.51.100.1:7400", highAddr = "198.51.100.3:7400"
     for i in 0..<200 {
         let now = Double(i)
         let attempt = UInt32(i + 1)
-        for action in high.receive(.connect, attempt: attempt, from: m(1), peerAddresses: signed, now: now)
-            + high.receive(.sync, attempt: attempt, from: m(1), peerAddresses: signed, now: now + 0.1) {
+        for action in high.receive(.connect, attempt: attempt, from: m(1), peerAddresses: signed, own: [highAddr], now: now)
+            + high.receive(.sync, attempt: attempt, from: m(1), peerAddresses: signed, own: [highAddr], now: now + 0.1) {
             if case let .dial(_, addrs, _) = action { dials.append(addrs) }
         }
     }

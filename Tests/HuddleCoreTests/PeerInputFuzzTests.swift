@@ -259,8 +259,8 @@ private struct Cores {
             routes.closed(other, via: peer, now: now)
         // Both ends' rules: the step as it came (relayed, then not), and the starter's tick after it.
         case let .punch(attempt, step):
-            _ = punch.receive(step, attempt: attempt, from: peer, peerAddresses: [testAddr("p")], now: now)
-            _ = punch.receive(step, attempt: attempt, from: peer, peerAddresses: nil, now: now)
+            _ = punch.receive(step, attempt: attempt, from: peer, peerAddresses: [testAddr("p")], own: [testAddr("q")], now: now)
+            _ = punch.receive(step, attempt: attempt, from: peer, peerAddresses: nil, own: [], now: now)
             _ = punch.tick(relayed: [peer: [testAddr("p")]], own: [testAddr("h")], now: now)
         }
     }

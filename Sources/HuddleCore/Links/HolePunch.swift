@@ -161,8 +161,10 @@ public struct HolePunch: Sendable {
     }
 
     /// `punch(attempt, step)` from `peer`. `peerAddresses`: its signed record's reach addresses
-    /// while its link is relayed, nil when it is not (nothing is punched then).
-    public mutating func receive(_ step: Step, attempt: UInt32, from peer: MemberID, peerAddresses: [String]?, now: Double) -> [Action] {
+    /// while its link is relayed, nil when it is not (nothing is punched then); `own`: this
+    /// member's record's reach addresses (none: its NAT is `hard` or unknown, or it has none, and
+    /// it answers no `connect` — a pair is tried only when both ends offer an address).
+    public mutating func receive(_ step: Step, attempt: UInt32, from peer: MemberID, peerAddresses: [String]?, own: [String], now: Double) -> [Action] {
         guard peer != local, let peerAddresses else { return refuse() }
         let candidates = Array(peerAddresses.prefix(settings.candidates))
         var p = pairs[peer] ?? fresh(now)
@@ -172,8 +174,9 @@ public struct HolePunch: Sendable {
             guard !starts(with: peer), attempt > p.lastAttempt, now - p.answeredAt >= settings.answerInterval else { return refuse() }
             p.lastAttempt = attempt
             p.answeredAt = now
-            // Nothing to dial (its record offers no address here yet): no answer, the attempt times out.
-            guard !candidates.isEmpty else { return [] }
+            // Nothing to dial (its record offers no address here yet), or this end offers none (a
+            // `hard` NAT's mapping serves one destination): no answer, the attempt times out.
+            guard !candidates.isEmpty, !own.isEmpty else { return [] }
             p.answered = attempt
             return [.send(peer, attempt: attempt, step: .reply)]
         case .reply:

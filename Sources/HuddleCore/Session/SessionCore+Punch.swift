@@ -26,7 +26,7 @@ extension SessionCore {
     /// A `punch` step from `peer`.
     mutating func receivePunch(_ step: HolePunch.Step, attempt: UInt32, from peer: MemberID, now: Double) -> [SessionEffect] {
         let addresses = relayedLinks[peer] != nil && isLive(peer) ? swim.members[peer]?.reach ?? [] : nil
-        return punch.receive(step, attempt: attempt, from: peer, peerAddresses: addresses, now: now).map(Self.effect)
+        return punch.receive(step, attempt: attempt, from: peer, peerAddresses: addresses, own: swim.local.reach, now: now).map(Self.effect)
     }
 
     private static func effect(_ action: HolePunch.Action) -> SessionEffect {

@@ -70,7 +70,9 @@ extension SessionCore {
 
     /// A linked peer's report of where it sees this member's traffic come from.
     mutating func receiveObserved(link: String, datagram: String, from peer: MemberID, now: Double) -> [SessionEffect] {
-        guard swim.members[peer] != nil else { return [] }
+        // A relayed link's peer sees this member's traffic only through the relay: what it says it
+        // observed is not an observation (and a hostile one could pick the address others dial).
+        guard swim.members[peer] != nil, relayedLinks[peer] == nil else { return [] }
         let said = [link, datagram].filter { !$0.isEmpty }
         guard said.allSatisfy(HostPort.isNumeric) else { return refuse(.hostnameAddress) }
         reach.receive(from: peer, link: link.isEmpty ? nil : link, datagram: datagram.isEmpty ? nil : datagram, now: now)

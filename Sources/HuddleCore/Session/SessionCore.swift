@@ -391,8 +391,11 @@ public struct SessionCore: Sendable {
     }
 
     /// The link to `peer` closed. `settled`: it had been up long enough that its loss says
-    /// something about the peer (membership then checks it at once).
+    /// something about the peer (membership then checks it at once). A relayed link that closes
+    /// while a hole punch with that peer is out says nothing: the peer's end may have moved to the
+    /// punched direct link and closed the circuit before that link reached this end.
     public mutating func linkDown(_ peer: MemberID, settled: Bool, now: Double) -> [SessionEffect] {
+        let settled = settled && !(relayedLinks[peer] != nil && punch.inProgress(peer))
         catchUpFrom.remove(peer)
         digestSentTo.remove(peer)
         activitySentTo[peer] = nil

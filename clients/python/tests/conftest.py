@@ -252,7 +252,9 @@ def take(stream: EventStream, kind: type[E], want: Callable[[E], bool], count: i
 
 
 OVERFLOW_COUNT = 7000
-OVERFLOW_SIZE = 3500
+OVERFLOW_SIZE = 6500
 """A flood that overflows a subscriber reading nothing: the node drops one that lags by more than
-half of its retention (5,000 events and 32 MiB, CONTROL.md retains 10,000 and 64 MiB), and some
-700 of these 7.5 KiB event lines fit in the socket buffers and the node's window first."""
+half of its retention (5,000 events and 32 MiB, CONTROL.md retains 10,000 and 64 MiB). Retention
+counts the events as the node keeps them (frames: a message's body once, raw; about 6.6 KB each
+here, 46 MB in all), not as JSON lines (about 2.3 times that, text and base64 body), and some
+hundreds of the lines fit in the socket buffers and the node's window first."""
