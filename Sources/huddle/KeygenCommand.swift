@@ -36,6 +36,10 @@ struct KeygenCommand: AsyncParsableCommand {
     /// A node key given as 64 hex digits, or the public key of an identity file.
     static func nodeKey(_ text: String) throws -> [UInt8] {
         if text.utf8.count == 64, let key = bytesFromHex(text), key.count == 32 { return key }
+        // Hex digits only, of another length: a mistyped node key, not a file to make an identity in.
+        if !text.isEmpty, text.allSatisfy(\.isHexDigit) {
+            throw ValidationError("--admin \(text): a node key is 64 hex digits (this has \(text.count)); or give an identity file's path")
+        }
         return try Identity.loadOrCreate(path: text).publicKey
     }
 }

@@ -106,6 +106,37 @@ import Testing
         #expect(g.members[2].receive(late, now: now + 20) == .refused(.epochNotAdmin))
     }
 
+    /// Admins 0, 1 and 2. Admin 0 drops 1 from the admins while 1, still an admin of epoch 0,
+    /// removes 0 in a sibling (its hash ground lower). Before, 1's sibling won at every member, in
+    /// any order: both were excluded (each maker is removed or demoted by the other), but only 0's
+    /// "undid" something (it hands 0 a key), so 1 stayed admin and 0 was removed. Now keeping a
+    /// demoted admin counts as undoing like handing a removed key does, and the demotion on the
+    /// losing branch is made again on the head: 0 stays removed, 1 is no admin, 2 is.
+    @Test func aDemotedAdminCannotOutrunItsDemotionByRemovingItsDemoter() throws {
+        var g = EpochGroup(4, seed: 35, admins: [0, 1, 2])
+        let all = [g.node(0), g.node(1), g.node(2)]
+        let demote = try g.members[0].changeAdmins(to: [g.node(0), g.node(2)], members: g.nodes, now: 1, using: &g.rng)
+        var lower: EpochChange?
+        for _ in 0..<64 {
+            let removal = try Self.forged(&g, by: 1, admins: all, removed: [g.node(0)], madeAt: 1_000)
+            if bytesPrecede(removal.hash, demote.hash) { lower = removal; break }
+        }
+        let removal = try #require(lower)
+        g.deliver([removal], to: [1, 2, 3], now: 1)
+        g.deliver([demote], to: [1, 2, 3], now: 1)
+        let now = g.converge(among: [1, 2, 3], now: 3)
+        for i in 1...3 {
+            #expect(g.members[i].removedNodes[g.node(0)] != nil, "member \(i): 0 stays removed")
+            #expect(!g.members[i].admins.contains(g.node(1)), "member \(i): 1 is no admin (admins \(g.members[i].admins.count))")
+            #expect(g.members[i].admins.contains(g.node(2)))
+            #expect(g.members[i].pendingDemotions.isEmpty)
+        }
+        #expect(g.members[1].head == g.members[2].head && g.members[2].head == g.members[3].head)
+        let late = try Self.forged(&g, by: 1, epoch: g.members[2].epoch + 1, parent: g.members[2].head, admins: all,
+                                   madeAt: UInt64(now * 1000) + 10_000)
+        #expect(g.members[2].receive(late, now: now + 20) == .refused(.epochNotAdmin))
+    }
+
     /// An admin removed from the session (by another admin) cannot change the admins: on top of its
     /// removal its change is refused; as a sibling of its removal it is excluded.
     @Test func aRemovedAdminsAdminChangeNeverCounts() throws {

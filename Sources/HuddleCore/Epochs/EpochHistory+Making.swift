@@ -47,7 +47,18 @@ extension EpochHistory {
         return removedNodes.keys.filter { roster.contains($0) && !removedOnChain.contains($0) }.sorted(by: bytesPrecede)
     }
 
-    /// When this member should re-issue the pending removals: now when it is the member designated
+    /// Admins demoted somewhere (a losing branch) but not on the winning branch, that are still in
+    /// the head's admin set: the next change made on the head drops them (a re-issue is due).
+    public var pendingDemotions: [[UInt8]] { pendingDemotions(at: head) }
+
+    /// Node keys demoted somewhere but not on the way to `hash`, that are in `hash`'s admin set.
+    func pendingDemotions(at hash: [UInt8]) -> [[UInt8]] {
+        guard let admins = entries[hash]?.admins, !admins.isEmpty else { return [] }
+        let onChain = ancestryDemotions(of: hash)
+        return demotedNodes.filter { admins.contains($0) && !onChain.contains($0) }.sorted(by: bytesPrecede)
+    }
+
+    /// When this member should re-issue the pending removals (and demotions): now when it is the member designated
     /// to, `reissueDelay` after they were found otherwise; nil when there is nothing to re-issue or
     /// this member may not (it does not hold the current key by the roster, or is not an admin when
     /// the session has admins). The session core wakes at this time.
@@ -61,10 +72,13 @@ extension EpochHistory {
     /// made the pending removals, still on the head's roster and not removed (admins only when set);
     /// else the lowest such node key on the roster.
     var designatedReissuer: [UInt8]? {
-        let pending = Set(pendingRemovals)
-        guard !pending.isEmpty, let roster = entries[head]?.roster else { return nil }
-        let able = roster.filter { removedNodes[$0] == nil && mayMake($0, at: head) }
-        let makers = entries.values.filter { $0.removed.contains(where: pending.contains) }.compactMap(\.makerNode).filter(able.contains)
+        let pending = Set(pendingRemovals), demoted = Set(pendingDemotions)
+        guard !pending.isEmpty || !demoted.isEmpty, let roster = entries[head]?.roster else { return nil }
+        let able = roster.filter { removedNodes[$0] == nil && !demoted.contains($0) && mayMake($0, at: head) }
+        let makers = entries.values.filter { entry in
+            entry.removed.contains(where: pending.contains)
+                || entry.parent.flatMap { entries[$0] }.map { Set($0.admins).subtracting(entry.admins).contains(where: demoted.contains) } ?? false
+        }.compactMap(\.makerNode).filter(able.contains)
         return (makers.isEmpty ? Array(able) : makers).min(by: bytesPrecede)
     }
 
@@ -109,11 +123,20 @@ extension EpochHistory {
         do {
             change = try EpochChange.make(session: sessionID, epoch: baseEpoch &+ 1, parent: key.head, maker: local, identity: identity,
                                           madeAt: stamp.madeAt, removed: removed, cutoffs: Self.cutoffs(for: removed, from: origins),
-                                          roster: roster, admins: newAdmins ?? entries[base]?.admins ?? [], key: newKey, sealSeed: sealSeed)
+                                          roster: roster, admins: newAdmins ?? carriedAdmins(on: base), key: newKey, sealSeed: sealSeed)
         } catch { throw .cannotSeal }
         if let refusal = insert(change, hash: change.hash, now: now) { throw .refused(refusal) }
         settle(now: now)
         return change
+    }
+
+    /// The admin set a change on `base` carries unless it sets one: `base`'s, without the admins a
+    /// losing branch demoted (`pendingDemotions`) — unless that would leave none.
+    func carriedAdmins(on base: [UInt8]) -> [[UInt8]] {
+        let carried = entries[base]?.admins ?? []
+        let demoted = Set(pendingDemotions(at: base))
+        let kept = carried.filter { !demoted.contains($0) }
+        return kept.isEmpty ? carried : kept
     }
 
     /// The roster of an epoch on `base`: this member, `members`, and `base`'s roster entries seen within

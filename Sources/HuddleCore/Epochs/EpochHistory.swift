@@ -31,7 +31,11 @@ import HuddleCrypto
 //   - a child **undoes a removal** when its subtree hands a key (a roster names it) to a node key
 //     that a sibling's subtree removes and its own subtree does not: a removal, once made, is never
 //     outrun by a sibling of an older change, whoever signs the sibling (a puppet of the removed
-//     member on the old roster can sign one; its hash, ground low, used to win).
+//     member on the old roster can sign one; its hash, ground low, used to win); likewise when its
+//     subtree keeps as admin a node key that a sibling's subtree demotes (drops from the admin set)
+//     and its own does not (a demoted admin that removed its demoter in a sibling used to win at
+//     every member, being excluded without undoing anything). A demotion on a losing branch is
+//     re-issued on the head like a removal (`pendingDemotions`).
 //   The winning branch's tip is the **head**: the current epoch.
 // - **Equivocation.** Honest software makes at most one change per (parent, maker): a member makes a
 //   change only on its head, and its head moves to that change at once. Two by one maker on one
@@ -130,6 +134,8 @@ public struct EpochHistory: Sendable {
     public private(set) var chain: [[UInt8]] = []
     /// Every node key removed anywhere (kept changes, remembered removals), with who removed it.
     public private(set) var removedNodes: [[UInt8]: [UInt8]] = [:]
+    /// Every node key a kept change, on any branch, dropped from its parent's admin set.
+    public private(set) var demotedNodes: Set<[UInt8]> = []
     /// The keys this member holds, by head.
     var keys: [[UInt8]: SessionKey] = [:]
     /// When each epoch stopped being the head here (nil for the head).
@@ -344,11 +350,12 @@ public struct EpochHistory: Sendable {
     mutating func settle(now: Double) {
         chooseHead()
         collectRemovals()
+        collectDemotions()
         collectCutoffs()
         openKeys()
         for hash in entries.keys where hash != head && endedAt[hash] == nil { endedAt[hash] = now }
         endedAt[head] = nil
-        pendingSince = pendingRemovals.isEmpty ? nil : (pendingSince ?? now)
+        pendingSince = pendingRemovals.isEmpty && pendingDemotions.isEmpty ? nil : (pendingSince ?? now)
         if lockout == nil || current != nil { lockedOutAt = nil } else if lockedOutAt?.head != head { lockedOutAt = (head, now) }
         prune(now: now)
     }
@@ -371,6 +378,8 @@ public struct EpochHistory: Sendable {
         var handed: Set<[UInt8]> = []
         var removed: Set<[UInt8]> = []
         var demoted: Set<[UInt8]> = []
+        /// Every node key an admin set of the subtree's changes names.
+        var admins: Set<[UInt8]> = []
     }
 
     /// The winning child among siblings: the lowest of (excluded, undoes a removal, hash), as the
@@ -382,7 +391,10 @@ public struct EpochHistory: Sendable {
             let maker = entries[children[i]]?.makerNode ?? []
             let others = effects.indices.filter { $0 != i }
             let excluded = equivocators.contains(maker) || others.contains { effects[$0].removed.contains(maker) || effects[$0].demoted.contains(maker) }
-            let undoes = others.contains { j in effects[j].removed.contains { mine.handed.contains($0) && !mine.removed.contains($0) } }
+            let undoes = others.contains { j in
+                effects[j].removed.contains { mine.handed.contains($0) && !mine.removed.contains($0) }
+                    || effects[j].demoted.contains { mine.admins.contains($0) && !mine.demoted.contains($0) }
+            }
             return (excluded ? 2 : 0) + (undoes ? 1 : 0)
         }
         let ranks = children.indices.map(rank)
@@ -398,6 +410,7 @@ public struct EpochHistory: Sendable {
             guard let entry = entries[h] else { continue }
             out.handed.formUnion(entry.roster ?? [])
             out.removed.formUnion(entry.removed)
+            out.admins.formUnion(entry.admins)
             if let parent = entry.parent.flatMap({ entries[$0] }) { out.demoted.formUnion(Set(parent.admins).subtracting(entry.admins)) }
             stack += entry.children
         }
@@ -420,6 +433,27 @@ public struct EpochHistory: Sendable {
             for node in entry.removed where all[node] == nil || all[node] == [] { all[node] = entry.makerNode ?? [] }
         }
         removedNodes = all
+    }
+
+    /// `demotedNodes`: the node keys every kept change (any branch) dropped from its parent's admins.
+    mutating func collectDemotions() {
+        var all: Set<[UInt8]> = []
+        for entry in entries.values {
+            guard let parent = entry.parent.flatMap({ entries[$0] }) else { continue }
+            all.formUnion(Set(parent.admins).subtracting(entry.admins))
+        }
+        demotedNodes = all
+    }
+
+    /// The node keys some change on the way from the root to `hash` dropped from the admin set.
+    func ancestryDemotions(of hash: [UInt8]) -> Set<[UInt8]> {
+        var out: Set<[UInt8]> = []
+        var cursor: [UInt8]? = hash
+        while let h = cursor, let entry = entries[h] {
+            if let parent = entry.parent.flatMap({ entries[$0] }) { out.formUnion(Set(parent.admins).subtracting(entry.admins)) }
+            cursor = entry.parent
+        }
+        return out
     }
 
     /// Opens this member's key of every epoch on the winning branch that it does not hold yet.
