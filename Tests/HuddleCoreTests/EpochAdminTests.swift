@@ -45,6 +45,10 @@ import Testing
         // The admin cannot leave the session without admins (its own node refuses, and a change
         // signed by hand that carries none, a version 2, is refused everywhere).
         #expect(throws: EpochError.adminsUnchangeable) { try g.members[0].changeAdmins(to: [], members: g.nodes, now: 1, using: &g.rng) }
+        // Nor hand it to node keys that are no members (a typo): nobody could make a change again.
+        #expect(throws: EpochError.adminsUnchangeable) {
+            try g.members[0].changeAdmins(to: [[UInt8](repeating: 7, count: 32)], members: g.nodes, now: 1, using: &g.rng)
+        }
         let none = try Self.forged(&g, by: 0, admins: [])
         #expect(none.encoded()[0] == 2)
         #expect(g.members[1].receive(none, now: 1) == .refused(.epochAdminsChanged))

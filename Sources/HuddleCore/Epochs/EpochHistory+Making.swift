@@ -33,6 +33,12 @@ extension EpochHistory {
         let admins = sortedUnique(admins)
         guard !self.admins.isEmpty, !admins.isEmpty, admins.count <= SessionKey.maxAdmins,
               admins.allSatisfy({ $0.count == SessionKey.adminKeyLength }) else { throw .adminsUnchangeable }
+        // At least one admin that can act: a member of the session (this one, one of `members`, or
+        // on the head's roster) and not removed — else no change could ever be made again.
+        let roster = entries[head]?.roster ?? []
+        guard admins.contains(where: { removedNodes[$0] == nil && ($0 == nodeKey || members.contains($0) || roster.contains($0)) }) else {
+            throw .adminsUnchangeable
+        }
         return try make(removing: [], members: members, origins: origins, admins: admins, now: now, using: &rng)
     }
 

@@ -80,7 +80,7 @@ extension Node {
     private static func controlError(_ error: EpochError) -> ControlError {
         switch error {
         case .notAdmin: ControlError(code: .notMember, message: "this node is not an admin of the session (see status.admins): it may not remove, rekey or change the admins")
-        case .adminsUnchangeable: ControlError(code: .badRequest, message: "the admin set cannot be changed that way: a session without admins never gets some (they are fixed at huddle keygen --admin), one with admins keeps at least one, and at most \(SessionKey.maxAdmins)")
+        case .adminsUnchangeable: ControlError(code: .badRequest, message: "the admin set cannot be changed that way: a session without admins never gets some (they are fixed at huddle keygen --admin), one with admins keeps at least one that is a member and not removed, and at most \(SessionKey.maxAdmins)")
         case .notHandedCurrentKey: ControlError(code: .notMember, message: "this node does not hold the current epoch's key (removed, or waiting for it)")
         case .notOnRoster: ControlError(code: .notMember, message: "this node holds the current key by a grant, not by the roster: only the roster makes the next epoch")
         case .removingSelf: ControlError(code: .badRequest, message: "a member cannot remove itself (use leave)")
