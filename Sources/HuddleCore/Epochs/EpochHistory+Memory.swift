@@ -95,7 +95,10 @@ extension EpochHistory {
         guard let rootKey = chain.lazy.compactMap({ self.keys[$0] }).first else { return nil }
         var removals = rememberedRemovals.map { EpochMemory.RememberedRemoval(node: $0.node, by: $0.by) }
         for node in rootRemoved.sorted(by: bytesPrecede) { removals.append(.init(node: node, by: [])) }
-        let cutoffs = rememberedCutoffs.sorted { $0.key.origin != $1.key.origin ? $0.key.origin < $1.key.origin : bytesPrecede($0.key.node, $1.key.node) }
+        // Every cut-off in force (kept changes' and remembered ones), as `collectCutoffs` counted
+        // them: a change that is not taken up again after the restart must not count unfiltered
+        // (its "removal" of a key removed before it would raise that key's cut-off).
+        let cutoffs = cutoffs.sorted { $0.key.origin != $1.key.origin ? $0.key.origin < $1.key.origin : bytesPrecede($0.key.node, $1.key.node) }
             .map { EpochChange.Cutoff(origin: $0.key.origin, node: $0.key.node, seq: $0.value) }
         return EpochMemory(rootKey: rootKey, changes: changes, removals: removals, cutoffs: cutoffs)
     }
@@ -130,11 +133,9 @@ extension EpochHistory {
         }
         trimRememberedRemovals()
         collectRemovals()
-        // Cut-offs: the remembered ones, and those of changes not taken up again (issue 33).
+        // Cut-offs: every one in force when the memory was made (issue 33), so also those of
+        // changes not taken up again.
         for c in memory.cutoffs { rememberCutoff(c) }
-        for change in memory.changes where entries[change.hash] == nil && !equivocators.contains(change.makerNode) {
-            for c in change.cutoffs { rememberCutoff(c) }
-        }
         collectCutoffs()
     }
 }
