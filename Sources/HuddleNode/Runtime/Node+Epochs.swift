@@ -52,6 +52,12 @@ extension Node {
             let keys = { (list: [String]) in Set(list.compactMap(bytesFromHex)) }
             let admins = Set(core.epochs.admins).union(keys(add)).subtracting(keys(remove))
             reply = try await rotate { core, now throws(EpochError) in try core.changeAdmins(to: Array(admins), now: now) }
+            // A concurrent change on the same epoch can win the fork choice: an added admin is then
+            // not added (a dropped one is dropped again by the next change: `pendingDemotions`).
+            if Set(core.epochs.admins) != admins {
+                let now = core.epochs.admins.map(hexString).joined(separator: ", ")
+                throw ControlError(code: .busy, message: "a concurrent epoch change won over this one; the admins are [\(now)]: ask again")
+            }
         }
         reply["admins"] = .array(core.epochs.admins.map { .string(hexString($0)) })
         return reply
