@@ -128,12 +128,7 @@ struct EventEncodingProcessTests {
         try await eventually("a to deliver every message of the burst", within: 120) {
             (seen + (await after.events)).compactMap(Delivered.init).count >= accepted
         }
-        try await Task.sleep(for: .milliseconds(300))  // room for a duplicate to show
-        try await after.catchUp()
-        let events = seen + (await after.events)
-        let cursors = events.compactMap { $0["cursor"]?.intValue }
-        #expect(Set(cursors).count == cursors.count, "no cursor twice")
-        #expect(cursors == cursors.sorted(), "cursors increase across the restart")
+        let events = try await eventsAcrossTheRestart(seen, then: after)
         let texts = events.compactMap(Delivered.init).map(\.text)
         #expect(texts.count == accepted, "every accepted message once: \(texts.count) delivered, \(accepted) accepted")
         #expect(Set(texts) == Set((0..<accepted).map { "burst-\($0)" }), "the burst's messages, none missing")

@@ -7,6 +7,19 @@ import Testing
 /// CONTROL.md, Restart: a node run with `--data-dir` comes back as the same member after
 /// `kill -9` or SIGTERM, its event log and deliveries continue with nothing twice and nothing
 /// missing, a second node on its directory is refused, and damaged state is never a crash.
+/// The events a subscriber saw before a node's restart (`seen`) and after it (`after`, subscribed
+/// with `since`), once a moment for any duplicate to show has passed; each cursor is expected once,
+/// in increasing order across the restart (CONTROL.md, Restart).
+func eventsAcrossTheRestart(_ seen: [JSONObject], then after: EventCollector) async throws -> [JSONObject] {
+    try await Task.sleep(for: .milliseconds(300))  // room for a duplicate to show
+    try await after.catchUp()
+    let events = seen + (await after.events)
+    let cursors = events.compactMap { $0["cursor"]?.intValue }
+    #expect(Set(cursors).count == cursors.count, "no cursor twice")
+    #expect(cursors == cursors.sorted(), "cursors increase across the restart")
+    return events
+}
+
 @Suite(.timeLimit(.minutes(10)))
 struct RestartProcessTests {
     /// Each member's record in `node`'s view, by member id.
@@ -53,12 +66,7 @@ struct RestartProcessTests {
             let delivered = (seen + (await after.events)).compactMap(Delivered.init)
             return sent.allSatisfy { member, count in delivered.filter { $0.from == member }.count >= count }
         }
-        try await Task.sleep(for: .milliseconds(300))  // room for a duplicate to show
-        try await after.catchUp()
-        let events = seen + (await after.events)
-        let cursors = events.compactMap { $0["cursor"]?.intValue }
-        #expect(Set(cursors).count == cursors.count, "no cursor twice")
-        #expect(cursors == cursors.sorted(), "cursors increase across the restart")
+        let events = try await eventsAcrossTheRestart(seen, then: after)
         let delivered = events.compactMap(Delivered.init)
         for (member, count) in sent {
             #expect(delivered.filter { $0.from == member }.count == count, "a delivered each of \(member)'s \(count) messages once")
