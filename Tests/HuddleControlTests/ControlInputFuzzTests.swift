@@ -10,7 +10,7 @@ import Testing
 /// everything would pass "no trap" and fail here). `make test` runs 20,000 lines; `make fuzz` 1,000,000.
 @Suite struct ControlInputFuzzTests {
     static let ops = ["status", "members", "stats", "attach.list", "activity.get", "join", "send", "subscribe", "activity.set",
-                      "attach.add", "attach.get", "attach.remove", "leave", "rekey", "remove", "invite", "nonsense", ""]
+                      "attach.add", "attach.get", "attach.remove", "leave", "rekey", "remove", "invite", "admins", "nonsense", ""]
     /// A valid line of every op (then damaged, or extended with fields drawn from the grammar).
     static let valid = [
         #"{"op":"status"}"#, #"{"op":"send","text":"hi","to":["0123456789abcdef"],"reliable":false}"#,
@@ -19,9 +19,11 @@ import Testing
         #"{"op":"attach.add","path":"/tmp/x"}"#, #"{"op":"attach.get","id":"00ff","path":"/tmp/y"}"#,
         #"{"op":"attach.remove","id":"00ff"}"#, #"{"op":"remove","member":"0123456789abcdef"}"#,
         #"{"op":"invite","ttl_ms":60000,"uses":3}"#, #"{"op":"leave","timeout_ms":5000}"#, #"{"id":7,"op":"rekey"}"#,
+        #"{"op":"subscribe","topics":["messages"],"encoding":"binary"}"#, #"{"op":"admins"}"#,
+        #"{"op":"admins","add":["00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"],"remove":[]}"#,
     ]
     static let fields = ["id", "op", "body", "body_b64", "to", "reliable", "since", "topics", "value", "path", "out", "attachment",
-                         "timeout_ms", "member", "addr", "ttl_ms", "uses", "encoding", "name", "text", "data"]
+                         "timeout_ms", "member", "addr", "ttl_ms", "uses", "encoding", "name", "text", "data", "add", "remove"]
     static let numbers = ["0", "-0", "1", "-1", "9007199254740991", "9007199254740992", "-9007199254740993", "18446744073709551616",
                           "1e308", "1e309", "-1e-400", "0.5", "1E+2", "123456789012345678901234567890", "01", "1.", ".5", "--1", "1e"]
     static let strings = ["\"\"", "\"a\"", "\"\\u0000\"", "\"\\ud800\"", "\"\\udc00\\ud800\"", "\"\\ud83d\\ude00\"", "\"\\x\"", "\"\\u12\"",
@@ -78,7 +80,7 @@ import Testing
         // Every op parses: the valid lines of each (undamaged half the time), and the ops without
         // required fields whenever the fields drawn happen to be acceptable.
         for op in ["status", "members", "stats", "attach.list", "activity.get", "join", "send", "subscribe", "activity.set",
-                   "attach.add", "attach.get", "attach.remove", "leave", "rekey", "remove", "invite"] {
+                   "attach.add", "attach.get", "attach.remove", "leave", "rekey", "remove", "invite", "admins"] {
             #expect(requests[op, default: 0] >= run.count / 2000, "op \(op) parsed only \(requests[op, default: 0]) times")
         }
     }
