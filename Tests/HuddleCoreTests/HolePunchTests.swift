@@ -113,3 +113,14 @@ private let lowAddr = "198.51.100.1:7400", highAddr = "198.51.100.3:7400"
     }
     #expect(LinkPlanner.keepsNewLink(newDialedBy: low, existingDialedBy: high) && !LinkPlanner.keepsNewLink(newDialedBy: high, existingDialedBy: low))
 }
+
+/// A reach address is signed by the member it belongs to, but its value is that member's word:
+/// punching never dials a loopback, unspecified, multicast or broadcast address (on Linux a connect
+/// to 0.0.0.0 reaches the dialing host's own services).
+@Test func punchingDialsOnlyAddressesOfAnotherHost() {
+    for addr in ["198.51.100.1:7400", "10.1.2.3:1", "[2001:db8::1]:7400"] { #expect(HostPort.isRemoteUnicast(addr), "\(addr)") }
+    for addr in ["0.0.0.0:22", "127.0.0.1:7400", "127.9.9.9:1", "224.0.0.1:7400", "239.255.255.250:1900", "255.255.255.255:9",
+                 "0.1.2.3:5", "[::]:22", "[::1]:7400", "[ff02::1]:7400", "localhost:7400", "10.1.2.3:0"] {
+        #expect(!HostPort.isRemoteUnicast(addr), "\(addr)")
+    }
+}

@@ -11,11 +11,18 @@
 ///   circuit under the relayed link is closed with it (asked for again should the direct link fail);
 ///   what was in flight on the relayed link is repaired by the broadcast's digests.
 extension SessionCore {
-    /// The live members whose link runs through a relay, with their signed reach addresses.
+    /// The live members whose link runs through a relay, with their signed reach addresses that
+    /// another host can be reached at (`HostPort.isRemoteUnicast`: no loopback, unspecified,
+    /// multicast or broadcast address, which a member could sign to aim dials at a host's own services).
     var relayedReach: [MemberID: [String]] {
         var out: [MemberID: [String]] = [:]
-        for peer in relayedLinks.keys where isLive(peer) { out[peer] = swim.members[peer]?.reach ?? [] }
+        for peer in relayedLinks.keys where isLive(peer) { out[peer] = dialableReach(of: peer) }
         return out
+    }
+
+    /// `peer`'s signed reach addresses that punching may dial.
+    func dialableReach(of peer: MemberID) -> [String] {
+        (swim.members[peer]?.reach ?? []).filter(HostPort.isRemoteUnicast)
     }
 
     /// Attempts due (from `tick`).
@@ -25,7 +32,7 @@ extension SessionCore {
 
     /// A `punch` step from `peer`.
     mutating func receivePunch(_ step: HolePunch.Step, attempt: UInt32, from peer: MemberID, now: Double) -> [SessionEffect] {
-        let addresses = relayedLinks[peer] != nil && isLive(peer) ? swim.members[peer]?.reach ?? [] : nil
+        let addresses = relayedLinks[peer] != nil && isLive(peer) ? dialableReach(of: peer) : nil
         return punch.receive(step, attempt: attempt, from: peer, peerAddresses: addresses, own: swim.local.reach, now: now).map(Self.effect)
     }
 

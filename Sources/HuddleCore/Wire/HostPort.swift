@@ -57,4 +57,21 @@ public struct HostPort: Sendable, Equatable {
 
     /// Whether `text` is `numeric`.
     public static func isNumeric(_ text: String) -> Bool { numeric(text) != nil }
+
+    /// Whether `text` is a `numeric` address another host could be reached at: not unspecified
+    /// (0.0.0.0, ::: on Linux a connect there reaches this host), loopback, multicast or the IPv4
+    /// broadcast address. What hole punching dials (a reach address comes from another member).
+    public static func isRemoteUnicast(_ text: String) -> Bool {
+        guard let parsed = numeric(text) else { return false }
+        var b = [UInt8](repeating: 0, count: 16)
+        if parsed.bracketed {
+            guard inet_pton(AF_INET6, parsed.host, &b) == 1 else { return false }
+            let unspecified = b.allSatisfy { $0 == 0 }
+            let loopback = b[0..<15].allSatisfy { $0 == 0 } && b[15] == 1
+            return !unspecified && !loopback && b[0] != 0xff
+        }
+        guard inet_pton(AF_INET, parsed.host, &b) == 1 else { return false }
+        let unspecified = b[0..<4].allSatisfy { $0 == 0 }, broadcast = b[0..<4].allSatisfy { $0 == 0xff }
+        return !unspecified && !broadcast && b[0] != 0 && b[0] != 127 && !(224...239).contains(b[0])
+    }
 }
