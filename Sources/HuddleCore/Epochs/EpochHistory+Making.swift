@@ -83,7 +83,7 @@ extension EpochHistory {
         let able = roster.filter { removedNodes[$0] == nil && !demoted.contains($0) && mayMake($0, at: head) }
         let makers = entries.values.filter { entry in
             entry.removed.contains(where: pending.contains)
-                || entry.parent.flatMap { entries[$0] }.map { Set($0.admins).subtracting(entry.admins).contains(where: demoted.contains) } ?? false
+                || demotions(by: entry).contains(where: demoted.contains)
         }.compactMap(\.makerNode).filter(able.contains)
         return (makers.isEmpty ? Array(able) : makers).min(by: bytesPrecede)
     }

@@ -411,7 +411,7 @@ public struct EpochHistory: Sendable {
             out.handed.formUnion(entry.roster ?? [])
             out.removed.formUnion(entry.removed)
             out.admins.formUnion(entry.admins)
-            if let parent = entry.parent.flatMap({ entries[$0] }) { out.demoted.formUnion(Set(parent.admins).subtracting(entry.admins)) }
+            out.demoted.formUnion(demotions(by: entry))
             stack += entry.children
         }
         return out
@@ -435,14 +435,15 @@ public struct EpochHistory: Sendable {
         removedNodes = all
     }
 
+    /// The admins `entry`'s change dropped from its parent's admin set (none when the parent is not kept).
+    func demotions(by entry: Entry) -> Set<[UInt8]> {
+        guard let parent = entry.parent.flatMap({ entries[$0] }) else { return [] }
+        return Set(parent.admins).subtracting(entry.admins)
+    }
+
     /// `demotedNodes`: the node keys every kept change (any branch) dropped from its parent's admins.
     mutating func collectDemotions() {
-        var all: Set<[UInt8]> = []
-        for entry in entries.values {
-            guard let parent = entry.parent.flatMap({ entries[$0] }) else { continue }
-            all.formUnion(Set(parent.admins).subtracting(entry.admins))
-        }
-        demotedNodes = all
+        demotedNodes = entries.values.reduce(into: []) { $0.formUnion(demotions(by: $1)) }
     }
 
     /// The node keys some change on the way from the root to `hash` dropped from the admin set.
@@ -450,7 +451,7 @@ public struct EpochHistory: Sendable {
         var out: Set<[UInt8]> = []
         var cursor: [UInt8]? = hash
         while let h = cursor, let entry = entries[h] {
-            if let parent = entry.parent.flatMap({ entries[$0] }) { out.formUnion(Set(parent.admins).subtracting(entry.admins)) }
+            out.formUnion(demotions(by: entry))
             cursor = entry.parent
         }
         return out

@@ -136,7 +136,7 @@ public struct HolePunch: Sendable {
                 p.dialAt = nil
                 p.dialedAt = now
                 if spend(&p, now: now) {
-                    attempts += 1
+                    attempts &+= 1
                     out.append(.dial(peer, addrs: candidates, initiator: true))
                 }
             }
@@ -190,13 +190,13 @@ public struct HolePunch: Sendable {
             p.answered = nil
             guard spend(&p, now: now) else { return refuse() }
             p.dialedAt = now
-            attempts += 1
+            attempts &+= 1
             return [.dial(peer, addrs: candidates, initiator: false)]
         }
     }
 
     private mutating func refuse() -> [Action] {
-        refused += 1
+        refused &+= 1
         return []
     }
 
@@ -204,7 +204,7 @@ public struct HolePunch: Sendable {
     /// out is a success; either way the attempts start over should the pair be relayed again.
     public mutating func linkUp(_ peer: MemberID, direct: Bool) {
         guard direct, var p = pairs[peer] else { return }
-        if p.busy { successes += 1 }
+        if p.busy { successes &+= 1 }
         p.addresses = []
         p.asked = nil
         p.dialAt = nil
