@@ -35,6 +35,15 @@ public struct SessionScenario: Sendable {
     /// session core plans (`SessionCore.beginLeave`), a bounded wait for it, `left` gossiped, the
     /// links closed after `SessionCore.leaveLinger`.
     public var leaves: [(member: Int, at: Double)] = []
+    /// Of the sends, this fraction goes unreliable (one datagram per member, as `send` with
+    /// `reliable: false`): best effort, never repaired, never held back.
+    public var unreliableFraction = 0.0
+    /// Activity sets (member, time, value as JSON text), as the `activity.set` op.
+    public var activitySets: [(member: Int, at: Double, value: String)] = []
+    /// When the uploader removes the attachment (`attach.remove`), if it does.
+    public var attachmentRemovedAt: Double?
+    /// Per member, a store limit in bytes (`--store-limit`) other than the default.
+    public var storeLimits: [Int: Int] = [:]
     /// Members that start late (index, time): they join through a member that is up.
     public var lateJoins: [(member: Int, at: Double)] = []
     /// Two groups that cannot reach each other (datagrams dropped, links closed, dials refused).
@@ -90,6 +99,16 @@ public struct SessionReport: Sendable {
     /// What the honest survivors refused, by reason, and the lies the hostile member sent.
     public var refusals = RefusalCounts()
     public var lies = 0
+    /// Unreliable sends, and their deliveries at members other than the sender.
+    public var unreliableSent = 0
+    public var unreliableDelivered = 0
+    /// Per survivor: the activity value it ends with (JSON text; nil: none).
+    public var activity: [Int: String?] = [:]
+    /// Per survivor: whether it ends with the attachment removed from its journal and its store.
+    public var attachmentGone: [Int: Bool] = [:]
+    /// Per survivor: the attachment's bytes it holds at the end, and whether fetching it stopped at its store limit.
+    public var attachmentBytesHeld: [Int: Int] = [:]
+    public var stoppedByStore: [Int: Bool] = [:]
     /// Chunks members that left pushed to others (`SessionScenario.leaves`), and how many of them
     /// another member held before the leaver's wait ended.
     public var handedOffPushed = 0
@@ -159,6 +178,7 @@ public struct SessionSimulation {
         case epochChange(Int)
         case closeAfterQueued(Int, Int, generation: UInt64)
         case leave(Int), leaveWaits(Int), leaveEnds(Int)
+        case setActivity(Int), removeAttachment
     }
 
     private struct Link {
@@ -258,6 +278,8 @@ public struct SessionSimulation {
         for i in 0..<scenario.members { queue.schedule(.send(i), at: sendingFrom + rng.uniform(0, 1 / scenario.rate)) }
         for c in scenario.crashes where c.member < scenario.members { queue.schedule(.crash(c.member), at: c.at) }
         for l in scenario.leaves where l.member < scenario.members { queue.schedule(.leave(l.member), at: l.at) }
+        for (k, set) in scenario.activitySets.enumerated() where set.member < scenario.members { queue.schedule(.setActivity(k), at: set.at) }
+        if let at = scenario.attachmentRemovedAt { queue.schedule(.removeAttachment, at: at) }
         for r in scenario.restarts where r.member > 0 && r.member < scenario.members {
             queue.schedule(.crash(r.member), at: r.crashAt)
             queue.schedule(.restart(r.member), at: r.restartAt)
@@ -353,6 +375,13 @@ public struct SessionSimulation {
             guard isUp(i), !(cores[i]!.core.broadcast.awaitingBaseline) else { return }
             let peers = cores[i]!.core.live.subtracting([infos[i].id]).sorted()
             let directed = !peers.isEmpty && rng.unit() < scenario.directedFraction
+            if scenario.unreliableFraction > 0, rng.unit() < scenario.unreliableFraction {
+                let body = Array("u\(i)@\(now)".utf8)
+                guard let (_, effects) = try? cores[i]!.core.send(body: body, to: nil, reliable: false) else { return }
+                report.unreliableSent += 1
+                execute(i, effects)
+                return
+            }
             send(i, to: directed ? [peers[rng.index(peers.count)]] : nil)
         case let .crash(i):
             guard !crashed[i] else { return }
@@ -385,6 +414,13 @@ public struct SessionSimulation {
             manifest = m
             held[a.uploader][m.id] = Dictionary(uniqueKeysWithValues: hashes.enumerated().map { ($0, $1) })
             execute(a.uploader, cores[a.uploader]!.core.addAttachment(m, key: key, now: now))
+        case let .setActivity(k):
+            let set = scenario.activitySets[k]
+            guard isUp(set.member) else { return }
+            execute(set.member, cores[set.member]!.core.setActivity(Array(set.value.utf8), now: now))
+        case .removeAttachment:
+            guard let a = scenario.attachment, let m = manifest, isUp(a.uploader) else { return }
+            if let effects = try? cores[a.uploader]!.core.removeAttachment(m.id, now: now) { execute(a.uploader, effects) }
         case let .leave(i):
             guard isUp(i), leaving[i] == nil else { return }
             trace?.record(.leave, at: now, UInt64(i))
@@ -462,7 +498,9 @@ public struct SessionSimulation {
     private mutating func start(_ i: Int, resuming: (point: ResumePoint, own: [SignedMessage])?) {
         var info = infos[i]
         if let resuming { info.incarnation = resuming.point.incarnation + 1 }
-        var core = SessionCore(local: info, identity: identities[i], joining: i != 0 && resuming == nil, swimSeed: rng.next(), journalSeed: rng.next(),
+        var limits = SessionCore.Limits()
+        if let bytes = scenario.storeLimits[i] { limits.storeBytes = bytes }
+        var core = SessionCore(local: info, identity: identities[i], limits: limits, joining: i != 0 && resuming == nil, swimSeed: rng.next(), journalSeed: rng.next(),
                                sessionKey: sessionKey, epochRandom: SWIMRandom(seed: rng.next()))
         if let resuming { core.resume(from: resuming.point, ownMessages: resuming.own) }
         trace?.record(.start, at: now, UInt64(i))
@@ -555,7 +593,9 @@ public struct SessionSimulation {
             case let .gap(member, fromSeq, toSeq):
                 clocks[i][member] = max(clocks[i][member] ?? 0, toSeq)
                 logs[i].deliveries.append(.gap(from: member.description, lost: fromSeq...max(fromSeq, toSeq)))
-            case .deliverUnreliable, .refused, .congestionCleared, .activityChanged, .unreadable, .recheckChunk, .memberRemoved, .participants: break
+            case let .deliverUnreliable(m):
+                if m.from != infos[i].id { report.unreliableDelivered += 1 }
+            case .refused, .congestionCleared, .activityChanged, .unreadable, .recheckChunk, .memberRemoved, .participants: break
             // The simulated network links every pair it lets talk at all: no circuit is run over a relay.
             case .circuitUp, .circuitBytes, .circuitDown, .punchDial: break
             case let .epochMoved(key):
@@ -720,7 +760,11 @@ public struct SessionSimulation {
             report.stored.append(core.broadcast.unacknowledgedCount)
             report.liveViews[i] = core.live.count
             if i != scenario.hostile { report.refusals = report.refusals.adding(core.refusals) }
+            report.activity[i] = core.activity.current.map { String(decoding: $0.value, as: UTF8.self) }
             if let m = manifest {
+                report.attachmentGone[i] = (core.journal.records[m.id]?.removed ?? false) && held[i][m.id] == nil
+                report.attachmentBytesHeld[i] = (held[i][m.id] ?? [:]).keys.reduce(0) { $0 + m.plainLength(of: $1) }
+                report.stoppedByStore[i] = core.journal.stoppedByStore.contains(m.id)
                 let chunks = held[i][m.id] ?? [:]
                 report.attachmentIntact[i] = chunks.count == m.chunkCount && chunks.allSatisfy { m.chunkHashes[$0.key] == $0.value }
             }
