@@ -35,7 +35,7 @@ extension Scenarios {
                 try await waitFor("the victim to exit", seconds: 30) { !cluster.processes[victim].isRunning }
                 await subscriber.disconnect()
                 try await waitFor("every other member to see the victim failed", seconds: 60) {
-                    for i in others where try await memberRecord(cluster, at: i, member)?["state"]?.stringValue != "failed" { return false }
+                    for i in others where try await memberRecord(cluster, at: i, member)?.state != "failed" { return false }
                     return true
                 }
                 let restarted = ContinuousClock.now
@@ -49,7 +49,7 @@ extension Scenarios {
                 try await waitFor("every other member to see the victim alive again", seconds: 120) {
                     for i in others {
                         let record = try await memberRecord(cluster, at: i, member)
-                        guard record?["state"]?.stringValue == "alive", (record?["incarnation"]?.intValue ?? -1) >= incarnation else { return false }
+                        guard record?.state == "alive", (record?.incarnation ?? -1) >= incarnation else { return false }
                     }
                     return true
                 }

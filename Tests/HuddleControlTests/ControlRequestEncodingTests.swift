@@ -181,4 +181,50 @@ import Testing
         guard case let .failure(nodeSays) = ControlRequest.parse(Array(unknown.utf8)).request else { Issue.record("refused"); return }
         #expect(throws: nodeSays) { try ControlRequest.topic("nonsense") }
     }
+
+    /// Replies shaped as a node writes them decode to their typed results; a reply missing a field
+    /// CONTROL.md names, or holding it with another type, is refused naming the op and the field.
+    @Test func repliesDecodeToTheirResultsOrAreRefusedNamingTheField() throws {
+        let member = "00000000000000ab"
+        let attachment: JSON = ["id": "ff", "name": "n", "size": 10, "meta": ["k": 1], "from": .string(member), "chunk_size": 4, "chunks": 3,
+                                "have": 3, "complete": true, "holders": [.string(member)], "state": "announced"]
+        let status: JSONObject = ["id": 1, "ok": true, "member": .string(member), "node": "0f", "name": "a", "addr": "127.0.0.1:1", "session": "s",
+                                  "members": 2, "clock": [member: 4, "00000000000000aa": 1], "baseline": [:], "uptime_ms": 5, "epoch": 0,
+                                  "resumed": false, "reflexive": ["1.2.3.4:5"], "nat": "none"]
+        let decoded = try ControlResponse(status, for: .status)
+        #expect(decoded.fields == status, "the reply as the node wrote it")
+        let s = try decoded.status
+        #expect(s.member == member && s.members == 2 && s.admins == [] && s.reflexive == ["1.2.3.4:5"])
+        #expect(s.clock == [.init(member: member, seq: 4), .init(member: "00000000000000aa", seq: 1)], "in the node's order")
+        let row: JSON = ["member": .string(member), "node": "0f", "name": "a", "addr": "h:1", "state": "alive", "incarnation": 3, "self": true,
+                         "rtt_ms": 0.25, "path": "self", "via": nil]
+        let members = try ControlResponse(["ok": true, "members": [row]], for: .members).members
+        #expect(members.count == 1 && members[0].isSelf && members[0].rttMs == 0.25 && members[0].via == nil)
+        #expect(try ControlResponse(["ok": true, "msg": "m", "seq": nil], for: .send(.init(body: [], to: nil, reliable: false))).sent
+            == ControlSendReceipt(msg: "m", seq: nil))
+        #expect(try ControlResponse(["ok": true, "attachment": attachment], for: .attachAdd(path: "/f", name: nil, meta: .null)).attachment.holders == [member])
+        let written = try ControlResponse(["ok": true, "attachment": attachment, "path": "/o"], for: .attachGet(id: "ff", path: "/o", wait: true, timeoutMs: nil, mode: nil))
+        #expect(try written.attachment.id == "ff")
+        #expect(try ControlResponse(["ok": true, "activity": nil, "set_by": nil], for: .activityGet).activity.setBy == nil)
+        #expect(try ControlResponse(["ok": true, "epoch": 3, "admins": ["0f"]], for: .admins(add: [], remove: [])).epoch == 3)
+        let stats = try ControlResponse(["id": 4, "ok": true, "links": 2], for: .stats)
+        #expect(try stats.report == ["links": 2], "a report without the reply's id and ok")
+
+        func refusal(_ reply: JSONObject, _ request: ControlRequest) -> String? {
+            do {
+                _ = try ControlResponse(reply, for: request)
+                return nil
+            } catch {
+                if case let .badReply(why) = error { return why }
+                return "\(error)"
+            }
+        }
+        var partial = status
+        partial["members"] = "two"
+        #expect(refusal(partial, .status) == #"the status reply has no "members" integer"#)
+        #expect(refusal(["ok": true, "members": [["member": .string(member)]]], .members) == #"a member has no "node" string"#)
+        #expect(refusal(["ok": true], .subscribe(topics: [.members], since: nil)) == #"the subscribe reply has no "cursor" integer"#)
+        #expect(refusal(["ok": true, "attachments": [1]], .attachList) == #"the attach.list reply has no "attachments" list of objects"#)
+        #expect(throws: ControlClientError.self, "the result of another op") { _ = try stats.status }
+    }
 }
