@@ -239,6 +239,8 @@ extension Scenarios {
             handle.write(Data("5".utf8))
             try? handle.close()
         }
+        // Just after the reset the kernel's peak is the resident set at this moment.
+        let atStart = ProcessUsage(pid: relay.pid)?.peakRSSMiB ?? .nan
         let bytes0 = try await forwarded()
         let count = mib * 64
         let (sender, receiver, target) = (from.control, to.control, to.member)
@@ -263,7 +265,7 @@ extension Scenarios {
         guard let before, let after = ProcessUsage(pid: relay.pid) else { throw BenchError(description: "cannot read the relay's /proc") }
         let cpu = after.cpuSeconds - before.cpuSeconds
         let text = "\(fmt(cpu / max(relayedMiB, 1e-9), 4)) CPU s per relayed MiB (\(fmt(cpu, 1)) s over \(fmt(relayedMiB, 0)) MiB forwarded); "
-            + "peak RSS \(fmt(after.peakRSSMiB, 0)) MiB while relaying (\(fmt(before.peakRSSMiB, 0)) MiB before); "
+            + "peak RSS \(fmt(after.peakRSSMiB, 0)) MiB while relaying (resident \(fmt(atStart, 0)) MiB when it began, peak before it \(fmt(before.peakRSSMiB, 0)) MiB); "
             + "\(mib) MiB as \(count) \(directed ? "directed" : "broadcast") 16 KiB messages hard → hard: \(outcome); relay refused before: \(refusedBefore), after: \(try await refused())"
         return (text, after.peakRSSMiB, delivered)
     }

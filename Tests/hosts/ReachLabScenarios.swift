@@ -72,7 +72,7 @@ struct ReachLabScenarios {
         let pathsAtE1 = await streams[ReachLab.easyPair.0].memberChanges("path", about: e2.member)
             .compactMap { $0.event["member"]?.objectValue?["path"]?.stringValue }
         let relayedAt = pathsAtE1.firstIndex(of: "relayed")
-        #expect(relayedAt.map { pathsAtE1[$0...].contains("direct") } == true, "e1's path to e2 went relayed, then direct: \(pathsAtE1)")
+        #expect(relayedAt.map { pathsAtE1[$0...].contains("direct") } == true, "\(e1.name)'s path to \(e2.name) (the easy pair) went relayed, then direct: \(pathsAtE1)")
         var successes: Int64 = 0
         var hardAttempts: Int64 = 0
         for node in [e1, e2] {
@@ -88,6 +88,6 @@ struct ReachLabScenarios {
         await expectNoOverflows(streams)
         report("5-host reach lab (1 public, 2 easy, 2 hard): one view \(String(format: "%.1f", viewSeconds)) s, all on their final paths "
             + "\(String(format: "%.1f", linkedSeconds)) s after start (not asserted; huddle-bench --scenarios reach times it); "
-            + "e1's paths to e2 \(pathsAtE1); \(sent.count) messages from all 5 exactly once in causal order at all 5")
+            + "\(e1.name)'s paths to \(e2.name) (easy pair) \(pathsAtE1); \(sent.count) messages from all 5 exactly once in causal order at all 5")
     }
 }
