@@ -97,11 +97,11 @@ extension Scenarios {
             scenario: "reach: 5-host lab", measure: "from the first node's launch to all 5 (1 public, 2 easy, 2 hard) alive on their final paths in every view (easy ↔ easy direct, hard ↔ hard and easy ↔ hard relayed)",
             huddle: "\(fmt(formation.linked, 1)) s (one view at \(fmt(formation.view, 1)) s)", comparison: "", ratio: "",
             target: "≤ 10 s: " + (formation.linked <= 10 ? "met" : "missed by \(fmt(formation.linked - 10, 1)) s"), memory: formation.memory))
-        let upgrades = [("5-host lab", formation.upgrade), ("3-host lab", direct.upgrade)]
+        let upgrades = [("5-host lab", formation.upgrade, formation.punches), ("3-host lab", direct.upgrade, direct.punches)]
         let worst = upgrades.compactMap { $0.1?.fromKnown }.max()
         rows.append(BenchRow(
             scenario: "reach: relay → direct", measure: "easy ↔ easy: from both members known to direct both ways (from the first relayed path event to direct both ways)",
-            huddle: upgrades.map { "\($0.0): " + ($0.1.map { "\(fmt($0.fromKnown)) s (\(fmt($0.fromRelayed)) s)" } ?? "not seen") }.joined(separator: "; "),
+            huddle: upgrades.map { "\($0.0): " + ($0.1.map { "\(fmt($0.fromKnown)) s (\(fmt($0.fromRelayed)) s)" } ?? "not seen") + ", \($0.2)" }.joined(separator: "; "),
             comparison: "", ratio: "",
             target: "≤ 2 s after both known: " + (worst.map { $0 <= 2 ? "met" : "missed (\(fmt($0)) s)" } ?? "not measured"), memory: formation.memory))
         return rows
@@ -117,7 +117,7 @@ extension Scenarios {
     }
 
     /// The 5-host lab: seconds from the first launch to one view and to every pair on its final path.
-    private func reachFormation() async throws -> (view: Double, linked: Double, upgrade: Upgrade?, memory: String) {
+    private func reachFormation() async throws -> (view: Double, linked: Double, upgrade: Upgrade?, punches: String, memory: String) {
         let log = MemberEventLog()
         let reach = try await ReachLab.start("bench5") { try await log.watch($0) }
         defer { reach.lab.teardown() }
@@ -127,13 +127,15 @@ extension Scenarios {
         let linked = (ContinuousClock.now - reach.launched).seconds
         let upgrade = await upgradeSeconds(log, reach.nodes[ReachLab.easyPair.0], reach.nodes[ReachLab.easyPair.1])
         await log.stop()
-        return (view, linked, upgrade, memoryNote(reach.nodes))
+        let punches = try await punchNote([reach.nodes[ReachLab.easyPair.0], reach.nodes[ReachLab.easyPair.1]])
+        return (view, linked, upgrade, punches, memoryNote(reach.nodes))
     }
 
     struct PairResult {
         var latencies: [Double] = []
         var rate = 0.0
         var upgrade: Upgrade?
+        var punches = ""
         var relayCost: (text: String, peakRSS: Double, delivered: Bool)?
         var directedCost: (text: String, peakRSS: Double, delivered: Bool)?
         var note = ""
@@ -150,7 +152,10 @@ extension Scenarios {
         let (pub, a, b) = (reach.nodes[0], reach.nodes[1], reach.nodes[2])
         try await reach.waitUntilLinked(within: 120, every: .milliseconds(50))
         var result = PairResult()
-        if router == .easy { result.upgrade = await upgradeSeconds(log, a, b) }
+        if router == .easy {
+            result.upgrade = await upgradeSeconds(log, a, b)
+            result.punches = try await punchNote([a, b])
+        }
         await log.stop()
         result.latencies = try await pairLatencies(from: a, to: b, count: quick ? 200 : 1000)
         result.rate = try await pairRate(from: a, to: b, size: 16384, count: quick ? 500 : 2000)
@@ -166,6 +171,16 @@ extension Scenarios {
         if let pending = try await reach.pendingLink() { result.note = " (after the measures: \(pending))" }
         result.memory = memoryNote(reach.nodes)
         return result
+    }
+
+    /// Punch dials and successes (`stats.relay.punch`) at each of `nodes`: "attempts/successes …".
+    private func punchNote(_ nodes: [HostNode]) async throws -> String {
+        var parts: [String] = []
+        for node in nodes {
+            let punch = try await node.request("stats")["relay"]?.objectValue?["punch"]?.objectValue ?? [:]
+            parts.append("\(punch["attempts"]?.intValue ?? -1)/\(punch["successes"]?.intValue ?? -1)")
+        }
+        return "punch attempts/successes " + parts.joined(separator: ", ")
     }
 
     private func memoryNote(_ nodes: [HostNode]) -> String {

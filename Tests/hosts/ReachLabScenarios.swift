@@ -41,6 +41,7 @@ struct ReachLabScenarios {
         var round = 0, roundsLinked = 0
         var linkedSeconds: Double?
         var pending: String? = "not asked yet"
+        var lastPending = (what: "none", seconds: 0.0)
         while roundsLinked < 5, ContinuousClock.now - started < .seconds(60) {
             round += 1
             for (client, node) in zip(clients, nodes) {
@@ -49,6 +50,7 @@ struct ReachLabScenarios {
                 sent.insert(text)
             }
             pending = try await reach.pendingLink()
+            if let pending, linkedSeconds == nil { lastPending = (pending, (ContinuousClock.now - started).seconds) }
             if pending == nil {
                 if linkedSeconds == nil { linkedSeconds = (ContinuousClock.now - started).seconds }
                 roundsLinked += 1
@@ -87,7 +89,8 @@ struct ReachLabScenarios {
         for stream in streams { await stream.stop() }
         await expectNoOverflows(streams)
         report("5-host reach lab (1 public, 2 easy, 2 hard): one view \(String(format: "%.1f", viewSeconds)) s, all on their final paths "
-            + "\(String(format: "%.1f", linkedSeconds)) s after start (not asserted; huddle-bench --scenarios reach times it); "
+            + "\(String(format: "%.1f", linkedSeconds)) s after start (not asserted; huddle-bench --scenarios reach times it; the last pair still pending, "
+            + "at \(String(format: "%.1f", lastPending.seconds)) s: \(lastPending.what)); "
             + "\(e1.name)'s paths to \(e2.name) (easy pair) \(pathsAtE1); \(sent.count) messages from all 5 exactly once in causal order at all 5")
     }
 }
