@@ -64,8 +64,9 @@ let package = Package(
             "HuddleSim",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // Sources/huddle-bench/Lab links to the NAT lab of Tests/hosts (its `reach` scenario), which needs HuddleTestSupport.
         .executableTarget(name: "huddle-bench", dependencies: [
-            "HuddleControl", "HuddleSim", "HuddleCore", "HuddleCrypto", "HuddleAdversary",
+            "HuddleControl", "HuddleSim", "HuddleCore", "HuddleCrypto", "HuddleAdversary", "HuddleTestSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),

@@ -11,8 +11,8 @@ struct HuddleBench: AsyncParsableCommand {
         discussion: "Rows print as each scenario ends. Set HUDDLE_BENCH_KEEP=1 to keep every cluster's directory (node logs n*.log) for diagnosis.")
 
     @Flag(help: "Short runs (under 3 minutes): what CI may run as a smoke test.") var quick = false
-    @Option(help: "Comma-separated scenarios: latency, throughput (with the slow-subscriber row), membership, stability, attachment, transfer-latency, crypto, attack, removal, restart (kill -9 and restart on the same --data-dir, N=8), durability (the 256 B throughput row with and without --data-dir, alternating), scale (session: the session simulator's row of scale alone; slow-subscriber alone).")
-    var scenarios = "latency,throughput,durability,membership,restart,stability,attachment,transfer-latency,crypto,attack,removal,scale"
+    @Option(help: "Comma-separated scenarios: latency, throughput (with the slow-subscriber row), membership, stability, attachment, transfer-latency, crypto, attack, removal, restart (kill -9 and restart on the same --data-dir, N=8), durability (the 256 B throughput row with and without --data-dir, alternating), scale (session: the session simulator's row of scale alone; slow-subscriber alone), reach (members behind NAT routers in network namespaces: direct vs relayed, the relay's cost, the 5-host lab; needs root).")
+    var scenarios = "latency,throughput,durability,membership,restart,stability,attachment,transfer-latency,crypto,attack,removal,scale,reach"
     @Option(help: "Write the results as Markdown to this file (e.g. BENCHMARKS.md).") var out: String?
     @Option(help: "The huddle binary to run (default: the one next to this executable).") var huddle: String?
     @Option(help: "Sample the machine with `perf record` during each scenario, keep the raw data in this directory, and add where the node processes spent their CPU to the output.")
@@ -74,6 +74,7 @@ struct HuddleBench: AsyncParsableCommand {
         if wanted.contains("attack") { await record("under attack") { try await s.underAttack() } }
         if wanted.contains("removal") { for n in quick ? [8] : [8, 24] { await record("removal N=\(n)") { try await s.removal(n: n) } } }
         if wanted.contains("scale") { await record("scale") { s.scale() } }
+        if wanted.contains("reach") { await record("reach") { try await s.reach() } }
         // The session simulator's row alone (`scale` includes it).
         if wanted.contains("session") && !wanted.contains("scale") { await record("session") { [s.sessionScale()] } }
         if let out { try markdown(rows, profiles: profiles).write(toFile: out, atomically: true, encoding: .utf8) }

@@ -187,7 +187,3 @@ func writeRandomFile(_ path: String, mib: Int) throws -> String {
     try out.close()
     return path
 }
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}

@@ -3,10 +3,11 @@ import Foundation
 /// Sends `send` requests over one control connection without waiting for each reply (the control
 /// protocol answers requests on a connection in order), the way a busy application would.
 enum PipelinedSender {
-    static func send(to path: String, text: String, count: Int) throws {
+    /// `fields`: more JSON members of each request, written as they are (`,"to":["…"]`).
+    static func send(to path: String, text: String, count: Int, fields: String = "") throws {
         let fd = try connectUnix(path)
         defer { close(fd) }
-        let line = Array(#"{"op":"send","text":"\#(text)"}"#.utf8) + [0x0A]
+        let line = Array(#"{"op":"send","text":"\#(text)"\#(fields)}"#.utf8) + [0x0A]
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             var replies = 0

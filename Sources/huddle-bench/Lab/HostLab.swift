@@ -1,0 +1,1 @@
+../../../Tests/hosts/HostLab.swift

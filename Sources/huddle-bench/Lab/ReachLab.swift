@@ -1,0 +1,1 @@
+../../../Tests/hosts/ReachLab.swift
