@@ -17,7 +17,7 @@ actor MemberEventLog {
     /// Subscribes to `node`'s member events now and keeps them until `stop()`.
     func watch(_ node: HostNode) async throws {
         let client = try await node.client()
-        _ = try await client.request("subscribe", ["topics": ["members"]])
+        _ = try await client.request(.subscribe(topics: [.members], since: nil))
         clients.append(client)
         let name = node.name
         Task {
@@ -192,7 +192,7 @@ extension Scenarios {
     /// (ms) at `receiver` (the lab's nodes share this machine's wall clock).
     private func pairLatencies(from sender: HostNode, to receiver: HostNode, count: Int) async throws -> [Double] {
         let rx = try await receiver.client()
-        _ = try await rx.request("subscribe", ["topics": ["messages"]])
+        _ = try await rx.request(.subscribe(topics: [.messages], since: nil))
         return try await withThrowingTaskGroup(of: [Double].self) { group in
             group.addTask {
                 var out: [Double] = []
@@ -209,10 +209,10 @@ extension Scenarios {
             let tx = try await sender.client()
             for _ in 0..<count {
                 let stamp = "\(wallNanos()) "
-                _ = try await tx.request("send", ["text": .string(stamp + String(repeating: "x", count: 256 - stamp.count))])
+                _ = try await tx.request(.send(.init(body: Array((stamp + String(repeating: "x", count: 256 - stamp.count)).utf8), to: nil, reliable: true)))
                 try await Task.sleep(for: .milliseconds(5))
             }
-            _ = try await tx.request("send", ["text": "end"])
+            _ = try await tx.request(.send(.init(body: Array("end".utf8), to: nil, reliable: true)))
             await tx.close()
             var all: [Double] = []
             for try await part in group { all += part }

@@ -46,7 +46,7 @@ struct ReachLabScenarios {
             round += 1
             for (client, node) in zip(clients, nodes) {
                 let text = "\(node.name)-\(round)"
-                _ = try await client.request("send", ["text": .string(text)])
+                _ = try await client.request(.send(.init(body: Array(text.utf8), to: nil, reliable: true)))
                 sent.insert(text)
             }
             pending = try await reach.pendingLink()

@@ -3,7 +3,7 @@ public enum LeaveCause: Sendable, Equatable {
     /// The control op `leave`, with its `timeout_ms` in seconds (nil: CONTROL.md's default, 30 s).
     case request(handOffWait: Double?)
     /// A signal, without a data directory (with one, the node stops and keeps its membership).
-    case shutdown
+    case signal
 }
 
 /// A graceful leave, as the session core plans it (`SessionCore.beginLeave`). In order, the shell:
@@ -23,7 +23,7 @@ extension SessionCore {
     /// How long the `leave` op waits for its hand-off, unless it names a `timeout_ms` (CONTROL.md).
     public static let requestHandOffWait = 30.0
     /// How long a signal's leave waits for its hand-off (a service manager's stop timeout is near).
-    public static let shutdownHandOffWait = 10.0
+    public static let signalHandOffWait = 10.0
     /// Seconds membership keeps gossiping `left` before the links close.
     public static let leaveLinger = 0.5
 
@@ -31,7 +31,7 @@ extension SessionCore {
     public mutating func beginLeave(_ cause: LeaveCause) -> LeavePlan {
         let wait: Double = switch cause {
         case let .request(wait): max(0, wait ?? Self.requestHandOffWait)
-        case .shutdown: Self.shutdownHandOffWait
+        case .signal: Self.signalHandOffWait
         }
         let (plan, effects) = handOff()
         return LeavePlan(handOff: plan, effects: effects, handOffWait: wait)

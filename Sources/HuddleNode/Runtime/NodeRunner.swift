@@ -317,7 +317,7 @@ struct NodeService: Service {
                 if await node.state != nil {
                     await node.stop()
                 } else {
-                    _ = await node.handOff(.shutdown)
+                    _ = await node.handOff(.signal)
                     await node.leave()
                 }
             }
