@@ -188,7 +188,6 @@ public struct SessionSimulation {
 
     private static let chunkSize = 256 * 1024
     private static let linkMessageBytes = 200
-    private static let settling = 1.0
 
     private let scenario: SessionScenario
     private var queue = SimEventQueue<Event>()
@@ -201,7 +200,6 @@ public struct SessionSimulation {
     private var crashed: [Bool]
     private var scheduledTick: [Double]
     private var lastTick: [Double]
-    static let minimumTickGap = 0.005
     /// The session key (drawn from the seeded generator), and per member the session-key datagram
     /// seal of the epoch it is on and of the earlier epochs it still opens.
     private let sessionKey: SessionKey
@@ -706,15 +704,15 @@ public struct SessionSimulation {
         lastArrival[a * scenario.members + b] = nil
         lastArrival[b * scenario.members + a] = nil
         for (x, y) in [(a, b), (b, a)] where isUp(x) {
-            execute(x, cores[x]!.core.linkDown(infos[y].id, settled: now - link.upAt >= Self.settling, now: now))
+            execute(x, cores[x]!.core.linkDown(infos[y].id, settled: SessionCore.isSettled(upFor: now - link.upAt), now: now))
         }
     }
 
     /// The member's next tick at its core's deadline — like the node's timer, at least
-    /// `minimumTickGap` after the last tick, so a deadline that does not move cannot spin.
+    /// `SessionCore.minimumTickGap` after the last tick, so a deadline that does not move cannot spin.
     private mutating func reschedule(_ i: Int) {
         guard isUp(i) else { return }
-        let deadline = max(now, lastTick[i] + Self.minimumTickGap, cores[i]!.core.deadlineInPlace())
+        let deadline = max(now, lastTick[i] + SessionCore.minimumTickGap, cores[i]!.core.deadlineInPlace())
         guard deadline < scheduledTick[i] else { return }
         scheduledTick[i] = deadline
         queue.schedule(.tick(i), at: deadline)

@@ -78,6 +78,14 @@ public struct SessionCore: Sendable {
     /// When this member's next routine rotation is due (the current epoch's start, plus
     /// `rekeyEvery` and up to a quarter more, drawn at random so members rarely rotate at once).
     var rekeyAt = Double.infinity
+    /// Seconds a link must have been up for its loss to say something about the peer (`linkDown`'s
+    /// `settled`, `isSettled(upFor:)`): one that fails sooner failed its start, not its peer.
+    public static let linkSettling = 1.0
+    /// Whether a link that was up `seconds` has settled (`linkSettling`).
+    public static func isSettled(upFor seconds: Double) -> Bool { seconds >= linkSettling }
+    /// The shortest wait between two ticks, whatever `nextDeadline` says: a deadline that does not
+    /// move cannot spin the shell.
+    public static let minimumTickGap = 0.005
     /// How often the journal runs (chunk requests, haves, states) and a digest goes to every link.
     public static let journalInterval = 0.05
     public static let digestInterval = 0.1

@@ -227,7 +227,7 @@ actor Node {
         wake(.pushPullReply(peer))
         wake(.handOff)
         wake(.linkClosed)
-        execute(core.linkDown(peer, settled: !stopping && ContinuousClock.now - link.opened >= LinkHandle.settling, now: now))
+        execute(core.linkDown(peer, settled: !stopping && SessionCore.isSettled(upFor: link.secondsUp), now: now))
     }
 
     /// Exchanges full membership state with `peer` over its link and waits (until the link closes)
