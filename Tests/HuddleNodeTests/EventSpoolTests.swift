@@ -36,3 +36,47 @@ struct EventSpoolTests {
         #expect(dropped.isEmpty)
     }
 }
+
+/// The spool's writer runs on its I/O queue, not on the caller: while it is held up (a slow disk)
+/// every retained byte still reads back (from what waits for it), more than `pendingLimit` waiting
+/// gives the oldest up as lost (reported), and once it catches up the bytes read from the files.
+struct EventSpoolWriterTests {
+    @Test func aHeldUpWriterNeitherBlocksNorLosesWhatItCanStillWrite() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let io = NodeIO(environment: [:])
+        var spool = EventSpool(directory: directory, flushBytes: 1 << 10, segmentBytes: 4 << 10, pendingLimit: 8 << 10, io: io)
+        // The queue is held until `go` is signalled.
+        let go = DispatchSemaphore(value: 0)
+        io.submit { go.wait() }
+        var expected: [UInt8] = []
+        func appendLines(until end: Int64) {
+            while spool.end < end {
+                let line = Array(String(format: "%015lld\n", spool.end).utf8)
+                spool.append { $0.append(contentsOf: line) }
+                expected.append(contentsOf: line)
+            }
+        }
+        appendLines(until: 6 << 10)
+        var out: [UInt8] = []
+        #expect(spool.read(0..<spool.end, into: &out), "what waits for the writer reads back")
+        #expect(out.elementsEqual(expected))
+        #expect(spool.failure == nil)
+        // Past the limit: the oldest waiting bytes are given up, as a failed write's would be.
+        appendLines(until: 20 << 10)
+        #expect(spool.start > 0)
+        #expect(spool.failure?.contains("behind") == true)
+        out = []
+        #expect(spool.read(spool.start..<spool.end, into: &out))
+        #expect(out.elementsEqual(expected[Int(spool.start)...]))
+        go.signal()
+        // Once written (the queue drained), the same bytes read from the files.
+        _ = try await io.run { () }
+        appendLines(until: 24 << 10)
+        _ = try await io.run { () }
+        out = []
+        #expect(spool.read(spool.start..<spool.end, into: &out))
+        #expect(out.elementsEqual(expected[Int(spool.start)...]))
+    }
+}
