@@ -94,6 +94,8 @@ actor Node {
     var held: [HeldEffects] = []
     /// `releaseHeld` is carrying out held effects (what they start runs inline, not behind later ones).
     var releasing = false
+    /// Most effect lists held before links stop being read until the commit completes.
+    static let heldLimit = 1024
     /// The programs each control connection joined as participants: gone when it closes.
     var programsByConnection: [ObjectIdentifier: Set<UInt64>] = [:]
 
@@ -213,7 +215,11 @@ actor Node {
 
     /// A read's worth of messages from a link. `arrived` is taken by the caller, before the hop
     /// onto this actor (a default argument is evaluated at the call site).
-    func linkReceived(_ link: LinkHandle, _ messages: [LinkMessage], arrived: ContinuousClock.Instant = .now) {
+    func linkReceived(_ link: LinkHandle, _ messages: [LinkMessage], arrived: ContinuousClock.Instant = .now) async {
+        // A slow commit: once `heldLimit` effect lists wait for it, the link's reader waits for the
+        // commit (as it waited for this actor when commits ran on it) rather than what is held
+        // growing without bound.
+        while held.count >= Self.heldLimit && commitInFlight && !stateFailed && mayWait { await wait(for: .committed) }
         guard links[link.peer.id] === link else { return }
         batchArrived = arrived
         defer { batchArrived = nil }
