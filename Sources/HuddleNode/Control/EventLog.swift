@@ -210,7 +210,16 @@ struct EventLog {
     // MARK: durability (CONTROL.md, Restart)
 
     /// Turns durability on: events are shown once committed (`markDurable`).
-    mutating func makeDurable() { durable = latest }
+    mutating func makeDurable() {
+        durable = latest
+        keepUncommitted()
+    }
+
+    /// The spool keeps the events not yet handed to a commit in memory (`EventSpool.keep(from:)`).
+    private mutating func keepUncommitted() {
+        guard let durable else { return spool.keep(from: .max) }
+        spool.keep(from: offset(max(max(durable, taken ?? durable) &+ 1, first)))
+    }
 
     /// The events appended since the last commit (still retained), as one batch: each its topic
     /// and its frame, consecutive. Nil when there are none.
@@ -239,6 +248,7 @@ struct EventLog {
         let batch = uncommitted()
         if let batch { taken = batch.last }
         commitRequested = false
+        keepUncommitted()
         return batch
     }
 

@@ -47,6 +47,9 @@ struct EventSpool {
     private(set) var start: Int64 = 0
     /// The writer fell behind by more than `pendingLimit` (reported as the first failure if none was).
     private var behind: String?
+    /// Written tails from here on stay in memory while they take at most half of `pendingLimit`
+    /// (`keep(from:)`: the events a commit of the node's state is still to read).
+    private var keepFrom = Int64.max
 
     init(directory: String, flushBytes: Int = 256 << 10, segmentBytes: Int = 8 << 20, pendingLimit: Int = 32 << 20, io: NodeIO = NodeIO()) {
         self.directory = directory
@@ -81,10 +84,22 @@ struct EventSpool {
         pendingBytes += full.count
         let files = files, handed = full
         io.submit { files.write(handed, at: offset) }
-        // What the writer finished (or lost) is read from the files from now on.
+        prune()
+    }
+
+    /// Keeps the written tails from `offset` on in memory (within half of `pendingLimit`): the
+    /// node's commits read them, and are then not made to read the files on its actor.
+    mutating func keep(from offset: Int64) {
+        keepFrom = offset
+        prune()
+    }
+
+    /// What the writer finished (or lost) is read from the files from now on, but for what is kept.
+    private mutating func prune() {
         let (written, lost) = files.progress
         start = max(start, lost)
-        while let first = pending.first, first.start + Int64(first.bytes.count) <= written { forget() }
+        while let first = pending.first, first.start + Int64(first.bytes.count) <= written,
+              first.start + Int64(first.bytes.count) <= keepFrom || pendingBytes > pendingLimit / 2 { forget() }
         // A writer that cannot keep up: its oldest bytes are given up, as a failed write's are.
         while pendingBytes > pendingLimit, let first = pending.first {
             start = max(start, first.start + Int64(first.bytes.count))
