@@ -79,4 +79,32 @@ struct EventSpoolWriterTests {
         #expect(spool.read(spool.start..<spool.end, into: &out))
         #expect(out.elementsEqual(expected[Int(spool.start)...]))
     }
+
+    /// Written tails from `keep(from:)` on stay in memory (a commit is still to read them); once let
+    /// go, what is written is read from the files.
+    @Test func keptTailsStayInMemoryUntilLetGo() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let io = NodeIO(environment: [:])
+        var spool = EventSpool(directory: directory, flushBytes: 1 << 10, segmentBytes: 4 << 10, pendingLimit: 64 << 10, io: io)
+        spool.keep(from: 0)
+        var expected: [UInt8] = []
+        func appendLines(until end: Int64) {
+            while spool.end < end {
+                let line = Array(String(format: "%015lld\n", spool.end).utf8)
+                spool.append { $0.append(contentsOf: line) }
+                expected.append(contentsOf: line)
+            }
+        }
+        appendLines(until: 8 << 10)
+        _ = try await io.run { () }
+        appendLines(until: 9 << 10)
+        #expect(spool.memoryStart == 0, "written, but kept")
+        spool.keep(from: 6 << 10)
+        #expect(spool.memoryStart > 0 && spool.memoryStart <= 6 << 10, "let go up to where it is kept: \(spool.memoryStart)")
+        var out: [UInt8] = []
+        #expect(spool.read(0..<spool.end, into: &out))
+        #expect(out.elementsEqual(expected), "the same bytes, from the files and memory")
+    }
 }
