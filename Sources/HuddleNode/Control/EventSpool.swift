@@ -21,9 +21,10 @@ import Synchronization
 ///
 /// Guarantees: `read` returns exactly the bytes appended in `start..<end`; the node's own memory
 /// for retention is the tail and at most `pendingLimit` bytes waiting for the writer, whatever the
-/// segments hold. A failed write (a full disk), or a writer so far behind that more than
-/// `pendingLimit` waits for it, drops what was unwritten from retention (`start` moves past it) and
-/// is reported once in `failure`; live events still reach subscribers from the tail.
+/// segments hold: a writer further behind (a disk throttling its writes) is waited for, the only
+/// time the caller waits for a file (`waitedForWriter`). A failed write (a full disk)
+/// drops what was unwritten from retention (`start` moves past it) and is reported once in
+/// `failure`; live events still reach subscribers from the tail.
 struct EventSpool {
     /// Bytes gathered in memory before one write to the current segment.
     let flushBytes: Int
@@ -45,8 +46,8 @@ struct EventSpool {
     private(set) var tailStart: Int64 = 0
     /// The oldest offset `read` can still return (past what retention dropped or a write lost).
     private(set) var start: Int64 = 0
-    /// The writer fell behind by more than `pendingLimit` (reported as the first failure if none was).
-    private var behind: String?
+    /// The writer fell behind by more than `pendingLimit` and was waited for (nothing was lost).
+    private(set) var waitedForWriter = false
     /// Written tails from here on stay in memory while they take at most half of `pendingLimit`
     /// (`keep(from:)`: the events a commit of the node's state is still to read).
     private var keepFrom = Int64.max
@@ -62,7 +63,7 @@ struct EventSpool {
     }
 
     /// The first write or create error, if any.
-    var failure: String? { files.failure ?? behind }
+    var failure: String? { files.failure }
 
     /// One past the newest byte.
     var end: Int64 { tailStart + Int64(tail.count) }
@@ -100,11 +101,13 @@ struct EventSpool {
         start = max(start, lost)
         while let first = pending.first, first.start + Int64(first.bytes.count) <= written,
               first.start + Int64(first.bytes.count) <= keepFrom || pendingBytes > pendingLimit / 2 { forget() }
-        // A writer that cannot keep up: its oldest bytes are given up, as a failed write's are.
-        while pendingBytes > pendingLimit, let first = pending.first {
-            start = max(start, first.start + Int64(first.bytes.count))
-            if behind == nil { behind = "event log writes fell more than \(pendingLimit) bytes behind in \(directory)" }
-            forget()
+        // A writer more than `pendingLimit` behind (a disk that throttles its writes): the caller
+        // waits for it, as it did when it wrote itself, rather than events being lost.
+        if pendingBytes > pendingLimit {
+            waitedForWriter = true
+            io.blockingRun {}
+            let written = files.progress.written
+            while let first = pending.first, first.start + Int64(first.bytes.count) <= written { forget() }
         }
     }
 
