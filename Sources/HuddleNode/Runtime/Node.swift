@@ -96,6 +96,8 @@ actor Node {
     var releasing = false
     /// Most effect lists held before links stop being read until the commit completes.
     static let heldLimit = 1024
+    /// Most of this member's messages made but not yet committed before `send` waits for the commit.
+    static let uncommittedSendLimit: UInt64 = 2048
     /// The programs each control connection joined as participants: gone when it closes.
     var programsByConnection: [ObjectIdentifier: Set<UInt64>] = [:]
 
