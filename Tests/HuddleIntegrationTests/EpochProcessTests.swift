@@ -279,6 +279,8 @@ struct EpochProcessTests {
             let status = try await c.request("status")
             return status["epoch"]?.intValue == 1 && status["members"]?.intValue == 3
         }
+        // Rewritten on c's I/O queue a moment after its epoch moved (NodeIO).
+        try await eventually("the paired node's key file on epoch 1") { try SessionKey.load(from: keyOut).epoch == 1 }
         let key = try SessionKey.load(from: keyOut)
         let original = try SessionKey.load(from: cluster.key)
         #expect(key.epoch == 1 && key.sessionID == original.sessionID && key != original, "the paired node holds the current epoch's key, in the same session")
