@@ -182,10 +182,13 @@ struct RestartProcessTests {
         _ = try await b.request("attach.get", ["id": .string(keptID), "path": .string("\(cluster.dir)/first.bin")])
         _ = try await a.request("attach.remove", ["id": .string(goneID)])
         _ = try await a.request("activity.set", ["value": ["scene": "kept"]])
+        // The subscriber is to have been sent both events (an event is sent once committed, a moment
+        // after the value is in force): one it was not sent yet would come after the restart, once.
         try await eventually("b to see the removal and the activity value") {
             let removed = await atB.events.contains { $0["change"]?.stringValue == "removed" }
+            let shown = await atB.events.contains { $0["event"]?.stringValue == "activity" }
             let activity = try await b.request("activity.get")["activity"]?.objectValue?["scene"]?.stringValue
-            return removed && activity == "kept"
+            return removed && shown && activity == "kept"
         }
         let (_, cursor) = await atB.endedOnPurpose()
 

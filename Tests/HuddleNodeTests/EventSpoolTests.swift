@@ -36,3 +36,71 @@ struct EventSpoolTests {
         #expect(dropped.isEmpty)
     }
 }
+
+/// The spool's writer runs on its I/O queue, not on the caller: while it is held up (a slow disk)
+/// every retained byte still reads back (from what waits for it); more than `pendingLimit` waiting
+/// makes the caller wait for the writer, and nothing is lost.
+struct EventSpoolWriterTests {
+    @Test func aHeldUpWriterNeitherBlocksNorLosesAnything() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let io = NodeIO(environment: [:])
+        var spool = EventSpool(directory: directory, flushBytes: 1 << 10, segmentBytes: 4 << 10, pendingLimit: 8 << 10, io: io)
+        // The queue is held until `go` is signalled.
+        let go = DispatchSemaphore(value: 0)
+        io.submit { go.wait() }
+        var expected: [UInt8] = []
+        func appendLines(until end: Int64) {
+            while spool.end < end {
+                let line = Array(String(format: "%015lld\n", spool.end).utf8)
+                spool.append { $0.append(contentsOf: line) }
+                expected.append(contentsOf: line)
+            }
+        }
+        appendLines(until: 6 << 10)
+        var out: [UInt8] = []
+        #expect(spool.read(0..<spool.end, into: &out), "what waits for the writer reads back")
+        #expect(out.elementsEqual(expected))
+        #expect(spool.failure == nil)
+        // Past the limit the caller waits for the writer: let it go a moment later.
+        let released = ContinuousClock.now
+        Thread.detachNewThread { Thread.sleep(forTimeInterval: 0.2); go.signal() }
+        appendLines(until: 20 << 10)
+        #expect(ContinuousClock.now - released >= .milliseconds(150), "it waited for the writer")
+        #expect(spool.waitedForWriter && spool.failure == nil, "and says so")
+        #expect(spool.start == 0, "nothing was lost")
+        _ = try await io.run { () }
+        out = []
+        #expect(spool.read(0..<spool.end, into: &out))
+        #expect(out.elementsEqual(expected))
+    }
+
+    /// Written tails from `keep(from:)` on stay in memory (a commit is still to read them); once let
+    /// go, what is written is read from the files.
+    @Test func keptTailsStayInMemoryUntilLetGo() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let io = NodeIO(environment: [:])
+        var spool = EventSpool(directory: directory, flushBytes: 1 << 10, segmentBytes: 4 << 10, pendingLimit: 64 << 10, io: io)
+        spool.keep(from: 0)
+        var expected: [UInt8] = []
+        func appendLines(until end: Int64) {
+            while spool.end < end {
+                let line = Array(String(format: "%015lld\n", spool.end).utf8)
+                spool.append { $0.append(contentsOf: line) }
+                expected.append(contentsOf: line)
+            }
+        }
+        appendLines(until: 8 << 10)
+        _ = try await io.run { () }
+        appendLines(until: 9 << 10)
+        #expect(spool.memoryStart == 0, "written, but kept")
+        spool.keep(from: 6 << 10)
+        #expect(spool.memoryStart > 0 && spool.memoryStart <= 6 << 10, "let go up to where it is kept: \(spool.memoryStart)")
+        var out: [UInt8] = []
+        #expect(spool.read(0..<spool.end, into: &out))
+        #expect(out.elementsEqual(expected), "the same bytes, from the files and memory")
+    }
+}

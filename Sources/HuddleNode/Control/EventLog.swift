@@ -67,6 +67,26 @@ struct EventLog {
         var startRisk: Double = 0
         /// It resubscribed from a held resume: retention keeps its next event as it kept the resume.
         var holds = false
+        /// Bytes of the spool's files read for it off the actor (`loadFromFiles`): from `start` on.
+        var loaded: (start: Int64, bytes: [UInt8])?
+        /// A read of the files for it is under way: it is fed once it is in (`loaded(_:range:_:)`).
+        var loading = false
+    }
+
+    /// A read of the spool's files for a subscriber (a `since` replay, a lagging subscriber): `read`
+    /// runs on the spool's I/O queue (`NodeIO`), never on the node's actor.
+    struct FileLoad: Sendable {
+        let range: Range<Int64>
+        let read: @Sendable () async -> [UInt8]?
+    }
+
+    /// What reading a subscriber's next batch found.
+    private enum BatchRead {
+        case made([UInt8])
+        /// The spool could not read them (they are not retained, or not frames).
+        case unreadable
+        /// They are in the spool's files: to be read off the actor first.
+        case load(Range<Int64>)
     }
 
     let limits: Limits
@@ -91,9 +111,14 @@ struct EventLog {
     /// to the node's state (`NodeStateStore`). Subscribers are sent committed events only, so no
     /// cursor a client saw can be numbered again after a crash. Nil without one: every event at once.
     private(set) var durable: Int64?
+    /// The last event handed to a commit that has not completed yet (`takeUncommitted`).
+    private var taken: Int64?
     /// Called once an event is appended past `durable`, until the next `markDurable`: the node
     /// commits soon (and batches what is appended meanwhile).
     var requestCommit: (@Sendable () -> Void)?
+    /// Reads of the spool's files for subscribers, run off the actor: the node hands what was read
+    /// to `loaded(_:range:_:)`. Nil (tests of the log alone): the files are read in place.
+    var loadFromFiles: (@Sendable (ControlConnection, FileLoad) -> Void)?
     private var commitRequested = false
     /// While `feedAll` runs: each batch made, by where it started, the topics and the encoding it
     /// was made for, with the cursor after it (subscribers alike share it, made once).
@@ -103,9 +128,10 @@ struct EventLog {
     /// The newest event subscribers may be sent.
     private var visible: Int64 { durable ?? latest }
 
-    init(spoolDirectory: String, limits: Limits = .standard) {
+    /// `io`: the queue the spool's files are written and read on.
+    init(spoolDirectory: String, limits: Limits = .standard, io: NodeIO = NodeIO()) {
         self.limits = limits
-        spool = EventSpool(directory: spoolDirectory, flushBytes: limits.flushBytes, segmentBytes: limits.segmentBytes)
+        spool = EventSpool(directory: spoolDirectory, flushBytes: limits.flushBytes, segmentBytes: limits.segmentBytes, io: io)
     }
 
     /// The first error of the spool (a disk that is full), to log once.
@@ -184,13 +210,24 @@ struct EventLog {
     // MARK: durability (CONTROL.md, Restart)
 
     /// Turns durability on: events are shown once committed (`markDurable`).
-    mutating func makeDurable() { durable = latest }
+    mutating func makeDurable() {
+        durable = latest
+        keepUncommitted()
+    }
+
+    /// The spool keeps the events not yet handed to a commit in memory (`EventSpool.keep(from:)`).
+    private mutating func keepUncommitted() {
+        guard let durable else { return spool.keep(from: .max) }
+        spool.keep(from: offset(max(max(durable, taken ?? durable) &+ 1, first)))
+    }
 
     /// The events appended since the last commit (still retained), as one batch: each its topic
     /// and its frame, consecutive. Nil when there are none.
     func uncommitted() -> NodeStateStore.EventBatch? {
-        guard let durable, durable < latest else { return nil }
-        let from = max(durable &+ 1, first)
+        guard let durable else { return nil }
+        let committed = max(durable, taken ?? durable)
+        guard committed < latest else { return nil }
+        let from = max(committed &+ 1, first)
         guard from <= latest else { return nil }
         var data: [UInt8] = []
         data.reserveCapacity(Int(offset(latest &+ 1) - offset(from)) + Int(latest - from) + 1)
@@ -205,10 +242,20 @@ struct EventLog {
         return cursor > from ? NodeStateStore.EventBatch(first: from, last: cursor - 1, data: data) : nil
     }
 
+    /// `uncommitted()`, handed to a commit: the next one starts after it, and an event appended
+    /// from now on asks for another commit (`requestCommit`).
+    mutating func takeUncommitted() -> NodeStateStore.EventBatch? {
+        let batch = uncommitted()
+        if let batch { taken = batch.last }
+        commitRequested = false
+        keepUncommitted()
+        return batch
+    }
+
     /// Every event through `cursor` is committed: subscribers are sent them.
     mutating func markDurable(through cursor: Int64) {
         durable = min(cursor, latest)
-        commitRequested = false
+        if let taken, taken <= cursor { self.taken = nil }
         feedAll()
     }
 
@@ -328,7 +375,7 @@ struct EventLog {
         var next = subscribers[i].next
         defer { subscribers[i].next = next }
         let visible = visible
-        guard next <= visible else { return true }
+        guard next <= visible, !subscribers[i].loading else { return true }
         let binary = subscribers[i].binary
         if overflows(subscribers[i]) {
             // Resumed from the oldest retained event when retention dropped its next already.
@@ -350,12 +397,19 @@ struct EventLog {
                 batch = made.bytes
                 next = made.next
             } else {
-                guard let made = makeBatch(from: &next, topics: mask, binary: binary, through: visible) else {
+                switch makeBatch(from: &next, topics: mask, binary: binary, through: visible, loaded: subscribers[i].loaded) {
+                case let .made(made):
+                    batch = made
+                    shared?[key] = (made, next)
+                case .unreadable:
                     // Unreadable retention: the subscriber is told to resume from here.
                     return overflow(connection, binary: binary, resume: next - 1)
+                case let .load(range):
+                    // Fed again once the files are read (off the actor).
+                    subscribers[i].loading = true
+                    loadFromFiles?(connection, FileLoad(range: range, read: spool.fileLoader(range)))
+                    return true
                 }
-                batch = made
-                shared?[key] = (made, next)
             }
             if !batch.isEmpty { connection.outbox.push(batch, bytes: batch.count) }
         }
@@ -364,8 +418,10 @@ struct EventLog {
 
     /// The next batch for a subscriber to `topics` whose next event is `next` (moved past it): up to
     /// `pushBytes` of the spool's frames of its topics through `through`, as they are (binary) or
-    /// as JSON lines. Nil when the spool could not read them or they are not frames.
-    private func makeBatch(from next: inout Int64, topics mask: UInt8, binary: Bool, through visible: Int64) -> [UInt8]? {
+    /// as JSON lines. Bytes in the spool's files come from `loaded` (read off the actor); when they
+    /// are not there, the batch ends before them, or (when it is empty) asks for them to be loaded.
+    private func makeBatch(from next: inout Int64, topics mask: UInt8, binary: Bool, through visible: Int64,
+                           loaded: (start: Int64, bytes: [UInt8])?) -> BatchRead {
         var frames: [UInt8] = []
         // Lines are up to about 2.5 times their frames (a body in base64 and as text): half the
         // frames for them keeps a batch, and what a subscriber queues, near `pushBytes`.
@@ -373,17 +429,46 @@ struct EventLog {
         // Runs of consecutive events of its topics, read in one piece each.
         while next <= visible && frames.count < budget {
             guard topicBit(next) & mask != 0 else { next += 1; continue }
-            let runStart = offset(next)
+            let runStart = offset(next), runFirst = next
             while next <= visible && topicBit(next) & mask != 0 && frames.count + Int(offset(next) - runStart) < budget { next += 1 }
-            guard spool.read(runStart..<offset(next), into: &frames) else { return nil }
+            let run = runStart..<offset(next)
+            if run.lowerBound < spool.memoryStart, loadFromFiles != nil {
+                // From the files: only what was loaded for it, never a read here.
+                let inFiles = run.lowerBound..<min(run.upperBound, spool.memoryStart)
+                guard let loaded, loaded.start <= inFiles.lowerBound, inFiles.upperBound - loaded.start <= Int64(loaded.bytes.count) else {
+                    next = runFirst
+                    if !frames.isEmpty { break }
+                    return .load(run.lowerBound..<min(spool.memoryStart, max(run.upperBound, run.lowerBound + Int64(limits.pushBytes))))
+                }
+                frames.append(contentsOf: loaded.bytes[Int(inFiles.lowerBound - loaded.start)..<Int(inFiles.upperBound - loaded.start)])
+                if inFiles.upperBound < run.upperBound {
+                    guard spool.read(inFiles.upperBound..<run.upperBound, into: &frames) else { return .unreadable }
+                }
+            } else {
+                guard spool.read(run, into: &frames) else { return .unreadable }
+            }
         }
-        if binary { return frames }
+        if binary { return .made(frames) }
         // Room for the lines at once (a 256 B message's line is about 2.7 times its frame, a 16 KiB
         // one's 2.3 times): queued batches hold no doubled capacity beyond the bytes they count.
         var lines: [UInt8] = []
         lines.reserveCapacity(frames.count * 3)
-        guard frames.withUnsafeBytes({ EventFrame.appendLines(of: $0, into: &lines) }) else { return nil }
-        return lines
+        guard frames.withUnsafeBytes({ EventFrame.appendLines(of: $0, into: &lines) }) else { return .unreadable }
+        return .made(lines)
+    }
+
+    /// The spool's files read for the subscriber on `connection` (nil: they could not be read):
+    /// it is fed from them.
+    mutating func loaded(_ connection: ControlConnection, range: Range<Int64>, _ bytes: [UInt8]?) {
+        guard let i = subscribers.firstIndex(where: { $0.connection === connection }) else { return }
+        subscribers[i].loading = false
+        guard let bytes, bytes.count == Int(range.upperBound - range.lowerBound) else {
+            let s = subscribers.remove(at: i)
+            _ = overflow(connection, binary: s.binary, resume: max(s.next, first) - 1)
+            return
+        }
+        subscribers[i].loaded = (range.lowerBound, bytes)
+        if !feed(i) { subscribers.remove(at: i) }
     }
 
     /// Sends `overflow` naming `resume` (a line, or a `json` frame to a binary subscriber), and

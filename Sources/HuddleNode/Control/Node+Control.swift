@@ -65,6 +65,7 @@ extension Node {
             connection.queueReply(reply)
             connection.setFramed(encoding == .binary)
             connection.setRefill { [weak self] connection in Task { await self?.feedSubscriber(connection) } }
+            readEventFilesOffActor()
             events.subscribe(connection, topics: topics, since: since, binary: encoding == .binary)
             return nil
         case .stats: return ControlReply.ok(id: id, stats())

@@ -7,16 +7,22 @@ import HuddleCrypto
 extension Node {
     /// The session moved to `key`'s epoch here: new links and session-key datagrams use it from
     /// now on (links already up keep their own transport keys), and the key file is rewritten
-    /// atomically (temporary file, fsync, rename, mode 0600) so a restart starts from this epoch.
+    /// atomically (temporary file, fsync, rename, mode 0600) so a restart starts from this epoch:
+    /// on the I/O queue (`NodeIO`), after every commit handed over before, in the order the epochs
+    /// moved.
     func moveToEpoch(_ key: SessionKey) {
         currentKey = key
         seal = DatagramSeal(key: key.subkey(.datagram))
         publishDatagramKeys(force: true)
-        do {
-            try key.rewrite(at: config.keyPath)
-            log.info("session \(key.fingerprint) is on epoch \(key.epoch) now; \(config.keyPath) holds its key")
-        } catch {
-            log.error("session \(key.fingerprint) is on epoch \(key.epoch) now, but \(config.keyPath) could not be rewritten (a restart starts from the older epoch and is handed this one): \(error)")
+        let path = config.keyPath, log = self.log
+        io.submit {
+            NodeIO.checkCurrent("the key file's rewrite")
+            do {
+                try key.rewrite(at: path)
+                log.info("session \(key.fingerprint) is on epoch \(key.epoch) now; \(path) holds its key")
+            } catch {
+                log.error("session \(key.fingerprint) is on epoch \(key.epoch) now, but \(path) could not be rewritten (a restart starts from the older epoch and is handed this one): \(error)")
+            }
         }
         wake(.epoch)
     }

@@ -20,6 +20,12 @@ extension Node {
     /// Sends a message (the session core decides; `SessionCore.send`). A send refused as busy
     /// waits until the core reports the congestion cleared, for at most `backpressureWait`.
     func send(_ request: SendRequest) async throws(ControlError) -> WireMessage {
+        // A commit in flight with `uncommittedSendLimit` of this member's messages not yet in one:
+        // the send waits for it (as it waited for this actor when commits ran on it), so a fast
+        // client cannot pile messages up behind a slow disk.
+        while state != nil && commitInFlight && core.broadcast.ownSeq &- durable.ownSeq >= Self.uncommittedSendLimit && !stateFailed && mayWait {
+            await wait(for: .committed)
+        }
         let deadline = ContinuousClock.now + Self.backpressureWait
         while true {
             do throws(SessionCore.SendRefusal) {

@@ -19,6 +19,8 @@ enum WaitReason: Hashable, Sendable {
     case epoch
     /// A peer answered a time request (`LinkTiming`).
     case timing
+    /// A commit of the data directory's state completed (or failed).
+    case committed
 }
 
 /// One task waiting on the node: how `wake`, its deadline and its cancellation find it.

@@ -69,7 +69,7 @@ actor Node {
 
     /// The data directory's state (`--data-dir`; CONTROL.md, Restart), nil without one.
     var state: NodeStateStore?
-    /// What the last commit of `state` held: this member's seq and incarnation.
+    /// What the last commit taken of `state` holds: this member's seq and incarnation.
     var committedOwnSeq: UInt64 = 0
     var committedIncarnation: UInt64 = 0
     /// Where the epoch memory, the journal and the activity value stood when last written (nil: never).
@@ -80,8 +80,24 @@ actor Node {
     nonisolated let resumed: Bool
     /// Set once the node left the session for good (`leave`): its data directory's state is wiped on exit.
     nonisolated let leftForGood = Mutex(false)
-    /// `commitState` is sending what it just committed (no second commit for it).
-    var committing = false
+    /// The data directory's writes and the key file's (`NodeIO`): never on this actor.
+    nonisolated let io = NodeIO()
+    /// Commits taken (handed to `io`) and completed, counted from 1 (`requestCommit`).
+    var commitsTaken: UInt64 = 0
+    var commitsDone: UInt64 = 0
+    /// A commit is on the I/O queue; `commitWanted`: another is to be taken when it completes.
+    var commitInFlight = false
+    var commitWanted = false
+    /// What the last completed commit holds: what may leave without waiting for one.
+    var durable = DurablePoint()
+    /// Effects waiting for a commit, in the order they were decided (`hold`).
+    var held: [HeldEffects] = []
+    /// `releaseHeld` is carrying out held effects (what they start runs inline, not behind later ones).
+    var releasing = false
+    /// Most effect lists held before links stop being read until the commit completes.
+    static let heldLimit = 1024
+    /// Most of this member's messages made but not yet committed before `send` waits for the commit.
+    static let uncommittedSendLimit: UInt64 = 2048
     /// The programs each control connection joined as participants: gone when it closes.
     var programsByConnection: [ObjectIdentifier: Set<UInt64>] = [:]
 
@@ -199,7 +215,11 @@ actor Node {
 
     /// A read's worth of messages from a link. `arrived` is taken by the caller, before the hop
     /// onto this actor (a default argument is evaluated at the call site).
-    func linkReceived(_ link: LinkHandle, _ messages: [LinkMessage], arrived: ContinuousClock.Instant = .now) {
+    func linkReceived(_ link: LinkHandle, _ messages: [LinkMessage], arrived: ContinuousClock.Instant = .now) async {
+        // A slow commit: once `heldLimit` effect lists wait for it, the link's reader waits for the
+        // commit (as it waited for this actor when commits ran on it) rather than what is held
+        // growing without bound.
+        while held.count >= Self.heldLimit && commitInFlight && !stateFailed && mayWait { await wait(for: .committed) }
         guard links[link.peer.id] === link else { return }
         batchArrived = arrived
         defer { batchArrived = nil }
@@ -238,14 +258,21 @@ actor Node {
         await wait(for: .pushPullReply(peer), until: .now + .seconds(10))
     }
 
-    /// Carries out what the session core decided.
+    /// Carries out what the session core decided. With a data directory, write-ahead: this
+    /// member's broadcasts leave only once a commit holds them (a restart never reuses a seq a
+    /// peer may have), and the key file moves only once the epoch history is committed; effects
+    /// that must wait are held, with every effect decided after them (`hold`), while the commit
+    /// runs on the I/O queue and this actor goes on.
     func execute(_ effects: [SessionEffect]) {
-        // Write-ahead: this member's broadcasts are committed before they leave (a restart never
-        // reuses a seq a peer may have).
-        if state != nil, !committing, effects.contains(where: { $0.sendsOwnBatch(local.id) }) {
-            executeWritingAhead(effects)
+        if state != nil, (!held.isEmpty && !releasing) || needsCommit(effects) {
+            hold(effects)
             return
         }
+        perform(effects)
+    }
+
+    /// Carries out `effects` now.
+    func perform(_ effects: [SessionEffect]) {
         for effect in effects {
             switch effect {
             case let .sendDatagram(payload, to, sealing): sendDatagram(payload, to: to, sealing: sealing)
@@ -288,10 +315,8 @@ actor Node {
             case let .serveChunk(peer, id, index):
                 if let link = links[peer] { serveChunk(id: id, index: index, to: link) } else { core.chunkServeDropped(to: peer) }
             case let .recheckChunk(id, index, peer): recheckChunk(id: id, index: index, reportedBy: peer)
-            case let .epochMoved(key):
-                // Write-ahead: the history that moved is saved before the key file moves.
-                if state != nil, !commitState() { return }
-                moveToEpoch(key)
+            // Write-ahead (`execute`): the history that moved is committed already.
+            case let .epochMoved(key): moveToEpoch(key)
             case let .epochRemoved(by, member):
                 log.warning("this node was removed from the session by node \(hexString(by).prefix(16))\(member.map { " (member \($0))" } ?? ""): it holds no key of the session any more")
                 wake(.epoch)
@@ -334,7 +359,7 @@ actor Node {
         execute(core.tick(now: now))
         recordProbeRoundTrip()
         closeStalledLinks()
-        if state != nil, core.swim.local.incarnation != committedIncarnation { commitState() }
+        if state != nil, core.swim.local.incarnation != committedIncarnation { requestCommit() }
         if !spoolFailureLogged, let failure = events.spoolFailure {
             spoolFailureLogged = true
             log.warning("\(failure): events before it can no longer be replayed with since (live subscribers still get every event)")
@@ -361,7 +386,8 @@ actor Node {
         guard !stopping else { return }
         stopping = true
         leftForGood.withLock { $0 = true }
-        state?.markLeaving()
+        // Before anyone is told (on the I/O queue, after the commits handed over before it).
+        if let state { _ = try? await io.run { state.markLeaving() } }
         log.info("leaving the session")
         execute(core.leave(now: now))
         // Membership keeps running on the node's timer meanwhile, repeating `left` in its gossip.

@@ -86,7 +86,8 @@ public enum NodeRunner {
             // Only a member that leaves for good wipes its state (and its chunks, and an identity it made here).
             cleanup.append {
                 guard node.leftForGood.withLock({ $0 }) else { return }
-                state.store.wipe()
+                // After the writes the node handed to its I/O queue (none runs on after this).
+                node.io.blockingRun { state.store.wipe() }
                 store.removeAll()
                 if config.identityPath == nil { unlink(dataDir.path + "/identity") }
             }

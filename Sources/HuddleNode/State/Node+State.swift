@@ -1,6 +1,21 @@
 import HuddleCore
 import HuddleCrypto
 
+/// Effects held until a commit of the data directory's state completes (`Node.execute`).
+struct HeldEffects {
+    var effects: [SessionEffect]
+    /// The commit (`Node.commitsTaken`'s count) they wait for.
+    var after: UInt64
+}
+
+/// What the last completed commit made durable: what may leave without waiting for another.
+struct DurablePoint {
+    var ownSeq: UInt64 = 0
+    var counter: UInt64 = 0
+    /// `core.epochs.memoryRevision` it held (nil: none committed yet).
+    var epochs: Int?
+}
+
 extension Node {
     /// Turns on the data directory's state (CONTROL.md, Restart): from now on every event is
     /// committed (in batches: one transaction for what was appended meanwhile) before subscribers
@@ -8,6 +23,8 @@ extension Node {
     func persist(to store: NodeStateStore) {
         state = store
         if !resumed { events.makeDurable() }
+        // Taken up from the state file: durable already.
+        durable = DurablePoint(ownSeq: core.resumePoint.ownSeq, counter: core.resumePoint.counter, epochs: resumed ? core.epochs.memoryRevision : nil)
         // The history taken up may be ahead of the key file (a crash between the two writes;
         // the history is written first): the key file follows it, never the other way.
         if let key = core.epochs.current, key.epoch > currentKey.epoch { moveToEpoch(key) }
@@ -16,23 +33,34 @@ extension Node {
         }
         events.requestCommit = { [weak self] in
             guard let self else { return }
-            self.spawner.spawn { await self.commitState() }
+            self.spawner.spawn { await self.requestCommit() }
         }
-        commitState()
+        requestCommit()
     }
 
-    /// Commits what changed since the last commit: new events, retention's start, the resume
-    /// point, this member's newly stored broadcasts, the epoch memory when it changed. False when
-    /// the commit failed (a full disk): the node then stops without leaving — nothing more is sent
-    /// or shown that a restart could not resume from.
+    /// Asks for a commit of what changed so far; returns the commit (`commitsTaken`'s count) that
+    /// will hold it, nil without a data directory or after a commit failed. One commit at a time
+    /// runs on the I/O queue (`NodeIO`); what is asked for meanwhile is taken, all at once, when it
+    /// completes (a group commit).
     @discardableResult
-    func commitState() -> Bool {
-        guard let state else { return true }
-        guard !stateFailed else { return false }
-        // What this member sent is signed first: a commit never holds a seq (or an event of a
-        // message) that a crash could leave unsent and a restart would give to another message.
+    func requestCommit() -> UInt64? {
+        guard let state, !stateFailed else { return nil }
+        if commitInFlight {
+            commitWanted = true
+            return commitsTaken &+ 1
+        }
+        takeCommit(state)
+        return commitsTaken
+    }
+
+    /// Takes what changed since the last commit — new events, retention's start, the resume point,
+    /// this member's newly stored broadcasts, the parts of the state that changed — and hands it to
+    /// the I/O queue. What this member had not yet sent is signed first and held until the commit
+    /// completes: a commit never holds a seq (or an event of a message) that a crash could leave
+    /// unsent and a restart would give to another message.
+    private func takeCommit(_ state: NodeStateStore) {
         let flushed = core.flushBatch()
-        let rows = events.uncommitted()
+        let rows = events.takeUncommitted()
         var point = core.resumePoint
         let ownFrom = core.broadcast.ownStoredFrom
         let own = core.broadcast.ownStored(from: max(committedOwnSeq &+ 1, ownFrom))
@@ -42,47 +70,123 @@ extension Node {
         if revisions.epochs != committedRevisions?.epochs { parts.insert(.epochs); point.epochs = core.epochs.memory }
         if revisions.journal != committedRevisions?.journal { parts.insert(.journal); point.journal = core.journal.memory }
         if revisions.activity != committedRevisions?.activity { parts.insert(.activity); point.activity = core.activity.current }
-        do {
-            try state.commit(events: rows, firstRetained: events.first, lastCursor: events.latest, point: point, own: own, ownFrom: ownFrom, parts: parts)
-        } catch {
-            stateFailed = true
-            log.error("cannot save the node state in \(state.directory): \(error); stopping without leaving (restart it once the disk is sound)")
-            spawner.spawn { [self] in await stop() }
-            return false
-        }
+        // The next commit writes what changed after this one (the I/O queue runs them in order).
         committedOwnSeq = point.ownSeq
         committedIncarnation = point.incarnation
         committedRevisions = revisions
-        events.markDurable(through: events.latest)
-        if !flushed.isEmpty {
-            committing = true
-            execute(flushed)
-            committing = false
+        commitsTaken &+= 1
+        commitInFlight = true
+        let generation = commitsTaken
+        if !flushed.isEmpty { held.append(HeldEffects(effects: flushed, after: generation)) }
+        let made = DurablePoint(ownSeq: point.ownSeq, counter: point.counter, epochs: revisions.epochs)
+        let firstRetained = events.first, lastCursor = events.latest
+        let io = self.io, taken = point, changed = parts
+        let commit: @Sendable () async -> Void = { [self] in
+            let failure: String?
+            do {
+                try await io.run {
+                    io.testDelay()
+                    try state.commit(events: rows, firstRetained: firstRetained, lastCursor: lastCursor, point: taken, own: own, ownFrom: ownFrom, parts: changed)
+                }
+                failure = nil
+            } catch {
+                failure = "\(error)"
+            }
+            await commitCompleted(generation, made: made, through: lastCursor, failure: failure)
         }
-        return true
+        // Once the node's tasks have ended (it stopped), still completed: what waits on it must not hang.
+        if !spawner.spawn(commit) { Task(operation: commit) }
     }
 
-    /// Write-ahead for effects that carry this member's own batch: the events they make here go
-    /// first, then the commit, then what leaves (nothing leaves when the commit failed).
-    func executeWritingAhead(_ effects: [SessionEffect]) {
-        let local = effects.filter(\.isLocalEvent)
-        if !local.isEmpty { execute(local) }
-        guard commitState() else { return }
-        committing = true
-        execute(effects.filter { !$0.isLocalEvent })
-        committing = false
+    /// A commit completed: its events are shown, what it held leaves, the next one is taken. A
+    /// failed commit (a full disk) stops the node without leaving — nothing more is sent or shown
+    /// that a restart could not resume from.
+    private func commitCompleted(_ generation: UInt64, made: DurablePoint, through cursor: Int64, failure: String?) {
+        commitInFlight = false
+        if let failure {
+            guard !stateFailed else { return }
+            stateFailed = true
+            held = []
+            log.error("cannot save the node state in \(state?.directory ?? "?"): \(failure); stopping without leaving (restart it once the disk is sound)")
+            wake(.committed)
+            spawner.spawn { [self] in await stop() }
+            return
+        }
+        commitsDone = generation
+        durable = made
+        events.markDurable(through: cursor)
+        releaseHeld()
+        wake(.committed)
+        if commitWanted {
+            commitWanted = false
+            requestCommit()
+        }
+    }
+
+    /// Carries out the held effects whose commit completed, in the order they were held.
+    private func releaseHeld() {
+        releasing = true
+        defer { releasing = false }
+        while let first = held.first, first.after <= commitsDone {
+            held.removeFirst()
+            perform(first.effects)
+        }
+    }
+
+    /// Whether `effects` must wait for a commit: they carry a broadcast of this member's that no
+    /// completed commit holds (its seq or message counter is past the durable ones), or move the
+    /// key file to an epoch whose history is not durable yet.
+    func needsCommit(_ effects: [SessionEffect]) -> Bool {
+        effects.contains { effect in
+            switch effect {
+            case let .sendToLinks(.batch(batch)), let .sendLink(_, .batch(batch)):
+                batch.origin == local.id && batch.messages.contains { $0.message.seq > durable.ownSeq || $0.message.counter > durable.counter }
+            case .epochMoved: core.epochs.memoryRevision != durable.epochs
+            default: false
+            }
+        }
+    }
+
+    /// Holds `effects` until the commit they need (or, when they need none, until those held
+    /// before them went): the events they make here go at once (they are shown only once
+    /// committed, `EventLog`), so the commit holds them too, and so do membership datagrams (UDP
+    /// keeps no order anyway; a slow disk must not make the others suspect this member); nothing
+    /// else of them leaves before.
+    func hold(_ effects: [SessionEffect]) {
+        let goesNow = { (effect: SessionEffect) in effect.isLocalEvent || effect.isMembershipDatagram }
+        let now = effects.filter(goesNow)
+        if !now.isEmpty { perform(now) }
+        let rest = effects.filter { !goesNow($0) }
+        guard !rest.isEmpty else { return }
+        var after = held.last?.after ?? commitsDone
+        if needsCommit(rest) {
+            // A failed commit: nothing of it leaves.
+            guard let commit = requestCommit() else { return }
+            after = max(after, commit)
+        }
+        held.append(HeldEffects(effects: rest, after: after))
+        // Held behind nothing in flight (all before it went): it goes now.
+        if !commitInFlight && after <= commitsDone { releaseHeld() }
+    }
+
+    /// Waits until commit `generation` completed (or failed, or the node stopped).
+    func waitForCommit(_ generation: UInt64) async {
+        while commitsDone < generation && !stateFailed && mayWait { await wait(for: .committed) }
     }
 
     /// Stops without leaving (SIGTERM or SIGINT with a data directory): the state is committed,
     /// links close, and the others see this member failed until it comes back.
     func stop() async {
         guard !stopping else { return }
-        commitState()
+        if let commit = requestCommit() { await waitForCommit(commit) }
         stopping = true
         log.info("stopping (the membership is kept in \(state?.directory ?? "?"); `huddle leave` leaves for good)")
         await closeLinks()
-        state?.close()
-        state = nil
+        // No commit is taken after this; the close runs after those handed over before it.
+        if let closing = state {
+            state = nil
+            _ = try? await io.run { closing.close() }
+        }
         markStopped()
     }
 }
@@ -97,16 +201,14 @@ extension SessionEffect {
         }
     }
 
-    /// Whether this effect sends a batch of `local`'s own broadcasts.
-    func sendsOwnBatch(_ local: MemberID) -> Bool {
-        switch self {
-        case let .sendToLinks(.batch(batch)), let .sendLink(_, .batch(batch)): batch.origin == local
-        default: false
-        }
+    /// Whether this effect sends a membership (SWIM) datagram: nothing of the broadcast's.
+    var isMembershipDatagram: Bool {
+        if case let .sendDatagram(payload, _, _) = self, case .swim = payload.content { return true }
+        return false
     }
 }
 
-/// Where the parts of the state written only when they change stood at the last commit.
+/// Where the parts of the state written only when they change stood at the last commit taken.
 struct CommittedRevisions: Equatable {
     var epochs: Int
     var journal: UInt64

@@ -300,6 +300,7 @@ final class NodeStateStore: Sendable {
     /// the others stand).
     func commit(events: EventBatch?, firstRetained: Int64, lastCursor: Int64, point: ResumePoint, own: [SignedMessage], ownFrom: UInt64,
                 parts: Set<Part>) throws {
+        NodeIO.checkCurrent("a commit of the node state")
         try queue.write { db in
             for part in Part.allCases where parts.contains(part) {
                 guard let bytes = part.bytes(of: point) else { continue }
@@ -367,6 +368,7 @@ final class NodeStateStore: Sendable {
     /// Closes the database (a clean stop: SQLite folds its journal into the file) and lets the
     /// directory go.
     func close() {
+        NodeIO.checkCurrent("closing the node state")
         try? queue.close()
         releaseLock()
     }
@@ -383,6 +385,7 @@ final class NodeStateStore: Sendable {
     /// Marks the member as leaving, before anyone is told (a crash during the hand-off then
     /// starts a new member, never a member the others hold as `left`).
     func markLeaving() {
+        NodeIO.checkCurrent("marking the node state leaving")
         try? queue.write { db in
             try db.execute(sql: "INSERT OR REPLACE INTO meta(key, value, sum) VALUES ('leaving', ?, ?)", arguments: [Data([1]), Self.sum("leaving", [1])])
         }
@@ -390,6 +393,7 @@ final class NodeStateStore: Sendable {
 
     /// Removes the state for good (`leave`): the member is not to come back.
     func wipe() {
+        NodeIO.checkCurrent("wiping the node state")
         try? queue.close()
         for suffix in ["", "-wal", "-shm"] { unlink(directory + "/" + Self.fileName + suffix) }
     }
