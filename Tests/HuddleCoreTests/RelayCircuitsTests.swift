@@ -133,3 +133,19 @@ private func m(_ raw: UInt64) -> MemberID { MemberID(raw: raw) }
     #expect(r.forward(1000, from: m(2), to: m(3), queued: 0, now: 1) == .success(m(3)))
     #expect(r.forward(1000, from: m(2), to: m(3), queued: 10_000, now: 1) == .failure(.init(reason: .queueFull)))
 }
+
+/// Finding (c), continued: the flooder's circuit closed while its bytes still fill the queue, the
+/// other circuit is not taken for the one filling it.
+@Test func theCircuitLeftAfterAFlooderClosedIsNotBlamedForTheFloodersBytes() {
+    var budget = RelayCircuits.Budget()
+    budget.queueBytes = 10_000
+    var r = RelayCircuits(local: m(1), budget: budget)
+    r.linkUp(m(2)); r.linkUp(m(3)); r.linkUp(m(4))
+    _ = r.open(from: m(2), to: m(3), now: 0)
+    _ = r.open(from: m(4), to: m(3), now: 0)
+    #expect(r.forward(9_000, from: m(2), to: m(3), queued: 1, now: 0) == .success(m(3)))
+    #expect(r.forward(500, from: m(4), to: m(3), queued: 9_001, now: 0) == .success(m(3)))
+    #expect(r.close(m(2), m(3)))
+    #expect(r.forward(500, from: m(4), to: m(3), queued: 10_000, now: 0) == .success(m(3)))
+    #expect(r.linkDown(m(3)) == [m(4)])
+}

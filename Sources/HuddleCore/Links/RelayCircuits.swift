@@ -68,6 +68,9 @@ public struct RelayCircuits: Sendable {
     private var acceptedPairs: Set<Pair> = []
     /// Per receiving member, the bytes each circuit forwarded to it since its queue was last empty.
     private var backlog: [MemberID: [Pair: Int]] = [:]
+    /// Per receiving member, the largest of those counts among circuits closed since (their bytes
+    /// may still wait: the circuit left is not the one filling the queue for having outlived them).
+    private var retiredShare: [MemberID: Int] = [:]
     /// Per member, its token bucket: tokens and when they were counted.
     private var buckets: [MemberID: (tokens: Double, at: Double)] = [:]
     public private(set) var refusals: [Refusal: Int] = [:]
@@ -87,6 +90,7 @@ public struct RelayCircuits: Sendable {
         let gone = circuits.keys.filter { $0.contains(member) }
         for pair in gone { remove(pair) }
         backlog[member] = nil
+        retiredShare[member] = nil
         return gone.map { $0.other(than: member) }.sorted()
     }
 
@@ -119,8 +123,10 @@ public struct RelayCircuits: Sendable {
         circuits[pair] = nil
         requesters[pair] = nil
         acceptedPairs.remove(pair)
-        backlog[pair.low]?[pair] = nil
-        backlog[pair.high]?[pair] = nil
+        for end in [pair.low, pair.high] {
+            guard let share = backlog[end]?.removeValue(forKey: pair) else { continue }
+            retiredShare[end] = max(retiredShare[end] ?? 0, share)
+        }
     }
 
     private func count(of member: MemberID) -> Int { circuits.keys.count { $0.contains(member) } }
@@ -141,13 +147,13 @@ public struct RelayCircuits: Sendable {
     public mutating func forward(_ bytes: Int, from: MemberID, to: MemberID, queued: Int = 0, now: Double) -> Result<MemberID, RefusalError> {
         let pair = Pair(from, to)
         guard from != to, circuits[pair] != nil else { return .failure(refuse(.noCircuit)) }
-        if queued <= 0 { backlog[to] = nil }
+        if queued <= 0 { backlog[to] = nil; retiredShare[to] = nil }
         if queued >= budget.queueBytes {
             // The queue is full: refused for the circuit filling it (or any, past twice the budget).
             let shares = backlog[to] ?? [:]
             let mine = shares[pair] ?? 0
             let hard = budget.queueBytes > Int.max / 2 ? Int.max : budget.queueBytes * 2
-            if queued >= hard || mine >= (shares.values.max() ?? 0) {
+            if queued >= hard || mine >= max(shares.values.max() ?? 0, retiredShare[to] ?? 0) {
                 return .failure(refuse(.queueFull))
             }
         }
