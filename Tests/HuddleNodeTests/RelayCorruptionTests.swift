@@ -10,21 +10,26 @@ private let sender = MemberID(raw: 7)
 @Test func theHostileRelayKnobCorruptsOnceDropsEveryOtherOrHoldsAllPastItsThreshold() {
     var off = RelayCorruption(environment: [:])
     off.count(1 << 20)
-    #expect(off.apply([1, 2, 3]) == [1, 2, 3] && off.tampered == 0, "off without its variable")
+    let untouched = off.apply([1, 2, 3])
+    #expect(untouched == [1, 2, 3] && off.tampered == 0, "off without its variable")
 
     var corrupt = RelayCorruption(environment: [RelayCorruption.variable: "10"])
     corrupt.count(5)
-    #expect(corrupt.apply([1, 2, 3]) == [1, 2, 3], "below the threshold: as it is")
+    let below = corrupt.apply([1, 2, 3])
+    #expect(below == [1, 2, 3], "below the threshold: as it is")
     corrupt.count(5)
-    #expect(corrupt.apply([1, 2, 3]) == [1, 2 ^ 0x5A, 3])
-    #expect(corrupt.apply([1, 2, 3]) == [1, 2, 3] && corrupt.flipped == 1 && corrupt.tampered == 1, "once per run")
+    let flipped = corrupt.apply([1, 2, 3])
+    let after = corrupt.apply([1, 2, 3])
+    #expect(flipped == [1, 2 ^ 0x5A, 3])
+    #expect(after == [1, 2, 3] && corrupt.flipped == 1 && corrupt.tampered == 1, "once per run")
 
     var drop = RelayCorruption(environment: [RelayCorruption.variable: "0", RelayCorruption.modeVariable: "drop"])
     let dropped = (0..<10).map { _ in drop.apply([9]) }
     #expect(dropped.filter { $0 == nil }.count == 5 && dropped.compactMap { $0 }.count == 5 && drop.tampered == 10)
 
     var stall = RelayCorruption(environment: [RelayCorruption.variable: "0", RelayCorruption.modeVariable: "stall"])
-    #expect((0..<10).allSatisfy { _ in stall.apply([9]) == nil } && stall.tampered == 10, "holds everything")
+    let held = (0..<10).map { _ in stall.apply([9]) }
+    #expect(held.allSatisfy { $0 == nil } && stall.tampered == 10, "holds everything")
 }
 
 @Test func thePlaintextScanFindsItsTextAcrossMessagesOfOneSender() {
