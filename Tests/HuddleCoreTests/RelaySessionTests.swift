@@ -163,17 +163,17 @@ private func circuitsUp(_ effects: [(MemberID, SessionEffect)]) -> [MemberID: (M
         now += 0.5
     }
     #expect(!effects.contains { isDown($0, at: a, peer: b) } && t.cores[a]!.routes.stalls == 0)
-    // Silent from 12 on: keepalives, then stalled six seconds later.
+    // Silent after the last heard (11.6): keepalives, then stalled six seconds later.
     effects = []
-    while now < 18.4 {
+    while now < 17.5 {
         effects += t.tick(a, now: now)
         now += 0.5
     }
     #expect(effects.contains { isTimeRequest($0, to: b) }, "a keepalive to the quiet peer")
     #expect(!effects.contains { isDown($0, at: a, peer: b) }, "not yet")
-    effects = t.tick(a, now: 18.6)
+    effects = t.tick(a, now: 17.7)
     #expect(effects.contains { isDown($0, at: a, peer: b) } && effects.contains { isDown($0, at: b, peer: a) }, "closed at both ends: \(effects)")
     #expect(!t.cores[r]!.relay.joins(a, b), "and at the relay")
     #expect(t.cores[a]!.routes.stalls == 1)
-    #expect(t.cores[a]!.routes.failedRecently(b, via: r, within: 1, now: 18.7), "not asked again at once")
+    #expect(t.cores[a]!.routes.failedRecently(b, via: r, within: 1, now: 17.8), "not asked again at once")
 }
