@@ -241,12 +241,7 @@ public enum ControlRequest: Sendable, Equatable {
         var topics = ControlTopic.defaults
         if let field = r["topics"], !field.isNull {
             guard let list = field.arrayValue else { throw bad("\"topics\" must be a list") }
-            topics = try Set(list.map { (item: JSON) throws(ControlError) -> ControlTopic in
-                guard let name = item.stringValue, let topic = ControlTopic(rawValue: name) else {
-                    throw bad("unknown topic \(item.serialized) (topics: members, messages, attachments, activity, invite, participants)")
-                }
-                return topic
-            })
+            topics = try Set(list.map(topic))
         }
         var since: Int64?
         if let field = r["since"], !field.isNull {
@@ -263,6 +258,14 @@ public enum ControlRequest: Sendable, Equatable {
         return .subscribe(topics: topics, since: since, encoding: encoding)
     }
 
+    /// The topic `item` names, or the `bad_request` a node answers a subscription naming it with.
+    public static func topic(_ item: JSON) throws(ControlError) -> ControlTopic {
+        guard let name = item.stringValue, let topic = ControlTopic(rawValue: name) else {
+            throw bad("unknown topic \(item.serialized) (topics: members, messages, attachments, activity, invite, participants)")
+        }
+        return topic
+    }
+
     private static func optionalBool(_ r: JSONObject, _ key: String) throws(ControlError) -> Bool? {
         guard let field = r[key], !field.isNull else { return nil }
         guard let value = field.boolValue else { throw bad("\"\(key)\" must be true or false") }
@@ -273,10 +276,16 @@ public enum ControlRequest: Sendable, Equatable {
     /// others, nothing else (no setuid, setgid or sticky bit).
     private static func optionalMode(_ r: JSONObject, _ key: String) throws(ControlError) -> Int? {
         guard let field = r[key], !field.isNull else { return nil }
-        guard let text = field.stringValue, (1...4).contains(text.utf8.count), text.utf8.allSatisfy({ (0x30...0x37).contains($0) }),
-              let value = Int(text, radix: 8), value <= 0o777
-        else { throw bad("\"\(key)\" must be permission bits in octal, as a string from \"000\" to \"777\" (such as \"644\")") }
-        return value
+        return try permissionBits(field, key)
+    }
+
+    /// The permission bits `value` writes in octal, or the `bad_request` a node answers `field`
+    /// holding it with.
+    public static func permissionBits(_ value: JSON, _ field: String = "mode") throws(ControlError) -> Int {
+        guard let text = value.stringValue, (1...4).contains(text.utf8.count), text.utf8.allSatisfy({ (0x30...0x37).contains($0) }),
+              let bits = Int(text, radix: 8), bits <= 0o777
+        else { throw bad("\"\(field)\" must be permission bits in octal, as a string from \"000\" to \"777\" (such as \"644\")") }
+        return bits
     }
 
     private static func optionalMilliseconds(_ r: JSONObject, _ key: String) throws(ControlError) -> Int64? {

@@ -35,17 +35,22 @@ public struct Attachment: Identifiable, Hashable, Sendable {
         let state: String
         var isRemoved: Bool { state == "removed" }
 
+        init(_ a: ControlAttachment) {
+            id = a.id
+            name = a.name
+            size = a.size
+            meta = a.meta
+            from = a.from
+            chunks = a.chunks
+            have = a.have
+            complete = a.complete
+            state = a.state
+        }
+
+        /// The attachment an event's object describes; nil when it is not one (`ControlAttachment`).
         init?(_ o: JSONObject) {
-            guard let id = o["id"]?.stringValue else { return nil }
-            self.id = id
-            name = o["name"]?.stringValue ?? ""
-            size = o["size"]?.intValue ?? 0
-            meta = o["meta"] ?? .null
-            from = o["from"]?.stringValue ?? ""
-            chunks = o["chunks"]?.intValue ?? 0
-            have = o["have"]?.intValue ?? 0
-            complete = o["complete"]?.boolValue ?? false
-            state = o["state"]?.stringValue ?? "announced"
+            guard let a = try? ControlAttachment(o) else { return nil }
+            self.init(a)
         }
     }
 
@@ -97,8 +102,8 @@ public struct Attachment: Identifiable, Hashable, Sendable {
     public func load(to url: URL, timeout: Duration = .seconds(60)) async throws(HuddleKitError) {
         guard url.isFileURL else { throw .badRequest("\(url) is not a file URL") }
         let ms = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
-        _ = try await hub.connection.request("attach.get", ["id": .string(id), "path": .string(url.standardizedFileURL.path),
-                                                            "timeout_ms": .int(max(1, ms))], dedicated: true)
+        _ = try await hub.connection.request(.attachGet(id: id, path: url.standardizedFileURL.path, wait: true, timeoutMs: max(1, ms), mode: nil),
+                                             dedicated: true)
     }
 
     /// Equal when they name the same attachment (their state is read live, so it is not compared).

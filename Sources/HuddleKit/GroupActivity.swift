@@ -43,7 +43,7 @@ extension GroupActivity {
     public func prepareForActivation() async -> GroupActivityActivationResult {
         guard let client = try? await ControlClient.connect(path: GroupActivityEnvironment.resolvedControl) else { return .activationDisabled }
         defer { Task { await client.close() } }
-        return (try? await client.request("status")) == nil ? .activationDisabled : .activationPreferred
+        return (try? await client.request(.status)) == nil ? .activationDisabled : .activationPreferred
     }
 
     /// Starts this activity for every member's programs: sets it as the session's activity with a
@@ -56,7 +56,7 @@ extension GroupActivity {
         let client: ControlClient
         do { client = try await ControlClient.connect(path: GroupActivityEnvironment.resolvedControl) } catch { throw HuddleKitError.from(error) }
         defer { Task { await client.close() } }
-        do { _ = try await client.request("activity.set", ["value": value]) } catch { throw HuddleKitError.from(error) }
+        do { _ = try await client.request(.activitySet(value: value)) } catch { throw HuddleKitError.from(error) }
         return true
     }
 

@@ -48,7 +48,7 @@ public final class GroupSession<ActivityType: GroupActivity>: Identifiable, @unc
             write: { value in
                 guard let value, let json = try? GroupSession.activityValue(value, hub: hub) else { return }
                 hub.setLocalActivity(json)
-                Task { _ = try? await hub.connection.request("activity.set", ["value": json]) }
+                Task { _ = try? await hub.connection.request(.activitySet(value: json)) }
             },
             updates: { AsyncStream.mapping(hub.activityStream()) { GroupSession.decodeActivity($0) } })
     }
@@ -65,12 +65,9 @@ public final class GroupSession<ActivityType: GroupActivity>: Identifiable, @unc
                                reconnectTimeout: Duration = .seconds(30)) async throws(HuddleKitError) -> GroupSession {
         let connection = NodeConnection(path: ControlPath.resolve(control), reconnectTimeout: reconnectTimeout)
         let status = try await connection.open()
-        guard let member = status["member"]?.stringValue else { throw .nodeFailed("status has no member") }
-        let me = Participant(id: Participant.programID(Participant.newProgram()), member: member,
-                             node: status["node"]?.stringValue ?? "", name: status["name"]?.stringValue ?? "")
+        let me = Participant(id: Participant.programID(Participant.newProgram()), member: status.member, node: status.node, name: status.name)
         return GroupSession(hub: SessionHub(connection: connection, localParticipant: me, activityType: ActivityType.activityIdentifier,
-                                            replayingHistory: replayingHistory,
-                                            sessionFingerprint: status["session"]?.stringValue ?? ""))
+                                            replayingHistory: replayingHistory, sessionFingerprint: status.session))
     }
 
     /// The same at every participant: the activation id for a session from `sessions()`, else the
@@ -111,7 +108,7 @@ public final class GroupSession<ActivityType: GroupActivity>: Identifiable, @unc
     public func setActivity(_ activity: ActivityType) async throws(HuddleKitError) {
         try await hub.requireJoined()
         let value = try Self.activityValue(activity, hub: hub)
-        _ = try await hub.connection.request("activity.set", ["value": value])
+        _ = try await hub.connection.request(.activitySet(value: value))
         hub.setLocalActivity(value)
     }
 
@@ -131,7 +128,7 @@ public final class GroupSession<ActivityType: GroupActivity>: Identifiable, @unc
         if let activation = hub.activation { ended["activation"] = .string(activation) }
         hub.invalidate(.ended, closing: false)
         Task {
-            _ = try? await hub.connection.request("activity.set", ["value": .object(ended)])
+            _ = try? await hub.connection.request(.activitySet(value: .object(ended)))
             await hub.connection.stop()
         }
     }

@@ -90,12 +90,10 @@ public final class GroupSessionJournal: Sendable {
         guard url.isFileURL else { throw .badRequest("\(url) is not a file URL") }
         let path = url.standardizedFileURL.path
         let updates = hub.attachmentStream()  // made first: the replication may be reported before the reply
-        let reply = try await hub.connection.request("attach.add", [
-            "path": .string(path), "name": .string(name ?? url.lastPathComponent), "meta": try JSONCoding.json(metadata),
-        ], dedicated: true)
-        guard let record = reply["attachment"]?.objectValue.flatMap(Attachment.Record.init) else {
-            throw .nodeFailed("attach.add answered without an attachment")
-        }
+        let meta = try JSONCoding.json(metadata)
+        let reply = try await hub.connection.request(.attachAdd(path: path, name: name ?? url.lastPathComponent, meta: meta), dedicated: true)
+        guard case let .attachment(added) = reply.result else { throw .nodeFailed("attach.add answered without an attachment") }
+        let record = Attachment.Record(added)
         let attachment = Attachment(record, hub: hub)
         if until == .replicated, record.state != "replicated" {
             try await Self.waitUntilReplicated(record.id, updates, timeout: timeout)
@@ -124,6 +122,6 @@ public final class GroupSessionJournal: Sendable {
     /// Removes `attachment` for every participant.
     public func remove(attachment: Attachment) async throws(HuddleKitError) {
         try await hub.requireJoined()
-        _ = try await hub.connection.request("attach.remove", ["id": .string(attachment.id)])
+        _ = try await hub.connection.request(.attachRemove(id: attachment.id))
     }
 }

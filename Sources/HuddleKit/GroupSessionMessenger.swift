@@ -120,10 +120,13 @@ public final class GroupSessionMessenger: Sendable {
             kind = .json
         }
         let tag = MessageEnvelope.tag(Message.self)
-        var fields: JSONObject = ["data": .string(Data(payload).base64EncodedString()), "reliable": .bool(deliveryMode == .reliable)]
+        let reliable = deliveryMode == .reliable
+        // The send of `payload` behind `header` (the node takes the header as the `envelope`).
+        func sendRequest(_ header: [UInt8], to: [String]?) -> ControlRequest {
+            .send(.init(body: header + payload, to: to, reliable: reliable, envelope: header.count))
+        }
         guard let set = participants.recipients else {
-            fields["envelope"] = .string(Data(try MessageEnvelope.header(kind: kind, tag: tag, sender: sender)).base64EncodedString())
-            _ = try await hub.connection.request("send", fields)
+            _ = try await hub.connection.request(sendRequest(try MessageEnvelope.header(kind: kind, tag: tag, sender: sender), to: nil))
             return SendReceipt(skipped: [])
         }
         // A participant is addressed by its program id; one without a well-formed id cannot be.
@@ -141,9 +144,7 @@ public final class GroupSessionMessenger: Sendable {
                 for start in stride(from: 0, to: pending.count, by: MessageEnvelope.maximumRecipients) {
                     let group = pending[start..<min(start + MessageEnvelope.maximumRecipients, pending.count)]
                     let header = try MessageEnvelope.header(kind: kind, tag: tag, sender: sender, recipients: group.compactMap(\.program))
-                    fields["envelope"] = .string(Data(header).base64EncodedString())
-                    fields["to"] = .array(Set(group.map(\.member)).sorted().map(JSON.string))
-                    _ = try await hub.connection.request("send", fields)
+                    _ = try await hub.connection.request(sendRequest(header, to: Set(group.map(\.member)).sorted()))
                     reached.formUnion(group)
                 }
                 return SendReceipt(skipped: wanted.subtracting(reached))

@@ -25,7 +25,7 @@ actor NodeConnection {
     /// participant when it closes.
     private var presence: ControlClient?
     /// What `participant.join` asked, to take the same participant again after a lost connection.
-    private var presenceJoin: JSONObject?
+    private var presenceJoin: ControlRequest?
     private var stopped = false
     /// The cursor of the last event delivered: where a resumed subscription starts.
     private(set) var lastCursor: Int64 = 0
@@ -38,17 +38,22 @@ actor NodeConnection {
     }
 
     /// Connects and reads the node's `status`; remembers its member.
-    func open() async throws(HuddleKitError) -> JSONObject {
-        let status = try await request("status")
-        member = status["member"]?.stringValue ?? ""
+    func open() async throws(HuddleKitError) -> ControlStatus {
+        let status = try await status()
+        member = status.member
         return status
+    }
+
+    /// The node's `status`.
+    private func status() async throws(HuddleKitError) -> ControlStatus {
+        do { return try await request(.status).status } catch { throw HuddleKitError.from(error) }
     }
 
     /// One request on the shared connection (reconnected when it was lost). With `dedicated`, on a
     /// connection of its own, for requests that may wait long (`attach.get`, `attach.add`, `leave`)
     /// so they do not hold up the ones behind them (a connection answers in order).
-    func request(_ op: String, _ fields: JSONObject = [:], dedicated: Bool = false) async throws(HuddleKitError) -> JSONObject {
-        if stopped && op != "leave" { throw .left }
+    func request(_ request: ControlRequest, dedicated: Bool = false) async throws(HuddleKitError) -> ControlResponse {
+        if stopped { if case .leave = request {} else { throw .left } }
         let client: ControlClient
         do {
             if dedicated {
@@ -63,7 +68,7 @@ actor NodeConnection {
             throw HuddleKitError.from(error)
         }
         do {
-            let reply = try await client.request(op, fields)
+            let reply = try await client.request(request)
             if dedicated { await client.close() }
             return reply
         } catch {
@@ -82,22 +87,22 @@ actor NodeConnection {
         return (cursor, updates)
     }
 
-    /// Makes this program a participant (`participant.join` with `fields`) on a connection of its
-    /// own, kept open until `stop()`; taken again on the new connection after a lost one.
-    func joinAsParticipant(_ fields: JSONObject) async throws(HuddleKitError) -> JSONObject {
-        presenceJoin = fields
-        return try await openPresence()
+    /// Makes this program a participant of `activity` as program `program` (`participant.join`)
+    /// on a connection of its own, kept open until `stop()`; taken again on the new connection
+    /// after a lost one.
+    func joinAsParticipant(activity: String, program: String) async throws(HuddleKitError) {
+        presenceJoin = .participantJoin(activity: activity, program: program)
+        try await openPresence()
     }
 
-    private func openPresence() async throws(HuddleKitError) -> JSONObject {
-        guard let fields = presenceJoin, !stopped else { return [:] }
+    private func openPresence() async throws(HuddleKitError) {
+        guard let join = presenceJoin, !stopped else { return }
         let client: ControlClient
         do { client = try await ControlClient.connect(path: path) } catch { throw HuddleKitError.from(error) }
         do {
-            let reply = try await client.request("participant.join", fields)
+            _ = try await client.request(join)
             await presence?.close()
             presence = client
-            return reply
         } catch {
             await client.close()
             throw HuddleKitError.from(error)
@@ -110,13 +115,11 @@ actor NodeConnection {
         // Every topic CONTROL.md lists, and the participants (an extension: named, never by default),
         // in binary frames (an extension, README "Binary event frames": a message's body raw, no
         // base64 or JSON made for it at the node; `ControlClient` reads either).
-        var fields: JSONObject = ["topics": .array(["members", "messages", "attachments", "activity", "participants"].map(JSON.string)),
-                                  "encoding": .string(ControlEncoding.binary.rawValue)]
-        if let since { fields["since"] = .int(since) }
+        let topics = ControlTopic.defaults.union([.participants])
         do {
-            let reply = try await client.request("subscribe", fields)
+            let cursor = try await client.request(.subscribe(topics: topics, since: since, encoding: .binary)).cursor
             events = client
-            return (client, reply["cursor"]?.intValue ?? 0)
+            return (client, cursor)
         } catch {
             await client.close()
             throw HuddleKitError.from(error)
@@ -161,8 +164,7 @@ actor NodeConnection {
         while !stopped {
             requests = nil
             do {
-                let status = try await request("status")
-                if let now = status["member"]?.stringValue, now != member { return .failure(.nodeRestarted) }
+                if try await status().member != member { return .failure(.nodeRestarted) }
                 let (client, _) = try await openSubscription(since: lastCursor)
                 // The participant is taken again (the node moves it to the new connection).
                 _ = try await openPresence()

@@ -39,8 +39,13 @@ public struct Participant: Hashable, Identifiable, Sendable, CustomStringConvert
     /// A participant from a participant object of the control protocol (`participants`,
     /// `participant` events: an extension of CONTROL.md, README "Participants").
     init?(participant object: JSONObject) {
-        guard let id = object["id"]?.stringValue, let member = object["member"]?.stringValue else { return nil }
-        self.init(id: id, member: member, node: object["node"]?.stringValue ?? "", name: object["name"]?.stringValue ?? "")
+        guard let p = try? ControlParticipant(object) else { return nil }
+        self.init(p)
+    }
+
+    /// The participant a reply names.
+    init(_ p: ControlParticipant) {
+        self.init(id: p.id, member: p.member, node: p.node, name: p.name)
     }
 
     /// A fresh program id (64 random bits).

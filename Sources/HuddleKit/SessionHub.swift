@@ -114,10 +114,11 @@ final class SessionHub: Sendable {
 
     private func subscribeAndTakeSnapshot() async throws(HuddleKitError) {
         let (cursor, updates) = try await connection.subscribe(since: replayingHistory ? 0 : nil)
-        _ = try await connection.joinAsParticipant(["activity": .string(activityType), "program": .string(localParticipant.id)])
+        try await connection.joinAsParticipant(activity: activityType, program: localParticipant.id)
         let participants = try await liveParticipants()
-        let activity = try await connection.request("activity.get")["activity"] ?? .null
-        let list = try await connection.request("attach.list")["attachments"]?.arrayValue ?? []
+        guard case let .activity(activity, _) = try await connection.request(.activityGet).result,
+              case let .attachments(list) = try await connection.request(.attachList).result
+        else { throw .nodeFailed("the node answered activity.get or attach.list with another reply") }
         shared.withLock { s in
             s.historyUpTo = cursor
             s.participants = participants
@@ -126,7 +127,7 @@ final class SessionHub: Sendable {
                 return
             }
             s.activity = activity
-            s.attachments = list.compactMap { $0.objectValue.flatMap(Attachment.Record.init) }.filter { !$0.isRemoved }
+            s.attachments = list.map(Attachment.Record.init).filter { !$0.isRemoved }
             guard s.state == .waiting else { return }
             s.state = .joined
             s.stateUpdates.yield(.joined)
@@ -142,7 +143,7 @@ final class SessionHub: Sendable {
     func end(leaveNode: Bool) async throws(HuddleKitError) {
         var failure: HuddleKitError?
         if leaveNode {
-            do { _ = try await connection.request("leave", dedicated: true) } catch { failure = error }
+            do { _ = try await connection.request(.leave(timeoutMs: nil), dedicated: true) } catch { failure = error }
         }
         invalidate(.left)
         await connection.stop()
@@ -175,8 +176,10 @@ final class SessionHub: Sendable {
 
     /// The programs joined to this activity now, as the node knows them, this one included.
     func liveParticipants() async throws(HuddleKitError) -> Set<Participant> {
-        let list = try await connection.request("participants", ["activity": .string(activityType)])["participants"]?.arrayValue ?? []
-        return Set(list.compactMap { $0.objectValue.flatMap(Participant.init(participant:)) }).union([localParticipant])
+        guard case let .participants(list) = try await connection.request(.participants(activity: activityType)).result else {
+            throw .nodeFailed("the node answered participants with another reply")
+        }
+        return Set(list.map(Participant.init)).union([localParticipant])
     }
 
     /// The participant that sent a message: program `sender` on `member` (as HuddleKit's envelope

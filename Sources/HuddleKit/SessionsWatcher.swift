@@ -22,11 +22,11 @@ struct SessionsWatcher<A: GroupActivity>: Sendable {
     private func follow(_ seen: inout Set<String>, _ out: AsyncStream<GroupSession<A>>.Continuation) async throws {
         let events = try await ControlClient.connect(path: control)
         defer { Task { await events.close() } }
-        _ = try await events.request("subscribe", ["topics": .array([.string("activity")])])
+        _ = try await events.request(.subscribe(topics: [.activity], since: nil))
         let reader = try await ControlClient.connect(path: control)
-        let current = try await reader.request("activity.get")
+        let current = try await reader.request(.activityGet).activity
         await reader.close()
-        try await offer(current["activity"] ?? .null, setBy: current["set_by"]?.stringValue, &seen, out)
+        try await offer(current.value, setBy: current.setBy, &seen, out)
         for try await event in await events.events() where event["event"]?.stringValue == "activity" {
             try await offer(event["activity"] ?? .null, setBy: event["set_by"]?.stringValue, &seen, out)
         }

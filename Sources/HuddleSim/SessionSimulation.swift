@@ -31,6 +31,19 @@ public struct SessionScenario: Sendable {
     /// as a node on the same `--data-dir` after `kill -9` (CONTROL.md, Restart) — the same member,
     /// its resume point and its own stored broadcasts, its delivery log going on.
     public var restarts: [(member: Int, crashAt: Double, restartAt: Double)] = []
+    /// Members that leave for good (index, time), as the `leave` op does it: the hand-off the
+    /// session core plans (`SessionCore.beginLeave`), a bounded wait for it, `left` gossiped, the
+    /// links closed after `SessionCore.leaveLinger`.
+    public var leaves: [(member: Int, at: Double)] = []
+    /// Of the sends, this fraction goes unreliable (one datagram per member, as `send` with
+    /// `reliable: false`): best effort, never repaired, never held back.
+    public var unreliableFraction = 0.0
+    /// Activity sets (member, time, value as JSON text), as the `activity.set` op.
+    public var activitySets: [(member: Int, at: Double, value: String)] = []
+    /// When the uploader removes the attachment (`attach.remove`), if it does.
+    public var attachmentRemovedAt: Double?
+    /// Per member, a store limit in bytes (`--store-limit`) other than the default.
+    public var storeLimits: [Int: Int] = [:]
     /// Members that start late (index, time): they join through a member that is up.
     public var lateJoins: [(member: Int, at: Double)] = []
     /// Two groups that cannot reach each other (datagrams dropped, links closed, dials refused).
@@ -86,6 +99,22 @@ public struct SessionReport: Sendable {
     /// What the honest survivors refused, by reason, and the lies the hostile member sent.
     public var refusals = RefusalCounts()
     public var lies = 0
+    /// Unreliable sends, and their deliveries at members other than the sender.
+    public var unreliableSent = 0
+    public var unreliableDelivered = 0
+    /// Per survivor: the activity value it ends with (JSON text; nil: none).
+    public var activity: [Int: String?] = [:]
+    /// Per survivor: whether it ends with the attachment removed from its journal and its store.
+    public var attachmentGone: [Int: Bool] = [:]
+    /// Per survivor: the attachment's bytes it holds at the end, and whether fetching it stopped at its store limit.
+    public var attachmentBytesHeld: [Int: Int] = [:]
+    public var stoppedByStore: [Int: Bool] = [:]
+    /// Chunks members that left pushed to others (`SessionScenario.leaves`), and how many of them
+    /// another member held before the leaver's wait ended.
+    public var handedOffPushed = 0
+    public var handedOff = 0
+    /// `left` events seen by survivors about members that left (each survivor should see each).
+    public var leftSeen = 0
     /// `failed` or `left` events at honest members about honest members that never crashed (nor restarted), in a
     /// run without a partition: a lie believed (or a false positive).
     public var honestMembersEvicted = 0
@@ -148,6 +177,8 @@ public struct SessionSimulation {
         case attack(round: Int)
         case epochChange(Int)
         case closeAfterQueued(Int, Int, generation: UInt64)
+        case leave(Int), leaveWaits(Int), leaveEnds(Int)
+        case setActivity(Int), removeAttachment
     }
 
     private struct Link {
@@ -195,6 +226,10 @@ public struct SessionSimulation {
     private var sendingFrom = 0.0
     private var trace: SimTrace?
     private var needsFlush: Set<Int> = []
+    /// Per member leaving: the chunks it pushed, and until when it waits for them to be held elsewhere.
+    private var leaving: [Int: (pushed: [(id: String, index: Int)], until: Double)] = [:]
+    /// Members that left for good (`SessionScenario.leaves`).
+    private var leftMembers: Set<Int> = []
     private var hostile: HostileMember?
 
     public static func run(_ scenario: SessionScenario) -> SessionReport {
@@ -242,6 +277,9 @@ public struct SessionSimulation {
         sendingFrom = scenario.startWindow + 1
         for i in 0..<scenario.members { queue.schedule(.send(i), at: sendingFrom + rng.uniform(0, 1 / scenario.rate)) }
         for c in scenario.crashes where c.member < scenario.members { queue.schedule(.crash(c.member), at: c.at) }
+        for l in scenario.leaves where l.member < scenario.members { queue.schedule(.leave(l.member), at: l.at) }
+        for (k, set) in scenario.activitySets.enumerated() where set.member < scenario.members { queue.schedule(.setActivity(k), at: set.at) }
+        if let at = scenario.attachmentRemovedAt { queue.schedule(.removeAttachment, at: at) }
         for r in scenario.restarts where r.member > 0 && r.member < scenario.members {
             queue.schedule(.crash(r.member), at: r.crashAt)
             queue.schedule(.restart(r.member), at: r.restartAt)
@@ -293,22 +331,36 @@ public struct SessionSimulation {
             execute(to, cores[to]!.core.receiveDatagram(opened, from: infos[from].addr, now: now))
         case let .linkOpen(dialer, peer):
             dialing.remove(dialer * scenario.members + peer)
-            guard isUp(dialer), isUp(peer), reachable(dialer, peer), links[linkKey(dialer, peer)] == nil,
-                  admitsEpoch(dialer: dialer, peer: peer) else { return }
+            guard isUp(dialer), isUp(peer), reachable(dialer, peer), links[linkKey(dialer, peer)] == nil else { return }
+            // As the link handshake: the dialer tries its dial keys in turn, the peer every key it holds.
+            let offered = cores[peer]!.core.handshakeKeys(now: now).map(\.head)
+            guard let key = cores[dialer]!.core.dialKeys(now: now).first(where: { offered.contains($0.head) }) else { return }
+            // As the handshake's exporter: one key per direction that only these two ends hold.
+            let keys = linkDatagramKeys()
+            // Each end decides as `Node.register` does (`SessionCore.linkEstablished`); an end that
+            // refuses closes the link, and an end that took it up sees it close.
+            var ups: [(end: Int, other: Int, before: [SessionEffect], hello: LinkMessage, after: [SessionEffect])] = []
+            for (a, b, k) in [(dialer, peer, keys), (peer, dialer, keys.reversed)] {
+                let candidate = LinkCandidate(peer: infos[b], keyHead: key.head, datagramKeys: k, dialer: infos[dialer].id)
+                guard case let .admitted(_, before, hello, after) = cores[a]!.core.linkEstablished(candidate, now: now) else {
+                    for up in ups {
+                        execute(up.end, up.before)
+                        execute(up.end, cores[up.end]!.core.linkDown(infos[up.other].id, settled: false, now: now))
+                    }
+                    return
+                }
+                ups.append((a, b, before, hello, after))
+            }
+            // What waits in the batch goes out on the links that were up; then the link, its hello first.
+            for up in ups { execute(up.end, up.before) }
             generation += 1
             links[linkKey(dialer, peer)] = Link(generation: generation, upAt: now)
             trace?.record(.linkUp, at: now, UInt64(dialer), UInt64(peer))
-            // As the link handshake's exporter: one key per direction that only these two ends hold.
-            let keys = linkDatagramKeys()
-            cores[dialer]!.core.installDatagramKeys(keys, for: infos[peer].id, current: true, now: now)
-            cores[peer]!.core.installDatagramKeys(keys.reversed, for: infos[dialer].id, current: true, now: now)
-            for (a, b) in [(dialer, peer), (peer, dialer)] {
-                // As `Node.register`: what waits in the batch goes out first, then the hello.
-                execute(a, cores[a]!.core.flushBatch())
-                sendLink(from: a, to: b, cores[a]!.core.linkUp(infos[b].id))
-                execute(a, cores[a]!.core.epochLinkUp(infos[b].id, now: now))
-                if let join = pendingPushPull.removeValue(forKey: a * scenario.members + b) {
-                    for part in cores[a]!.core.pushPullRequest(to: infos[b].id, join: join) { sendLink(from: a, to: b, part) }
+            for up in ups {
+                sendLink(from: up.end, to: up.other, up.hello)
+                execute(up.end, up.after)
+                if let join = pendingPushPull.removeValue(forKey: up.end * scenario.members + up.other) {
+                    for part in cores[up.end]!.core.pushPullRequest(to: infos[up.other].id, join: join) { sendLink(from: up.end, to: up.other, part) }
                 }
             }
         case let .link(to, from, gen, message):
@@ -323,6 +375,13 @@ public struct SessionSimulation {
             guard isUp(i), !(cores[i]!.core.broadcast.awaitingBaseline) else { return }
             let peers = cores[i]!.core.live.subtracting([infos[i].id]).sorted()
             let directed = !peers.isEmpty && rng.unit() < scenario.directedFraction
+            if scenario.unreliableFraction > 0, rng.unit() < scenario.unreliableFraction {
+                let body = Array("u\(i)@\(now)".utf8)
+                guard let (_, effects) = try? cores[i]!.core.send(body: body, to: nil, reliable: false) else { return }
+                report.unreliableSent += 1
+                execute(i, effects)
+                return
+            }
             send(i, to: directed ? [peers[rng.index(peers.count)]] : nil)
         case let .crash(i):
             guard !crashed[i] else { return }
@@ -355,6 +414,47 @@ public struct SessionSimulation {
             manifest = m
             held[a.uploader][m.id] = Dictionary(uniqueKeysWithValues: hashes.enumerated().map { ($0, $1) })
             execute(a.uploader, cores[a.uploader]!.core.addAttachment(m, key: key, now: now))
+        case let .setActivity(k):
+            let set = scenario.activitySets[k]
+            guard isUp(set.member) else { return }
+            execute(set.member, cores[set.member]!.core.setActivity(Array(set.value.utf8), now: now))
+        case .removeAttachment:
+            guard let a = scenario.attachment, let m = manifest, isUp(a.uploader) else { return }
+            if let effects = try? cores[a.uploader]!.core.removeAttachment(m.id, now: now) { execute(a.uploader, effects) }
+        case let .leave(i):
+            guard isUp(i), leaving[i] == nil else { return }
+            trace?.record(.leave, at: now, UInt64(i))
+            let plan = cores[i]!.core.beginLeave(.request(handOffWait: nil))
+            execute(i, plan.effects)
+            var pushed: [(id: String, index: Int)] = []
+            for (peer, id, index) in plan.handOff {
+                // As the node: each planned chunk read from the store and pushed over the peer's link.
+                guard let j = indexByID[peer], let hash = held[i][id]?[index], let gen = links[linkKey(i, j)]?.generation else { continue }
+                let length = manifest.map { $0.plainLength(of: index) + AEAD.tagLength } ?? Self.chunkSize
+                report.chunkTransfers += 1
+                queue.schedule(.chunk(to: j, from: i, generation: gen, id: id, index: index, hash: hash), at: arrival(from: i, to: j, bytes: length))
+                pushed.append((id, index))
+            }
+            report.handedOffPushed += pushed.count
+            leaving[i] = (pushed, now + plan.handOffWait)
+            queue.schedule(.leaveWaits(i), at: now)
+        case let .leaveWaits(i):
+            guard isUp(i), let l = leaving[i] else { return }
+            let done = cores[i]!.core.handedOff(l.pushed)
+            guard done == l.pushed.count || now >= l.until else {
+                // The node waits for the receivers' announcements; the simulator looks again shortly.
+                queue.schedule(.leaveWaits(i), at: now + 0.05)
+                return
+            }
+            report.handedOff += done
+            execute(i, cores[i]!.core.leave(now: now))
+            queue.schedule(.leaveEnds(i), at: now + SessionCore.leaveLinger)
+        case let .leaveEnds(i):
+            guard isUp(i) else { return }
+            // The node closes its links and exits: for the others, as gone as a crash, but announced.
+            crashed[i] = true
+            leftMembers.insert(i)
+            for j in linkedPeers(of: i) { closeLink(i, j) }
         case let .closeAfterQueued(a, b, gen):
             if links[linkKey(a, b)]?.generation == gen { closeLink(a, b) }
         case let .epochChange(k):
@@ -398,7 +498,9 @@ public struct SessionSimulation {
     private mutating func start(_ i: Int, resuming: (point: ResumePoint, own: [SignedMessage])?) {
         var info = infos[i]
         if let resuming { info.incarnation = resuming.point.incarnation + 1 }
-        var core = SessionCore(local: info, identity: identities[i], joining: i != 0 && resuming == nil, swimSeed: rng.next(), journalSeed: rng.next(),
+        var limits = SessionCore.Limits()
+        if let bytes = scenario.storeLimits[i] { limits.storeBytes = bytes }
+        var core = SessionCore(local: info, identity: identities[i], limits: limits, joining: i != 0 && resuming == nil, swimSeed: rng.next(), journalSeed: rng.next(),
                                sessionKey: sessionKey, epochRandom: SWIMRandom(seed: rng.next()))
         if let resuming { core.resume(from: resuming.point, ownMessages: resuming.own) }
         trace?.record(.start, at: now, UInt64(i))
@@ -465,7 +567,9 @@ public struct SessionSimulation {
                 }
             case let .member(change, info):
                 trace?.record(.memberChange, at: now, UInt64(i), info.id.raw, UInt64(change.hashValueForTrace))
-                if change == .failed || change == .left, scenario.partition == nil, i != scenario.hostile,
+                if change == .left, let j = indexByID[info.id], scenario.leaves.contains(where: { $0.member == j }) { report.leftSeen += 1 }
+                if change == .failed || (change == .left && !scenario.leaves.contains(where: { $0.member == indexByID[info.id] })),
+                   scenario.partition == nil, i != scenario.hostile,
                    let j = indexByID[info.id], j != scenario.hostile, !crashed[j],
                    // A restarted member may be seen failed after it is back: the others detect the
                    // crash after the restart (then see it alive at its new incarnation).
@@ -489,7 +593,9 @@ public struct SessionSimulation {
             case let .gap(member, fromSeq, toSeq):
                 clocks[i][member] = max(clocks[i][member] ?? 0, toSeq)
                 logs[i].deliveries.append(.gap(from: member.description, lost: fromSeq...max(fromSeq, toSeq)))
-            case .deliverUnreliable, .refused, .congestionCleared, .activityChanged, .unreadable, .recheckChunk, .memberRemoved, .participants: break
+            case let .deliverUnreliable(m):
+                if m.from != infos[i].id { report.unreliableDelivered += 1 }
+            case .refused, .congestionCleared, .activityChanged, .unreadable, .recheckChunk, .memberRemoved, .participants: break
             // The simulated network links every pair it lets talk at all: no circuit is run over a relay.
             case .circuitUp, .circuitBytes, .circuitDown, .punchDial: break
             case let .epochMoved(key):
@@ -508,14 +614,16 @@ public struct SessionSimulation {
                 if let j = indexByID[peer] { sendLink(from: i, to: j, .request(origin: origin, from: from, to: to)) }
             case let .serveChunk(peer, id, index):
                 // As `Node.serveChunk`: an admitted read that cannot be sent ends (no link, not held).
-                guard let j = indexByID[peer], let hash = held[i][id]?[index], let gen = links[linkKey(i, j)]?.generation else {
-                    cores[i]!.core.journal.serveEnded(to: peer)
+                guard let j = indexByID[peer], let gen = links[linkKey(i, j)]?.generation else {
+                    cores[i]!.core.chunkServeDropped(to: peer)
                     continue
                 }
+                // The store's read, done at once; what follows it is the core's (`chunkRead`).
+                let hash = held[i][id]?[index]
+                guard cores[i]!.core.chunkRead(id: id, index: index, found: hash != nil, for: peer, now: now) == .send, let hash else { continue }
                 let length = manifest.map { $0.plainLength(of: index) + AEAD.tagLength } ?? Self.chunkSize
                 report.chunkTransfers += 1
                 queue.schedule(.chunk(to: j, from: i, generation: gen, id: id, index: index, hash: hash), at: arrival(from: i, to: j, bytes: length))
-                cores[i]!.core.journal.served(id, index, to: peer, now: now)
             case let .journal(effect):
                 switch effect {
                 case let .sendHave(peer, id, have, offer):
@@ -524,7 +632,9 @@ public struct SessionSimulation {
                     if let j = indexByID[peer] { sendLink(from: i, to: j, .chunkRequest(id: id, index: UInt32(index))) }
                 case let .emit(change, id):
                     if change == .complete, report.attachmentComplete[i] == nil, manifest?.id == id { report.attachmentComplete[i] = now }
-                case .deleteStored, .changed, .storeFull, .refused: break
+                // As the node's store: the attachment's file goes.
+                case let .deleteStored(id): held[i][id] = nil
+                case .changed, .storeFull, .refused: break
                 }
             }
         }
@@ -533,34 +643,19 @@ public struct SessionSimulation {
         reschedule(i)
     }
 
-    /// As `Node.chunkArrived` / `chunkWritten`: checked against the manifest, stored, announced.
+    /// A chunk body arrived, with its hash: the core decides (`chunkArrived`); an admitted one is
+    /// written at once (the store's write), and the core told (`chunkWritten`).
     private mutating func chunkArrived(_ i: Int, from j: Int, id: String, index: Int, hash: [UInt8]) {
-        guard let m = manifest, m.id == id, index < m.chunkCount else { return }
         trace?.record(.chunk, at: now, UInt64(i), UInt64(j), UInt64(index))
-        let valid = hash == m.chunkHashes[index]
-        if !valid { sendLink(from: i, to: j, .chunkCorrupt(id: id, index: UInt32(index))) }
-        if cores[i]!.core.journal.chunkArrived(id, index, from: infos[j].id, valid: valid) {
-            held[i][id, default: [:]][index] = hash
-            execute(i, cores[i]!.core.journal.stored(id, now: now).map(SessionEffect.journal))
-        }
-        execute(i, cores[i]!.core.journal.requests(now: now).map(SessionEffect.journal))
+        let (arrival, effects) = cores[i]!.core.chunkArrived(id: id, index: index, hash: hash, from: infos[j].id, now: now)
+        execute(i, effects)
+        guard case .write = arrival else { return }
+        let (stored, written) = cores[i]!.core.chunkWritten(id: id, index: index, from: infos[j].id, failed: false, now: now)
+        if stored { held[i][id, default: [:]][index] = hash }
+        execute(i, written)
     }
 
     // MARK: network
-
-    /// As the link handshake: the dialer offers its newest keys in turn, the peer tries every key
-    /// it holds; then each end's admission rule decides on the key that matched.
-    private mutating func admitsEpoch(dialer: Int, peer: Int) -> Bool {
-        let offered = cores[peer]!.core.handshakeKeys(now: now).map(\.head)
-        guard let key = cores[dialer]!.core.handshakeKeys(now: now).prefix(3).first(where: { offered.contains($0.head) }) else { return false }
-        do {
-            try cores[dialer]!.core.admitEpoch(infos[peer], keyHead: key.head, now: now)
-            try cores[peer]!.core.admitEpoch(infos[dialer], keyHead: key.head, now: now)
-        } catch {
-            return false
-        }
-        return true
-    }
 
     private func linkKey(_ a: Int, _ b: Int) -> Int { min(a, b) * scenario.members + max(a, b) }
 
@@ -665,7 +760,11 @@ public struct SessionSimulation {
             report.stored.append(core.broadcast.unacknowledgedCount)
             report.liveViews[i] = core.live.count
             if i != scenario.hostile { report.refusals = report.refusals.adding(core.refusals) }
+            report.activity[i] = core.activity.current.map { String(decoding: $0.value, as: UTF8.self) }
             if let m = manifest {
+                report.attachmentGone[i] = (core.journal.records[m.id]?.removed ?? false) && held[i][m.id] == nil
+                report.attachmentBytesHeld[i] = (held[i][m.id] ?? [:]).keys.reduce(0) { $0 + m.plainLength(of: $1) }
+                report.stoppedByStore[i] = core.journal.stoppedByStore.contains(m.id)
                 let chunks = held[i][m.id] ?? [:]
                 report.attachmentIntact[i] = chunks.count == m.chunkCount && chunks.allSatisfy { m.chunkHashes[$0.key] == $0.value }
             }

@@ -15,9 +15,7 @@ public enum EventReplay {
     /// when `seconds` pass first). `node` names the node in errors.
     public static func upToNow(_ client: ControlClient, node: String, from: Int64, topics: Set<String>,
                                within seconds: Double) async throws -> [JSONObject] {
-        let every: [JSON] = ControlTopic.allCases.map { .string($0.rawValue) }
-        let reply = try await client.request("subscribe", ["topics": .array(every), "since": .int(from)])
-        guard let latest = reply["cursor"]?.intValue else { throw Failure(description: "\(node): subscribe named no cursor: \(reply)") }
+        let latest = try await client.request(.subscribe(topics: Set(ControlTopic.allCases), since: from)).cursor
         guard latest > from else { return [] }
         let replay = Task { () -> [JSONObject] in
             var got: [JSONObject] = []

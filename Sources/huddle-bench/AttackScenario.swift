@@ -151,11 +151,11 @@ extension Scenarios {
         let victim = 1
         // An attachment the attacked member holds, so that its chunk requests cost real reads.
         let source = try writeRandomFile("\(cluster.dir)/held.bin", mib: 8)
-        let added = try await cluster.request(cluster.controls[victim], "attach.add", ["path": .string(source)])
-        let id = added["attachment"]?.objectValue?["id"]?.stringValue ?? ""
-        let chunks = Int(added["attachment"]?.objectValue?["chunks"]?.intValue ?? 32)
+        let added = try await cluster.request(cluster.controls[victim], .attachAdd(path: source, name: nil, meta: .null)).attachment
+        let id = added.id
+        let chunks = Int(added.chunks)
         // The largest activity value, so that each record the victim sends costs what it can.
-        _ = try await cluster.request(cluster.controls[victim], "activity.set", ["value": .string(String(repeating: "a", count: 16_000))])
+        _ = try await cluster.request(cluster.controls[victim], .activitySet(value: .string(String(repeating: "a", count: 16_000))))
         let count = quick ? 200 : 600
         let calm = try await collectLatencies(cluster, count: count, receivers: [victim])
         let before = cluster.usage()[victim].peakRSSMiB
@@ -167,7 +167,7 @@ extension Scenarios {
         let tally = attacker.stop()
         let failed = await failures.stop()
         let peak = cluster.usage()[victim].peakRSSMiB
-        let stats = try await cluster.request(cluster.controls[victim], "stats")
+        let stats = try await cluster.request(cluster.controls[victim], .stats).report
         let refused = (stats["refused"]?.objectValue).map { o in o.compactMap { k, v in (v.intValue ?? 0) > 0 ? "\(k) \(v.intValue ?? 0)" : nil } } ?? []
         let attackedP50 = percentile(attacked, 0.5), calmP50 = percentile(calm, 0.5)
         let delivered = attacked.count >= count  // every honest broadcast reached the attacked member
@@ -194,7 +194,7 @@ private final class FailureWatch: Sendable {
 
     init(_ control: String, member: String) async throws {
         let client = try await ControlClient.connect(path: control)
-        _ = try await client.request("subscribe", ["topics": ["members"]])
+        _ = try await client.request(.subscribe(topics: [.members], since: nil))
         self.client = client
         counting = Task {
             var failed = 0

@@ -75,7 +75,7 @@ final class HuddleCluster {
     func start(_ count: Int) async throws {
         for _ in 0..<count { try await add() }
         try await waitFor("\(count) nodes to see each other") {
-            for c in controls { if try await request(c, "status")["members"]?.intValue != Int64(controls.count) { return false } }
+            for c in controls { if try await request(c, .status).status.members != Int64(controls.count) { return false } }
             return true
         }
     }
@@ -90,14 +90,14 @@ final class HuddleCluster {
         controls.append(control)
         arguments.append(rest)
         let status = try await started(i)
-        addrs.append(status["addr"]?.stringValue ?? "")
-        members.append(status["member"]?.stringValue ?? "")
+        addrs.append(status.addr)
+        members.append(status.member)
     }
 
     /// Starts node `i` again (after `kill`) with the same arguments and data directory, on the
     /// port it had (as a service restarted on a fixed port); returns once it answers `status`,
     /// with that reply. Its log goes on in the same file.
-    func restart(_ i: Int) async throws -> JSONObject {
+    func restart(_ i: Int) async throws -> ControlStatus {
         let port = addrs[i].split(separator: ":").last.map(String.init) ?? "0"
         processes[i] = try launch(i, listen: "127.0.0.1:\(port)", arguments[i])
         return try await started(i)
@@ -119,25 +119,26 @@ final class HuddleCluster {
 
     /// Waits for node `i` to answer `status` (the socket file appears at bind(), a moment before
     /// the node accepts on it: retry); a node that exited ends the wait at once.
-    private func started(_ i: Int) async throws -> JSONObject {
-        var status: JSONObject = [:]
+    private func started(_ i: Int) async throws -> ControlStatus {
+        var status: ControlStatus?
         let (process, control) = (processes[i], controls[i])
         try await waitFor("node \(i) to start") {
             if !process.isRunning { throw BenchError(description: "node \(i) exited at start (status \(process.terminationStatus)); see \(self.dir)/n\(i).log") }
-            status = try await self.request(control, "status")
+            status = try await self.request(control, .status).status
             return true
         }
+        guard let status else { throw BenchError(description: "node \(i) did not answer status") }
         return status
     }
 
-    func request(_ control: String, _ op: String, _ fields: JSONObject = [:]) async throws -> JSONObject {
-        try await Self.ask(control, op, fields)
+    func request(_ control: String, _ request: ControlRequest) async throws -> ControlResponse {
+        try await Self.ask(control, request)
     }
 
     /// One request on a fresh connection to the node at `control`.
-    static func ask(_ control: String, _ op: String, _ fields: JSONObject = [:]) async throws -> JSONObject {
+    static func ask(_ control: String, _ request: ControlRequest) async throws -> ControlResponse {
         let client = try await ControlClient.connect(path: control)
-        let reply = try await client.request(op, fields)
+        let reply = try await client.request(request)
         await client.close()
         return reply
     }

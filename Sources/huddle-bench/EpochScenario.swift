@@ -19,9 +19,9 @@ extension Scenarios {
             // Probes run a moment before the request, so the switch falls inside them.
             try await Task.sleep(for: .milliseconds(500))
             let started = ContinuousClock.now
-            _ = try await HuddleCluster.ask(controls[1], "remove", ["member": .string(target)])
+            _ = try await HuddleCluster.ask(controls[1], .remove(member: target))
             try await waitFor("every remaining node on epoch 1", seconds: 120) {
-                for control in remaining where try await HuddleCluster.ask(control, "status")["epoch"]?.intValue != 1 { return false }
+                for control in remaining where try await HuddleCluster.ask(control, .status).status.epoch != 1 { return false }
                 return true
             }
             return (ContinuousClock.now - started).seconds

@@ -16,7 +16,7 @@ extension Scenarios {
         var subscriptions: [ControlClient] = []
         for control in cluster.controls {
             let client = try await ControlClient.connect(path: control)
-            _ = try await client.request("subscribe", ["topics": ["members"]])
+            _ = try await client.request(.subscribe(topics: [.members], since: nil))
             subscriptions.append(client)
         }
         let counters = MemberChangeCounter()
@@ -34,7 +34,7 @@ extension Scenarios {
         let suspected = await counters.count("suspect")
         for client in subscriptions { await client.close() }
         var alive = 0
-        for control in cluster.controls { alive += Int(try await cluster.request(control, "status")["members"]?.intValue ?? 0) }
+        for control in cluster.controls { alive += Int(try await cluster.request(control, .status).status.members) }
         let serfFailed = serf.map { s in (0..<n).reduce(0) { $0 + s.events($1).filter { $0.contains("member-failed") }.count } }
         return [BenchRow(scenario: "false positives N=\(n), \(seconds) s, \(hog.threads) CPU-hog threads",
                          measure: "live members reported failed (suspect events)",
@@ -61,11 +61,10 @@ extension Scenarios {
         let transfer = Task {
             defer { done.set() }
             let started = ContinuousClock.now
-            let added = try await HuddleCluster.ask(controls[1], "attach.add", ["path": .string(source)])
-            let id = added["attachment"]?.objectValue?["id"]?.stringValue ?? ""
+            let id = try await HuddleCluster.ask(controls[1], .attachAdd(path: source, name: nil, meta: .null)).attachment.id
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for (i, control) in controls.enumerated() where i != 1 {
-                    group.addTask { _ = try await HuddleCluster.ask(control, "attach.get", ["id": .string(id), "path": .string("\(dir)/out\(i)")]) }
+                    group.addTask { _ = try await HuddleCluster.ask(control, .attachGet(id: id, path: "\(dir)/out\(i)", wait: true, timeoutMs: nil, mode: nil)) }
                 }
                 try await group.waitForAll()
             }

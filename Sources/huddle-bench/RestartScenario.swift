@@ -35,21 +35,21 @@ extension Scenarios {
                 try await waitFor("the victim to exit", seconds: 30) { !cluster.processes[victim].isRunning }
                 await subscriber.disconnect()
                 try await waitFor("every other member to see the victim failed", seconds: 60) {
-                    for i in others where try await memberRecord(cluster, at: i, member)?["state"]?.stringValue != "failed" { return false }
+                    for i in others where try await memberRecord(cluster, at: i, member)?.state != "failed" { return false }
                     return true
                 }
                 let restarted = ContinuousClock.now
                 let status = try await cluster.restart(victim)
-                if status["member"]?.stringValue == member { sameMember += 1 }
-                if status["resumed"] == .bool(true) { resumed += 1 }
+                if status.member == member { sameMember += 1 }
+                if status.resumed { resumed += 1 }
                 // The incarnation the restarted member took (its own record in its own view).
                 let own = try await memberRecord(cluster, at: victim, member)
-                let incarnation = own?["incarnation"]?.intValue ?? Int64.max
+                let incarnation = own?.incarnation ?? Int64.max
                 try await subscriber.connect(cluster.controls[victim], since: await subscriber.lastCursor)
                 try await waitFor("every other member to see the victim alive again", seconds: 120) {
                     for i in others {
                         let record = try await memberRecord(cluster, at: i, member)
-                        guard record?["state"]?.stringValue == "alive", (record?["incarnation"]?.intValue ?? -1) >= incarnation else { return false }
+                        guard record?.state == "alive", (record?.incarnation ?? -1) >= incarnation else { return false }
                     }
                     return true
                 }
@@ -78,9 +78,8 @@ extension Scenarios {
     }
 
     /// `member`'s record in node `i`'s `members` view.
-    private func memberRecord(_ cluster: HuddleCluster, at i: Int, _ member: String) async throws -> JSONObject? {
-        let view = try await cluster.request(cluster.controls[i], "members")["members"]?.arrayValue ?? []
-        return view.compactMap(\.objectValue).first { $0["member"]?.stringValue == member }
+    private func memberRecord(_ cluster: HuddleCluster, at i: Int, _ member: String) async throws -> ControlMember? {
+        try await cluster.request(cluster.controls[i], .members).members.first { $0.member == member }
     }
 
     // MARK: what durability costs
@@ -168,7 +167,7 @@ final class StreamSenders: @unchecked Sendable {
                 var sent = 0
                 while !stopped.isSet {
                     let head = "\(index) \(sent) "
-                    _ = try await client.request("send", ["text": .string(head + String(repeating: "z", count: size - head.count))])
+                    _ = try await client.request(.send(.init(body: Array((head + String(repeating: "z", count: size - head.count)).utf8), to: nil, reliable: true)))
                     sent += 1
                     try await Task.sleep(for: every)
                 }
@@ -201,10 +200,8 @@ actor ResumingSubscriber {
 
     func connect(_ control: String, since: Int64?) async throws {
         let client = try await ControlClient.connect(path: control)
-        var request: JSONObject = ["topics": ["messages"]]
-        if let since { request["since"] = .int(since) }
-        let reply = try await client.request("subscribe", request)
-        if lastCursor == nil { lastCursor = reply["cursor"]?.intValue }
+        let cursor = try await client.request(.subscribe(topics: [.messages], since: since)).cursor
+        if lastCursor == nil { lastCursor = cursor }
         self.client = client
         reader = Task {
             do { for try await event in await client.events() { self.add(event) } } catch {}

@@ -39,7 +39,7 @@ struct Scenarios {
         return try await withThrowingTaskGroup(of: [Double].self) { group in
             for (i, control) in cluster.controls.enumerated().dropFirst() where receivers?.contains(i) ?? true {
                 let client = try await ControlClient.connect(path: control)
-                _ = try await client.request("subscribe", ["topics": ["messages"]])
+                _ = try await client.request(.subscribe(topics: [.messages], since: nil))
                 group.addTask {
                     var out: [Double] = []
                     for try await event in await client.events() {
@@ -56,10 +56,10 @@ struct Scenarios {
             let client = try await ControlClient.connect(path: sender)
             for _ in 0..<count where condition() {
                 let stamp = "\(wallNanos()) "
-                _ = try await client.request("send", ["text": .string(stamp + String(repeating: "x", count: 256 - stamp.count))])
+                _ = try await client.request(.send(.init(body: Array((stamp + String(repeating: "x", count: 256 - stamp.count)).utf8), to: nil, reliable: true)))
                 try await Task.sleep(for: .milliseconds(5))
             }
-            _ = try await client.request("send", ["text": "end"])
+            _ = try await client.request(.send(.init(body: Array("end".utf8), to: nil, reliable: true)))
             await client.close()
             var all: [Double] = []
             for try await part in group { all += part }
@@ -72,7 +72,7 @@ struct Scenarios {
     func repairNote(_ cluster: HuddleCluster) async throws -> String {
         var retransmits: [String] = [], duplicates: [String] = []
         for control in cluster.controls {
-            let stats = try await cluster.request(control, "stats")
+            let stats = try await cluster.request(control, .stats).report
             retransmits.append("\(stats["retransmits"]?.intValue ?? 0)")
             duplicates.append("\(stats["duplicates"]?.intValue ?? 0)")
         }
@@ -176,7 +176,7 @@ struct Scenarios {
         defer { for client in clients { Task { await client.close() } } }
         for w in watchers {
             let client = try await ControlClient.connect(path: cluster.controls[w])
-            _ = try await client.request("subscribe", ["topics": ["members"]])
+            _ = try await client.request(.subscribe(topics: [.members], since: nil))
             clients.append(client)
         }
         let start = ContinuousClock.now
@@ -292,7 +292,7 @@ struct Scenarios {
         var watchers: [ControlClient] = []
         for control in cluster.controls.dropFirst() {
             let client = try await ControlClient.connect(path: control)
-            _ = try await client.request("subscribe", ["topics": ["attachments"]])
+            _ = try await client.request(.subscribe(topics: [.attachments], since: nil))
             watchers.append(client)
         }
         let started = ContinuousClock.now
@@ -308,26 +308,25 @@ struct Scenarios {
             }
             return (ContinuousClock.now - started).seconds
         }
-        let added = try await cluster.request(cluster.controls[0], "attach.add", ["path": .string(source)])
-        let id = added["attachment"]?.objectValue?["id"]?.stringValue ?? ""
+        let id = try await cluster.request(cluster.controls[0], .attachAdd(path: source, name: nil, meta: .null)).attachment.id
         let dir = cluster.dir
         let seconds = try await completions.value
         let exportStart = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (i, control) in cluster.controls.enumerated().dropFirst() {
-                group.addTask { _ = try await HuddleCluster.ask(control, "attach.get", ["id": .string(id), "path": .string("\(dir)/out\(i)")]) }
+                group.addTask { _ = try await HuddleCluster.ask(control, .attachGet(id: id, path: "\(dir)/out\(i)", wait: true, timeoutMs: nil, mode: nil)) }
             }
             try await group.waitForAll()
         }
         let exported = (ContinuousClock.now - exportStart).seconds
-        let sent = try await cluster.request(cluster.controls[0], "stats")["bytes_sent"]?.objectValue?["chunks"]?.intValue ?? 0
+        let sent = try await cluster.request(cluster.controls[0], .stats).report["bytes_sent"]?.objectValue?["chunks"]?.intValue ?? 0
         let note = usageNote(cluster)
         let rss = cluster.usage().map(\.peakRSSMiB).max() ?? 0
         // The uploader leaves; a new member joins through another and fetches from the rest.
-        _ = try? await cluster.request(cluster.controls[0], "leave", ["timeout_ms": 10_000])
+        _ = try? await cluster.request(cluster.controls[0], .leave(timeoutMs: 10_000))
         try await cluster.add(joinVia: 1)
         let lateStart = ContinuousClock.now
-        _ = try await cluster.request(cluster.controls[n], "attach.get", ["id": .string(id), "path": .string("\(dir)/late"), "timeout_ms": 300_000])
+        _ = try await cluster.request(cluster.controls[n], .attachGet(id: id, path: "\(dir)/late", wait: true, timeoutMs: 300_000, mode: nil))
         let lateSeconds = (ContinuousClock.now - lateStart).seconds
         let raw = try RawFanout.copy(path: source, receivers: n - 1)
         let ratio = Double(sent) / Double(size)

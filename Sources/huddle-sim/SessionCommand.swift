@@ -19,6 +19,7 @@ struct SessionCommand: ParsableCommand {
     @Option(help: "Quiet seconds after sending, for repair, detection and transfers.") var settleFor = 20.0
     @Option(help: "Members that crash, spread over the sending time.") var crashes = 0
     @Option(help: "Members that join late, spread over the sending time.") var lateJoins = 0
+    @Option(help: "Members that leave for good (the leave op: hand-off, then left), spread over the sending time.") var leaves = 0
     @Option(help: "Cut off this many members (the highest indices not otherwise used) for --partition-seconds during sending.") var partitioned = 0
     @Option(help: "How long the partition lasts.") var partitionSeconds = 3.0
     @Option(help: "Attachment size in MiB added by member 0 when sending starts (0: none).") var attachmentMib = 0.0
@@ -28,13 +29,13 @@ struct SessionCommand: ParsableCommand {
     func validate() throws {
         guard nodes >= 2 else { throw ValidationError("--nodes wants at least 2 members") }
         guard (0...1).contains(loss) else { throw ValidationError("--loss wants a probability in 0...1") }
-        guard crashes >= 0, lateJoins >= 0, partitioned >= 0, crashes + lateJoins + partitioned < nodes else {
-            throw ValidationError("--crashes, --late-joins and --partitioned together must leave member 0 and at least one other")
+        guard crashes >= 0, lateJoins >= 0, leaves >= 0, partitioned >= 0, crashes + lateJoins + leaves + partitioned < nodes else {
+            throw ValidationError("--crashes, --late-joins, --leaves and --partitioned together must leave member 0 and at least one other")
         }
     }
 
     static func scenario(nodes: Int, seed: UInt64, loss: Double, rate: Double, sendFor: Double, settleFor: Double, crashes: Int,
-                         lateJoins: Int, partitioned: Int, partitionSeconds: Double, attachmentMib: Double) -> SessionScenario {
+                         lateJoins: Int, leaves: Int = 0, partitioned: Int, partitionSeconds: Double, attachmentMib: Double) -> SessionScenario {
         var s = SessionScenario()
         s.members = nodes
         s.seed = seed
@@ -49,8 +50,9 @@ struct SessionCommand: ParsableCommand {
         func spread(_ k: Int, of count: Int) -> Double { start + sendFor * Double(k + 1) / Double(count + 1) }
         s.crashes = (0..<crashes).map { (pool[$0], spread($0, of: crashes)) }
         s.lateJoins = (0..<lateJoins).map { (pool[crashes + $0], spread($0, of: lateJoins)) }
+        s.leaves = (0..<leaves).map { (pool[crashes + lateJoins + $0], spread($0, of: leaves)) }
         if partitioned > 0 {
-            let cut = Set(pool[(crashes + lateJoins)..<(crashes + lateJoins + partitioned)])
+            let cut = Set(pool[(crashes + lateJoins + leaves)..<(crashes + lateJoins + leaves + partitioned)])
             s.partition = (cut, start + sendFor * 0.2, start + sendFor * 0.2 + partitionSeconds)
         }
         if attachmentMib > 0 { s.attachment = (0, start, Int(attachmentMib * 1_048_576)) }
@@ -59,7 +61,7 @@ struct SessionCommand: ParsableCommand {
 
     func run() throws {
         var s = Self.scenario(nodes: nodes, seed: seed, loss: loss, rate: rate, sendFor: sendFor, settleFor: settleFor, crashes: crashes,
-                              lateJoins: lateJoins, partitioned: partitioned, partitionSeconds: partitionSeconds, attachmentMib: attachmentMib)
+                              lateJoins: lateJoins, leaves: leaves, partitioned: partitioned, partitionSeconds: partitionSeconds, attachmentMib: attachmentMib)
         s.trace = traceDigest
         let clock = ContinuousClock()
         let began = clock.now
@@ -75,7 +77,7 @@ struct SessionCommand: ParsableCommand {
         let intact = report.attachmentIntact.values.filter { $0 }.count
         let perSecond = Double(max(1, survivors)) * report.virtualSeconds
         var rows: [(String, String)] = [
-            ("members", "\(nodes)  (seed \(seed), datagram loss \(loss * 100) %, \(crashes) crashes, \(lateJoins) late joins, \(partitioned) partitioned)"),
+            ("members", "\(nodes)  (seed \(seed), datagram loss \(loss * 100) %, \(crashes) crashes, \(lateJoins) late joins, \(leaves) leaves, \(partitioned) partitioned)"),
             ("reliable sends", "\(report.sent)"),
             ("delivery-log violations", violations.isEmpty ? "none" : "\(violations.count): \(violations.prefix(3).joined(separator: "; "))"),
             ("survivors seeing all survivors", "\(report.liveViews.values.filter { $0 == survivors }.count) of \(survivors)"),
@@ -88,6 +90,9 @@ struct SessionCommand: ParsableCommand {
         if crashes > 0 {
             rows.append(("crashes seen failed by all survivors", "\(detections.count) of \(crashes)"
                 + (SimReport.Spread(crashDelays(report, s)).median.map { String(format: ", median %.2f s after the crash", $0) } ?? "")))
+        }
+        if leaves > 0 {
+            rows.append(("leaves: left events seen / chunks handed off", "\(report.leftSeen) / \(report.handedOff) of \(report.handedOffPushed) pushed"))
         }
         if partitioned > 0 {
             rows.append(("partition: failed across it / alive after", "\(report.failedAcrossPartition) / \(report.aliveAfterPartition) events"))

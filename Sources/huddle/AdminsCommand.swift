@@ -19,13 +19,10 @@ struct AdminsCommand: AsyncParsableCommand {
     @OptionGroup var options: ControlOptions
 
     func run() async throws {
-        var fields: JSONObject = [:]
-        if !add.isEmpty { fields["add"] = .array(add.map(JSON.string)) }
-        if !remove.isEmpty { fields["remove"] = .array(remove.map(JSON.string)) }
-        try await options.perform("admins", fields) { reply in
-            let admins = reply["admins"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        try await options.perform(.admins(add: add, remove: remove)) { response in
+            guard case let .admins(admins, epoch) = response.result else { return }
             print(admins.isEmpty ? "the session has no admins (every member may remove and rekey)" : admins.joined(separator: "\n"))
-            if !add.isEmpty || !remove.isEmpty { print("the session is on epoch \(plain(reply["epoch"]))") }
+            if !add.isEmpty || !remove.isEmpty { print("the session is on epoch \(epoch)") }
         }
     }
 }

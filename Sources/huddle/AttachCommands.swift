@@ -10,10 +10,10 @@ struct AttachCommand: AsyncParsableCommand {
     )
 }
 
-/// A one-line summary of an attachment object.
-func describeAttachment(_ a: JSONObject?) -> String {
+/// A one-line summary of an attachment.
+func describeAttachment(_ a: ControlAttachment?) -> String {
     guard let a else { return "-" }
-    return "\(plain(a["id"]))  \(plain(a["name"]))  \(plain(a["size"])) B  \(plain(a["have"]))/\(plain(a["chunks"])) chunks  \(plain(a["state"]))"
+    return "\(a.id)  \(a.name)  \(a.size) B  \(a.have)/\(a.chunks) chunks  \(a.state)"
 }
 
 struct AttachAdd: AsyncParsableCommand {
@@ -24,13 +24,14 @@ struct AttachAdd: AsyncParsableCommand {
     @OptionGroup var options: ControlOptions
 
     func run() async throws {
-        var fields: JSONObject = ["path": .string(URL(fileURLWithPath: file).standardizedFileURL.path)]
-        if let name { fields["name"] = .string(name) }
+        var value = JSON.null
         if let meta {
-            guard let value = try? JSON.parse(meta) else { throw ValidationError("--meta is not valid JSON") }
-            fields["meta"] = value
+            guard let parsed = try? JSON.parse(meta) else { throw ValidationError("--meta is not valid JSON") }
+            value = parsed
         }
-        try await options.perform("attach.add", fields) { reply in print(describeAttachment(reply["attachment"]?.objectValue)) }
+        try await options.perform(.attachAdd(path: URL(fileURLWithPath: file).standardizedFileURL.path, name: name, meta: value)) { response in
+            print(describeAttachment(try response.attachment))
+        }
     }
 }
 
@@ -39,8 +40,8 @@ struct AttachList: AsyncParsableCommand {
     @OptionGroup var options: ControlOptions
 
     func run() async throws {
-        try await options.perform("attach.list") { reply in
-            for a in reply["attachments"]?.arrayValue ?? [] { print(describeAttachment(a.objectValue)) }
+        try await options.perform(.attachList) { response in
+            for a in try response.attachments { print(describeAttachment(a)) }
         }
     }
 }
@@ -59,40 +60,44 @@ struct AttachGet: AsyncParsableCommand {
     @OptionGroup var options: ControlOptions
 
     func run() async throws {
-        var fields: JSONObject = ["id": .string(id), "path": .string(URL(fileURLWithPath: out).standardizedFileURL.path), "wait": .bool(!noWait)]
-        if let timeoutMs { fields["timeout_ms"] = .int(Int64(timeoutMs)) }
-        if let mode { fields["mode"] = .string(mode) }
+        let path = URL(fileURLWithPath: out).standardizedFileURL.path
         let progress = isatty(STDERR_FILENO) == 1 && !options.json ? Task { await showProgress(id: id, path: options.path) } : nil
         defer { progress?.cancel() }
-        try await options.perform("attach.get", fields) { reply in
+        // The mode is checked as the node checks it (the same refusal when it is not octal bits).
+        let request = { () throws(ControlError) -> ControlRequest in
+            var bits: Int?
+            if let mode { bits = try ControlRequest.permissionBits(.string(mode)) }
+            return .attachGet(id: id, path: path, wait: !noWait, timeoutMs: timeoutMs.map(Int64.init), mode: bits)
+        }
+        try await options.perform(request) { response in
             progress?.cancel()
             if isatty(STDERR_FILENO) == 1 { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-            print("wrote \(plain(reply["path"])): \(describeAttachment(reply["attachment"]?.objectValue))")
+            guard case let .written(attachment, written) = response.result else { return }
+            print("wrote \(written): \(describeAttachment(attachment))")
         }
     }
 
     /// Draws `[#####     ] 42%` on standard error from the node's attachment events.
     private func showProgress(id: String, path: String) async {
         guard let client = try? await ControlClient.connect(path: path),
-              let _ = try? await client.request("subscribe", ["topics": ["attachments"]]) else { return }
-        if let first = try? await client.request("attach.list"),
-           let a = first["attachments"]?.arrayValue?.compactMap(\.objectValue).first(where: { $0["id"]?.stringValue == id }) {
+              let _ = try? await client.request(.subscribe(topics: [.attachments], since: nil)) else { return }
+        if let a = try? await client.request(.attachList).attachments.first(where: { $0.id == id }) {
             draw(a)
         }
         do {
             for try await event in await client.events() {
-                guard let a = event["attachment"]?.objectValue, a["id"]?.stringValue == id else { continue }
+                guard let o = event["attachment"]?.objectValue, let a = try? ControlAttachment(o), a.id == id else { continue }
                 draw(a)
             }
         } catch {}
         await client.close()
     }
 
-    private func draw(_ a: JSONObject) {
-        let have = Double(a["have"]?.intValue ?? 0), total = Double(max(a["chunks"]?.intValue ?? 1, 1))
-        let width = 30, filled = Int(Double(width) * have / total)
+    private func draw(_ a: ControlAttachment) {
+        let have = Double(a.have), total = Double(max(a.chunks, 1))
+        let width = 30, filled = min(max(Int(Double(width) * have / total), 0), width)
         let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
-        FileHandle.standardError.write(Data("\r[\(bar)] \(Int(100 * have / total))%  \(plain(a["name"]))".utf8))
+        FileHandle.standardError.write(Data("\r[\(bar)] \(Int(100 * have / total))%  \(a.name)".utf8))
     }
 }
 
@@ -102,7 +107,7 @@ struct AttachRemove: AsyncParsableCommand {
     @OptionGroup var options: ControlOptions
 
     func run() async throws {
-        try await options.perform("attach.remove", ["id": .string(id)]) { _ in print("removed \(id)") }
+        try await options.perform(.attachRemove(id: id)) { _ in print("removed \(id)") }
     }
 }
 
@@ -119,7 +124,10 @@ struct ActivityGet: AsyncParsableCommand {
     @OptionGroup var options: ControlOptions
 
     func run() async throws {
-        try await options.perform("activity.get") { reply in print("\(plain(reply["activity"]))  (set by \(plain(reply["set_by"])))") }
+        try await options.perform(.activityGet) { response in
+            let activity = try response.activity
+            print("\(plain(activity.value))  (set by \(plain(activity.setBy.map(JSON.string) ?? .null)))")
+        }
     }
 }
 
@@ -130,6 +138,6 @@ struct ActivitySet: AsyncParsableCommand {
 
     func run() async throws {
         guard let json = try? JSON.parse(value) else { throw ValidationError("the value is not valid JSON") }
-        try await options.perform("activity.set", ["value": json]) { _ in print("activity set") }
+        try await options.perform(.activitySet(value: json)) { _ in print("activity set") }
     }
 }

@@ -21,10 +21,16 @@ func complain(_ message: String) {
 extension ControlOptions {
     /// Connects, sends one request, prints the reply (raw with --json, else via `show`), and maps
     /// failures to the CLI's exit codes.
-    func perform(_ op: String, _ fields: JSONObject = [:], show: (JSONObject) -> Void) async throws {
+    func perform(_ request: ControlRequest, show: (ControlResponse) throws -> Void) async throws {
+        try await perform({ () throws(ControlError) in request }, show: show)
+    }
+
+    /// As `perform(_:show:)`, with the request made once connected: a request the CLI checks as
+    /// the node would (`make` throws the node's own `ControlError`) fails as the node's refusal did.
+    func perform(_ make: () throws(ControlError) -> ControlRequest, show: (ControlResponse) throws -> Void) async throws {
         let client = try await connect()
         defer { Task { await client.close() } }
-        try await perform(op, fields, on: client, show: show)
+        try await perform(make, on: client, show: show)
     }
 
     /// Connects to the node, or exits 3 with one line saying why not.
@@ -41,21 +47,33 @@ extension ControlOptions {
     }
 
     /// One request on `client`: the reply printed (raw with --json, else via `show`), failures mapped to exit codes.
-    func perform(_ op: String, _ fields: JSONObject, on client: ControlClient, show: (JSONObject) -> Void) async throws {
+    func perform(_ make: () throws(ControlError) -> ControlRequest, on client: ControlClient, show: (ControlResponse) throws -> Void) async throws {
         do {
-            let reply = try await client.request(op, fields)
-            if json { print(JSON.object(reply).serialized) } else { show(reply) }
+            let response = try await client.request(try make())
+            if json { print(JSON.object(response.fields).serialized) } else { try show(response) }
         } catch let error as ControlError {
-            if json {
-                print(JSON.object(ControlReply.error(id: .null, error)).serialized)
-            }
-            complain("\(error.code.rawValue): \(error.message)")
-            throw ExitCode(1)
+            throw refuse(error)
         } catch {
             complain("\(error)")
             throw ExitCode(1)
         }
     }
+
+    /// Prints the node's refusal (as a reply with --json, and its one line on stderr) and returns exit code 1.
+    func refuse(_ error: ControlError) -> ExitCode {
+        if json {
+            print(JSON.object(ControlReply.error(id: .null, error)).serialized)
+        }
+        complain("\(error.code.rawValue): \(error.message)")
+        return ExitCode(1)
+    }
+}
+
+/// A clock as `plain` shows it: the JSON object the node wrote (member → seq, in its order).
+func plain(clock: [ControlClockEntry]) -> String {
+    var object = JSONObject()
+    for entry in clock { object[entry.member] = .int(entry.seq) }
+    return JSON.object(object).serialized
 }
 
 /// A JSON value as a person reads it: strings bare, everything else as JSON.

@@ -69,7 +69,7 @@ struct DoctorCommand: AsyncParsableCommand {
         }
         let outcome = await withTaskGroup(of: Outcome?.self) { group in
             group.addTask {
-                do { return .report(try await client.request("diagnose")) } catch let error as ControlError where error.code == .badRequest {
+                do { return .report(try await client.request(.diagnose).fields) } catch let error as ControlError where error.code == .badRequest {
                     return .finding("the node at \(path) does not know diagnose: it runs an older huddle; restart it with this one")
                 } catch {
                     return .finding("the node at \(path) failed to answer diagnose: \(error)")

@@ -24,13 +24,12 @@ struct EventsCommand: AsyncParsableCommand {
             complain("no node is running at \(options.path) (start one with: huddle run --key FILE --control \(options.path))")
             throw ExitCode(3)
         }
-        var fields: JSONObject = [:]
         let list = topics.flatMap { $0.split(separator: ",").map(String.init) }
-        if !list.isEmpty { fields["topics"] = .array(list.map { .string($0) }) }
-        if let since { fields["since"] = .int(since) }
         do {
-            let reply = try await client.request("subscribe", fields)
-            if options.json { writeLine(JSON.object(reply)) }
+            // Topics are checked as the node checks them (the same refusal for an unknown one).
+            let named = try Set(list.map { (name: String) throws(ControlError) -> ControlTopic in try ControlRequest.topic(.string(name)) })
+            let reply = try await client.request(.subscribe(topics: list.isEmpty ? ControlTopic.defaults : named, since: since))
+            if options.json { writeLine(JSON.object(reply.fields)) }
             for try await event in await client.events() {
                 writeLine(JSON.object(event))
                 if event["event"] == .string("overflow") {

@@ -30,9 +30,10 @@ struct InviteCommand: AsyncParsableCommand {
 
     func run() async throws {
         let ttlMs = Int64((parseDuration(ttl) ?? 600) * 1000)
-        try await options.perform("invite", ["ttl_ms": .int(ttlMs), "uses": .int(Int64(uses))]) { reply in
-            let code = plain(reply["code"]), addr = plain(reply["addr"])
-            let minutes = Double(reply["expires_ms"]?.intValue ?? ttlMs) / 60_000
+        try await options.perform(.invite(ttlMs: ttlMs, uses: uses)) { response in
+            let invitation = try response.invitation
+            let code = invitation.code, addr = invitation.addr
+            let minutes = Double(invitation.expiresMs) / 60_000
             print("invitation code: \(code)")
             print("valid for \(String(format: "%.0f", minutes.rounded(.up))) min, \(uses) use\(uses == 1 ? "" : "s")")
             print("")

@@ -7,9 +7,12 @@ struct StatusCommand: AsyncParsableCommand {
     @OptionGroup var options: ControlOptions
 
     func run() async throws {
-        try await options.perform("status") { reply in
-            let keys = ["member", "node", "name", "addr", "session", "epoch", "members", "uptime_ms", "clock", "baseline", "nat", "reflexive"]
-            for key in keys { print("\(key.padding(toLength: 10, withPad: " ", startingAt: 0)) \(plain(reply[key]))") }
+        try await options.perform(.status) { response in
+            let s = try response.status
+            let rows = [("member", s.member), ("node", s.node), ("name", s.name), ("addr", s.addr), ("session", s.session), ("epoch", "\(s.epoch)"),
+                        ("members", "\(s.members)"), ("uptime_ms", "\(s.uptimeMs)"), ("clock", plain(clock: s.clock)), ("baseline", plain(clock: s.baseline)),
+                        ("nat", s.nat), ("reflexive", JSON.array(s.reflexive.map(JSON.string)).serialized)]
+            for (key, value) in rows { print("\(key.padding(toLength: 10, withPad: " ", startingAt: 0)) \(value)") }
         }
     }
 }
@@ -19,9 +22,9 @@ struct MembersCommand: AsyncParsableCommand {
     @OptionGroup var options: ControlOptions
 
     func run() async throws {
-        try await options.perform("members") { reply in
-            let rows = (reply["members"]?.arrayValue ?? []).compactMap(\.objectValue).map { m in
-                [(m["self"] == .bool(true) ? "*" : " ") + plain(m["member"]), plain(m["name"]), plain(m["addr"]), plain(m["state"]), plain(m["incarnation"]), plain(m["path"])]
+        try await options.perform(.members) { response in
+            let rows = try response.members.map { m in
+                [(m.isSelf ? "*" : " ") + m.member, m.name, m.addr, m.state, "\(m.incarnation)", m.path]
             }
             printTable(header: [" MEMBER", "NAME", "ADDR", "STATE", "INCARNATION", "PATH"], rows: rows)
         }
@@ -34,8 +37,9 @@ struct JoinCommand: AsyncParsableCommand {
     @OptionGroup var options: ControlOptions
 
     func run() async throws {
-        try await options.perform("join", ["addr": .string(addr)]) { reply in
-            print("joined through \(addr): \(plain(reply["members"])) members")
+        try await options.perform(.join(addr: addr)) { response in
+            guard case let .joined(members) = response.result else { return }
+            print("joined through \(addr): \(members) members")
         }
     }
 }
@@ -57,19 +61,17 @@ struct SendCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var fields: JSONObject = [:]
-        if let text { fields["text"] = .string(text) }
+        var body = Array((text ?? "").utf8)
         if let file {
             guard let data = FileManager.default.contents(atPath: file) else {
                 complain("cannot read \(file)")
                 throw ExitCode(1)
             }
-            fields["data"] = .string(data.base64EncodedString())
+            body = Array(data)
         }
-        if !to.isEmpty { fields["to"] = .array(to.map { .string($0) }) }
-        if unreliable { fields["reliable"] = false }
-        try await options.perform("send", fields) { reply in
-            if let seq = reply["seq"], seq != .null { print("\(plain(reply["msg"])) seq \(plain(seq))") } else { print(plain(reply["msg"])) }
+        try await options.perform(.send(.init(body: body, to: to.isEmpty ? nil : to, reliable: !unreliable))) { response in
+            let sent = try response.sent
+            if let seq = sent.seq { print("\(sent.msg) seq \(seq)") } else { print(sent.msg) }
         }
     }
 }
@@ -79,8 +81,8 @@ struct StatsCommand: AsyncParsableCommand {
     @OptionGroup var options: ControlOptions
 
     func run() async throws {
-        try await options.perform("stats") { reply in
-            for (key, value) in reply where key != "id" && key != "ok" {
+        try await options.perform(.stats) { response in
+            for (key, value) in try response.report {
                 print("\(key.padding(toLength: 20, withPad: " ", startingAt: 0)) \(plain(value))")
             }
         }
@@ -93,9 +95,7 @@ struct LeaveCommand: AsyncParsableCommand {
     @OptionGroup var options: ControlOptions
 
     func run() async throws {
-        var fields: JSONObject = [:]
-        if let timeoutMs { fields["timeout_ms"] = .int(Int64(timeoutMs)) }
-        try await options.perform("leave", fields) { _ in print("left the session") }
+        try await options.perform(.leave(timeoutMs: timeoutMs.map(Int64.init))) { _ in print("left the session") }
     }
 }
 
@@ -114,8 +114,8 @@ struct RemoveCommand: AsyncParsableCommand {
     @OptionGroup var options: ControlOptions
 
     func run() async throws {
-        try await options.perform("remove", ["member": .string(member)]) { reply in
-            print("removed \(member); the session is on epoch \(plain(reply["epoch"]))")
+        try await options.perform(.remove(member: member)) { response in
+            print("removed \(member); the session is on epoch \(try response.epoch)")
         }
     }
 }
@@ -129,7 +129,7 @@ struct RekeyCommand: AsyncParsableCommand {
     @OptionGroup var options: ControlOptions
 
     func run() async throws {
-        try await options.perform("rekey") { reply in print("the session is on epoch \(plain(reply["epoch"]))") }
+        try await options.perform(.rekey) { response in print("the session is on epoch \(try response.epoch)") }
     }
 }
 

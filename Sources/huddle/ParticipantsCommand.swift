@@ -25,20 +25,18 @@ struct ParticipantsCommand: AsyncParsableCommand {
         if let join {
             // The connection stays open: the node ends the participant when it closes (this process exits).
             let client = try await options.connect()
-            try await options.perform("participant.join", ["activity": .string(join)], on: client) { reply in
+            try await options.perform({ () throws(ControlError) in .participantJoin(activity: join, program: nil) }, on: client) { response in
                 // Written at once (not buffered): whoever started this reads the id while it runs.
-                FileHandle.standardOutput.write(Data((plain(reply["participant"]?.objectValue?["id"]) + "\n").utf8))
+                FileHandle.standardOutput.write(Data((try response.participant.id + "\n").utf8))
             }
             // Until stopped, or until the node closes the connection (it stopped or left): then exit 1.
             for try await _ in await client.events() {}
             complain("the node closed the connection: no longer a participant")
             throw ExitCode(1)
         }
-        var fields: JSONObject = [:]
-        if let activity { fields["activity"] = .string(activity) }
-        try await options.perform("participants", fields) { reply in
-            let rows = (reply["participants"]?.arrayValue ?? []).compactMap(\.objectValue).map { p in
-                [(p["self"] == .bool(true) ? "*" : " ") + plain(p["id"]), plain(p["member"]), plain(p["name"]), plain(p["activity"])]
+        try await options.perform(.participants(activity: activity)) { response in
+            let rows = try response.participants.map { p in
+                [(p.isSelf ? "*" : " ") + p.id, p.member, p.name, p.activity]
             }
             printTable(header: [" PARTICIPANT", "MEMBER", "NAME", "ACTIVITY"], rows: rows)
         }

@@ -1,6 +1,7 @@
 import Foundation
 import HuddleAdversary
 import HuddleControl
+import HuddleTestSupport
 import HuddleCore
 import HuddleCrypto
 import Synchronization
@@ -59,7 +60,7 @@ private func activity(at node: TestNode) async throws -> (value: JSON, setBy: JS
 /// fails the pending request) and fails the test instead of holding it until the suite's limit.
 private func request(_ client: ControlClient, _ op: String, _ fields: JSONObject, within seconds: Double) async throws -> JSONObject {
     try await withThrowingTaskGroup(of: JSONObject?.self) { group in
-        group.addTask { try await client.request(op, fields) }
+        group.addTask { try await client.ask(op, fields) }
         group.addTask {
             try await Task.sleep(for: .seconds(seconds))
             return nil
@@ -325,8 +326,8 @@ struct ClaimsProcessTests {
             let lowValue: JSON = ["round": .int(Int64(round)), "by": "low"]
             let highValue: JSON = ["round": .int(Int64(round)), "by": "high"]
             let lowClient = try await low.client(), highClient = try await high.client()
-            async let setLow = lowClient.request("activity.set", ["value": lowValue])
-            async let setHigh = highClient.request("activity.set", ["value": highValue])
+            async let setLow = lowClient.ask("activity.set", ["value": lowValue])
+            async let setHigh = highClient.ask("activity.set", ["value": highValue])
             _ = try await (setLow, setHigh)
             await lowClient.close()
             await highClient.close()

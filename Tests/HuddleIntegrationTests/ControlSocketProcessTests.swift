@@ -44,7 +44,7 @@ private func statusAt(_ control: String, of run: HandStartedRun, within seconds:
         do {
             let client = try await ControlClient.connect(path: control)
             defer { Task { await client.close() } }
-            return try await client.request("status")
+            return try await client.ask("status")
         } catch {
             lastError = error
         }

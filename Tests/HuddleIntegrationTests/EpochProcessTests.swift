@@ -68,7 +68,7 @@ func steadySender(_ node: TestNode, prefix: String, sourceLocation: SourceLocati
         var failures: [String] = []
         while !Task.isCancelled {
             do {
-                _ = try await client.request("send", ["text": .string("\(prefix)-\(sent)")])
+                _ = try await client.ask("send", ["text": .string("\(prefix)-\(sent)")])
                 sent += 1
             } catch where !(error is CancellationError) {
                 failures.append("\(error)")

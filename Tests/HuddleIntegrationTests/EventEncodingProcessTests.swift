@@ -20,7 +20,7 @@ struct EventEncodingProcessTests {
         let lines = try await EventCollector.subscribe(b, topics: ["members", "messages", "attachments", "activity"])
         let framedClient = try await b.client()
         defer { Task { await framedClient.close() } }
-        let reply = try await framedClient.request("subscribe", ["topics": topics, "encoding": "binary"])
+        let reply = try await framedClient.ask("subscribe", ["topics": topics, "encoding": "binary"])
         #expect(reply["encoding"] == .string("binary"), "the node says it took the encoding: \(reply.serializedForLog)")
         // Raw, to see the bytes: the reply line, then frames; a body that is not UTF-8 comes as itself.
         let raw = try RawControlConnection(path: b.control)

@@ -34,7 +34,7 @@ struct LocalHardeningProcessTests {
             guard run.process.isRunning else { throw TestTimeout(description: "the node exited: \(run.stderr)") }
             let client = try await ControlClient.connect(path: control)
             defer { Task { await client.close() } }
-            status = try await client.request("status")
+            status = try await client.ask("status")
             return true
         }
         let seen = watch.events().filter { $0.name == "node.sock" }
@@ -59,7 +59,7 @@ struct LocalHardeningProcessTests {
         let logged = run.stderr.components(separatedBy: "refused a control connection from uid \(otherUID)").count - 1
         #expect(logged == 1, "logged once per uid, not \(logged) times: \(run.stderr)")
         let again = try await ControlClient.connect(path: control)
-        #expect(try await again.request("status")["member"] == status["member"], "this user's clients are still served")
+        #expect(try await again.ask("status")["member"] == status["member"], "this user's clients are still served")
         await again.close()
     }
 

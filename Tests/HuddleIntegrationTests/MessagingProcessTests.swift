@@ -1,5 +1,6 @@
 import Foundation
 import HuddleControl
+import HuddleTestSupport
 import HuddleSim
 import Testing
 
@@ -40,7 +41,7 @@ struct MessagingProcessTests {
             while !Task.isCancelled {
                 for d in await answerEvents.messages().compactMap(Delivered.init) where d.from != answerer.member && !answered.contains(d.msg) {
                     answered.insert(d.msg)
-                    _ = try? await answerClient.request("send", ["text": .string("re: \(d.text)")])
+                    _ = try? await answerClient.ask("send", ["text": .string("re: \(d.text)")])
                 }
                 try? await Task.sleep(for: .milliseconds(20))
             }
@@ -52,7 +53,7 @@ struct MessagingProcessTests {
                 group.addTask {
                     let client = try await sender.client()
                     for i in 0..<perSender {
-                        _ = try await client.request("send", ["text": .string("\(sender.name)-\(i)")])
+                        _ = try await client.ask("send", ["text": .string("\(sender.name)-\(i)")])
                         if index == 2 && i == perSender / 2 {
                             kill(sender.process.processIdentifier, SIGKILL)
                             return

@@ -238,7 +238,7 @@ struct SessionTests {
         let a = try await cluster.start("a")
         for i in 0..<5 { _ = try await a.request("send", ["text": .string("m\(i)")]) }
         let client = try await a.client()
-        let reply = try await client.request("subscribe", ["since": 0])
+        let reply = try await client.ask("subscribe", ["since": 0])
         let latest = reply["cursor"]?.intValue ?? -1
         #expect(latest >= 5)
         var cursors: [Int64] = []

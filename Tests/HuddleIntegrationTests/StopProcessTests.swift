@@ -15,7 +15,7 @@ import Testing
         // finishes: the next one was never run, and the request (and the process) waited for ever.
         let client = try await a.client()
         let fetch = Task {
-            try await client.request("attach.get", ["id": .string(String(repeating: "ab", count: 32)), "path": .string("\(cluster.dir)/never"), "wait": true])
+            try await client.ask("attach.get", ["id": .string(String(repeating: "ab", count: 32)), "path": .string("\(cluster.dir)/never"), "wait": true])
         }
         // Time for the request to reach the node (the 5 s it waits dwarf it).
         try await Task.sleep(for: .milliseconds(500))

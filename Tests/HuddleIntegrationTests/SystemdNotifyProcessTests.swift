@@ -64,7 +64,7 @@ struct SystemdNotifyProcessTests {
                 return said.contains("READY=1")
             }
             let client = try await ControlClient.connect(path: control)
-            let status = try await client.request("status")
+            let status = try await client.ask("status")
             await client.close()
             said += notify.received()
             #expect(said.filter { $0 == "READY=1" }.count == 1 && !said.contains("STOPPING=1"), "run \(run): READY=1 once, no STOPPING=1 before a stop: \(said)")

@@ -125,7 +125,7 @@ final class TestNode: @unchecked Sendable {
         let c = try await client()
         defer { Task { await c.close() } }
         return try await withThrowingTaskGroup(of: JSONObject?.self) { group in
-            group.addTask { try await c.request(op, fields) }
+            group.addTask { try await c.ask(op, fields) }
             group.addTask {
                 try await Task.sleep(for: .seconds(seconds))
                 return nil
@@ -194,7 +194,7 @@ actor EventCollector {
         let client = try await node.client()
         var request: JSONObject = ["topics": .array(topics.map { .string($0) })]
         if let since { request["since"] = .int(since) }
-        let reply = try await client.request("subscribe", request)
+        let reply = try await client.ask("subscribe", request)
         await collector.start(client, from: since ?? reply["cursor"]?.intValue ?? 0)
         return collector
     }

@@ -75,7 +75,7 @@ final class TwoNodes: @unchecked Sendable {
         let deadline = ContinuousClock.now + .seconds(60)
         while true {
             if let client = try? await ControlClient.connect(path: control) {
-                let status = try? await client.request("status")
+                let status = try? await client.ask("status")
                 await client.close()
                 if let status, (firstAddress != nil || status["addr"]?.stringValue != nil) {
                     if firstAddress == nil { firstAddress = status["addr"]?.stringValue }

@@ -88,7 +88,7 @@ final class Nodes: @unchecked Sendable {
             guard process.isRunning else { throw Timeout(description: "\(name) exited: \(self.log(name))") }
             let client = try await ControlClient.connect(path: self.control(name))
             defer { Task { await client.close() } }
-            status = try await client.request("status")
+            status = try await client.ask("status")
             return true
         }
         if firstAddress == nil { firstAddress = status["addr"]?.stringValue }

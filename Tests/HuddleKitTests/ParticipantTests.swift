@@ -63,7 +63,7 @@ struct ParticipantTests {
         try await eventually("ann to see ben's program gone") { !a.activeParticipants.contains(b.localParticipant) }
         #expect(!(try nodes.hasExited("ben")))
         let status = try await ControlClient.connect(path: nodes.control("ben"))
-        #expect(try await status.request("status")["members"]?.intValue == 3, "ben's node is still in the session")
+        #expect(try await status.ask("status")["members"]?.intValue == 3, "ben's node is still in the session")
         await status.close()
 
         // A new program on ben's node joins; then end() invalidates every participant's session.

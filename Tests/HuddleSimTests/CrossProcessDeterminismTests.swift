@@ -54,6 +54,10 @@ private struct TraceFailure: Error, CustomStringConvertible {
     @Test(arguments: [
         ["membership", "--nodes", "48", "--duration", "60", "--loss", "0.05", "--crashes", "3", "--pauses", "2"],
         ["broadcast", "--nodes", "12", "--loss", "0.1", "--crashes", "2", "--late-joins", "2"],
+        // Issue 35: the whole session — links, messaging, an attachment, crashes, a late join and
+        // graceful leaves with their hand-off — on the core the node runs.
+        ["session", "--nodes", "10", "--loss", "0.05", "--rate", "3", "--send-for", "5", "--settle-for", "10", "--crashes", "1",
+         "--late-joins", "1", "--leaves", "2", "--attachment-mib", "2"],
     ])
     func aLossAndCrashScenarioGivesTheSameTraceInTwoProcesses(scenario: [String]) async throws {
         let first = try await traceDigest(scenario + ["--seed", "7"])

@@ -46,7 +46,7 @@ actor HostEvents {
         var fields: JSONObject = ["topics": .array(topics.map { .string($0) })]
         if let cursor { fields["since"] = .int(cursor) }
         do {
-            let reply = try await client.request("subscribe", fields)
+            let reply = try await client.ask("subscribe", fields)
             if cursor == nil, let now = reply["cursor"]?.intValue { cursor = now }
         } catch {
             await client.close()

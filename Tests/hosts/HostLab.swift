@@ -386,7 +386,7 @@ final class HostNode: @unchecked Sendable {
     func request(_ op: String, _ fields: JSONObject = [:]) async throws -> JSONObject {
         let c = try await client()
         do {
-            let reply = try await c.request(op, fields)
+            let reply = try await c.ask(op, fields)
             await c.close()
             return reply
         } catch {

@@ -52,7 +52,7 @@ struct HostScenarios {
                     let client = try await node.client()
                     var ids: [String] = []
                     for i in 0..<perSender {
-                        let reply = try await client.request("send", ["text": .string("\(node.name)-\(i)")])
+                        let reply = try await client.ask("send", ["text": .string("\(node.name)-\(i)")])
                         ids.append(reply["msg"]?.stringValue ?? "")
                     }
                     await client.close()
@@ -364,7 +364,7 @@ struct HostPartitionScenarios {
             let client = try await nodes[s].client()
             for i in 0..<perSide {
                 let text = "after-heal-\(nodes[s].name)-\(i)"
-                _ = try await client.request("send", ["text": .string(text)])
+                _ = try await client.ask("send", ["text": .string(text)])
                 texts.insert(text)
             }
             await client.close()

@@ -71,7 +71,7 @@ struct NATMatrix {
             round += 1
             for (client, node) in [(cp, p), (cq, q)] {
                 let text = "\(node.name)-move-\(round)"
-                _ = try await client.request("send", ["text": .string(text)])
+                _ = try await client.ask("send", ["text": .string(text)])
                 sent.insert(text)
             }
             let there = try await onPath(p, q)
@@ -94,7 +94,7 @@ struct NATMatrix {
             let client = try await node.client()
             for i in 0..<10 {
                 let text = "\(node.name)-after-\(i)"
-                _ = try await client.request("send", ["text": .string(text)])
+                _ = try await client.ask("send", ["text": .string(text)])
                 sent.insert(text)
             }
             await client.close()
@@ -209,7 +209,7 @@ struct NATMatrix {
             round += 1
             for (client, node) in [(ca, a), (cb, b)] {
                 let text = "\(node.name)-\(round)"
-                _ = try await client.request("send", ["text": .string(text)])
+                _ = try await client.ask("send", ["text": .string(text)])
                 sent.insert(text)
             }
             if round == 5 {

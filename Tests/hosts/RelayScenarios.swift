@@ -60,7 +60,7 @@ struct RelayScenarios {
                 let client = try await node.client()
                 for i in 0..<count {
                     let text = "\(node.name)-\(round)-\(i)-\(filler)"
-                    _ = try await client.request("send", ["text": .string(text)])
+                    _ = try await client.ask("send", ["text": .string(text)])
                     sent.insert(text)
                 }
                 await client.close()

@@ -43,6 +43,14 @@ extension SessionCore {
         epochs.isRemoved ? [] : epochs.handshakeKeys(now: now)
     }
 
+    /// Most session keys a dialer tries, newest first: the peer may not have heard of the newest
+    /// epoch yet (it is handed it once linked).
+    public static let dialKeyLimit = 3
+
+    /// The keys a dialer tries in turn, one handshake each: the newest `dialKeyLimit` of
+    /// `handshakeKeys` (a responder tries every key it holds on the first message).
+    public func dialKeys(now: Double) -> [SessionKey] { Array(handshakeKeys(now: now).prefix(Self.dialKeyLimit)) }
+
     /// The epoch the session is on here.
     public var epoch: UInt64 { epochs.epoch }
 

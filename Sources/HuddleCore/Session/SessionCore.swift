@@ -40,9 +40,9 @@ public struct SessionCore: Sendable {
     let identity: Identity
     public let limits: Limits
     public internal(set) var swim: SWIMInstance
-    public var broadcast: CausalBroadcast
-    public var journal: Journal
-    public var activity = ActivityRegister()
+    public internal(set) var broadcast: CausalBroadcast
+    public internal(set) var journal: Journal
+    public internal(set) var activity = ActivityRegister()
     /// Which programs take part in activities, here and on linked members (`SessionCore+Participants`).
     public internal(set) var presence = ParticipantTable()
     public internal(set) var planner: LinkPlanner
@@ -51,11 +51,13 @@ public struct SessionCore: Sendable {
     /// Broadcast seqs to the application seqs of the control protocol (journal entries skipped).
     public internal(set) var applicationSeqs = ApplicationSeqs()
     /// This member's pairing invitations (issue 22).
-    public var invitations = InvitationBook()
+    public internal(set) var invitations = InvitationBook()
     /// The session's epoch history (issue 21, `SessionCore+Epochs`): the current key, who is removed.
     public internal(set) var epochs: EpochHistory
     /// Per linked peer, its node key and the head of the epoch whose key its link's handshake proved.
     var epochLinks: [MemberID: (node: [UInt8], keyHead: [UInt8])] = [:]
+    /// Per linked peer, which end dialed its link (the duplicate rule, `linkEstablished`).
+    var linkDialers: [MemberID: MemberID] = [:]
     /// Per linked peer, the epoch head it last said it is on (`LinkMessage.epochHead`).
     public internal(set) var peerHeads: [MemberID: [UInt8]] = [:]
     /// Per linked peer, whether its last `epochHead` said it holds that epoch's key.
@@ -240,7 +242,6 @@ public struct SessionCore: Sendable {
     public mutating func receivePushPull(_ state: SWIMPushPull, from addr: String, now: Double) -> [SessionEffect] {
         membership(swim.receivePushPull(state.members, join: state.join, from: addr, now: now), now: now)
     }
-    public mutating func leave(now: Double) -> [SessionEffect] { membership(swim.leave(now: now), now: now) }
 
     /// A push-pull that arrived over the link to `peer` (at `addr`). A part with `more` to follow
     /// is only merged. At the last part, a joiner's (`join`) is first caught up — this member's
@@ -339,6 +340,9 @@ public struct SessionCore: Sendable {
         case tooManyStrangers
         /// The peer's record names an address that is not a numeric `host:port` (`HostPort.numeric`).
         case hostnameAddress
+        /// A link over a relay for which no circuit to that peer through that relay is open, or
+        /// while another link to the peer is up (a relayed link never replaces one).
+        case noCircuit
     }
 
     /// Most links up at once to peers that are not in the member table.
@@ -404,6 +408,7 @@ public struct SessionCore: Sendable {
         timing.linkDown(peer, keep: swim.members[peer] != nil)
         datagramKeys.retire(peer, now: now)
         epochLinks[peer] = nil
+        linkDialers[peer] = nil
         peerHeads[peer] = nil
         peerHoldsKey[peer] = nil
         headHandovers[peer] = nil

@@ -93,7 +93,7 @@ extension Node {
             return ControlReply.ok(id: id, [:])
         case let .participants(activity): return ControlReply.ok(id: id, ["participants": .array(participantsJSON(activity: activity))])
         case let .leave(timeoutMs):
-            let handedOff = await handOff(timeout: timeoutMs.map { Duration.milliseconds($0) } ?? .seconds(30))
+            let handedOff = await handOff(.request(handOffWait: timeoutMs.map { Double($0) / 1000 }))
             var reply: [UInt8] = []
             JSON.object(ControlReply.ok(id: id, ["handed_off": .int(Int64(handedOff))])).write(into: &reply)
             reply.append(0x0A)

@@ -14,14 +14,14 @@ extension Node {
 
     func invite(ttlMs: Int64?, uses: Int?) -> JSONObject {
         let ttl = Double(ttlMs ?? 600_000) / 1000
-        let invitation = core.invitations.issue(now: now, ttl: ttl, uses: uses ?? 1, randomBytes: SecureRandom.bytes(16))
+        let invitation = core.issueInvitation(now: now, ttl: ttl, uses: uses ?? 1, randomBytes: SecureRandom.bytes(16))
         log.info("invitation \(invitation.nameplate) made: valid \(Int(ttl)) s, \(uses ?? 1) use(s)")
         emitInvite("issued", nameplate: invitation.nameplate, from: nil)
         return ["code": .string(invitation.code.text), "addr": .string(local.addr), "expires_ms": .int(Int64(ttl * 1000))]
     }
 
     func beginPairing(nameplate: UInt32, from remote: String) -> PairingStart {
-        switch core.invitations.beginAttempt(nameplate: nameplate, now: now) {
+        switch core.beginPairing(nameplate: nameplate, now: now) {
         case let .accepted(code):
             emitInvite("attempt", nameplate: nameplate, from: remote)
             return .accepted(Array(code.text.utf8))
@@ -35,12 +35,11 @@ extension Node {
     /// A pairing attempt ended: `confirmed` when the joiner proved it knows the code (the key
     /// then goes to it); otherwise a failed attempt (three burn the invitation).
     func pairingEnded(nameplate: UInt32, from remote: String, confirmed: Bool) {
+        let burned = core.pairingEnded(nameplate: nameplate, confirmed: confirmed)
         if confirmed {
-            core.invitations.attemptSucceeded(nameplate: nameplate)
             log.info("paired a new host at \(remote) with invitation \(nameplate)")
             emitInvite("paired", nameplate: nameplate, from: remote)
         } else {
-            let burned = core.invitations.attemptFailed(nameplate: nameplate)
             log.info("a pairing from \(remote) on invitation \(nameplate) failed (wrong code or connection lost)\(burned ? "; the invitation is burned" : "")")
             emitInvite(burned ? "burned" : "failed", nameplate: nameplate, from: remote)
         }

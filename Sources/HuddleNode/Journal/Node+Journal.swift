@@ -114,7 +114,7 @@ extension Node {
             try await BulkWork.run { try Self.writePlaintext(a.manifest, key: a.key, store: store, to: path, mode: mode) }
         } catch let error as ControlError {
             if error.code == .internal, case let index? = Int(error.message) {
-                core.journal.lost(id, index)
+                execute(core.chunksLost(id: id, [index], now: now).effects)
                 _ = counters.corruptChunks.wrappingAdd(1, ordering: .relaxed)
                 verifyStoredCopy(id)
                 throw ControlError(code: .ioError, message: "chunk \(index) of \(id) was damaged on disk; it is being fetched again")
@@ -176,10 +176,9 @@ extension Node {
     // MARK: chunks
 
     /// Reads a chunk this member holds on `ChunkIO`, then sends it to the peer (`chunkRead`). The
-    /// session core admitted the read (`Journal.servesPerPeer` per peer); every way it ends tells
-    /// the journal (`served` or `serveEnded`).
+    /// session core admitted the read (`Journal.servesPerPeer` per peer) and is told how it ended.
     func serveChunk(id: String, index: Int, to link: LinkHandle) {
-        guard let a = attachments[id] else { return core.journal.serveEnded(to: link.peer.id) }
+        guard let a = attachments[id] else { return core.chunkServeDropped(to: link.peer.id) }
         let manifest = a.manifest, store = self.store
         spawner.spawn { [self] in
             let sealed = (try? await ChunkIO.run { store.read(manifest, index) }) ?? nil
@@ -188,20 +187,16 @@ extension Node {
     }
 
     private func chunkRead(id: String, index: Int, sealed: [UInt8]?, for link: LinkHandle) {
-        let peer = link.peer.id
-        // Removed, or dropped as damaged, meanwhile.
-        guard journal.holds(id, index) else { return core.journal.serveEnded(to: peer) }
         // Not hashed again here: the receiver checks every chunk against the manifest (DESIGN.md),
         // and never asks this member for that chunk again if it fails.
-        guard let sealed else {
-            core.journal.serveEnded(to: peer)
-            log.warning("chunk \(index) of \(id) is missing on disk; fetching it again")
-            core.journal.lost(id, index)
-            return
+        switch core.chunkRead(id: id, index: index, found: sealed != nil, for: link.peer.id, now: now) {
+        case .send:
+            guard let sealed else { return }
+            link.sendChunk(id: id, index: index, body: sealed)
+            _ = counters.chunksServed.wrappingAdd(1, ordering: .relaxed)
+        case .missing: log.warning("chunk \(index) of \(id) is missing on disk; fetching it again")
+        case .notHeld: break
         }
-        link.sendChunk(id: id, index: index, body: sealed)
-        core.journal.served(id, index, to: peer, now: now)
-        _ = counters.chunksServed.wrappingAdd(1, ordering: .relaxed)
     }
 
     /// A peer says the copy of a chunk this member sent it failed its hash. Serving does not re-hash
@@ -262,7 +257,7 @@ extension Node {
         var intact = 0
         for index in 0..<manifest.chunkCount where !journal.holds(id, index) {
             guard let sealed = store.read(manifest, index), ChunkCipher.hash(sealed) == manifest.chunkHashes[index] else { continue }
-            execute(core.journal.recovered(id, index, now: now))
+            execute(core.chunkRecovered(id: id, index: index, now: now))
             intact += 1
         }
         if intact > 0 { log.info("\(intact) of \(manifest.chunkCount) chunks of \(id) were stored before the restart: not fetched again") }
@@ -271,98 +266,69 @@ extension Node {
     private func storedCopyVerified(_ id: String, damaged: [Int]) {
         verifying.remove(id)
         guard let a = attachments[id], !a.removed else { return }
-        var dropped = 0
-        for index in damaged where journal.holds(id, index) {
-            core.journal.lost(id, index)
-            dropped += 1
-        }
+        let (dropped, effects) = core.chunksLost(id: id, damaged, now: now)
         guard dropped > 0 else {
             log.info("the stored copy of \(id) matches its hashes")
             return
         }
         _ = counters.corruptChunks.wrappingAdd(dropped, ordering: .relaxed)
         log.warning("\(dropped) of \(a.manifest.chunkCount) stored chunks of \(id) are damaged on disk; fetching them again")
-        requestChunks(now: now)
+        execute(effects)
     }
 
-    /// A chunk body arrived (requested, or pushed by a leaving member) with its BLAKE2b hash:
-    /// checked against the manifest. Returns the manifest when the chunk is valid and new here:
-    /// the link's task then writes it on `ChunkIO` and reports `chunkWritten`. (It counts as held
-    /// only once written, so nobody is ever served a slot that is half written.)
+    /// A chunk body arrived (requested, or pushed by a leaving member) with its BLAKE2b hash.
+    /// Returns the manifest when the core admitted it to the store: the link's task then writes it
+    /// on `ChunkIO` and reports `chunkWritten`.
     func chunkArrived(id: String, index: Int, hash: [UInt8], from link: LinkHandle) -> Manifest? {
-        guard let a = attachments[id], !a.removed, index >= 0, index < a.manifest.chunkCount else { return nil }
-        guard hash == a.manifest.chunkHashes[index] else {
+        let (arrival, effects) = core.chunkArrived(id: id, index: index, hash: hash, from: link.peer.id, now: now)
+        switch arrival {
+        case .corrupt:
             _ = counters.corruptChunks.wrappingAdd(1, ordering: .relaxed)
             log.warning("chunk \(index) of \(id) from \(link.peer.id) failed its hash; asking another holder")
-            link.send(LinkMessage.chunkCorrupt(id: id, index: UInt32(index)).encoded())
-            _ = core.journal.chunkArrived(id, index, from: link.peer.id, valid: false)
-            requestChunks(now: now)
-            return nil
+        case .write, .dropped: _ = counters.chunksVerified.wrappingAdd(1, ordering: .relaxed)
+        case .unknown: break
         }
-        _ = counters.chunksVerified.wrappingAdd(1, ordering: .relaxed)
-        guard !journal.holds(id, index) else {
-            _ = core.journal.chunkArrived(id, index, from: link.peer.id, valid: true)
-            requestChunks(now: now)
-            return nil
-        }
-        // The store limit, checked before the write: a hand-off pushed unasked must fit it.
-        let admit = core.journal.admitChunk(id, index, now: now)
-        execute(admit.effects)
-        return admit.admitted ? a.manifest : nil
+        execute(effects)
+        if case let .write(manifest) = arrival { return manifest }
+        return nil
     }
 
-    /// The write `chunkArrived` asked for finished (`written` false: it failed, and `error` says why).
+    /// The write `chunkArrived` asked for finished (`error`: it failed, and why).
     func chunkWritten(id: String, index: Int, from peer: MemberID, error: String?) {
-        defer { requestChunks(now: now) }
-        guard let a = attachments[id], !a.removed else {
-            // Removed while the write ran: the write may have made the file again.
-            let store = self.store
-            spawner.spawn { _ = try? await ChunkIO.run { store.remove(id) } }
-            return
-        }
-        guard core.journal.chunkArrived(id, index, from: peer, valid: true) else { return }
-        if let error {
-            core.journal.lost(id, index)
-            log.warning("cannot store chunk \(index) of \(a.manifest.id): \(error)")
-            return
-        }
-        _ = counters.chunksFetched.wrappingAdd(1, ordering: .relaxed)
-        execute(core.journal.stored(id, now: now))
+        let (stored, effects) = core.chunkWritten(id: id, index: index, from: peer, failed: error != nil, now: now)
+        if let error { log.warning("cannot store chunk \(index) of \(id): \(error)") }
+        if stored { _ = counters.chunksFetched.wrappingAdd(1, ordering: .relaxed) }
+        execute(effects)
     }
 
-    /// Asks holders for chunks up to each one's window: on every swarm tick, and as soon as a
-    /// chunk arrives (its window slot is free again), so transfers are paced by round trips, not
-    /// by the tick.
+    /// Asks holders for chunks up to each one's window (on a swarm tick the core does it itself).
     func requestChunks(now t: Double) {
-        execute(core.journal.requests(now: t))
+        execute(core.chunkRequests(now: t))
     }
 
     // MARK: leaving
 
-    /// Pushes every chunk no other live member holds to a live member, and waits (bounded) until
-    /// the receivers announce them. Returns how many chunks were handed off.
-    func handOff(timeout: Duration) async -> Int {
-        let peers = links.keys.filter { isLive($0) }.sorted()
-        guard !peers.isEmpty else { return 0 }
-        // An announcement still waiting in the batch must reach the peers before its chunks do:
-        // a chunk of an attachment a peer does not know yet is dropped there.
-        execute(core.flushBatch())
+    /// A graceful leave's hand-off, as the core plans it (`SessionCore.beginLeave`): pushes every
+    /// chunk no other live member holds to a live member, and waits (bounded) until the receivers
+    /// announce them. Returns how many chunks were handed off.
+    func handOff(_ cause: LeaveCause) async -> Int {
+        let leave = core.beginLeave(cause)
+        execute(leave.effects)
+        guard !leave.handOff.isEmpty else { return 0 }
         var pushed: [(id: String, index: Int)] = []
         let store = self.store
-        let (plan, effects) = core.journal.handOffPlan(to: peers)
-        execute(effects)
-        for (peer, id, index) in plan {
+        for (peer, id, index) in leave.handOff {
             guard let manifest = attachments[id]?.manifest else { continue }
             // Read off the actor, one chunk at a time (never the whole plan in memory).
             guard let sealed = (try? await ChunkIO.run { store.read(manifest, index) }) ?? nil, let link = links[peer] else { continue }
             link.sendChunk(id: id, index: index, body: sealed)
             pushed.append((id, index))
         }
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline && journal.handedOff(pushed) < pushed.count && mayWait {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(min(leave.handOffWait, 86_400) * 1000))
+        while ContinuousClock.now < deadline && core.handedOff(pushed) < pushed.count && mayWait {
             await wait(for: .handOff, until: deadline)
         }
-        return journal.handedOff(pushed)
+        return core.handedOff(pushed)
     }
 
     // MARK: JSON

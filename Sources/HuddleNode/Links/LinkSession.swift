@@ -368,17 +368,13 @@ enum LinkSession {
 }
 
 extension Node {
-    /// Most session keys a dialer tries, newest first: the peer may not have heard of the newest
-    /// epoch yet (it is handed it once linked).
-    static let dialKeys = 3
-
     /// Opens a link to `addr` and returns the member there once the node has registered the link.
     /// The handshake uses the current epoch's key; when it fails, the next older ones within the grace.
     nonisolated func dial(_ addr: String) async throws -> MemberID {
-        let keys = await handshakeKeys()
+        let keys = await dialKeys()
         guard !keys.isEmpty else { throw NodeError("this node holds no key of the session (it was removed)") }
         var failure: Error = NodeError("no key to link to \(addr) with")
-        for key in keys.prefix(Self.dialKeys) {
+        for key in keys {
             let channel = try await LinkSession.connect(addr, timeout: .seconds(5))
             do {
                 return try await withCheckedThrowingContinuation { continuation in

@@ -134,6 +134,9 @@ actor Node {
     /// The keys a link handshake may use now, the current epoch's first (`SessionCore.handshakeKeys`).
     func handshakeKeys() -> [SessionKey] { core.handshakeKeys(now: now) }
 
+    /// The keys a dial tries in turn (`SessionCore.dialKeys`).
+    func dialKeys() -> [SessionKey] { core.dialKeys(now: now) }
+
     /// Seconds since the node started: the time the protocol cores see.
     var now: Double {
         let d = ContinuousClock.now - started
@@ -155,50 +158,45 @@ actor Node {
 
     /// Adds an authenticated link and its datagram keys; false when it must be closed (self, a
     /// member that left, a losing duplicate — whose keys are still kept for a moment, retired).
-    /// `keyHead`: the epoch whose key the handshake proved.
+    /// `keyHead`: the epoch whose key the handshake proved. The core decides (`linkEstablished`);
+    /// this runs its link-up sequence.
     func register(_ link: LinkHandle, datagramKeys: PairDatagramKeys, keyHead: [UInt8]) -> Bool {
         guard !stopping else { return false }
-        let peer = link.peer.id
-        do { try core.admitLink(link.peer, keyHead: keyHead, now: now) } catch {
-            switch error {
-            case .ownID: log.warning("refused a link to ourselves at \(link.remoteAddress)")
-            case .left: break
-            // Counted by the core (its reason); logged the first time only.
-            case let .epoch(reason):
-                if core.refusals[reason] == 1 { log.warning("refused a link from \(link.remoteAddress) (node \(hexString(link.peer.node).prefix(16))): \(reason.rawValue); further ones are counted in stats.refused") }
-            // Counted by the core; logged the first time only, like every refusal (a peer can repeat them).
-            case .anotherNodeKey:
-                if core.refusals[.linkForPinnedMember] == 1 { log.warning("refused a link from \(link.remoteAddress): member \(peer) is pinned to another node key; further ones are counted in stats.refused") }
-            case .tooManyStrangers:
-                if core.refusals[.strangerLinks] == 1 { log.warning("refused a link from \(link.remoteAddress): \(SessionCore.strangerLinkLimit) links from non-members are up; further ones are counted in stats.refused") }
-            case .hostnameAddress:
-                if core.refusals[.hostnameAddress] == 1 { log.warning("refused a link from \(link.remoteAddress): its record's address is not a numeric host:port; further ones are counted in stats.refused") }
-            }
+        let candidate = LinkCandidate(peer: link.peer, keyHead: keyHead, datagramKeys: datagramKeys, dialer: link.dialer, via: link.via,
+                                      remote: link.via == nil ? link.channel.remoteAddress.map(hostPort) ?? "" : "",
+                                      local: link.via == nil ? link.channel.localAddress.map(hostPort) ?? "" : "")
+        switch core.linkEstablished(candidate, now: now) {
+        case let .refused(reason):
+            logLinkRefusal(reason, link)
             return false
+        case .duplicate:
+            publishDatagramKeys()
+            return false
+        case let .admitted(replaces, before, hello, after):
+            if replaces { links[link.peer.id]?.close() }
+            publishDatagramKeys()
+            execute(before)
+            links[link.peer.id] = link
+            link.send(hello.encoded())
+            execute(after)
+            return true
         }
-        // A link over a circuit: only for the peer and relay of an open circuit, and no other link.
-        if let via = link.via, !core.admitsRelayedLink(peer, via: via) { return false }
-        if let existing = links[peer] {
-            guard LinkPlanner.keepsNewLink(newDialedBy: link.dialer, existingDialedBy: existing.dialer,
-                                           newRelayed: link.via != nil, existingRelayed: existing.via != nil) else {
-                core.installDatagramKeys(datagramKeys, for: peer, current: false, now: now)
-                publishDatagramKeys()
-                return false
-            }
-            existing.close()
+    }
+
+    /// The first link refused for each reason is logged (a peer can repeat them; all are counted).
+    private func logLinkRefusal(_ reason: SessionCore.LinkRefusal, _ link: LinkHandle) {
+        switch reason {
+        case .ownID: log.warning("refused a link to ourselves at \(link.remoteAddress)")
+        case .left, .noCircuit: break
+        case let .epoch(reason):
+            if core.refusals[reason] == 1 { log.warning("refused a link from \(link.remoteAddress) (node \(hexString(link.peer.node).prefix(16))): \(reason.rawValue); further ones are counted in stats.refused") }
+        case .anotherNodeKey:
+            if core.refusals[.linkForPinnedMember] == 1 { log.warning("refused a link from \(link.remoteAddress): member \(link.peer.id) is pinned to another node key; further ones are counted in stats.refused") }
+        case .tooManyStrangers:
+            if core.refusals[.strangerLinks] == 1 { log.warning("refused a link from \(link.remoteAddress): \(SessionCore.strangerLinkLimit) links from non-members are up; further ones are counted in stats.refused") }
+        case .hostnameAddress:
+            if core.refusals[.hostnameAddress] == 1 { log.warning("refused a link from \(link.remoteAddress): its record's address is not a numeric host:port; further ones are counted in stats.refused") }
         }
-        core.installDatagramKeys(datagramKeys, for: peer, current: true, now: now)
-        publishDatagramKeys()
-        execute(core.flushBatch())
-        links[peer] = link
-        link.send(core.linkUp(peer, via: link.via).encoded())
-        if link.via != nil {
-            execute(core.relayedPathEvent(peer))
-        } else {
-            execute(core.linkAddresses(peer, remote: link.channel.remoteAddress.map(hostPort) ?? "", local: link.channel.localAddress.map(hostPort) ?? "", now: now))
-        }
-        execute(core.epochLinkUp(peer, now: now))
-        return true
     }
 
     /// A read's worth of messages from a link. `arrived` is taken by the caller, before the hop
@@ -290,7 +288,7 @@ actor Node {
             case let .unreadable(origin, what): log.warning("dropped an unreadable \(what) from \(origin)")
             case let .retransmitted(count): _ = counters.retransmits.wrappingAdd(count, ordering: .relaxed)
             case let .serveChunk(peer, id, index):
-                if let link = links[peer] { serveChunk(id: id, index: index, to: link) } else { core.journal.serveEnded(to: peer) }
+                if let link = links[peer] { serveChunk(id: id, index: index, to: link) } else { core.chunkServeDropped(to: peer) }
             case let .recheckChunk(id, index, peer): recheckChunk(id: id, index: index, reportedBy: peer)
             case let .epochMoved(key):
                 // Write-ahead: the history that moved is saved before the key file moves.
@@ -367,15 +365,9 @@ actor Node {
         leftForGood.withLock { $0 = true }
         state?.markLeaving()
         log.info("leaving the session")
-        for effect in core.leave(now: now) {
-            if case let .sendDatagram(payload, _, _) = effect, case let .swim(message) = payload.content {
-                let encoded = LinkMessage.swim(message).encoded()
-                for link in links.values { link.send(encoded) }
-            }
-            execute([effect])
-        }
+        execute(core.leave(now: now))
         // Membership keeps running on the node's timer meanwhile, repeating `left` in its gossip.
-        try? await Task.sleep(for: .milliseconds(500))
+        try? await Task.sleep(for: .milliseconds(Int64(SessionCore.leaveLinger * 1000)))
         await closeLinks()
         markStopped()
     }

@@ -317,7 +317,7 @@ struct NodeService: Service {
                 if await node.state != nil {
                     await node.stop()
                 } else {
-                    _ = await node.handOff(timeout: .seconds(10))
+                    _ = await node.handOff(.shutdown)
                     await node.leave()
                 }
             }

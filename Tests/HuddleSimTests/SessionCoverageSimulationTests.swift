@@ -1,0 +1,77 @@
+import HuddleTestSupport
+import HuddleCore
+import Testing
+@testable import HuddleSim
+
+// Issue 35, item 3: what the node does beyond messaging and one attachment, run by the simulator
+// on the core the node runs — unreliable sends, activity, attachment removal, a store limit.
+
+/// Unreliable sends among reliable ones, under datagram loss: best effort (some lost, none
+/// repaired), never in the reliable logs, and the reliable traffic beside them stays exactly once
+/// and in causal order.
+@Test func unreliableSendsArriveBestEffortBesideReliableOnesThatStayExactlyOnce() async {
+    var s = SessionScenario()
+    s.members = 8
+    s.seed = 351
+    s.loss = 0.1
+    s.rate = 4
+    s.sendFor = 4
+    s.settleFor = 8
+    s.unreliableFraction = 0.5
+    let report = await offThePool { [s] in SessionSimulation.run(s) }
+    #expect(report.violations.isEmpty, "\(report.violations.prefix(3))")
+    #expect(report.unreliableSent > 20 && report.sent > 20, "\(report.unreliableSent) unreliable, \(report.sent) reliable")
+    let most = report.unreliableSent * (s.members - 1)
+    #expect(report.unreliableDelivered > most / 2 && report.unreliableDelivered < most,
+            "\(report.unreliableDelivered) of \(most) possible: at 10 % loss most arrive, and not all")
+    #expect(report.held.allSatisfy { $0 == 0 } && report.stored.allSatisfy { $0 == 0 })
+}
+
+/// Activity sets by several members, one during a crash: every survivor ends on the last value set.
+@Test func everySurvivorEndsOnTheLastActivitySet() async {
+    var s = SessionScenario()
+    s.members = 8
+    s.seed = 352
+    s.loss = 0.05
+    s.sendFor = 4
+    s.settleFor = 8
+    s.crashes = [(5, 3.0)]
+    s.activitySets = [(1, 2.5, #"{"page":1}"#), (3, 3.0, #"{"page":2}"#), (6, 4.5, #"{"page":3}"#)]
+    let report = await offThePool { [s] in SessionSimulation.run(s) }
+    #expect(report.violations.isEmpty)
+    #expect(report.survivors.count == 7)
+    #expect(report.survivors.allSatisfy { report.activity[$0] == .some(#"{"page":3}"#) }, "\(report.activity)")
+}
+
+/// The uploader removes its attachment while it spreads: at every survivor it ends removed from
+/// the journal and gone from the store, however far its transfer had come.
+@Test func aRemovedAttachmentEndsGoneFromEveryJournalAndStore() async {
+    var s = SessionScenario()
+    s.members = 8
+    s.seed = 353
+    s.sendFor = 4
+    s.settleFor = 8
+    s.bandwidth = 4e6
+    s.attachment = (1, 2.5, 6 * 1_048_576)
+    s.attachmentRemovedAt = 3.5
+    let report = await offThePool { [s] in SessionSimulation.run(s) }
+    #expect(report.violations.isEmpty)
+    #expect(report.survivors.allSatisfy { report.attachmentGone[$0] == true }, "\(report.attachmentGone)")
+}
+
+/// A member whose store limit is below the attachment's size stops fetching at the limit (and
+/// says so); the others get it whole.
+@Test func aMemberWithASmallStoreStopsAtItsLimitAndTheOthersGetTheAttachmentWhole() async {
+    var s = SessionScenario()
+    s.members = 6
+    s.seed = 354
+    s.sendFor = 3
+    s.settleFor = 8
+    s.attachment = (0, 2.5, 4 * 1_048_576)
+    s.storeLimits = [4: 1_048_576]
+    let report = await offThePool { [s] in SessionSimulation.run(s) }
+    #expect(report.violations.isEmpty)
+    #expect(report.stoppedByStore[4] == true && (report.attachmentBytesHeld[4] ?? .max) <= 1_048_576, "\(report.attachmentBytesHeld)")
+    #expect(report.attachmentComplete[4] == nil)
+    #expect(report.survivors.filter { $0 != 4 }.allSatisfy { report.attachmentComplete[$0] != nil && report.attachmentIntact[$0] == true })
+}
