@@ -87,7 +87,7 @@ struct HostileRelayScenarios {
             round += 1
             for (i, node) in nodes.enumerated() where i >= 2 || round % 10 == 0 {
                 let text = "\(node.name)-\(round)-\(marker)-\(filler)"
-                _ = try await clients[i].request("send", ["text": .string(text)])
+                _ = try await clients[i].ask("send", ["text": .string(text)])
                 sent.insert(text)
             }
             if try await pairVia() == r2.member { roundsMoved += 1 }
