@@ -124,3 +124,34 @@ private let lowAddr = "198.51.100.1:7400", highAddr = "198.51.100.3:7400"
         #expect(!HostPort.isRemoteUnicast(addr), "\(addr)")
     }
 }
+
+/// Finding (e): a peer that fails (or refutes) and comes back starts with the dial budget it left,
+/// not a fresh one; and all peers together get at most the node-wide budget.
+@Test func theDialBudgetOutlivesForgetAndAllPeersShareANodeWideCap() {
+    var high = HolePunch(local: m(3))
+    func dialed(_ p: inout HolePunch, from peer: MemberID, attempt: UInt32, now: Double) -> Int {
+        let actions = p.receive(.connect, attempt: attempt, from: peer, peerAddresses: [lowAddr], own: [highAddr], now: now)
+            + p.receive(.sync, attempt: attempt, from: peer, peerAddresses: [lowAddr], own: [highAddr], now: now + 0.1)
+        return actions.count { if case .dial = $0 { true } else { false } }
+    }
+    var dials = 0
+    for i in 0..<10 {
+        dials += dialed(&high, from: m(1), attempt: UInt32(i + 1), now: Double(i))
+        high.forget(m(1))
+    }
+    // The pair's burst (4) and 10 s of refill at one per 15 s: forgetting gave nothing back.
+    #expect(dials == 4, "\(dials) dials across ten forgets")
+
+    // Many peers (each lower than this member, each with its own budget): the node's cap holds.
+    var node = HolePunch(local: m(1000))
+    var total = 0
+    for peer in 1...100 { total += dialed(&node, from: m(UInt64(peer)), attempt: 1, now: 0) }
+    #expect(total == Int(node.settings.nodeDialBurst), "\(total) dials from 100 peers at once")
+    var later = 0
+    for peer in 101...200 { later += dialed(&node, from: m(UInt64(peer)), attempt: 1, now: 10.5) }
+    #expect(later == 5, "then one per nodeDialRefill (2 s): \(later) in 10.4 s")
+    // Memory: forgotten peers' entries go once their budget is whole again.
+    for peer in 1...200 { node.forget(m(UInt64(peer))) }
+    _ = node.tick(relayed: [:], own: [highAddr], now: 10 + node.settings.dialBurst * node.settings.dialRefill)
+    #expect(node.pairs.isEmpty)
+}

@@ -251,7 +251,8 @@ private struct Cores {
         case let .circuitRequest(other), let .circuitOffer(other), let .circuitAccept(other), let .circuitClose(other), let .circuitRefuse(other, _):
             relay.linkUp(peer); relay.linkUp(other)
             _ = relay.open(from: peer, to: other, now: now)
-            _ = routes.offered(other, via: peer, linked: false, live: true, direct: true)
+            _ = routes.offered(other, via: peer, linked: false, live: true, direct: true, now: now)
+            _ = relay.accept(from: peer, to: other)
             _ = routes.accepted(other, via: peer)
             _ = routes.tick(unlinked: [other], relays: [peer], now: now)
         case let .circuitData(other, bytes):

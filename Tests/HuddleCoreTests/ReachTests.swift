@@ -154,3 +154,23 @@ private func pathEvents(_ effects: [SessionEffect]) -> [MemberID] {
     for case let .sendLink(to, message) in toMe where to == me.id { _ = c.receiveLink(message, from: peer.id, addr: peer.addr, now: 2) }
     #expect(c.nat == .easy && c.reflexive == [natted])
 }
+
+/// Finding (f): the reach address a member signs is one its reporters agree on. A lone reporter
+/// decides while it is alone; with two or more, a tie names none (a hostile one cannot pick by
+/// the order of addresses), a lone dissenter cannot win, and two that agree decide.
+@Test func theSignedReachAddressNeedsReportersThatAgree() {
+    var r = ReachObservations()
+    #expect(r.agreedDatagramSource() == nil)
+    r.receive(from: m(5), link: nil, datagram: "198.51.100.1:7400", now: 1)
+    #expect(r.agreedDatagramSource() == "198.51.100.1:7400", "a lone reporter, as a lone STUN server")
+    r.receive(from: m(66), link: nil, datagram: "0.0.0.1:7400", now: 2)
+    #expect(r.nat(advertised: mine) == .easy, "both say port kept")
+    #expect(r.agreedDatagramSource() == nil, "a tie: no address (it used to be the lowest one, the hostile one's)")
+    r.receive(from: m(7), link: nil, datagram: "198.51.100.1:7400", now: 3)
+    #expect(r.agreedDatagramSource() == "198.51.100.1:7400", "two agree")
+    #expect(r.agreedDatagramSource(counting: [m(5), m(66)]) == nil)
+    var two = ReachObservations()
+    two.receive(from: m(5), link: nil, datagram: "198.51.100.1:7400", now: 1)
+    two.receive(from: m(66), link: "203.0.113.9:1", datagram: nil, now: 1)
+    #expect(two.agreedDatagramSource() == "198.51.100.1:7400", "only datagram reports count")
+}

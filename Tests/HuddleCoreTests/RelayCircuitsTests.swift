@@ -72,3 +72,89 @@ private func m(_ raw: UInt64) -> MemberID { MemberID(raw: raw) }
     #expect(r.joins(m(3), m(2)) && r.close(m(3), m(2)) && !r.joins(m(2), m(3)) && !r.close(m(2), m(3)))
     #expect(RelayCircuits.Budget(bytesPerSecond: 1000).burstBytes == 2000 && RelayCircuits.Budget(bytesPerSecond: .max).burstBytes == .max)
 }
+
+/// Item 6: a flood of circuit requests from one member (to every member, again and again) opens
+/// at most its share, every other request is refused and counted by reason, and the relay's
+/// tables stay the size of its budget.
+@Test func aFloodOfCircuitRequestsIsRefusedCountedAndBoundsTheRelaysMemory() {
+    var r = RelayCircuits(local: m(1))
+    for i in 2...200 { r.linkUp(m(UInt64(i))) }
+    var opened = 0
+    for round in 0..<50 {
+        for to in 3...200 where r.open(from: m(2), to: m(UInt64(to)), now: Double(round)) == nil { opened += 1 }
+    }
+    let requests = 50 * 198
+    #expect(opened == RelayCircuits.Budget().circuitsPerMember, "one member's flood opens its share only")
+    #expect(r.circuits.count == opened)
+    #expect(r.refusals.values.reduce(0, +) == requests - opened, "every other request refused and counted")
+    #expect(r.refusals[.memberCircuitsFull, default: 0] > 0 && r.refusals[.duplicate, default: 0] > 0)
+    // Others still get circuits: the flooder's share is its own.
+    #expect(r.open(from: m(50), to: m(51), now: 60) == nil)
+}
+
+/// Finding (b): an accept costs the relay one forward per circuit, from the member it was offered
+/// to only; repeats, the asker's own "accept" and accepts of circuits that do not exist forward nothing.
+@Test func anAcceptIsForwardedOnceAndOnlyFromTheMemberTheCircuitWasOfferedTo() {
+    var r = RelayCircuits(local: m(1))
+    r.linkUp(m(2)); r.linkUp(m(3)); r.linkUp(m(4))
+    let early = r.accept(from: m(3), to: m(2))
+    #expect(!early, "no circuit yet")
+    _ = r.open(from: m(2), to: m(3), now: 0)
+    let byAsker = r.accept(from: m(2), to: m(3))
+    let byOther = r.accept(from: m(4), to: m(2))
+    #expect(!byAsker, "the asker cannot accept its own request")
+    #expect(!byOther, "not a member of the circuit")
+    let first = r.accept(from: m(3), to: m(2))
+    #expect(first, "the member it was offered to, once")
+    var repeats = 0
+    for _ in 0..<1000 where r.accept(from: m(3), to: m(2)) { repeats += 1 }
+    #expect(repeats == 0)
+    // Closed and opened again: a new circuit, accepted once again.
+    let closed = r.close(m(2), m(3))
+    _ = r.open(from: m(3), to: m(2), now: 1)
+    let again = r.accept(from: m(2), to: m(3))
+    let twice = r.accept(from: m(2), to: m(3))
+    #expect(closed && again && !twice)
+}
+
+/// Finding (c): member 3 has circuits with 2 and 4 through this relay; 2 floods 3 until 3's queue
+/// is full. Only 2's circuit is refused (the one filling the queue); 4's bytes still pass, until
+/// twice the budget waits, when nothing more is queued for 3 at all.
+@Test func oneCircuitsFloodDoesNotCloseAnotherCircuitOfTheSameMember() {
+    var budget = RelayCircuits.Budget()
+    budget.queueBytes = 10_000
+    var r = RelayCircuits(local: m(1), budget: budget)
+    r.linkUp(m(2)); r.linkUp(m(3)); r.linkUp(m(4))
+    _ = r.open(from: m(2), to: m(3), now: 0)
+    _ = r.open(from: m(4), to: m(3), now: 0)
+    var queued = 0
+    #expect(r.forward(100, from: m(4), to: m(3), queued: queued, now: 0) == .success(m(3)))
+    queued += 100
+    while queued < 10_000 {
+        #expect(r.forward(1000, from: m(2), to: m(3), queued: queued, now: 0) == .success(m(3)))
+        queued += 1000
+    }
+    #expect(r.forward(1000, from: m(2), to: m(3), queued: queued, now: 0) == .failure(.init(reason: .queueFull)), "the flooder is refused")
+    #expect(r.forward(100, from: m(4), to: m(3), queued: queued, now: 0) == .success(m(3)), "the other circuit goes on")
+    #expect(r.forward(100, from: m(4), to: m(3), queued: 20_000, now: 0) == .failure(.init(reason: .queueFull)), "twice the budget: none")
+    // The queue drained: the count starts over.
+    #expect(r.forward(1000, from: m(2), to: m(3), queued: 0, now: 1) == .success(m(3)))
+    #expect(r.forward(1000, from: m(2), to: m(3), queued: 10_000, now: 1) == .failure(.init(reason: .queueFull)))
+}
+
+/// Finding (c), continued: the flooder's circuit closed while its bytes still fill the queue, the
+/// other circuit is not taken for the one filling it.
+@Test func theCircuitLeftAfterAFlooderClosedIsNotBlamedForTheFloodersBytes() {
+    var budget = RelayCircuits.Budget()
+    budget.queueBytes = 10_000
+    var r = RelayCircuits(local: m(1), budget: budget)
+    r.linkUp(m(2)); r.linkUp(m(3)); r.linkUp(m(4))
+    _ = r.open(from: m(2), to: m(3), now: 0)
+    _ = r.open(from: m(4), to: m(3), now: 0)
+    #expect(r.forward(9_000, from: m(2), to: m(3), queued: 1, now: 0) == .success(m(3)))
+    #expect(r.forward(500, from: m(4), to: m(3), queued: 9_001, now: 0) == .success(m(3)))
+    let closed = r.close(m(2), m(3))
+    #expect(closed)
+    #expect(r.forward(500, from: m(4), to: m(3), queued: 10_000, now: 0) == .success(m(3)))
+    #expect(r.linkDown(m(3)) == [m(4)])
+}

@@ -59,20 +59,20 @@ private func routes(_ raw: UInt64) -> RelayRoutes {
 
 @Test func anOfferIsTakenOnlyFromALiveUnlinkedMemberThroughADirectLinkAndOnce() {
     var r = routes(1)
-    let linked = r.offered(m(3), via: m(2), linked: true, live: true, direct: true)
-    let notLive = r.offered(m(3), via: m(2), linked: false, live: false, direct: true)
-    let relayed = r.offered(m(3), via: m(2), linked: false, live: true, direct: false)
-    let itself = r.offered(m(1), via: m(2), linked: false, live: true, direct: true)
+    let linked = r.offered(m(3), via: m(2), linked: true, live: true, direct: true, now: 0)
+    let notLive = r.offered(m(3), via: m(2), linked: false, live: false, direct: true, now: 0)
+    let relayed = r.offered(m(3), via: m(2), linked: false, live: true, direct: false, now: 0)
+    let itself = r.offered(m(1), via: m(2), linked: false, live: true, direct: true, now: 0)
     #expect(!linked, "already linked")
     #expect(!notLive, "not a live member")
     #expect(!relayed, "the relay is itself relayed")
     #expect(!itself, "itself")
-    let taken = r.offered(m(3), via: m(2), linked: false, live: true, direct: true)
+    let taken = r.offered(m(3), via: m(2), linked: false, live: true, direct: true, now: 0)
     #expect(taken)
     #expect(r.circuits[m(3)] == .open(via: m(2), initiator: false))
     r.refused(m(3), via: m(2), now: 0.5)
     #expect(r.via(m(3)) == m(2), "a refusal (of a duplicate request) leaves an open circuit open")
-    let second = r.offered(m(3), via: m(4), linked: false, live: true, direct: true)
+    let second = r.offered(m(3), via: m(4), linked: false, live: true, direct: true, now: 0)
     #expect(!second, "one open circuit per peer")
     let byOther = r.closed(m(3), via: m(4), now: 1)
     #expect(!byOther, "only its own relay closes it")
@@ -92,4 +92,70 @@ private func routes(_ raw: UInt64) -> RelayRoutes {
     #expect(peers.filter { r.circuits[$0] != nil }.count == 8, "only the requests sent are recorded")
     let second = r.tick(unlinked: peers, relays: [m(2)], now: 3.1, limit: 8)
     #expect(Set((first + second).map(\.peer)) == peers, "the other two at the next tick")
+}
+
+/// Finding (a): an offer through another relay does not replace this member's pending request,
+/// unless it comes from the lower id (whose circuit both ends keep); one through the relay asked
+/// is taken (the two requests crossed there).
+@Test func anUnsolicitedOfferDoesNotReplaceAPendingRequest() {
+    var low = routes(1)
+    _ = low.tick(unlinked: [m(9)], relays: [m(2), m(4)], now: 0)
+    #expect(low.tick(unlinked: [m(9)], relays: [m(2), m(4)], now: 3) == [.init(peer: m(9), via: m(2))])
+    let elsewhere = low.offered(m(9), via: m(4), linked: false, live: true, direct: true, now: 3.1)
+    #expect(!elsewhere, "the lower id keeps its own request")
+    #expect(low.circuits[m(9)] == .requested(via: m(2), at: 3))
+    let crossed = low.offered(m(9), via: m(2), linked: false, live: true, direct: true, now: 3.2)
+    #expect(crossed && low.circuits[m(9)] == .open(via: m(2), initiator: false), "through the relay it asked: taken")
+
+    var high = routes(9)
+    _ = high.tick(unlinked: [m(1)], relays: [m(2), m(4)], now: 0)
+    #expect(high.tick(unlinked: [m(1)], relays: [m(2), m(4)], now: 5) == [.init(peer: m(1), via: m(2))])
+    let fromLower = high.offered(m(1), via: m(4), linked: false, live: true, direct: true, now: 5.1)
+    #expect(fromLower && high.via(m(1)) == m(4), "the lower id's circuit wins over the higher's request")
+}
+
+/// Item 6: an open circuit's link that goes quiet is sent a keepalive, and stalls after
+/// `stallAfter`; its relay is then failed for the peer and not chosen again at once — not even
+/// after the peer failed and came back (`forget`) — nor taken from an offer just after; the
+/// failure is forgotten after `failureMemory`.
+@Test func aRelayThatStalledIsNotChosenAgainAtOnceEvenWhenThePeerFailedMeanwhile() {
+    var r = routes(1)
+    let relays: Set = [m(2), m(4)]
+    _ = r.tick(unlinked: [m(9)], relays: relays, now: 0)
+    #expect(r.tick(unlinked: [m(9)], relays: relays, now: 3) == [.init(peer: m(9), via: m(2))])
+    let accepted = r.accepted(m(9), via: m(2))
+    #expect(accepted)
+    // The link over it is up (watched from the first look) and heard from.
+    #expect(r.silence(relayed: [m(9): m(2)], now: 4) == ([], []))
+    r.heard(m(9), now: 5)
+    #expect(r.silence(relayed: [m(9): m(2)], now: 5.5) == ([], []))
+    #expect(r.silence(relayed: [m(9): m(2)], now: 6.1) == ([m(9)], []), "quiet for a second: a keepalive")
+    r.heard(m(9), now: 6.2)
+    let quiet = r.silence(relayed: [m(9): m(2)], now: 12.1)
+    #expect(quiet.keepalive == [m(9)])
+    let stalled = r.silence(relayed: [m(9): m(2)], now: 12.5)
+    #expect(stalled.stalled == [.init(peer: m(9), via: m(2))] && r.stalls == 1, "six seconds of silence: stalled")
+    #expect(r.circuits[m(9)] == nil)
+    // The stall made the peer look failed; it comes back.
+    r.forget(m(9))
+    _ = r.tick(unlinked: [m(9)], relays: relays, now: 12.6)
+    #expect(r.tick(unlinked: [m(9)], relays: relays, now: 15.7) == [.init(peer: m(9), via: m(4))], "the other relay, not the stalled one")
+    var other = routes(9)
+    _ = other.tick(unlinked: [], relays: [], now: 0)
+    let first = other.offered(m(1), via: m(2), linked: false, live: true, direct: true, now: 0)
+    #expect(first)
+    #expect(other.silence(relayed: [m(1): m(2)], now: 0) == ([], []))
+    _ = other.silence(relayed: [m(1): m(2)], now: 6)
+    let reoffered = other.offered(m(1), via: m(2), linked: false, live: true, direct: true, now: 6.5)
+    #expect(!reoffered, "an offer through the relay that just stalled is not taken")
+    let later = other.offered(m(1), via: m(2), linked: false, live: true, direct: true, now: 7.5)
+    #expect(later, "a while later it is")
+    // Remembered for `failureMemory` only: then it is a fresh relay again.
+    var alone = routes(1)
+    _ = alone.tick(unlinked: [m(9)], relays: relays, now: 0)
+    _ = alone.tick(unlinked: [m(9)], relays: relays, now: 3)
+    alone.closed(m(9), via: m(2), now: 3)
+    #expect(alone.failedRecently(m(9), via: m(2), within: 60, now: 62))
+    _ = alone.tick(unlinked: [], relays: relays, now: 63.5)
+    #expect(!alone.failedRecently(m(9), via: m(2), within: .infinity, now: 64), "forgotten after failureMemory")
 }

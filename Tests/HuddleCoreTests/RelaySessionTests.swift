@@ -135,3 +135,45 @@ private func circuitsUp(_ effects: [(MemberID, SessionEffect)]) -> [MemberID: (M
     #expect(q.cores[a]!.circuitEnded(b, via: r, now: 5) == [.sendLink(r, .circuitClose(peer: b))])
     #expect(q.cores[a]!.circuitEnded(b, via: r, now: 5).isEmpty)
 }
+
+/// Item 6, in the core: a relayed link over which nothing arrives is sent keepalives (time
+/// requests, which any live peer answers), and after `stallAfter` of silence it is stalled: the
+/// circuit is closed at the relay and at both ends (the shell ends the link over it), counted, and
+/// the relay is not asked again for that peer at once. A link that is heard from is not stalled.
+@Test func aRelayedLinkThatHearsNothingIsSentKeepalivesThenFoundStalledAndItsRelayLeft() {
+    var t = Trio()
+    _ = t.tick(a, now: 0.5)
+    let up = circuitsUp(t.tick(a, now: 2))
+    #expect(up[a] != nil)
+    for (x, y) in [(a, b), (b, a)] { _ = t.cores[x]!.linkUp(y, via: r) }
+    func isTimeRequest(_ e: (MemberID, SessionEffect), to peer: MemberID) -> Bool {
+        if case .sendLink(peer, .timeRequest) = e.1 { return e.0 == a }
+        return false
+    }
+    func isDown(_ e: (MemberID, SessionEffect), at x: MemberID, peer: MemberID) -> Bool {
+        if case .circuitDown(peer, r) = e.1 { return e.0 == x }
+        return false
+    }
+    // Heard from all along: never stalled.
+    var now = 2.1
+    var effects: [(MemberID, SessionEffect)] = []
+    while now < 12 {
+        _ = t.cores[a]!.receiveLink(.timeReply(echo: 0, wallMicros: 0), from: b, addr: info(b).addr, now: now)
+        effects += t.tick(a, now: now)
+        now += 0.5
+    }
+    #expect(!effects.contains { isDown($0, at: a, peer: b) } && t.cores[a]!.routes.stalls == 0)
+    // Silent after the last heard (11.6): keepalives, then stalled six seconds later.
+    effects = []
+    while now < 17.5 {
+        effects += t.tick(a, now: now)
+        now += 0.5
+    }
+    #expect(effects.contains { isTimeRequest($0, to: b) }, "a keepalive to the quiet peer")
+    #expect(!effects.contains { isDown($0, at: a, peer: b) }, "not yet")
+    effects = t.tick(a, now: 17.7)
+    #expect(effects.contains { isDown($0, at: a, peer: b) } && effects.contains { isDown($0, at: b, peer: a) }, "closed at both ends: \(effects)")
+    #expect(!t.cores[r]!.relay.joins(a, b), "and at the relay")
+    #expect(t.cores[a]!.routes.stalls == 1)
+    #expect(t.cores[a]!.routes.failedRecently(b, via: r, within: 1, now: 17.8), "not asked again at once")
+}

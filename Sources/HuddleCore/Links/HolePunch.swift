@@ -18,12 +18,16 @@
 ///   link is up `Settings.attemptTimeout` after it; a change of either member's addresses starts
 ///   the count over (retry when addresses change);
 /// - whatever the records and messages say, this member dials a peer at most `Settings.dialBurst`
-///   times plus one per `Settings.dialRefill` seconds, and answers a `connect` at most once per
+///   times plus one per `Settings.dialRefill` seconds — a budget that outlives the peer failing,
+///   leaving or refuting (`forget` keeps what it spent) — and all peers together at most
+///   `Settings.nodeDialBurst` times plus one per `Settings.nodeDialRefill` seconds (many members
+///   cannot add their budgets up to aim this member's dials at one host), and answers a `connect` at most once per
 ///   `Settings.answerInterval`; `punch` messages beyond that, out of turn (a step not expected,
 ///   a stale attempt, the wrong end starting) or over a link that is not relayed are refused and
 ///   counted (`refused`), never answered;
 /// - memory: one entry per peer that a relayed link or a punch message named (relayed links are
-///   bounded by the member table); `forget` drops one;
+///   bounded by the member table), kept after `forget` only while its dial budget refills (so at
+///   most about the node-wide dials of `dialBurst` × `dialRefill` seconds more);
 /// - counters: `attempts` (dials this member made), `successes` (a direct link came up while an
 ///   attempt of its was out).
 public struct HolePunch: Sendable {
@@ -35,6 +39,8 @@ public struct HolePunch: Sendable {
         public var dialBurst = 4.0
         public var dialRefill = 15.0
         public var answerInterval = 0.5
+        public var nodeDialBurst = 8.0
+        public var nodeDialRefill = 2.0
         public init() {}
     }
 
@@ -86,6 +92,9 @@ public struct HolePunch: Sendable {
     public private(set) var attempts = 0
     public private(set) var successes = 0
     public private(set) var refused = 0
+    /// The node-wide dial budget: tokens, as of `nodeTokensAt` (full at the start).
+    private var nodeTokens: Double?
+    private var nodeTokensAt = -Double.infinity
 
     public init(local: MemberID) { self.local = local }
 
@@ -97,13 +106,23 @@ public struct HolePunch: Sendable {
 
     private func fresh(_ now: Double) -> Pair { Pair(tokens: settings.dialBurst, tokensAt: now) }
 
-    /// Takes a dial token from `pair`: false when none is left.
-    private func spend(_ pair: inout Pair, now: Double) -> Bool {
-        let refill = settings.dialRefill > 0 ? max(0, now - pair.tokensAt) / settings.dialRefill : 0
-        pair.tokens = min(settings.dialBurst, pair.tokens + refill)
+    /// `tokens` as of `at`, refilled up to `now`: one per `refill` seconds, at most `burst`.
+    private static func refilled(_ tokens: Double, at: Double, now: Double, burst: Double, refill: Double) -> Double {
+        let gained = refill > 0 && now > at ? (now - at) / refill : 0
+        return min(burst, tokens + gained)
+    }
+
+    /// Takes a dial token from `pair` and from the node's budget: false when either has none left.
+    private mutating func spend(_ pair: inout Pair, now: Double) -> Bool {
+        pair.tokens = Self.refilled(pair.tokens, at: pair.tokensAt, now: now, burst: settings.dialBurst, refill: settings.dialRefill)
         pair.tokensAt = now
-        guard pair.tokens >= 1 else { return false }
+        let node = Self.refilled(nodeTokens ?? settings.nodeDialBurst, at: nodeTokensAt, now: now, burst: settings.nodeDialBurst,
+                                 refill: settings.nodeDialRefill)
+        nodeTokens = node
+        nodeTokensAt = now
+        guard pair.tokens >= 1, node >= 1 else { return false }
         pair.tokens -= 1
+        nodeTokens = node - 1
         return true
     }
 
@@ -111,6 +130,11 @@ public struct HolePunch: Sendable {
     /// signed record's reach addresses; `own`: this member's record's reach addresses.
     public mutating func tick(relayed: [MemberID: [String]], own: [String], now: Double) -> [Action] {
         var out: [Action] = []
+        // A forgotten peer's entry, not relayed, whose dial budget is whole again: nothing left to keep.
+        pairs = pairs.filter { peer, p in
+            relayed[peer] != nil || p.busy
+                || Self.refilled(p.tokens, at: p.tokensAt, now: now, burst: settings.dialBurst, refill: settings.dialRefill) < settings.dialBurst
+        }
         // A pair no longer relayed (direct, or no link): its attempt is over, unanswered.
         for (peer, p) in pairs where p.busy && relayed[peer] == nil {
             pairs[peer]?.asked = nil
@@ -213,8 +237,13 @@ public struct HolePunch: Sendable {
         pairs[peer] = p
     }
 
-    /// `peer` failed, left or was removed.
-    public mutating func forget(_ peer: MemberID) { pairs[peer] = nil }
+    /// `peer` failed, left or was removed: its attempts are over, its dial budget stays spent.
+    public mutating func forget(_ peer: MemberID) {
+        guard let old = pairs[peer] else { return }
+        var p = fresh(old.tokensAt)
+        p.tokens = old.tokens
+        pairs[peer] = p
+    }
 
     /// When `tick` next has work of its own: a dial due, an attempt timing out.
     public var nextDeadline: Double {

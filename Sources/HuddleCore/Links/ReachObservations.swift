@@ -179,5 +179,23 @@ public struct ReachObservations: Sendable {
         }.map(\.key)
     }
 
+    /// The datagram source that reporters in `counting` (all when nil) agree on, fit to be signed
+    /// as this member's reach address: reported by more of them than any other address (a tie
+    /// names none), and by at least two when two or more reported a datagram source. A lone
+    /// reporter's word is taken only while it is the only one (as a lone STUN server's is: no other
+    /// observer exists to check it); with more, one hostile member can neither pick the address
+    /// by a tie nor by speaking alone.
+    public func agreedDatagramSource(counting: Set<MemberID>? = nil) -> String? {
+        var count: [String: Int] = [:]
+        for (reporter, report) in reports where counting?.contains(reporter) ?? true {
+            if let a = report.datagram { count[a, default: 0] += 1 }
+        }
+        let ranked = count.sorted { $0.value > $1.value }
+        guard let top = ranked.first else { return nil }
+        if ranked.count > 1, ranked[1].value == top.value { return nil }
+        let reporters = count.values.reduce(0, +)
+        return reporters >= 2 && top.value < 2 ? nil : top.key
+    }
+
     static func port(_ addr: String) -> Int? { (try? HostPort.split(addr))?.port }
 }

@@ -12,9 +12,13 @@
 /// - each member's forwarded bytes are within a token bucket of `Budget.bytesPerSecond` (burst
 ///   `Budget.burstBytes`): bytes over it are refused (dropped, counted), never queued here, so
 ///   memory does not grow with what a member sends; nor are bytes forwarded to a member for
-///   which `Budget.queueBytes` or more wait already (the shell says how much: `queued`), so a
-///   circuit's queue at the relay is bounded; the caller closes a circuit whose bytes were refused
-///   (a byte stream with a hole in it is of no use to its ends);
+///   which `Budget.queueBytes` or more wait already (the shell says how much: `queued`) by the
+///   circuit that forwarded the most to it since its queue was last empty (the one filling it),
+///   and by no circuit once twice that waits: so the queue at the relay is bounded, and one
+///   circuit's flood does not close another circuit of the same member; the caller closes a
+///   circuit whose bytes were refused (a byte stream with a hole in it is of no use to its ends);
+/// - a circuit's accept is forwarded to the member that asked for it once, and only when it comes
+///   from the member it was offered to (`accept`): accepts cost the relay nothing beyond that;
 /// - a circuit that forwarded nothing for `Budget.idleSeconds` is closed by `tick`, and every
 ///   circuit of a member whose link closed is closed at once (`linkDown`);
 /// - bytes are forwarded only on an open circuit, only to the other end of it.
@@ -59,6 +63,14 @@ public struct RelayCircuits: Sendable {
     public private(set) var circuits: [Pair: Double] = [:]
     /// Members this member holds a link to (only they may use a circuit).
     public private(set) var linked: Set<MemberID> = []
+    /// Per open circuit, the member that asked for it; the circuits whose accept was forwarded.
+    private var requesters: [Pair: MemberID] = [:]
+    private var acceptedPairs: Set<Pair> = []
+    /// Per receiving member, the bytes each circuit forwarded to it since its queue was last empty.
+    private var backlog: [MemberID: [Pair: Int]] = [:]
+    /// Per receiving member, the largest of those counts among circuits closed since (their bytes
+    /// may still wait: the circuit left is not the one filling the queue for having outlived them).
+    private var retiredShare: [MemberID: Int] = [:]
     /// Per member, its token bucket: tokens and when they were counted.
     private var buckets: [MemberID: (tokens: Double, at: Double)] = [:]
     public private(set) var refusals: [Refusal: Int] = [:]
@@ -76,7 +88,9 @@ public struct RelayCircuits: Sendable {
         linked.remove(member)
         buckets[member] = nil
         let gone = circuits.keys.filter { $0.contains(member) }
-        for pair in gone { circuits[pair] = nil }
+        for pair in gone { remove(pair) }
+        backlog[member] = nil
+        retiredShare[member] = nil
         return gone.map { $0.other(than: member) }.sorted()
     }
 
@@ -90,15 +104,40 @@ public struct RelayCircuits: Sendable {
         else if circuits.count >= budget.circuits { refusal = .circuitsFull }
         else if count(of: from) >= budget.circuitsPerMember || count(of: to) >= budget.circuitsPerMember { refusal = .memberCircuitsFull }
         else { refusal = nil }
-        if let refusal { refusals[refusal, default: 0] += 1; return refusal }
+        if let refusal { refusals[refusal, default: 0] &+= 1; return refusal }
         circuits[pair] = now
+        requesters[pair] = from
         return nil
+    }
+
+    /// `from` accepts the circuit `to` asked it for: true (forward the accept to `to`) the first
+    /// time only, and only from the member it was offered to.
+    public mutating func accept(from: MemberID, to: MemberID) -> Bool {
+        let pair = Pair(from, to)
+        guard circuits[pair] != nil, requesters[pair] == to, !acceptedPairs.contains(pair) else { return false }
+        acceptedPairs.insert(pair)
+        return true
+    }
+
+    private mutating func remove(_ pair: Pair) {
+        circuits[pair] = nil
+        requesters[pair] = nil
+        acceptedPairs.remove(pair)
+        for end in [pair.low, pair.high] {
+            guard let share = backlog[end]?.removeValue(forKey: pair) else { continue }
+            retiredShare[end] = max(retiredShare[end] ?? 0, share)
+        }
     }
 
     private func count(of member: MemberID) -> Int { circuits.keys.count { $0.contains(member) } }
 
     /// Closes the circuit between `a` and `b`; whether there was one.
-    public mutating func close(_ a: MemberID, _ b: MemberID) -> Bool { circuits.removeValue(forKey: Pair(a, b)) != nil }
+    public mutating func close(_ a: MemberID, _ b: MemberID) -> Bool {
+        let pair = Pair(a, b)
+        guard circuits[pair] != nil else { return false }
+        remove(pair)
+        return true
+    }
 
     /// Whether a circuit joins `a` and `b`.
     public func joins(_ a: MemberID, _ b: MemberID) -> Bool { a != b && circuits[Pair(a, b)] != nil }
@@ -108,7 +147,16 @@ public struct RelayCircuits: Sendable {
     public mutating func forward(_ bytes: Int, from: MemberID, to: MemberID, queued: Int = 0, now: Double) -> Result<MemberID, RefusalError> {
         let pair = Pair(from, to)
         guard from != to, circuits[pair] != nil else { return .failure(refuse(.noCircuit)) }
-        guard queued < budget.queueBytes else { return .failure(refuse(.queueFull)) }
+        if queued <= 0 { backlog[to] = nil; retiredShare[to] = nil }
+        if queued >= budget.queueBytes {
+            // The queue is full: refused for the circuit filling it (or any, past twice the budget).
+            let shares = backlog[to] ?? [:]
+            let mine = shares[pair] ?? 0
+            let hard = budget.queueBytes > Int.max / 2 ? Int.max : budget.queueBytes * 2
+            if queued >= hard || mine >= max(shares.values.max() ?? 0, retiredShare[to] ?? 0) {
+                return .failure(refuse(.queueFull))
+            }
+        }
         let rate = Double(budget.bytesPerSecond), burst = Double(budget.burstBytes)
         let bucket = buckets[from] ?? (burst, now)
         let tokens = min(burst, bucket.tokens + max(0, now - bucket.at) * rate)
@@ -119,6 +167,7 @@ public struct RelayCircuits: Sendable {
         }
         buckets[from] = (tokens - n, now)
         circuits[pair] = now
+        backlog[to, default: [:]][pair, default: 0] &+= max(0, bytes)
         forwardedBytes = forwardedBytes &+ max(0, bytes)
         return .success(to)
     }
@@ -127,14 +176,14 @@ public struct RelayCircuits: Sendable {
     public struct RefusalError: Error, Equatable, Sendable { public let reason: Refusal }
 
     private mutating func refuse(_ reason: Refusal) -> RefusalError {
-        refusals[reason, default: 0] += 1
+        refusals[reason, default: 0] &+= 1
         return RefusalError(reason: reason)
     }
 
     /// Closes circuits idle for `budget.idleSeconds`; returns them.
     public mutating func tick(now: Double) -> [Pair] {
         let idle = circuits.filter { now - $0.value >= budget.idleSeconds }.map(\.key)
-        for pair in idle { circuits[pair] = nil }
+        for pair in idle { remove(pair) }
         return idle.sorted { ($0.low, $0.high) < ($1.low, $1.high) }
     }
 }

@@ -7,14 +7,25 @@
 ///   seconds without one (the direct dials go first), the higher of the two member ids
 ///   `Settings.higherIdDelay` later still (the lower one's circuit usually comes first);
 /// - at most one circuit (asked for or open) per peer; a request unanswered for
-///   `Settings.requestTimeout` is dropped; a relay that refused, timed out or whose circuit closed
-///   is not asked again for that peer for `Settings.retryAfter` while another is untried: relays
-///   are tried in member order, one not tried for the longest first;
+///   `Settings.requestTimeout` is dropped; a relay that refused, timed out, stalled or whose
+///   circuit closed is not asked again for that peer for `Settings.retryAfter` while another is
+///   untried: relays are tried in member order, one not tried for the longest first; a peer that
+///   fails and comes back does not wipe that record (`forget` keeps it: a relay that stalled a
+///   pair is not chosen again at once because the stall made the peer look failed), which is
+///   dropped `Settings.failureMemory` seconds after the failure (memory: one entry per peer and
+///   relay that failed within that time);
+/// - an open circuit's link that this member hears nothing from for `Settings.keepalive` seconds is
+///   due a keepalive (the shell's time request: answered by any live peer), and one silent for
+///   `Settings.stallAfter` seconds is stalled (`stalled`): a relay that drops or holds what it
+///   forwards is noticed even when it keeps the circuit open;
 /// - a relay is a member this member holds a direct link to (never the peer, never one reached
 ///   itself through a relay);
 /// - an offered circuit is taken only from a live member without a link here and without a circuit
-///   already open, through a direct link; one this member asked for is taken only from the relay
-///   it asked;
+///   already open, through a direct link, and not through a relay that failed this pair within
+///   half of `Settings.retryAfter`; one this member asked for is taken only from the relay it
+///   asked; while its own request is out, an offer through another relay is taken only from a
+///   lower member id (whose circuit is the one both ends keep), never in place of its own
+///   request otherwise: an unsolicited offer does not replace a pending request;
 /// - a relay's link closing closes every circuit through it.
 public struct RelayRoutes: Sendable {
     public struct Settings: Sendable, Equatable {
@@ -24,6 +35,12 @@ public struct RelayRoutes: Sendable {
         public var higherIdDelay = 1.5
         public var requestTimeout = 5.0
         public var retryAfter = 2.0
+        /// How long a relay's failure for a peer is remembered.
+        public var failureMemory = 60.0
+        /// Silence on a relayed link after which a keepalive is asked for, and after which the
+        /// link counts as stalled (its relay drops or holds what it forwards).
+        public var keepalive = 1.0
+        public var stallAfter = 6.0
         public init() {}
     }
 
@@ -52,6 +69,10 @@ public struct RelayRoutes: Sendable {
     private var unlinkedSince: [MemberID: Double] = [:]
     /// Per peer, the relays that failed it and when.
     private var failed: [MemberID: [MemberID: Double]] = [:]
+    /// Per peer with an open circuit whose link is up, when anything was last heard over it.
+    private var heardAt: [MemberID: Double] = [:]
+    /// Relayed links found stalled (counted).
+    public private(set) var stalls = 0
 
     public init(local: MemberID) { self.local = local }
 
@@ -65,6 +86,10 @@ public struct RelayRoutes: Sendable {
     /// member holds a direct link to.
     public mutating func tick(unlinked: Set<MemberID>, relays: Set<MemberID>, now: Double, limit: Int = .max) -> [Request] {
         unlinkedSince = unlinkedSince.filter { unlinked.contains($0.key) }
+        for (peer, relays) in failed {
+            let kept = relays.filter { now - $0.value < settings.failureMemory }
+            failed[peer] = kept.isEmpty ? nil : kept
+        }
         for peer in unlinked where unlinkedSince[peer] == nil { unlinkedSince[peer] = now }
         for (peer, circuit) in circuits {
             guard case let .requested(via, at) = circuit, now - at >= settings.requestTimeout else { continue }
@@ -96,7 +121,14 @@ public struct RelayRoutes: Sendable {
 
     private mutating func fail(_ peer: MemberID, via: MemberID, now: Double) {
         circuits[peer] = nil
+        heardAt[peer] = nil
         failed[peer, default: [:]][via] = now
+    }
+
+    /// Whether `via` failed the circuit to `peer` less than `seconds` ago.
+    public func failedRecently(_ peer: MemberID, via: MemberID, within seconds: Double, now: Double) -> Bool {
+        guard let at = failed[peer]?[via] else { return false }
+        return now - at < seconds
     }
 
     /// `via` says the circuit to `peer` this member asked for is taken: true when it was asked of
@@ -109,9 +141,16 @@ public struct RelayRoutes: Sendable {
 
     /// `via` offers a circuit from `peer`: whether to take it (it is open then). `linked`: this
     /// member has a link to `peer`; `live`: `peer` is a live member; `direct`: `via` is linked directly.
-    public mutating func offered(_ peer: MemberID, via: MemberID, linked: Bool, live: Bool, direct: Bool) -> Bool {
+    public mutating func offered(_ peer: MemberID, via: MemberID, linked: Bool, live: Bool, direct: Bool, now: Double) -> Bool {
         guard peer != local, via != peer, live, direct, !linked else { return false }
-        if case .open? = circuits[peer] { return false }
+        guard !failedRecently(peer, via: via, within: settings.retryAfter / 2, now: now) else { return false }
+        switch circuits[peer] {
+        case .open?: return false
+        case let .requested(asked, _)? where asked != via && local < peer:
+            // Its own request is out through another relay, and this member's circuit is the one kept.
+            return false
+        default: break
+        }
         circuits[peer] = .open(via: via, initiator: false)
         return true
     }
@@ -144,9 +183,38 @@ public struct RelayRoutes: Sendable {
     }
 
     /// `peer` failed or left: nothing more is asked for it (an open circuit is closed by its link).
+    /// The relays that failed it are still remembered (a pair stalled by its relay may look failed).
     public mutating func forget(_ peer: MemberID) {
-        failed[peer] = nil
         unlinkedSince[peer] = nil
         if case .requested? = circuits[peer] { circuits[peer] = nil }
+    }
+
+    // MARK: stalls
+
+    /// Something arrived over the link to `peer`: while it runs over an open circuit, it is not silent.
+    public mutating func heard(_ peer: MemberID, now: Double) {
+        guard heardAt[peer] != nil else { return }
+        heardAt[peer] = now
+    }
+
+    /// Which open circuits' links are due a keepalive, and which are stalled, at `now`. `relayed`:
+    /// the peers whose link runs over a circuit now (each starts being watched at the first call
+    /// that names it). A stalled circuit is closed here, its relay failed for the peer (counted in
+    /// `stalls`); the caller tells the relay and ends the link over it.
+    public mutating func silence(relayed: [MemberID: MemberID], now: Double) -> (keepalive: [MemberID], stalled: [Request]) {
+        heardAt = heardAt.filter { relayed[$0.key] != nil }
+        var keepalive: [MemberID] = [], stalled: [Request] = []
+        for (peer, via) in relayed.sorted(by: { $0.key < $1.key }) {
+            guard case .open(via, _)? = circuits[peer] else { continue }
+            guard let at = heardAt[peer] else { heardAt[peer] = now; continue }
+            if now - at >= settings.stallAfter {
+                fail(peer, via: via, now: now)
+                stalls &+= 1
+                stalled.append(Request(peer: peer, via: via))
+            } else if now - at >= settings.keepalive {
+                keepalive.append(peer)
+            }
+        }
+        return (keepalive, stalled)
     }
 }

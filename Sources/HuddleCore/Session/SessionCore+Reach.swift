@@ -27,12 +27,13 @@ extension SessionCore {
 
     /// The addresses this member's record offers besides `addr` (`MemberInfo.reach`): the
     /// mapping of its listening socket when its NAT is `easy` (one mapping for every member, so
-    /// worth trying by any), and only one most live reporters saw its datagrams come from; none
-    /// otherwise (a `hard` NAT's mapping serves one observer only; with `none`, `addr` is it).
+    /// worth trying by any), and only one the live reporters agree they saw its datagrams come
+    /// from (`ReachObservations.agreedDatagramSource`: no tie, two or more when two or more
+    /// reported); none otherwise (a `hard` NAT's mapping serves one observer only; with `none`,
+    /// `addr` is it).
     public var reachAddresses: [String] {
-        guard nat == .easy, let first = reflexive.first, first != swim.local.addr,
-              reach.reports.contains(where: { isLive($0.key) && $0.value.datagram == first }) else { return [] }
-        return [first]
+        guard nat == .easy, let agreed = reach.agreedDatagramSource(counting: countedReporters), agreed != swim.local.addr else { return [] }
+        return [agreed]
     }
 
     /// Puts `reachAddresses` into this member's signed record (a new incarnation, gossiped as an

@@ -38,6 +38,17 @@ extension SessionCore {
             out.append(.sendLink(pair.low, .circuitClose(peer: pair.high)))
             out.append(.sendLink(pair.high, .circuitClose(peer: pair.low)))
         }
+        return out + relayStalls(now: now)
+    }
+
+    /// Relayed links gone quiet: a keepalive (a time request, which any live peer answers) after
+    /// `RelayRoutes.Settings.keepalive`; after `stallAfter` the link is stalled — its relay drops or
+    /// holds what it forwards — so its circuit is closed at the relay and here (the link over it
+    /// ends), and the relay is not asked for that peer again at once (`RelayRoutes`).
+    mutating func relayStalls(now: Double) -> [SessionEffect] {
+        let (quiet, stalled) = routes.silence(relayed: relayedLinks, now: now)
+        var out = timing.requests(to: quiet, wall: wallClock(now), now: now, force: true).map { SessionEffect.sendLink($0.0, $0.1) }
+        for s in stalled { out += [.sendLink(s.via, .circuitClose(peer: s.peer)), .circuitDown(peer: s.peer, via: s.via)] }
         return out
     }
 
@@ -54,13 +65,13 @@ extension SessionCore {
             return [.sendLink(peer, .circuitOffer(peer: sender))]
         case let .circuitOffer(peer):
             let direct = planner.linked.contains(sender) && relayedLinks[sender] == nil
-            guard routes.offered(peer, via: sender, linked: planner.linked.contains(peer), live: isLive(peer), direct: direct) else {
+            guard routes.offered(peer, via: sender, linked: planner.linked.contains(peer), live: isLive(peer), direct: direct, now: now) else {
                 return [.sendLink(sender, .circuitRefuse(peer: peer, reason: "not_taken"))]
             }
             return [.sendLink(sender, .circuitAccept(peer: peer)), .circuitUp(peer: peer, via: sender, initiator: false)]
         case let .circuitAccept(peer):
             if routes.accepted(peer, via: sender) { return [.circuitUp(peer: peer, via: sender, initiator: true)] }
-            return relay.joins(sender, peer) ? [.sendLink(peer, .circuitAccept(peer: sender))] : []
+            return relay.accept(from: sender, to: peer) ? [.sendLink(peer, .circuitAccept(peer: sender))] : []
         case let .circuitRefuse(peer, reason):
             if routes.circuits[peer]?.via == sender {
                 routes.refused(peer, via: sender, now: now)

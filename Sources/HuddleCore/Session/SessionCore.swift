@@ -506,6 +506,7 @@ public struct SessionCore: Sendable {
                                      queued: (MemberID) -> Int = { _ in 0 }) -> [SessionEffect] {
         if epochs.isRemoved { return [] }
         swim.heard(from: peer, now: now)
+        routes.heard(peer, now: now)
         if backlogged && Self.refusesWhileBacklogged(message) { return refuse(.outboxFull) }
         let congested = broadcast.isCongested
         let counted = broadcast.refusals

@@ -177,6 +177,11 @@ extension Node {
             "refused": .object(refused),
             "relayed_links": .int(Int64(links.values.count { $0.via != nil })),
             "corrupted": .int(Int64(relayCorruption.flipped)),
+            // The test-only hostile relay (`RelayCorruption`): messages it changed, dropped or held,
+            // and sightings of the scanned text in what it forwarded.
+            "tampered": .int(Int64(relayCorruption.tampered)),
+            "plaintext_seen": .int(Int64(relayCorruption.sightings)),
+            "stalled": .int(Int64(core.routes.stalls)),
             "punch": .object(["attempts": .int(Int64(core.punch.attempts)), "successes": .int(Int64(core.punch.successes)),
                               "refused": .int(Int64(core.punch.refused))]),
         ]

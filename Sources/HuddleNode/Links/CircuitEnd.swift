@@ -11,13 +11,16 @@ import Synchronization
 /// link messages. The relay sees only that link's ciphertext.
 ///
 /// Guarantees: bytes from the relay reach the link's reader in the order they came, also those
-/// that came before the socket was ready; at most `queueBytes` of them wait unwritten (`deliver`
-/// says false beyond that: the circuit is to be closed); `close` ends the link over it.
+/// that came before the socket was ready; at most `queueBytes` of them wait unwritten per circuit
+/// (one circuit per peer), and at most `CircuitQueue.totalBytes` across all of a node's circuits
+/// (`deliver` says false beyond either: the circuit is to be closed); `close` ends the link over it.
 final class CircuitEnd: Sendable {
     let peer: MemberID
     let via: MemberID
-    /// Most bytes from the relay that wait for the link's reader.
+    /// Most bytes from the relay that wait for the link's reader, per circuit.
     static let queueBytes = 4 << 20
+    /// The node's count of bytes waiting across its circuits.
+    private let total: CircuitQueue
 
     private struct State {
         var channel: Channel?
@@ -27,17 +30,19 @@ final class CircuitEnd: Sendable {
     }
     private let state = Mutex(State())
 
-    init(peer: MemberID, via: MemberID) {
+    init(peer: MemberID, via: MemberID, total: CircuitQueue) {
         self.peer = peer
         self.via = via
+        self.total = total
     }
 
-    /// Bytes from the relay for the link's reader; false when `queueBytes` already wait.
+    /// Bytes from the relay for the link's reader; false when `queueBytes` already wait here, or
+    /// `CircuitQueue.totalBytes` across the node's circuits.
     func deliver(_ bytes: [UInt8]) -> Bool {
         let buffer = ByteBuffer(bytes: bytes)
         return state.withLock { s in
             guard !s.closed else { return true }
-            guard s.queued + bytes.count <= Self.queueBytes else { return false }
+            guard s.queued + bytes.count <= Self.queueBytes, total.take(bytes.count) else { return false }
             s.queued += bytes.count
             if let channel = s.channel { write(buffer, to: channel) } else { s.early.append(buffer) }
             return true
@@ -47,13 +52,18 @@ final class CircuitEnd: Sendable {
     /// Writes under the lock: the event loop takes writes in the order they were made.
     private func write(_ buffer: ByteBuffer, to channel: Channel) {
         let n = buffer.readableBytes
-        channel.writeAndFlush(buffer).whenComplete { [self] _ in state.withLock { $0.queued -= n } }
+        channel.writeAndFlush(buffer).whenComplete { [self] _ in
+            state.withLock { $0.queued -= n }
+            total.give(n)
+        }
     }
 
     /// Ends the circuit here: the link over it sees its connection close.
     func close() {
         let channel = state.withLock { s -> Channel? in
             s.closed = true
+            // Bytes that never reached a socket give their share back (written ones do as they complete).
+            total.give(s.early.reduce(0) { $0 + $1.readableBytes })
             s.early = []
             return s.channel
         }
@@ -99,4 +109,28 @@ final class CircuitEnd: Sendable {
     }
 
     private func closeDescriptor(_ fd: Int32) { _ = Glibc.close(fd) }
+}
+
+/// The bytes from relays waiting for the links over a node's circuits, across all of them
+/// (`CircuitEnd`): at most `totalBytes`, however many circuits a node has. Sendable: an atomic.
+final class CircuitQueue: Sendable {
+    /// Most bytes waiting across a node's circuits: four circuits' worth.
+    static let totalBytes = 4 * CircuitEnd.queueBytes
+    private let queued = Atomic<Int>(0)
+
+    /// Takes `n` bytes of the budget: false (nothing taken) when that would pass `totalBytes`.
+    func take(_ n: Int) -> Bool {
+        var current = queued.load(ordering: .relaxed)
+        while true {
+            guard n <= Self.totalBytes - current else { return false }
+            let (exchanged, original) = queued.compareExchange(expected: current, desired: current + n, ordering: .relaxed)
+            if exchanged { return true }
+            current = original
+        }
+    }
+
+    /// Gives `n` bytes back.
+    func give(_ n: Int) { if n > 0 { queued.subtract(n, ordering: .relaxed) } }
+
+    var bytes: Int { queued.load(ordering: .relaxed) }
 }

@@ -8,7 +8,7 @@ extension Node {
     /// A circuit with `peer` through `via` is open: runs a link over it (`initiator` starts the handshake).
     func startCircuit(peer: MemberID, via: MemberID, initiator: Bool) {
         circuitEnds.removeValue(forKey: peer)?.close()
-        let end = CircuitEnd(peer: peer, via: via)
+        let end = CircuitEnd(peer: peer, via: via, total: circuitQueue)
         circuitEnds[peer] = end
         let key = initiator ? handshakeKeys().first : nil
         spawner.spawn { [self] in
@@ -24,8 +24,17 @@ extension Node {
                     throw NodeError("the node is stopping")
                 }
                 try await pump.executeThenClose { inbound, _ in
-                    for try await buffer in inbound {
-                        guard await circuitOutgoing(end, Array(buffer.readableBytesView)) else { break }
+                    reading: for try await buffer in inbound {
+                        // While the link to the relay is backlogged, this circuit waits (its link's
+                        // writes back up in turn); it never closes another's — nor its own — for it.
+                        // A link that stays backlogged is closed by the stall rule (`LinkBudget`).
+                        while true {
+                            switch await circuitOutgoing(end, Array(buffer.readableBytesView)) {
+                            case .sent: continue reading
+                            case .gone: break reading
+                            case .backlogged: try await Task.sleep(for: .milliseconds(20))
+                            }
+                        }
                     }
                 }
             } catch {
@@ -36,18 +45,23 @@ extension Node {
         }
     }
 
+    /// What became of bytes handed to `circuitOutgoing`.
+    enum CircuitSend { case sent, gone, backlogged }
+
     /// Bytes of the link over `end`'s circuit, to its relay, in `circuitData` messages of at most
     /// `LinkMessage.circuitDataLimit` bytes (a read may bring more: NIO rounds the allocator's
     /// maximum up to a power of two, and one message past the limit would make the relay close
-    /// its whole link to this member); false when the circuit is gone or the link to the relay has
-    /// `LinkBudget.backlogBytes` waiting already (the circuit is closed then).
-    private func circuitOutgoing(_ end: CircuitEnd, _ bytes: [UInt8]) -> Bool {
-        guard circuitEnds[end.peer] === end, let relay = links[end.via], !relay.isBacklogged else { return false }
+    /// its whole link to this member); `gone` when the circuit or the link to the relay is gone,
+    /// `backlogged` (nothing sent: try again later) while that link has `LinkBudget.backlogBytes`
+    /// waiting — shared by every circuit through that relay, so no one circuit is closed for it.
+    private func circuitOutgoing(_ end: CircuitEnd, _ bytes: [UInt8]) -> CircuitSend {
+        guard circuitEnds[end.peer] === end, let relay = links[end.via] else { return .gone }
+        guard !relay.isBacklogged else { return .backlogged }
         for start in stride(from: 0, to: bytes.count, by: LinkMessage.circuitDataLimit) {
             let slice = Array(bytes[start..<min(start + LinkMessage.circuitDataLimit, bytes.count)])
             relay.send(LinkMessage.circuitData(peer: end.peer, bytes: slice).encoded())
         }
-        return true
+        return .sent
     }
 
     /// `end` closed (its link ended, or the relay closed it): the core is told, once.
@@ -73,13 +87,15 @@ extension Node {
         end.close()
     }
 
-    /// Bytes this member forwards as a relay (`forward`), perhaps with one byte flipped once for
+    /// Bytes this member forwards as a relay (`forward`), perhaps changed, dropped or held for
     /// tests (`RelayCorruption`).
     func relayForward(_ message: LinkMessage, to peer: MemberID) {
         guard let link = links[peer] else { return }
         if case let .circuitData(from, bytes) = message {
             relayCorruption.count(bytes.count)
-            link.send(LinkMessage.circuitData(peer: from, bytes: relayCorruption.apply(bytes)).encoded())
+            relayCorruption.scan(bytes, from: from)
+            guard let forwarded = relayCorruption.apply(bytes) else { return }
+            link.send(LinkMessage.circuitData(peer: from, bytes: forwarded).encoded())
             return
         }
         link.send(message.encoded())

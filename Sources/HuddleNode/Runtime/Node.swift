@@ -50,6 +50,8 @@ actor Node {
     var links: [MemberID: LinkHandle] = [:]
     /// This member's ends of circuits through relays, by peer (`Node+Circuits`).
     var circuitEnds: [MemberID: CircuitEnd] = [:]
+    /// Bytes from relays waiting for the links over those circuits, across all of them.
+    let circuitQueue = CircuitQueue()
     /// The listening socket's address: hole-punching dials leave from it (`Node+Punch`).
     var punchSource: SocketAddress?
     /// The test-only corruption of relayed bytes (`RelayCorruption`; off unless its variable is set).
