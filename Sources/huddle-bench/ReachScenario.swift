@@ -194,18 +194,7 @@ extension Scenarios {
         let rx = try await receiver.client()
         _ = try await rx.request(.subscribe(topics: [.messages], since: nil))
         return try await withThrowingTaskGroup(of: [Double].self) { group in
-            group.addTask {
-                var out: [Double] = []
-                for try await event in await rx.events() {
-                    let now = wallNanos()
-                    guard let text = event["text"]?.stringValue else { continue }
-                    if text == "end" { break }
-                    guard let sent = Int64(text.prefix { $0 != " " }) else { continue }
-                    out.append(Double(now - sent) / 1e6)
-                }
-                await rx.close()
-                return out
-            }
+            group.addTask { try await Self.latencies(at: rx) }
             let tx = try await sender.client()
             for _ in 0..<count {
                 let stamp = "\(wallNanos()) "

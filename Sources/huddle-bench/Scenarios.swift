@@ -5,6 +5,21 @@ import HuddleSim
 
 /// The benchmark scenarios. Each starts real processes, measures, and stops them.
 struct Scenarios {
+    /// The latencies (ms) of the timestamped messages (`"<wall ns> …"`) a subscribed client gets
+    /// until the `end` marker; then the client is closed.
+    static func latencies(at client: ControlClient) async throws -> [Double] {
+        var out: [Double] = []
+        for try await event in await client.events() {
+            let now = wallNanos()
+            guard let text = event["text"]?.stringValue else { continue }
+            if text == "end" { break }
+            guard let sent = Int64(text.prefix { $0 != " " }) else { continue }
+            out.append(Double(now - sent) / 1e6)
+        }
+        await client.close()
+        return out
+    }
+
     let huddle: String
     let quick: Bool
 
@@ -40,18 +55,7 @@ struct Scenarios {
             for (i, control) in cluster.controls.enumerated().dropFirst() where receivers?.contains(i) ?? true {
                 let client = try await ControlClient.connect(path: control)
                 _ = try await client.request(.subscribe(topics: [.messages], since: nil))
-                group.addTask {
-                    var out: [Double] = []
-                    for try await event in await client.events() {
-                        let now = wallNanos()
-                        guard let text = event["text"]?.stringValue else { continue }
-                        if text == "end" { break }
-                        guard let sent = Int64(text.prefix { $0 != " " }) else { continue }
-                        out.append(Double(now - sent) / 1e6)
-                    }
-                    await client.close()
-                    return out
-                }
+                group.addTask { try await Self.latencies(at: client) }
             }
             let client = try await ControlClient.connect(path: sender)
             for _ in 0..<count where condition() {
