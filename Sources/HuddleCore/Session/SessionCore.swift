@@ -189,7 +189,6 @@ public struct SessionCore: Sendable {
         return info.state == .alive || info.state == .suspect
     }
 
-    public mutating func join(seeds: [String], now: Double) -> [SessionEffect] { membership(swim.join(seeds: seeds, now: now), now: now) }
     /// Everything due at `now`: membership, dials, the journal (every `journalInterval`), and a
     /// digest of broadcast and activity to every link (every `digestInterval`).
     public mutating func tick(now: Double) -> [SessionEffect] {

@@ -301,11 +301,6 @@ extension Node {
         execute(effects)
     }
 
-    /// Asks holders for chunks up to each one's window (on a swarm tick the core does it itself).
-    func requestChunks(now t: Double) {
-        execute(core.chunkRequests(now: t))
-    }
-
     // MARK: leaving
 
     /// A graceful leave's hand-off, as the core plans it (`SessionCore.beginLeave`): pushes every
