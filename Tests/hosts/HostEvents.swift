@@ -34,12 +34,17 @@ actor HostEvents {
     }
 
     /// Subscribes now (the subscription is in place when this returns) and keeps collecting.
-    static func subscribe(_ node: HostNode, topics: [String]) async throws -> HostEvents {
+    /// `since`: replay every retained event after that cursor first (0: from the node's first
+    /// event), for a check about something that may have happened before this subscription.
+    static func subscribe(_ node: HostNode, topics: [String], since: Int64? = nil) async throws -> HostEvents {
         let collector = HostEvents(node: node, topics: topics)
+        await collector.startAt(since)
         let client = try await collector.connect()
         await collector.start(client)
         return collector
     }
+
+    private func startAt(_ since: Int64?) { cursor = since }
 
     private func connect() async throws -> ControlClient {
         let client = try await node.client()
@@ -119,8 +124,13 @@ actor HostEvents {
 
     /// Member events of kind `change` (about `member` when given), with their arrival times.
     func memberChanges(_ change: String, about member: String? = nil) -> [StampedEvent] {
+        memberChanges([change], about: member)
+    }
+
+    /// The `member` events whose change is one of `changes`, in order.
+    func memberChanges(_ changes: Set<String>, about member: String? = nil) -> [StampedEvent] {
         events.filter {
-            $0.event["event"]?.stringValue == "member" && $0.event["change"]?.stringValue == change
+            $0.event["event"]?.stringValue == "member" && changes.contains($0.event["change"]?.stringValue ?? "")
                 && (member == nil || $0.event["member"]?.objectValue?["member"]?.stringValue == member)
         }
     }

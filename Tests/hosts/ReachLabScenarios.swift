@@ -25,7 +25,9 @@ struct ReachLabScenarios {
         let (e1, e2) = (nodes[ReachLab.easyPair.0], nodes[ReachLab.easyPair.1])
         let (h1, h2) = (nodes[ReachLab.hardPair.0], nodes[ReachLab.hardPair.1])
         var streams: [HostEvents] = []
-        for node in nodes { streams.append(try await HostEvents.subscribe(node, topics: ["members", "messages"])) }
+        // From each node's first event: the easy pair may have punched before this subscription
+        // (on a fast run, within the starts of the later nodes).
+        for node in nodes { streams.append(try await HostEvents.subscribe(node, topics: ["members", "messages"], since: 0)) }
         do {
             try await lab.waitForOneView(nodes, within: 60)
         } catch {
@@ -71,7 +73,7 @@ struct ReachLabScenarios {
         #expect(after == nil, "a pair left its path: \(after ?? "")")
 
         // The easy pair got there by a punch: relayed first, then direct, and a success counted.
-        let pathsAtE1 = await streams[ReachLab.easyPair.0].memberChanges("path", about: e2.member)
+        let pathsAtE1 = await streams[ReachLab.easyPair.0].memberChanges(["joined", "path"], about: e2.member)
             .compactMap { $0.event["member"]?.objectValue?["path"]?.stringValue }
         let relayedAt = pathsAtE1.firstIndex(of: "relayed")
         #expect(relayedAt.map { pathsAtE1[$0...].contains("direct") } == true, "\(e1.name)'s path to \(e2.name) (the easy pair) went relayed, then direct: \(pathsAtE1)")
