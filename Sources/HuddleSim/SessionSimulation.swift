@@ -154,14 +154,15 @@ public struct SessionReport: Sendable {
 }
 
 /// Runs N real `SessionCore`s — the value the node runs — on a simulated network with virtual
-/// time, executing their effects as the node does: datagrams, links (hello, push-pull, digests,
-/// batches, repair, journal announcements, chunk requests and chunks), dials and closes.
+/// time. Their effects are executed by the node's own shared shell (`SessionShell`): this type is
+/// only the world — virtual time, the network's loss and delay, crashes — and each member's ports
+/// (`MemberShell`) put datagrams, link messages and chunks on it.
 ///
 /// Guarantees: the same scenario gives the same run (one seeded generator; identities and core
 /// seeds drawn from it; events at equal times in scheduling order; nothing iterates a `Set` or
 /// `Dictionary` unsorted), which `trace` shows as one digest. Chunk bodies are not allocated: a
 /// chunk crosses a link as its hash and length, taking length ÷ bandwidth.
-public struct SessionSimulation {
+public final class SessionSimulation {
     private enum Event {
         case start(Int)
         case tick(Int)
@@ -181,9 +182,10 @@ public struct SessionSimulation {
         case setActivity(Int), removeAttachment
     }
 
+    /// A link on the simulated wire, and the ends that took it up (`SessionShell.linkEstablished`).
     private struct Link {
         let generation: UInt64
-        let upAt: Double
+        var ends: Set<Int> = []
     }
 
     private static let chunkSize = 256 * 1024
@@ -199,7 +201,10 @@ public struct SessionSimulation {
     private let indexByID: [MemberID: Int]
     private var crashed: [Bool]
     private var scheduledTick: [Double]
-    private var lastTick: [Double]
+    /// Per member, the shared shell's state (`ShellState`): its dials, flush, links' up times, last tick.
+    private var shellStates: [ShellState]
+    /// Per member, replies its application makes once the current effects are done.
+    private var replies: [Int]
     /// The session key (drawn from the seeded generator), and per member the session-key datagram
     /// seal of the epoch it is on and of the earlier epochs it still opens.
     private let sessionKey: SessionKey
@@ -208,8 +213,6 @@ public struct SessionSimulation {
     /// Members whose own removal reached them.
     private var removed: Set<Int> = []
     private var links: [Int: Link] = [:]  // key: lower index * members + higher index
-    private var dialing: Set<Int> = []    // key: dialer * members + peer
-    private var pendingPushPull: [Int: Bool] = [:]  // key: from * members + to → join
     /// What a member that is to restart kept when it crashed (`SessionScenario.restarts`).
     private var kept: [Int: (point: ResumePoint, own: [SignedMessage])] = [:]
     private var lastArrival: [Int: Double] = [:]    // key: from * members + to
@@ -231,7 +234,7 @@ public struct SessionSimulation {
     private var hostile: HostileMember?
 
     public static func run(_ scenario: SessionScenario) -> SessionReport {
-        var sim = SessionSimulation(scenario)
+        let sim = SessionSimulation(scenario)
         return sim.execute()
     }
 
@@ -255,7 +258,8 @@ public struct SessionSimulation {
         cores = Array(repeating: nil, count: s.members)
         crashed = Array(repeating: false, count: s.members)
         scheduledTick = Array(repeating: .infinity, count: s.members)
-        lastTick = Array(repeating: -.infinity, count: s.members)
+        shellStates = Array(repeating: ShellState(), count: s.members)
+        replies = Array(repeating: 0, count: s.members)
         var keyBytes: [UInt8] = []
         for _ in 0..<4 { withUnsafeBytes(of: rng.next().littleEndian) { keyBytes += $0 } }
         sessionKey = (try? SessionKey(bytes: keyBytes)) ?? SessionKey.generate()
@@ -266,7 +270,7 @@ public struct SessionSimulation {
         clocks = Array(repeating: [:], count: s.members)
     }
 
-    private mutating func execute() -> SessionReport {
+    private func execute() -> SessionReport {
         let late = Dictionary(scenario.lateJoins.map { ($0.member, $0.at) }, uniquingKeysWith: min)
         queue.schedule(.start(0), at: 0)
         for i in 1..<scenario.members {
@@ -296,7 +300,7 @@ public struct SessionSimulation {
         while let time = queue.nextTime, time <= end, let (_, event) = queue.pop() {
             now = time
             handle(event)
-            for i in needsFlush.sorted() where isUp(i) { execute(i, cores[i]!.core.flushBatch()) }
+            for i in needsFlush.sorted() where isUp(i) { shell(i).flushNow() }
             needsFlush = []
         }
         return finish(end)
@@ -304,7 +308,7 @@ public struct SessionSimulation {
 
     // MARK: events
 
-    private mutating func handle(_ event: Event) {
+    private func handle(_ event: Event) {
         switch event {
         case let .start(i):
             guard cores[i] == nil, !crashed[i] else { return }
@@ -317,8 +321,7 @@ public struct SessionSimulation {
         case let .tick(i):
             guard isUp(i), scheduledTick[i] == now else { return }
             scheduledTick[i] = .infinity
-            lastTick[i] = now
-            execute(i, cores[i]!.core.tick(now: now))
+            shell(i).tick()
         case let .datagram(to, from, bytes):
             guard isUp(to), reachable(to, from) else { return }
             // Opened as the node's receive thread opens it: with the keys the receiver holds now.
@@ -328,39 +331,33 @@ public struct SessionSimulation {
             }
             execute(to, cores[to]!.core.receiveDatagram(opened, from: infos[from].addr, now: now))
         case let .linkOpen(dialer, peer):
-            dialing.remove(dialer * scenario.members + peer)
-            guard isUp(dialer), isUp(peer), reachable(dialer, peer), links[linkKey(dialer, peer)] == nil else { return }
+            // The dial ends here, linked or not (`SessionShell.dialFinished`).
+            var linked = false
+            defer { if isUp(dialer) { shell(dialer).dialFinished(infos[peer].addr, peer: linked ? infos[peer].id : nil) } }
+            guard isUp(dialer), isUp(peer), reachable(dialer, peer) else { return }
+            if let link = links[linkKey(dialer, peer)] {
+                linked = link.ends.contains(dialer)
+                return
+            }
             // As the link handshake: the dialer tries its dial keys in turn, the peer every key it holds.
             let offered = cores[peer]!.core.handshakeKeys(now: now).map(\.head)
             guard let key = cores[dialer]!.core.dialKeys(now: now).first(where: { offered.contains($0.head) }) else { return }
             // As the handshake's exporter: one key per direction that only these two ends hold.
             let keys = linkDatagramKeys()
-            // Each end decides as `Node.register` does (`SessionCore.linkEstablished`); an end that
-            // refuses closes the link, and an end that took it up sees it close.
-            var ups: [(end: Int, other: Int, before: [SessionEffect], hello: LinkMessage, after: [SessionEffect])] = []
+            generation += 1
+            let wire = linkKey(dialer, peer)
+            links[wire] = Link(generation: generation)
+            trace?.record(.linkUp, at: now, UInt64(dialer), UInt64(peer))
+            // Each end decides and takes the link up as `Node.register` does (the shared shell's
+            // `linkEstablished`); an end that refuses closes it, and an end that took it up sees it close.
             for (a, b, k) in [(dialer, peer, keys), (peer, dialer, keys.reversed)] {
                 let candidate = LinkCandidate(peer: infos[b], keyHead: key.head, datagramKeys: k, dialer: infos[dialer].id)
-                guard case let .admitted(_, before, hello, after) = cores[a]!.core.linkEstablished(candidate, now: now) else {
-                    for up in ups {
-                        execute(up.end, up.before)
-                        execute(up.end, cores[up.end]!.core.linkDown(infos[up.other].id, settled: false, now: now))
-                    }
+                guard case .admitted = shell(a).linkEstablished(candidate, install: { _ = links[wire]?.ends.insert(a) }) else {
+                    closeLink(dialer, peer)
                     return
                 }
-                ups.append((a, b, before, hello, after))
             }
-            // What waits in the batch goes out on the links that were up; then the link, its hello first.
-            for up in ups { execute(up.end, up.before) }
-            generation += 1
-            links[linkKey(dialer, peer)] = Link(generation: generation, upAt: now)
-            trace?.record(.linkUp, at: now, UInt64(dialer), UInt64(peer))
-            for up in ups {
-                sendLink(from: up.end, to: up.other, up.hello)
-                execute(up.end, up.after)
-                if let join = pendingPushPull.removeValue(forKey: up.end * scenario.members + up.other) {
-                    for part in cores[up.end]!.core.pushPullRequest(to: infos[up.other].id, join: join) { sendLink(from: up.end, to: up.other, part) }
-                }
-            }
+            linked = true
         case let .link(to, from, gen, message):
             guard isUp(to), links[linkKey(to, from)]?.generation == gen else { return }
             execute(to, cores[to]!.core.receiveLink(message, from: infos[from].id, addr: infos[from].addr, now: now))
@@ -490,10 +487,9 @@ public struct SessionSimulation {
         }
     }
 
-    /// A reliable send (a broadcast, or directed to `to`), as the control op `send` does it.
     /// Starts member `i` (a new member; or, `resuming`, the same member again from what it kept,
     /// at a higher incarnation), and has it join through a live member.
-    private mutating func start(_ i: Int, resuming: (point: ResumePoint, own: [SignedMessage])?) {
+    private func start(_ i: Int, resuming: (point: ResumePoint, own: [SignedMessage])?) {
         var info = infos[i]
         if let resuming { info.incarnation = resuming.point.incarnation + 1 }
         var limits = SessionCore.Limits()
@@ -502,23 +498,24 @@ public struct SessionSimulation {
                                sessionKey: sessionKey, epochRandom: SWIMRandom(seed: rng.next()))
         if let resuming { core.resume(from: resuming.point, ownMessages: resuming.own) }
         trace?.record(.start, at: now, UInt64(i))
-        var effects: [SessionEffect] = []
+        shellStates[i] = ShellState()
+        cores[i] = CoreSlot(core)
         if i != 0 {
             let sponsors = (0..<scenario.members).filter { $0 != i && isUp($0) && reachable(i, $0) }
             if !sponsors.isEmpty {
                 let sponsor = sponsors[rng.index(sponsors.count)]
                 trace?.record(.join, at: now, UInt64(i), UInt64(sponsor))
                 // As `huddle run --join`: a link to the sponsor, then a join push-pull over it.
-                pendingPushPull[i * scenario.members + sponsor] = true
-                dial(i, sponsor)
+                shell(i).dial(infos[sponsor].addr, pushPull: true)
             }
         }
-        effects += core.tick(now: now)
-        cores[i] = CoreSlot(core)
-        execute(i, effects)
+        shell(i).tick()
+        reschedule(i)
     }
 
-    private mutating func send(_ i: Int, to: [MemberID]?) {
+    /// A reliable send (a broadcast, or directed to `to`), as the control op `send` does it.
+
+    private func send(_ i: Int, to: [MemberID]?) {
         let body = Array("m\(i)@\(now)".utf8)
         do {
             let (_, effects) = try cores[i]!.core.send(body: body, to: to, reliable: true)
@@ -529,126 +526,54 @@ public struct SessionSimulation {
         }
     }
 
-    // MARK: effects, as the node executes them
+    // MARK: effects, through the shared shell
 
-    private mutating func execute(_ i: Int, _ effects: [SessionEffect]) {
-        var replies = 0
-        for effect in effects {
-            switch effect {
-            case let .sendDatagram(payload, to, sealing):
-                guard let j = indexByAddr[to], let sealed = cores[i]!.core.datagramKeys.seal(payload, sealing, session: seals[i]) else { continue }
-                report.datagrams += 1
-                if sealing == .session { report.sessionKeyedDatagrams += 1 }
-                guard rng.unit() >= scenario.loss, reachable(i, j) else { continue }
-                queue.schedule(.datagram(to: j, from: i, sealed), at: now + scenario.delay + rng.uniform(0, scenario.jitter))
-            case let .pushPull(addr, join):
-                guard let j = indexByAddr[addr], j != i else { continue }
-                if links[linkKey(i, j)] != nil {
-                    for part in cores[i]!.core.pushPullRequest(to: infos[j].id, join: join) { sendLink(from: i, to: j, part) }
-                } else {
-                    pendingPushPull[i * scenario.members + j] = join
-                    dial(i, j)
-                }
-            case let .sendLink(peer, message):
-                if let j = indexByID[peer] { sendLink(from: i, to: j, message) }
-            case let .sendToLinks(message):
-                for j in linkedPeers(of: i) { sendLink(from: i, to: j, message) }
-            case let .dial(addr):
-                if let j = indexByAddr[addr] { dial(i, j) }
-            case let .closeLink(member):
-                guard let j = indexByID[member], let link = links[linkKey(i, j)] else { continue }
-                if cores[i]!.core.removedMembers.contains(member) || cores[i]!.core.epochs.isRemoved {
-                    // As `LinkHandle.close`: what is queued (the change that removes it) goes out first.
-                    queue.schedule(.closeAfterQueued(i, j, generation: link.generation), at: max(now, lastArrival[i * scenario.members + j] ?? now))
-                } else {
-                    closeLink(i, j)
-                }
-            case let .member(change, info):
-                trace?.record(.memberChange, at: now, UInt64(i), info.id.raw, UInt64(change.hashValueForTrace))
-                if change == .left, let j = indexByID[info.id], scenario.leaves.contains(where: { $0.member == j }) { report.leftSeen += 1 }
-                if change == .failed || (change == .left && !scenario.leaves.contains(where: { $0.member == indexByID[info.id] })),
-                   scenario.partition == nil, i != scenario.hostile,
-                   let j = indexByID[info.id], j != scenario.hostile, !crashed[j],
-                   // A restarted member may be seen failed after it is back: the others detect the
-                   // crash after the restart (then see it alive at its new incarnation).
-                   !scenario.restarts.contains(where: { $0.member == j }) {
-                    report.honestMembersEvicted += 1
-                }
-                if let p = scenario.partition, let j = indexByID[info.id], p.groupA.contains(i) != p.groupA.contains(j) {
-                    if change == .failed, now >= p.from, now < p.until { report.failedAcrossPartition += 1 }
-                    if change == .alive, now >= p.until { report.aliveAfterPartition += 1 }
-                }
-                // Detected once no survivor holds it live (one partitioned away may have failed it
-                // before it crashed; one that joined after may never have known it).
-                if change == .failed, let j = indexByID[info.id], crashed[j], report.detection[j] == nil,
-                   survivorsNow().allSatisfy({ !(cores[$0]?.core.isLive(info.id) ?? false) }) {
-                    report.detection[j] = now
-                }
-            case let .deliver(signed):
-                record(i, signed.message)
-                if now < sendingFrom + scenario.sendFor, rng.unit() < scenario.replyProbability { replies += 1 }
-            case let .deliverOwn(m): record(i, m)
-            case let .gap(member, fromSeq, toSeq):
-                clocks[i][member] = max(clocks[i][member] ?? 0, toSeq)
-                logs[i].deliveries.append(.gap(from: member.description, lost: fromSeq...max(fromSeq, toSeq)))
-            case let .deliverUnreliable(m):
-                if m.from != infos[i].id { report.unreliableDelivered += 1 }
-            case .refused, .congestionCleared, .activityChanged, .unreadable, .recheckChunk, .memberRemoved, .participants: break
-            // The simulated network links every pair it lets talk at all: no circuit is run over a relay.
-            case .circuitUp, .circuitBytes, .circuitDown, .punchDial: break
-            case let .epochMoved(key):
-                // As `Node.moveToEpoch`: session-key datagrams under the new epoch's key.
-                seals[i] = DatagramSeal(key: key.subkey(.datagram))
-                olderSeals[i] = cores[i]!.core.handshakeKeys(now: now).dropFirst().prefix(DatagramOpener.maximumOlderSeals).map { DatagramSeal(key: $0.subkey(.datagram)) }
-                report.movedAt[i] = now
-            case .epochRemoved:
-                removed.insert(i)
-            case .flushSoon: needsFlush.insert(i)
-            case let .forged(_, count): report.forged += count
-            case .retransmitted: break
-            case let .repairRequest(peer, origin, from, to):
-                report.repairRequests += 1
-                trace?.record(.repairRequest, at: now, UInt64(i), peer.raw, origin.raw, from, to)
-                if let j = indexByID[peer] { sendLink(from: i, to: j, .request(origin: origin, from: from, to: to)) }
-            case let .serveChunk(peer, id, index):
-                // As `Node.serveChunk`: an admitted read that cannot be sent ends (no link, not held).
-                guard let j = indexByID[peer], let gen = links[linkKey(i, j)]?.generation else {
-                    cores[i]!.core.chunkServeDropped(to: peer)
-                    continue
-                }
-                // The store's read, done at once; what follows it is the core's (`chunkRead`).
-                let hash = held[i][id]?[index]
-                guard cores[i]!.core.chunkRead(id: id, index: index, found: hash != nil, for: peer, now: now) == .send, let hash else { continue }
-                let length = manifest.map { $0.plainLength(of: index) + AEAD.tagLength } ?? Self.chunkSize
-                report.chunkTransfers += 1
-                queue.schedule(.chunk(to: j, from: i, generation: gen, id: id, index: index, hash: hash), at: arrival(from: i, to: j, bytes: length))
-            case let .journal(effect):
-                switch effect {
-                case let .sendHave(peer, id, have, offer):
-                    if let j = indexByID[peer] { sendLink(from: i, to: j, .have(id: id, have: have, offer: offer)) }
-                case let .requestChunk(peer, id, index):
-                    if let j = indexByID[peer] { sendLink(from: i, to: j, .chunkRequest(id: id, index: UInt32(index))) }
-                case let .emit(change, id):
-                    if change == .complete, report.attachmentComplete[i] == nil, manifest?.id == id { report.attachmentComplete[i] = now }
-                // As the node's store: the attachment's file goes.
-                case let .deleteStored(id): held[i][id] = nil
-                case .changed, .storeFull, .refused: break
-                }
-            }
-        }
+    /// Member `i`'s ports.
+    private func shell(_ i: Int) -> MemberShell { MemberShell(sim: self, i: i) }
+
+    /// Member `i`'s effects, carried out by the shared shell (`SessionShell.perform`); then the
+    /// replies its application makes, and its next tick.
+    private func execute(_ i: Int, _ effects: [SessionEffect]) {
+        shell(i).perform(effects)
         // An application answers after it has seen what was delivered, never in the middle of it.
-        for _ in 0..<replies { send(i, to: nil) }
+        let count = replies[i]
+        replies[i] = 0
+        for _ in 0..<count { send(i, to: nil) }
         reschedule(i)
+    }
+
+    /// A `member` event at member `i`: traced, and checked against what the scenario did.
+    private func memberChanged(_ i: Int, _ change: MemberChange, _ info: MemberInfo) {
+        trace?.record(.memberChange, at: now, UInt64(i), info.id.raw, UInt64(change.hashValueForTrace))
+        if change == .left, let j = indexByID[info.id], scenario.leaves.contains(where: { $0.member == j }) { report.leftSeen += 1 }
+        if change == .failed || (change == .left && !scenario.leaves.contains(where: { $0.member == indexByID[info.id] })),
+           scenario.partition == nil, i != scenario.hostile,
+           let j = indexByID[info.id], j != scenario.hostile, !crashed[j],
+           // A restarted member may be seen failed after it is back: the others detect the
+           // crash after the restart (then see it alive at its new incarnation).
+           !scenario.restarts.contains(where: { $0.member == j }) {
+            report.honestMembersEvicted += 1
+        }
+        if let p = scenario.partition, let j = indexByID[info.id], p.groupA.contains(i) != p.groupA.contains(j) {
+            if change == .failed, now >= p.from, now < p.until { report.failedAcrossPartition += 1 }
+            if change == .alive, now >= p.until { report.aliveAfterPartition += 1 }
+        }
+        // Detected once no survivor holds it live (one partitioned away may have failed it
+        // before it crashed; one that joined after may never have known it).
+        if change == .failed, let j = indexByID[info.id], crashed[j], report.detection[j] == nil,
+           survivorsNow().allSatisfy({ !(cores[$0]?.core.isLive(info.id) ?? false) }) {
+            report.detection[j] = now
+        }
     }
 
     /// A chunk body arrived, with its hash: the core decides (`chunkArrived`); an admitted one is
     /// written at once (the store's write), and the core told (`chunkWritten`).
-    private mutating func chunkArrived(_ i: Int, from j: Int, id: String, index: Int, hash: [UInt8]) {
+    private func chunkArrived(_ i: Int, from j: Int, id: String, index: Int, hash: [UInt8]) {
         trace?.record(.chunk, at: now, UInt64(i), UInt64(j), UInt64(index))
-        let (arrival, effects) = cores[i]!.core.chunkArrived(id: id, index: index, hash: hash, from: infos[j].id, now: now)
+        let (arrival, effects) = shell(i).withCore { $0.chunkArrived(id: id, index: index, hash: hash, from: infos[j].id, now: now) }
         execute(i, effects)
         guard case .write = arrival else { return }
-        let (stored, written) = cores[i]!.core.chunkWritten(id: id, index: index, from: infos[j].id, failed: false, now: now)
+        let (stored, written) = shell(i).withCore { $0.chunkWritten(id: id, index: index, from: infos[j].id, failed: false, now: now) }
         if stored { held[i][id, default: [:]][index] = hash }
         execute(i, written)
     }
@@ -664,55 +589,56 @@ public struct SessionSimulation {
         return p.groupA.contains(a) == p.groupA.contains(b)
     }
 
+    /// The members linked to `i` at its end.
     private func linkedPeers(of i: Int) -> [Int] {
-        (0..<scenario.members).filter { $0 != i && links[linkKey(i, $0)] != nil }
+        (0..<scenario.members).filter { $0 != i && links[linkKey(i, $0)]?.ends.contains(i) == true }
+    }
+
+    /// The link between `a` and `b` if `a`'s end took it up.
+    private func link(at a: Int, to b: Int) -> Link? {
+        guard a != b, let link = links[linkKey(a, b)], link.ends.contains(a) else { return nil }
+        return link
     }
 
     private func survivorsNow() -> [Int] { (0..<scenario.members).filter(isUp) }
 
     /// When `bytes` sent now from `a` reach `b`: after the link delay, in order behind what is already on the way.
-    private mutating func arrival(from a: Int, to b: Int, bytes: Int) -> Double {
+    private func arrival(from a: Int, to b: Int, bytes: Int) -> Double {
         let key = a * scenario.members + b
         let at = max(now + scenario.linkDelay, lastArrival[key] ?? 0) + Double(bytes) / scenario.bandwidth
         lastArrival[key] = at
         return at
     }
 
-    private mutating func sendLink(from a: Int, to b: Int, _ message: LinkMessage) {
-        guard let link = links[linkKey(a, b)] else { return }
+    private func sendLink(from a: Int, to b: Int, _ message: LinkMessage) {
+        guard let link = link(at: a, to: b) else { return }
         report.linkMessages += 1
         queue.schedule(.link(to: b, from: a, generation: link.generation, message), at: arrival(from: a, to: b, bytes: Self.linkMessageBytes))
     }
 
     /// Datagram keys for a new link, drawn from the seeded generator, oriented for its dialer.
-    private mutating func linkDatagramKeys() -> PairDatagramKeys {
+    private func linkDatagramKeys() -> PairDatagramKeys {
         var seed: [UInt8] = []
         for _ in 0..<4 { withUnsafeBytes(of: rng.next().littleEndian) { seed += $0 } }
         return PairDatagramKeys(seed: seed)
     }
 
-    /// A TCP connect and handshake: a round trip and a half, if the peer is up and reachable.
-    private mutating func dial(_ a: Int, _ b: Int) {
-        guard a != b, links[linkKey(a, b)] == nil, dialing.insert(a * scenario.members + b).inserted else { return }
-        queue.schedule(.linkOpen(dialer: a, peer: b), at: now + 3 * scenario.linkDelay)
-    }
-
-    /// The link closes at both ends (a crash, a partition, or a core's `closeLink`).
-    private mutating func closeLink(_ a: Int, _ b: Int) {
+    /// The link closes at both ends (a crash, a partition, or a core's `closeLink`); each end that
+    /// took it up is told (`SessionShell.linkClosed`).
+    private func closeLink(_ a: Int, _ b: Int) {
         guard let link = links.removeValue(forKey: linkKey(a, b)) else { return }
         trace?.record(.linkDown, at: now, UInt64(a), UInt64(b))
         lastArrival[a * scenario.members + b] = nil
         lastArrival[b * scenario.members + a] = nil
-        for (x, y) in [(a, b), (b, a)] where isUp(x) {
-            execute(x, cores[x]!.core.linkDown(infos[y].id, settled: SessionCore.isSettled(upFor: now - link.upAt), now: now))
+        for (x, y) in [(a, b), (b, a)] where isUp(x) && link.ends.contains(x) {
+            shell(x).linkClosed(infos[y].id)
         }
     }
 
-    /// The member's next tick at its core's deadline — like the node's timer, at least
-    /// `SessionCore.minimumTickGap` after the last tick, so a deadline that does not move cannot spin.
-    private mutating func reschedule(_ i: Int) {
+    /// The member's next tick when the shared shell says it next has work (`SessionShell.nextWake`).
+    private func reschedule(_ i: Int) {
         guard isUp(i) else { return }
-        let deadline = max(now, lastTick[i] + SessionCore.minimumTickGap, cores[i]!.core.deadlineInPlace())
+        let deadline = shell(i).nextWake()
         guard deadline < scheduledTick[i] else { return }
         scheduledTick[i] = deadline
         queue.schedule(.tick(i), at: deadline)
@@ -724,7 +650,7 @@ public struct SessionSimulation {
     /// (origin, seq) must be at most what this member delivered of that origin before, or its
     /// baseline. A baseline is set before anything of its origin is delivered, so the baseline now
     /// is never larger than the final one the offline check would use.
-    private mutating func record(_ i: Int, _ delivered: WireMessage) {
+    private func record(_ i: Int, _ delivered: WireMessage) {
         let core = cores[i]!.core
         let m = core.applicationView(delivered)
         trace?.record(.delivery, at: now, UInt64(i), m.from.raw, m.seq, m.counter)
@@ -738,7 +664,7 @@ public struct SessionSimulation {
         logs[i].deliveries.append(DeliveryRecord(msg: m.id, from: m.from.description, seq: m.seq == 0 ? nil : m.seq, deps: [:]))
     }
 
-    private mutating func finish(_ end: Double) -> SessionReport {
+    private func finish(_ end: Double) -> SessionReport {
         // Removed: a member that saw its own removal, or that a member still in the session removed.
         for i in survivorsNow() where !removed.contains(i) {
             for j in 0..<scenario.members where cores[i]!.core.removedMembers.contains(infos[j].id) { removed.insert(j) }
@@ -800,8 +726,114 @@ private final class CoreSlot {
     init(_ core: SessionCore) { self.core = core }
 }
 
-private extension SessionCore {
-    /// `nextDeadline` read through an in-place (inout) access: a plain read of `slot.core` still
-    /// copied the core (a retain per field) before calling the getter in another module.
-    mutating func deadlineInPlace() -> Double { nextDeadline }
+extension SessionSimulation {
+    /// Member `i`'s ports for the shared shell: the simulated world's side of each effect.
+    private struct MemberShell: SessionShell {
+        unowned let sim: SessionSimulation
+        let i: Int
+
+        var shellNow: Double { sim.now }
+        func withCore<R: Sendable>(_ body: (inout SessionCore) -> R) -> R { body(&sim.cores[i]!.core) }
+        func withShellState<R: Sendable>(_ body: (inout ShellState) -> R) -> R { body(&sim.shellStates[i]) }
+        func execute(_ effects: [SessionEffect]) { sim.execute(i, effects) }
+
+        func isLinked(_ peer: MemberID) -> Bool { sim.indexByID[peer].flatMap { sim.link(at: i, to: $0) } != nil }
+        func linkedMember(at addr: String) -> MemberID? {
+            guard let j = sim.indexByAddr[addr], sim.link(at: i, to: j) != nil else { return nil }
+            return sim.infos[j].id
+        }
+        func sendOnLink(_ message: LinkMessage, to peer: MemberID) {
+            if let j = sim.indexByID[peer] { sim.sendLink(from: i, to: j, message) }
+        }
+        func sendOnEveryLink(_ message: LinkMessage) {
+            for j in sim.linkedPeers(of: i) { sim.sendLink(from: i, to: j, message) }
+        }
+        // The simulated network links every pair it lets talk at all: no circuit runs over a relay.
+        func forwardCircuit(_ message: LinkMessage, to peer: MemberID) {}
+        func circuitUp(peer: MemberID, via: MemberID, initiator: Bool) {}
+        func circuitBytes(peer: MemberID, via: MemberID, _ bytes: [UInt8]) {}
+        func circuitDown(peer: MemberID, via: MemberID) {}
+        func punchDial(peer: MemberID, addrs: [String], initiator: Bool) {}
+
+        /// A TCP connect and handshake: a round trip and a half (`linkOpen`).
+        func startDial(_ addr: String) {
+            guard let j = sim.indexByAddr[addr], j != i else { return dialFinished(addr, peer: nil) }
+            sim.queue.schedule(.linkOpen(dialer: i, peer: j), at: sim.now + 3 * sim.scenario.linkDelay)
+        }
+
+        /// As `LinkHandle.close`: what is queued on the link goes out first, then it closes.
+        func closeLink(_ peer: MemberID) {
+            guard let j = sim.indexByID[peer], let link = sim.link(at: i, to: j) else { return }
+            let drained = sim.lastArrival[i * sim.scenario.members + j] ?? sim.now
+            sim.queue.schedule(.closeAfterQueued(i, j, generation: link.generation), at: max(sim.now, drained))
+        }
+
+        func sendDatagram(_ payload: DatagramPayload, to addr: String, sealing: DatagramSealing) {
+            guard let j = sim.indexByAddr[addr], let sealed = sim.cores[i]!.core.datagramKeys.seal(payload, sealing, session: sim.seals[i]) else { return }
+            sim.report.datagrams += 1
+            if sealing == .session { sim.report.sessionKeyedDatagrams += 1 }
+            guard sim.rng.unit() >= sim.scenario.loss, sim.reachable(i, j) else { return }
+            sim.queue.schedule(.datagram(to: j, from: i, sealed), at: sim.now + sim.scenario.delay + sim.rng.uniform(0, sim.scenario.jitter))
+        }
+
+        func memberChanged(_ change: MemberChange, _ info: MemberInfo, by: MemberID?) { sim.memberChanged(i, change, info) }
+
+        func deliver(_ message: WireMessage, reliable: Bool, own: Bool) {
+            guard reliable else {
+                if message.from != sim.infos[i].id { sim.report.unreliableDelivered += 1 }
+                return
+            }
+            sim.record(i, message)
+            if !own, sim.now < sim.sendingFrom + sim.scenario.sendFor, sim.rng.unit() < sim.scenario.replyProbability { sim.replies[i] += 1 }
+        }
+
+        func gap(member: MemberID, fromSeq: UInt64, toSeq: UInt64) {
+            sim.clocks[i][member] = max(sim.clocks[i][member] ?? 0, toSeq)
+            sim.logs[i].deliveries.append(.gap(from: member.description, lost: fromSeq...max(fromSeq, toSeq)))
+        }
+
+        func activityChanged() {}
+        func participantsChanged(_ changes: [ParticipantChange]) {}
+        func attachmentChanged(_ change: AttachmentChange, id: String) {
+            if change == .complete, sim.report.attachmentComplete[i] == nil, sim.manifest?.id == id { sim.report.attachmentComplete[i] = sim.now }
+        }
+        func attachmentWaitersWake(id: String, storeFull: Bool) {}
+
+        /// The store's read, done at once; what follows it is the core's (`chunkRead`).
+        func serveChunk(id: String, index: Int, to peer: MemberID) {
+            guard let j = sim.indexByID[peer], let link = sim.link(at: i, to: j) else { return }
+            let hash = sim.held[i][id]?[index]
+            let now = sim.now
+            guard withCore({ $0.chunkRead(id: id, index: index, found: hash != nil, for: peer, now: now) }) == .send, let hash else { return }
+            let length = sim.manifest.map { $0.plainLength(of: index) + AEAD.tagLength } ?? SessionSimulation.chunkSize
+            sim.report.chunkTransfers += 1
+            sim.queue.schedule(.chunk(to: j, from: i, generation: link.generation, id: id, index: index, hash: hash),
+                               at: sim.arrival(from: i, to: j, bytes: length))
+        }
+        func recheckChunk(id: String, index: Int, reportedBy peer: MemberID) {}
+        // As the node's store: the attachment's file goes.
+        func deleteStored(id: String) { sim.held[i][id] = nil }
+
+        func scheduleFlush() { sim.needsFlush.insert(i) }
+        func congestionCleared() {}
+
+        /// As `Node.moveToEpoch`: session-key datagrams under the new epoch's key.
+        func epochMoved(_ key: SessionKey) {
+            sim.seals[i] = DatagramSeal(key: key.subkey(.datagram))
+            let now = sim.now
+            sim.olderSeals[i] = sim.cores[i]!.core.handshakeKeys(now: now).dropFirst().prefix(DatagramOpener.maximumOlderSeals).map { DatagramSeal(key: $0.subkey(.datagram)) }
+            sim.report.movedAt[i] = now
+        }
+        func epochRemoved(by maker: [UInt8], member: MemberID?) { sim.removed.insert(i) }
+
+        func noted(_ note: ShellNote) {
+            switch note {
+            case let .forged(_, count): sim.report.forged += count
+            case let .repairRequested(peer, origin, from, to):
+                sim.report.repairRequests += 1
+                sim.trace?.record(.repairRequest, at: sim.now, UInt64(i), peer.raw, origin.raw, from, to)
+            case .refused, .unreadable, .retransmitted: break
+            }
+        }
+    }
 }

@@ -12,7 +12,7 @@ struct SessionCommand: ParsableCommand {
         abstract: "Simulate whole sessions on SessionCore: messaging and an attachment under loss, crashes, a partition and late joins.")
 
     @Option(help: "Number of members.") var nodes = 20
-    @Option(help: "Random seed (same seed, same run).") var seed: UInt64 = 1
+    @Option(help: "Random seed (same seed, same run; default 1, or the preset's).") var seed: UInt64?
     @Option(help: "Datagram loss probability (0...1); links are reliable.") var loss = 0.0
     @Option(help: "Reliable sends per member per second while sending.") var rate = 2.0
     @Option(help: "Seconds of sending.") var sendFor = 5.0
@@ -23,6 +23,8 @@ struct SessionCommand: ParsableCommand {
     @Option(help: "Cut off this many members (the highest indices not otherwise used) for --partition-seconds during sending.") var partitioned = 0
     @Option(help: "How long the partition lasts.") var partitionSeconds = 3.0
     @Option(help: "Attachment size in MiB added by member 0 when sending starts (0: none).") var attachmentMib = 0.0
+    @Flag(help: "Run the session simulator's test and benchmark scenario instead (SessionScenario.hundredMembersUnderFaults: 100 members, 5 % loss, 3 crashes, 10 cut off for 10 s, a 20 MiB attachment); the other scenario options but --seed are ignored.")
+    var hundredUnderFaults = false
     @Flag(help: "Print only a digest of the whole trace and its record count: equal seeds give equal digests in any process.")
     var traceDigest = false
 
@@ -60,8 +62,11 @@ struct SessionCommand: ParsableCommand {
     }
 
     func run() throws {
-        var s = Self.scenario(nodes: nodes, seed: seed, loss: loss, rate: rate, sendFor: sendFor, settleFor: settleFor, crashes: crashes,
-                              lateJoins: lateJoins, leaves: leaves, partitioned: partitioned, partitionSeconds: partitionSeconds, attachmentMib: attachmentMib)
+        var s = hundredUnderFaults ? SessionScenario.hundredMembersUnderFaults
+            : Self.scenario(nodes: nodes, seed: seed ?? 1, loss: loss, rate: rate, sendFor: sendFor, settleFor: settleFor, crashes: crashes,
+                            lateJoins: lateJoins, leaves: leaves, partitioned: partitioned, partitionSeconds: partitionSeconds, attachmentMib: attachmentMib)
+        if let seed { s.seed = seed }
+        let (nodes, crashes, leaves, partitioned) = (s.members, s.crashes.count, s.leaves.count, s.partition?.groupA.count ?? 0)
         s.trace = traceDigest
         let clock = ContinuousClock()
         let began = clock.now
@@ -77,10 +82,10 @@ struct SessionCommand: ParsableCommand {
         let intact = report.attachmentIntact.values.filter { $0 }.count
         let perSecond = Double(max(1, survivors)) * report.virtualSeconds
         var rows: [(String, String)] = [
-            ("members", "\(nodes)  (seed \(seed), datagram loss \(loss * 100) %, \(crashes) crashes, \(lateJoins) late joins, \(leaves) leaves, \(partitioned) partitioned)"),
+            ("members", "\(nodes)  (seed \(s.seed), datagram loss \(s.loss * 100) %, \(crashes) crashes, \(s.lateJoins.count) late joins, \(leaves) leaves, \(partitioned) partitioned)"),
             ("reliable sends", "\(report.sent)"),
             ("delivery-log violations", violations.isEmpty ? "none" : "\(violations.count): \(violations.prefix(3).joined(separator: "; "))"),
-            ("survivors seeing all survivors", "\(report.liveViews.values.filter { $0 == survivors }.count) of \(survivors)"),
+            ("survivors seeing all survivors", "\(report.liveViews.values.filter { $0 == survivors }.count) of \(survivors)" + viewSizes(report, survivors)),
             ("left held back / stored, per survivor (max)", "\(report.held.max() ?? 0) / \(report.stored.max() ?? 0)"),
             ("datagrams, link messages per member per s", String(format: "%.1f, %.1f", Double(report.datagrams) / perSecond, Double(report.linkMessages) / perSecond)),
             ("repair requests", "\(report.repairRequests)"),
@@ -108,6 +113,13 @@ struct SessionCommand: ParsableCommand {
         print(aligned(rows))
         let attachmentFailed = s.attachment != nil && (complete.count != survivors || intact != survivors)
         if !violations.isEmpty || attachmentFailed || report.forged > 0 { throw ExitCode.failure }
+    }
+
+    /// The sizes of the views that are not whole, with how many survivors hold each, and which members.
+    private func viewSizes(_ report: SessionReport, _ survivors: Int) -> String {
+        let partial = report.liveViews.filter { $0.value != survivors }.sorted { $0.key < $1.key }
+        guard !partial.isEmpty else { return "" }
+        return "; not whole: " + partial.prefix(12).map { "member \($0.key) sees \($0.value)" }.joined(separator: ", ")
     }
 
     /// Seconds from each detected crash to the moment the last survivor saw it failed.

@@ -108,3 +108,31 @@ import Testing
     while s.probeCounts.failed == 0 && t < 5 { t += 0.05; _ = s.tick(now: t) }
     #expect(s.probeCounts.failed == 1 && s.probeCounts.acked == 1)
 }
+
+/// A member failed here that comes back on a record relayed by others (a refutation it made
+/// before it crashed, say) is probed next, not a round later: at 100 members a round is ~100 probe
+/// intervals, and the `failed` claims that would undo the stale refutation may have arrived before
+/// it (a claim above the incarnation held here is ignored) and are not repeated.
+@Test func swimAMemberRevivedOnARelayedRecordIsProbedNext() throws {
+    var s = swimInstance(knowing: Array(2...40))
+    var t = 0.0
+    // Member 9 is failed here by this member's own probing (no answer, suspicion timeout).
+    _ = s.linkLost(swimID(9), now: 0.1)
+    let deadline = try #require(s.suspicions[swimID(9)]?.deadline)
+    func probeRound(_ now: Double) -> [MemberID] {
+        let pings = s.tick(now: now).pings
+        for ping in pings where ping.target != swimID(9) {
+            _ = s.receive(SWIMMessage(sender: ping.target, kind: .ack(seq: ping.seq)), from: ping.to, now: now + 0.001)
+        }
+        return pings.map(\.target)
+    }
+    while t < deadline { t += 0.5; _ = probeRound(t) }
+    #expect(s.members[swimID(9)]?.state == .failed)
+    // Its refutation arrives through member 3.
+    var refuted = swimInfo(9); refuted.incarnation = 1
+    #expect(s.receive(swimGossip(from: 3, [.alive(refuted)]), from: swimInfo(3).addr, now: t + 0.1).emitted(about: 9) == [.alive])
+    // The next probe this member starts is of member 9, though the round has others left.
+    var next: [MemberID] = []
+    while next.isEmpty { t += 0.5; next = probeRound(t) }
+    #expect(next.first == swimID(9))
+}

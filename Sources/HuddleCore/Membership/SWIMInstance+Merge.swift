@@ -61,6 +61,8 @@ extension SWIMInstance {
         if old.state == .failed {
             downSince[info.id] = nil
             liveCount += 1
+            // Back from failed on a record, not on an answer: probe it soon, by this member's own check.
+            probeSoon(info.id)
         }
         broadcasts.enqueue(.alive(record))
         let metadataChanged = old.name != record.name || old.addr != record.addr || old.reach != record.reach

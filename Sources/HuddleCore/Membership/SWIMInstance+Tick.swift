@@ -79,9 +79,13 @@ extension SWIMInstance {
         actions.append(message(.ping(seq: seq, target: target.id), to: target.addr, prefix: buddy))
     }
 
-    /// The next live member in the randomized round-robin order; the order is reshuffled after
-    /// each full round (SWIM §4.3), so every live member is probed once per round.
+    /// The next live member to probe: one revived on a record first (`probeNext`), else the next in
+    /// the randomized round-robin order; the order is reshuffled after each full round (SWIM §4.3),
+    /// so every live member is probed once per round.
     private mutating func nextProbeTarget() -> MemberInfo? {
+        while !probeNext.isEmpty {
+            if let m = members[probeNext.removeFirst()], Self.isLive(m.state) { return m }
+        }
         var looked = 0
         while looked <= probeOrder.count {
             if probeIndex >= probeOrder.count {

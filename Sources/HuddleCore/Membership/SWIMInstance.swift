@@ -64,6 +64,12 @@ public struct SWIMInstance: Sendable {
     /// Every known member but self, in probe order; shuffled at the end of every round.
     var probeOrder: [MemberID] = []
     var probeIndex = 0
+    /// Members to probe before the round-robin order goes on: those that came back from failed
+    /// on a record this member did not hear from them itself (`applyAlive`), so a crashed
+    /// member revived by a stale refutation is checked within a probe or two, not a round later.
+    /// At most `probeNextLimit`.
+    var probeNext: [MemberID] = []
+    static let probeNextLimit = 8
     var probe: Probe?
     /// Indirect probes this member runs for others, by the seq of its own ping to the target.
     var relays: [UInt32: Relay] = [:]
@@ -291,6 +297,12 @@ public struct SWIMInstance: Sendable {
             chosen.append(m)
         }
         return chosen
+    }
+
+    /// Puts `id` among the next members probed (`probeNext`), if there is room and it is not there.
+    mutating func probeSoon(_ id: MemberID) {
+        guard probeNext.count < Self.probeNextLimit, !probeNext.contains(id) else { return }
+        probeNext.append(id)
     }
 
     /// Adds a newly known member to the probe order at a random position (memberlist does the same),

@@ -8,27 +8,6 @@ extension Node {
     /// The attachments this member knows, removed ones included (the journal's table).
     var attachments: [String: Journal.Record] { journal.records }
 
-    /// Carries out what the journal decided.
-    func execute(_ effects: [Journal.Effect]) {
-        for effect in effects {
-            switch effect {
-            case let .emit(change, id):
-                emitAttachment(change.rawValue, id)
-                if change == .added, resumed { recoverStoredCopy(id) }
-            case let .sendHave(peer, id, have, offer): links[peer]?.send(LinkMessage.have(id: id, have: have, offer: offer).encoded())
-            case let .requestChunk(peer, id, index): links[peer]?.send(LinkMessage.chunkRequest(id: id, index: UInt32(index)).encoded())
-            case let .deleteStored(id):
-                let store = self.store
-                spawner.spawn { _ = try? await ChunkIO.run { store.remove(id) } }
-            case let .changed(id): wake(.attachment(id))
-            case let .storeFull(id):
-                log.warning("stopped fetching attachment \(id): its next chunk would pass the store limit of \(journal.storeLimitBytes) bytes (--store-limit); it goes on once room is made")
-                wake(.attachment(id))
-            case let .refused(reason): logFirstRefusal(reason)
-            }
-        }
-    }
-
     // MARK: control operations
 
     /// Chunks, stores and announces a file; returns the attachment once every member can fetch it.

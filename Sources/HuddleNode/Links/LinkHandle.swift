@@ -12,16 +12,6 @@ final class LinkHandle: Sendable {
     let remoteAddress: String
     /// The relay this link runs over (a circuit, `CircuitEnd`); nil for a direct link.
     let via: MemberID?
-    /// When the link was registered; a link that ends within `SessionCore.linkSettling` of it is
-    /// a duplicate losing a dial race, not a sign that the peer is gone.
-    let opened = ContinuousClock.now
-
-    /// Seconds since the link was registered.
-    var secondsUp: Double {
-        let d = ContinuousClock.now - opened
-        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-    }
-
     init(peer: MemberInfo, dialer: MemberID, channel: Channel, via: MemberID? = nil) {
         self.peer = peer
         self.via = via

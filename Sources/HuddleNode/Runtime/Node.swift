@@ -42,8 +42,9 @@ actor Node {
     /// Tasks waiting for something to happen on the node (`wait(for:until:)`).
     var waiters: [WaitReason: [Waiter]] = [:]
     var nextWaiterID: UInt64 = 0
-    /// A `flushBatch` is scheduled on this actor.
-    var flushScheduled = false
+    /// The shared shell's state for this member (`SessionShell`: dials in flight, the scheduled
+    /// flush, when each link came up, the last tick).
+    var shellState = ShellState()
     nonisolated let store: ChunkStore
     /// Attachments whose stored copy is being checked against their hashes (`verifyStoredCopy`).
     var verifying: Set<String> = []
@@ -58,7 +59,6 @@ actor Node {
     var relayCorruption = RelayCorruption()
     var events: EventLog
     private var spoolFailureLogged = false
-    private var dialsInFlight: Set<String> = []
     var datagramAddresses: [String: SocketAddress] = [:]
     var stopping = false
     private(set) var stopped = false
@@ -181,20 +181,15 @@ actor Node {
         let candidate = LinkCandidate(peer: link.peer, keyHead: keyHead, datagramKeys: datagramKeys, dialer: link.dialer, via: link.via,
                                       remote: link.via == nil ? link.channel.remoteAddress.map(hostPort) ?? "" : "",
                                       local: link.via == nil ? link.channel.localAddress.map(hostPort) ?? "" : "")
-        switch core.linkEstablished(candidate, now: now) {
+        switch shell.linkEstablished(candidate, install: { links[link.peer.id] = link }) {
         case let .refused(reason):
             logLinkRefusal(reason, link)
             return false
         case .duplicate:
             publishDatagramKeys()
             return false
-        case let .admitted(replaces, before, hello, after):
-            if replaces { links[link.peer.id]?.close() }
+        case .admitted:
             publishDatagramKeys()
-            execute(before)
-            links[link.peer.id] = link
-            link.send(hello.encoded())
-            execute(after)
             return true
         }
     }
@@ -249,7 +244,7 @@ actor Node {
         wake(.pushPullReply(peer))
         wake(.handOff)
         wake(.linkClosed)
-        execute(core.linkDown(peer, settled: !stopping && SessionCore.isSettled(upFor: link.secondsUp), now: now))
+        shell.linkClosed(peer, stopping: stopping)
     }
 
     /// Exchanges full membership state with `peer` over its link and waits (until the link closes)
@@ -273,92 +268,40 @@ actor Node {
         perform(effects)
     }
 
-    /// Carries out `effects` now.
+    /// Carries out `effects` now (the shared shell, `SessionShell.perform`).
     func perform(_ effects: [SessionEffect]) {
-        for effect in effects {
-            switch effect {
-            case let .sendDatagram(payload, to, sealing): sendDatagram(payload, to: to, sealing: sealing)
-            case let .pushPull(addr, join):
-                if let link = links.values.first(where: { $0.peer.addr == addr }) {
-                    for part in core.pushPullRequest(to: link.peer.id, join: join) { link.send(part.encoded()) }
-                } else {
-                    dialInBackground(addr) { node, peer in await node.pushPullAndWait(peer, join: join) }
-                }
-            case let .sendLink(peer, message):
-                if case .circuitData = message { relayForward(message, to: peer) } else { links[peer]?.send(message.encoded()) }
-            case let .sendToLinks(message):
-                let encoded = message.encoded()
-                for link in links.values { link.send(encoded) }
-            case let .dial(addr): dialInBackground(addr)
-            case let .closeLink(member): links[member]?.close()
-            case let .member(change, info): emitMember(change, info)
-            case let .deliver(signed): deliver(signed.message, reliable: true)
-            case let .deliverOwn(m): deliver(m, reliable: true)
-            case let .deliverUnreliable(m): deliver(m, reliable: false)
-            case let .gap(member, fromSeq, toSeq):
-                events.append("gap", topic: .messages, ["member": .string(member.description), "from_seq": .int(Int64(clamping: fromSeq)),
-                                                        "to_seq": .int(Int64(clamping: toSeq))])
-                log.warning("messages \(fromSeq)...\(toSeq) of member \(member) are lost here: no member stores them any more")
-            case let .refused(reason): logFirstRefusal(reason)
-            case let .repairRequest(peer, origin, from, to):
-                links[peer]?.send(LinkMessage.request(origin: origin, from: from, to: to).encoded())
-            case let .journal(effect): execute([effect])
-            case .flushSoon:
-                guard !flushScheduled else { break }
-                flushScheduled = true
-                spawner.spawn { [self] in await flushScheduledBatch() }
-            case .congestionCleared: wake(.congestion)
-            case .activityChanged: events.append("activity", topic: .activity, activityFields())
-            case let .forged(origin, count):
-                _ = counters.forged.wrappingAdd(count, ordering: .relaxed)
-                log.warning("dropped \(count) message(s) or record(s) that claim origin \(origin) but are not signed by it")
-            case let .unreadable(origin, what): log.warning("dropped an unreadable \(what) from \(origin)")
-            case let .retransmitted(count): _ = counters.retransmits.wrappingAdd(count, ordering: .relaxed)
-            case let .serveChunk(peer, id, index):
-                if let link = links[peer] { serveChunk(id: id, index: index, to: link) } else { core.chunkServeDropped(to: peer) }
-            case let .recheckChunk(id, index, peer): recheckChunk(id: id, index: index, reportedBy: peer)
-            // Write-ahead (`execute`): the history that moved is committed already.
-            case let .epochMoved(key): moveToEpoch(key)
-            case let .epochRemoved(by, member):
-                log.warning("this node was removed from the session by node \(hexString(by).prefix(16))\(member.map { " (member \($0))" } ?? ""): it holds no key of the session any more")
-                wake(.epoch)
-            case let .memberRemoved(info, by): emitMember(.removed, info, by: by)
-            case let .participants(changes): emitParticipants(changes)
-            case let .circuitUp(peer, via, initiator): startCircuit(peer: peer, via: via, initiator: initiator)
-            case let .circuitBytes(peer, via, bytes): circuitBytes(peer: peer, via: via, bytes)
-            case let .circuitDown(peer, via): circuitDown(peer: peer, via: via)
-            case let .punchDial(peer, addrs, initiator): punchDial(peer: peer, addrs: addrs, initiator: initiator)
-            }
-        }
+        shell.perform(effects)
         publishDatagramKeys()
     }
 
-    private func flushScheduledBatch() {
-        flushScheduled = false
-        execute(core.flushBatch())
-    }
+    /// This member's ports for the shared shell; used only on this actor.
+    var shell: NodeShell { NodeShell(node: self) }
 
-    /// Opens a link to `addr` unless one is being opened already; then runs `then` with the peer.
-    func dialInBackground(_ addr: String, then: (@Sendable (Node, MemberID) async -> Void)? = nil) {
-        guard !stopping, dialsInFlight.insert(addr).inserted else { return }
+    /// The flush the shared shell scheduled (`SessionShell.scheduleFlush`).
+    func flushScheduledBatch() { shell.flushNow() }
+
+    /// Opens a link to `addr` (`SessionShell.startDial`: the shared shell made sure no other dial
+    /// to it is in flight) and reports the end to the shared shell.
+    func dialInBackground(_ addr: String) {
+        guard !stopping else { return shell.dialFinished(addr, peer: nil) }
         spawner.spawn { [self] in
+            var peer: MemberID?
             do {
-                let peer = try await dial(addr)
-                await then?(self, peer)
+                peer = try await dial(addr)
             } catch {
                 log.info("could not link to \(addr): \(error)")
             }
-            await dialFinished(addr)
+            await dialFinished(addr, peer: peer)
         }
     }
 
-    private func dialFinished(_ addr: String) { dialsInFlight.remove(addr) }
+    private func dialFinished(_ addr: String, peer: MemberID?) { shell.dialFinished(addr, peer: peer) }
 
     /// Drives membership and link upkeep; returns the seconds until it next has work.
     func tick() -> Double {
         let now = self.now
         core.setWallClock(wallClock.now(), now: now)
-        execute(core.tick(now: now))
+        shell.tick()
         recordProbeRoundTrip()
         closeStalledLinks()
         if state != nil, core.swim.local.incarnation != committedIncarnation { requestCommit() }
@@ -366,7 +309,7 @@ actor Node {
             spoolFailureLogged = true
             log.warning("\(failure): events before it can no longer be replayed with since (live subscribers still get every event)")
         }
-        return max(0, core.nextDeadline - now)
+        return max(0, shell.nextWake() - now)
     }
 
     /// Feeds the round trip of the probe acked since the last tick to `metrics`. At most one is:

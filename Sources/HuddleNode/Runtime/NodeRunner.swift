@@ -149,7 +149,7 @@ public enum NodeRunner {
             group.addTask {
                 while !Task.isCancelled {
                     let idle = await node.tick()
-                    try? await Task.sleep(for: .seconds(min(max(idle, SessionCore.minimumTickGap), Self.longestTickWait)))
+                    try? await Task.sleep(for: .seconds(min(idle, Self.longestTickWait)))
                 }
             }
             if node.resumed {
