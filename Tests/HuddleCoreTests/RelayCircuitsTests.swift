@@ -36,18 +36,26 @@ private func m(_ raw: UInt64) -> MemberID { MemberID(raw: raw) }
     #expect(off.open(from: m(2), to: m(3), now: 0) == .circuitsFull, "--no-relay: nothing")
 }
 
-@Test func bytesOverAMembersRateAreDroppedNotQueuedAndTheBucketRefills() {
+/// A member over its rate is paced, not cut off: its bytes take the bucket into debt and the shell
+/// stops reading its link until the debt is paid (`readPause`); only bytes past a burst of debt
+/// (a reader that did not pause) are refused.
+@Test func aMemberOverItsRateIsPausedUntilTheBucketRefillsAndOnlyABurstOfDebtIsRefused() {
     var budget = RelayCircuits.Budget()
     budget.bytesPerSecond = 1000
     budget.burstBytes = 2000
     var r = RelayCircuits(local: m(1), budget: budget)
     r.linkUp(m(2)); r.linkUp(m(3))
     _ = r.open(from: m(2), to: m(3), now: 0)
+    let none: (MemberID) -> Int = { _ in 0 }
     #expect(r.forward(1500, from: m(2), to: m(3), now: 0) == .success(m(3)))
-    #expect(r.forward(1000, from: m(2), to: m(3), now: 0) == .failure(.init(reason: .overBudget)))
-    #expect(r.forward(1000, from: m(3), to: m(2), now: 0) == .success(m(2)), "each member has its own bucket")
-    #expect(r.forward(1000, from: m(2), to: m(3), now: 0.5) == .success(m(3)), "500 left + 500 refilled")
-    #expect(r.forward(Int.max, from: m(2), to: m(3), now: 1e9) == .failure(.init(reason: .overBudget)), "never above the burst")
+    #expect(r.readPause(for: m(2), queued: none, now: 0) == nil, "500 tokens left: read on")
+    #expect(r.forward(1000, from: m(2), to: m(3), now: 0) == .success(m(3)), "over the rate: forwarded, in debt")
+    #expect(r.readPause(for: m(2), queued: none, now: 0) == 0.5, "500 in debt at 1000/s: half a second without reading")
+    #expect(r.readPause(for: m(3), queued: none, now: 0) == nil, "each member has its own bucket")
+    #expect(r.readPause(for: m(2), queued: none, now: 0.5) == nil, "paid")
+    #expect(r.forward(2000, from: m(2), to: m(3), now: 0.5) == .success(m(3)))
+    #expect(r.forward(1, from: m(2), to: m(3), now: 0.5) == .failure(.init(reason: .overBudget)), "a burst of debt at most")
+    #expect(r.forward(Int.max, from: m(2), to: m(3), now: 1e9) == .failure(.init(reason: .overBudget)))
     #expect(r.refusals[.overBudget] == 2)
 }
 
@@ -68,7 +76,10 @@ private func m(_ raw: UInt64) -> MemberID { MemberID(raw: raw) }
     r.linkUp(m(2)); r.linkUp(m(3))
     _ = r.open(from: m(2), to: m(3), now: 0)
     #expect(r.forward(10, from: m(2), to: m(3), queued: 999, now: 0) == .success(m(3)))
-    #expect(r.forward(10, from: m(2), to: m(3), queued: 1000, now: 0) == .failure(.init(reason: .queueFull)), "the circuit's queue is bounded")
+    #expect(r.readPause(for: m(2), queued: { _ in 999 }, now: 0) == nil)
+    #expect(r.readPause(for: m(2), queued: { _ in 1000 }, now: 0) == RelayCircuits.queuePause, "a full queue: its filler waits")
+    #expect(r.forward(10, from: m(2), to: m(3), queued: 1999, now: 0) == .success(m(3)))
+    #expect(r.forward(10, from: m(2), to: m(3), queued: 2000, now: 0) == .failure(.init(reason: .queueFull)), "the circuit's queue is bounded")
     #expect(r.joins(m(3), m(2)) && r.close(m(3), m(2)) && !r.joins(m(2), m(3)) && !r.close(m(2), m(3)))
     #expect(RelayCircuits.Budget(bytesPerSecond: 1000).burstBytes == 2000 && RelayCircuits.Budget(bytesPerSecond: .max).burstBytes == .max)
 }
@@ -118,8 +129,8 @@ private func m(_ raw: UInt64) -> MemberID { MemberID(raw: raw) }
 }
 
 /// Finding (c): member 3 has circuits with 2 and 4 through this relay; 2 floods 3 until 3's queue
-/// is full. Only 2's circuit is refused (the one filling the queue); 4's bytes still pass, until
-/// twice the budget waits, when nothing more is queued for 3 at all.
+/// is full. Only 2 is paused (its circuit fills the queue); 4 is read on and its bytes still pass,
+/// until twice the budget waits, when nothing more is queued for 3 at all.
 @Test func oneCircuitsFloodDoesNotCloseAnotherCircuitOfTheSameMember() {
     var budget = RelayCircuits.Budget()
     budget.queueBytes = 10_000
@@ -134,12 +145,14 @@ private func m(_ raw: UInt64) -> MemberID { MemberID(raw: raw) }
         #expect(r.forward(1000, from: m(2), to: m(3), queued: queued, now: 0) == .success(m(3)))
         queued += 1000
     }
-    #expect(r.forward(1000, from: m(2), to: m(3), queued: queued, now: 0) == .failure(.init(reason: .queueFull)), "the flooder is refused")
+    let full: (MemberID) -> Int = { $0 == m(3) ? queued : 0 }
+    #expect(r.readPause(for: m(2), queued: full, now: 0) == RelayCircuits.queuePause, "the flooder waits")
+    #expect(r.readPause(for: m(4), queued: full, now: 0) == nil, "the other member is read on")
     #expect(r.forward(100, from: m(4), to: m(3), queued: queued, now: 0) == .success(m(3)), "the other circuit goes on")
     #expect(r.forward(100, from: m(4), to: m(3), queued: 20_000, now: 0) == .failure(.init(reason: .queueFull)), "twice the budget: none")
     // The queue drained: the count starts over.
     #expect(r.forward(1000, from: m(2), to: m(3), queued: 0, now: 1) == .success(m(3)))
-    #expect(r.forward(1000, from: m(2), to: m(3), queued: 10_000, now: 1) == .failure(.init(reason: .queueFull)))
+    #expect(r.readPause(for: m(2), queued: { _ in 10_000 }, now: 1) == RelayCircuits.queuePause)
 }
 
 /// Finding (c), continued: the flooder's circuit closed while its bytes still fill the queue, the

@@ -122,10 +122,15 @@ private func circuitsUp(_ effects: [(MemberID, SessionEffect)]) -> [MemberID: (M
     var t = Trio(relayBudget: budget)
     _ = t.tick(a, now: 0)
     _ = t.tick(a, now: 3.5)
-    let over = t.cores[r]!.receiveLink(.circuitData(peer: b, bytes: [UInt8](repeating: 1, count: 1500)), from: a, addr: info(a).addr, now: 4)
+    // Over the rate within a burst of debt: forwarded, and A's link is not read until it is paid.
+    let paced = t.cores[r]!.receiveLink(.circuitData(peer: b, bytes: [UInt8](repeating: 1, count: 1500)), from: a, addr: info(a).addr, now: 4)
+    #expect(paced == [.sendLink(b, .circuitData(peer: a, bytes: [UInt8](repeating: 1, count: 1500)))])
+    #expect(t.cores[r]!.relay.readPause(for: a, queued: { _ in 0 }, now: 4) == 0.5)
+    // Past a burst of debt (a reader that did not pause): refused.
+    let over = t.cores[r]!.receiveLink(.circuitData(peer: b, bytes: [UInt8](repeating: 1, count: 600)), from: a, addr: info(a).addr, now: 4)
     #expect(over == [.sendLink(a, .circuitClose(peer: b)), .sendLink(b, .circuitClose(peer: a))], "a stream with a hole is no use: closed at both ends")
     #expect(t.cores[r]!.relay.refusals[.overBudget] == 1)
-    // A queue at R beyond its budget closes the circuit too.
+    // A queue at R beyond twice its budget (the pause did not hold) closes the circuit too.
     var q = Trio()
     _ = q.tick(a, now: 0)
     _ = q.tick(a, now: 3.5)

@@ -227,9 +227,10 @@ final class HostLab: @unchecked Sendable {
 
     /// Starts `huddle run` inside host `i`'s namespace, joining through the given hosts' addresses.
     @discardableResult
-    /// `environment`: variables added to the node's (test-only knobs such as `HUDDLE_TEST_RELAY_CORRUPT_AFTER`).
-    func start(_ i: Int, join: [Int] = [], environment: [String: String] = [:]) async throws -> HostNode {
-        let node = try HostNode(host: hosts[i], dir: dir, key: key, join: join.map { hosts[$0].addr }, environment: environment)
+    /// `environment`: variables added to the node's (test-only knobs such as `HUDDLE_TEST_RELAY_CORRUPT_AFTER`);
+    /// `arguments`: more `huddle run` options (such as `--relay-limit`).
+    func start(_ i: Int, join: [Int] = [], environment: [String: String] = [:], arguments: [String] = []) async throws -> HostNode {
+        let node = try HostNode(host: hosts[i], dir: dir, key: key, join: join.map { hosts[$0].addr }, environment: environment, arguments: arguments)
         nodes.append(node)
         try await node.ready()
         return node
@@ -351,7 +352,7 @@ final class HostNode: @unchecked Sendable {
     var name: String { host.name }
     var pid: Int32 { process.processIdentifier }
 
-    init(host: Host, dir: String, key: String, join: [String], environment: [String: String] = [:]) throws {
+    init(host: Host, dir: String, key: String, join: [String], environment: [String: String] = [:], arguments: [String] = []) throws {
         self.host = host
         control = "\(dir)/\(host.name).sock"
         logPath = "\(dir)/\(host.name).log"
@@ -360,7 +361,7 @@ final class HostNode: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: Shell.ip)
         process.arguments = ["netns", "exec", host.namespace, huddleBinary, "run", "--key", key,
                              "--listen", host.addr, "--name", host.name, "--control", control,
-                             "--data-dir", "\(dir)/\(host.name).data"] + join.flatMap { ["--join", $0] }
+                             "--data-dir", "\(dir)/\(host.name).data"] + join.flatMap { ["--join", $0] } + arguments
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: logPath)
         process.standardOutput = FileHandle.nullDevice

@@ -9,14 +9,18 @@
 /// - at most `Budget.circuitsPerMember` circuits touch any one member, at most
 ///   `Budget.circuits` in all; a request beyond either, for itself, for a pair already joined,
 ///   or from a member that is not linked, is refused and counted by reason (`refusals`);
-/// - each member's forwarded bytes are within a token bucket of `Budget.bytesPerSecond` (burst
-///   `Budget.burstBytes`): bytes over it are refused (dropped, counted), never queued here, so
-///   memory does not grow with what a member sends; nor are bytes forwarded to a member for
-///   which `Budget.queueBytes` or more wait already (the shell says how much: `queued`) by the
-///   circuit that forwarded the most to it since its queue was last empty (the one filling it),
-///   and by no circuit once twice that waits: so the queue at the relay is bounded, and one
-///   circuit's flood does not close another circuit of the same member; the caller closes a
-///   circuit whose bytes were refused (a byte stream with a hole in it is of no use to its ends);
+/// - each member's forwarded bytes are paced by a token bucket of `Budget.bytesPerSecond` (burst
+///   `Budget.burstBytes`) and by the queue at this member towards the circuit's other end: a member
+///   over either is not read from for a while (`readPause`: the shell stops reading its link, so
+///   TCP slows the sender, whose circuit end waits in turn) — a circuit over its budget slows its
+///   sender, it is not closed. Closing a circuit for its rate lost the link over it and every
+///   directed message queued on it (issue 36). Only what passes the pause anyway is refused
+///   (dropped, counted; the caller closes that circuit, as a byte stream with a hole in it is of
+///   no use to its ends): bytes that would take the bucket more than a burst into debt, or
+///   bytes for a member for which twice `Budget.queueBytes` wait already (the shell says how
+///   much: `queued`). So memory here does not grow with what a member sends. A full queue pauses
+///   only the member whose circuit forwarded the most to that queue since it was last empty (the
+///   one filling it): one circuit's flood does not slow another member's circuit;
 /// - a circuit's accept is forwarded to the member that asked for it once, and only when it comes
 ///   from the member it was offered to (`accept`): accepts cost the relay nothing beyond that;
 /// - a circuit that forwarded nothing for `Budget.idleSeconds` is closed by `tick`, and every
@@ -148,20 +152,14 @@ public struct RelayCircuits: Sendable {
         let pair = Pair(from, to)
         guard from != to, circuits[pair] != nil else { return .failure(refuse(.noCircuit)) }
         if queued <= 0 { backlog[to] = nil; retiredShare[to] = nil }
-        if queued >= budget.queueBytes {
-            // The queue is full: refused for the circuit filling it (or any, past twice the budget).
-            let shares = backlog[to] ?? [:]
-            let mine = shares[pair] ?? 0
-            let hard = budget.queueBytes > Int.max / 2 ? Int.max : budget.queueBytes * 2
-            if queued >= hard || mine >= max(shares.values.max() ?? 0, retiredShare[to] ?? 0) {
-                return .failure(refuse(.queueFull))
-            }
-        }
-        let rate = Double(budget.bytesPerSecond), burst = Double(budget.burstBytes)
-        let bucket = buckets[from] ?? (burst, now)
-        let tokens = min(burst, bucket.tokens + max(0, now - bucket.at) * rate)
+        // Past twice the queue budget the pause (`readPause`) did not hold the sender back: refused.
+        let hard = budget.queueBytes > Int.max / 2 ? Int.max : budget.queueBytes * 2
+        if queued >= hard { return .failure(refuse(.queueFull)) }
+        let burst = Double(budget.burstBytes)
+        let tokens = self.tokens(of: from, now: now)
         let n = Double(max(0, bytes))
-        guard n <= tokens else {
+        // The bucket may go into debt (the reader pauses until it is paid), by at most a burst.
+        guard tokens - n >= -burst else {
             buckets[from] = (tokens, now)
             return .failure(refuse(.overBudget))
         }
@@ -171,6 +169,36 @@ public struct RelayCircuits: Sendable {
         forwardedBytes = forwardedBytes &+ max(0, bytes)
         return .success(to)
     }
+
+    /// `member`'s tokens at `now` (a full burst for a member not counted yet).
+    private func tokens(of member: MemberID, now: Double) -> Double {
+        let rate = Double(budget.bytesPerSecond), burst = Double(budget.burstBytes)
+        guard let bucket = buckets[member] else { return burst }
+        return min(burst, bucket.tokens + max(0, now - bucket.at) * rate)
+    }
+
+    /// How long the shell should wait before reading more from `member`'s link (nil: read on):
+    /// until its bucket is out of debt, or, while a queue its circuit fills holds
+    /// `Budget.queueBytes` or more (`queued`), a short while (`queuePause`) before looking again.
+    public func readPause(for member: MemberID, queued: (MemberID) -> Int, now: Double) -> Double? {
+        guard buckets[member] != nil || !circuits.isEmpty else { return nil }
+        let tokens = tokens(of: member, now: now)
+        if tokens < 0 {
+            let rate = Double(budget.bytesPerSecond)
+            return rate > 0 ? -tokens / rate : Self.queuePause
+        }
+        for pair in circuits.keys where pair.contains(member) {
+            let to = pair.other(than: member)
+            let waiting = queued(to)
+            guard waiting >= budget.queueBytes else { continue }
+            let shares = backlog[to] ?? [:]
+            if (shares[pair] ?? 0) >= max(shares.values.max() ?? 0, retiredShare[to] ?? 0) { return Self.queuePause }
+        }
+        return nil
+    }
+
+    /// How long a reader waits before looking at a full queue again.
+    public static let queuePause = 0.01
 
     /// A refusal as an error value (for `forward`'s result).
     public struct RefusalError: Error, Equatable, Sendable { public let reason: Refusal }

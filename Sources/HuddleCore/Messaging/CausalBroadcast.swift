@@ -222,6 +222,14 @@ public struct CausalBroadcast: Sendable {
     public private(set) var cutoffs: [MemberID: UInt64] = [:]
     public private(set) var duplicates = 0
     public private(set) var refusedForRoom = 0
+    /// This member's own directed messages not yet acknowledged by their recipients (see there).
+    public private(set) var directedOut = DirectedOutbox()
+    /// Per origin, the highest counter of its directed messages delivered here (what this member
+    /// acknowledges to it: an origin's directed messages to one member travel one link at a time,
+    /// in order, so what is delivered of them is everything up to that counter).
+    public private(set) var directedDelivered: [MemberID: UInt64] = [:]
+    /// Per origin, the counter this member last acknowledged to it (`directedAcks`).
+    private var directedAckSent: [MemberID: UInt64] = [:]
 
     public init(local: MemberID, awaitingBaseline: Bool, settings: Settings = Settings()) {
         self.local = local
@@ -232,7 +240,8 @@ public struct CausalBroadcast: Sendable {
 
     /// Whether stored messages have reached the bound at which new sends must wait.
     /// (Held-back messages never make this member's own sends wait: they have budgets of their own.)
-    public var isCongested: Bool { storedBytes >= settings.storeLimitBytes }
+    /// Own directed messages waiting for their recipients' acknowledgement count too (`DirectedOutbox`).
+    public var isCongested: Bool { storedBytes + directedOut.bytes >= settings.storeLimitBytes }
     public var storedCount: Int { store.values.reduce(0) { $0 + $1.count } }
     /// Stored messages that some live member has not acknowledged yet (the rest are kept only
     /// for failed members).
@@ -280,9 +289,15 @@ public struct CausalBroadcast: Sendable {
         return WireMessage(from: local, counter: counter, seq: 0, to: to, body: body)
     }
 
-    /// Keeps this member's own signed broadcast for repair until every member has it.
+    /// Keeps this member's own signed broadcast for repair until every member has it, and its own
+    /// directed message until each recipient acknowledges it (`directedOut`).
     public mutating func stored(own signed: SignedMessage) {
-        guard signed.message.seq > 0 else { return }
+        guard signed.message.seq > 0 else {
+            if let to = signed.message.to {
+                directedOut.keep(signed, for: to.filter { $0 != local }, size: Self.storedSize(signed))
+            }
+            return
+        }
         ownStoredThrough = max(ownStoredThrough, signed.message.seq)
         keep(signed)
     }
@@ -376,6 +391,9 @@ public struct CausalBroadcast: Sendable {
             if memberSince[member] == nil { memberSince[member] = now }
         }
         members = live
+        directedOut.keepOnly(live)
+        directedDelivered = directedDelivered.filter { live.contains($0.key) }
+        directedAckSent = directedAckSent.filter { live.contains($0.key) }
         memberSince = memberSince.filter { live.contains($0.key) }
         laggards.formIntersection(live)
         for member in members where ownSeqWhenKnown[member] == nil { ownSeqWhenKnown[member] = ownSeq }
@@ -615,6 +633,8 @@ public struct CausalBroadcast: Sendable {
                 if depsSatisfied(heldDirected[index].message) {
                     let signed = heldDirected.remove(at: index)
                     unhold(signed)
+                    let origin = signed.message.from
+                    directedDelivered[origin] = max(directedDelivered[origin] ?? 0, signed.message.counter)
                     out.append(.deliver(signed))
                     progress = true
                 } else {
@@ -624,6 +644,30 @@ public struct CausalBroadcast: Sendable {
         }
         return out
     }
+
+    // MARK: directed acknowledgements
+
+    /// `peer` acknowledged this member's directed messages to it up to `counter` (at most this
+    /// member's own counter: a peer cannot acknowledge what was never made).
+    public mutating func directedAcknowledged(by peer: MemberID, through counter: UInt64) {
+        directedOut.acknowledged(by: peer, through: min(counter, self.counter))
+    }
+
+    /// The acknowledgements due to the `linked` origins: each one's highest delivered directed
+    /// counter, when it moved since last sent.
+    public mutating func directedAcks(linked: [MemberID]) -> [(MemberID, UInt64)] {
+        var out: [(MemberID, UInt64)] = []
+        for peer in linked {
+            guard let through = directedDelivered[peer], through != directedAckSent[peer] else { continue }
+            directedAckSent[peer] = through
+            out.append((peer, through))
+        }
+        return out
+    }
+
+    /// A link to `peer` came up: its last acknowledgement may have been lost with the old link
+    /// (and it sends again what it has not seen acknowledged), so the next `directedAcks` says it again.
+    public mutating func directedLinkUp(_ peer: MemberID) { directedAckSent[peer] = nil }
 
     private mutating func keep(_ signed: SignedMessage) {
         guard !members.isEmpty || !retained.isEmpty else { return }

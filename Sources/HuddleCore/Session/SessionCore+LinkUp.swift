@@ -65,6 +65,9 @@ extension SessionCore {
         let hello = linkUp(peer, via: link.via)
         var after = link.via != nil ? relayedPathEvent(peer) : linkAddresses(peer, remote: link.remote, local: link.local, now: now)
         after += epochLinkUp(peer, now: now)
+        // This member's directed messages the peer has not acknowledged, again and in order: the
+        // link they went on may have closed with them queued (or they were made while no link was up).
+        after += broadcast.directedOut.unacknowledged(for: peer).map { SessionEffect.sendLink(peer, .message($0)) }
         return .admitted(replaces: replaces, before: before, hello: hello, after: after)
     }
 }

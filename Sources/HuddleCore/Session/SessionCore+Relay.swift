@@ -2,8 +2,10 @@
 /// end of circuits (`RelayRoutes`); the link messages `circuit…` carry both.
 ///
 /// Guarantees:
-/// - a relay forwards a circuit's bytes only between the circuit's two ends, within its budget;
-///   bytes it refuses (rate, queue) close the circuit at both ends, a refused request is answered
+/// - a relay forwards a circuit's bytes only between the circuit's two ends, within its budget: a
+///   member over it is paced (the shell stops reading its link while `relay.readPause` says so),
+///   and only bytes past that (a burst of debt, twice the queue) are refused, which closes the
+///   circuit at both ends; a refused request is answered
 ///   with `circuitRefuse` and counted (`relay.refusals`); a relay's link closing closes its circuits;
 /// - the relay only moves `circuitData` bytes: the link over a circuit is an ordinary link whose
 ///   handshake and keys belong to its two ends (the shell runs it over the circuit's bytes);
@@ -54,7 +56,7 @@ extension SessionCore {
 
     /// A `circuit…` link message from `sender` (a member linked to this one). `queued`: bytes
     /// waiting on this member's link to a member (a relay forwards nothing more to one with
-    /// `RelayCircuits.Budget.queueBytes` waiting).
+    /// twice `RelayCircuits.Budget.queueBytes` waiting; from once that, it pauses the sender).
     mutating func receiveCircuit(_ message: LinkMessage, from sender: MemberID, queued: (MemberID) -> Int, now: Double) -> [SessionEffect] {
         switch message {
         case let .circuitRequest(peer):

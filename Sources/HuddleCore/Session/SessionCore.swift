@@ -204,6 +204,7 @@ public struct SessionCore: Sendable {
             let linked = linkedLive
             out += journal.tick(now: now, linked: linked).map(SessionEffect.journal)
             out += timingTick(linked, now: now)
+            out += broadcast.directedAcks(linked: linked).map { SessionEffect.sendLink($0.0, .directedAck(through: $0.1)) }
         }
         if now >= digestAt + Self.digestInterval, !planner.linked.isEmpty {
             digestAt = now
@@ -397,6 +398,7 @@ public struct SessionCore: Sendable {
     public mutating func linkUp(_ peer: MemberID, via: MemberID? = nil) -> LinkMessage {
         planner.linkUp(peer)
         relayLinkUp(peer, via: via)
+        broadcast.directedLinkUp(peer)
         let seq = broadcast.helloSeq(for: peer)
         return .hello(since: seq, nonApplication: applicationSeqs.nonApplication(local, upTo: seq))
     }
@@ -547,6 +549,9 @@ public struct SessionCore: Sendable {
         case .circuitRequest, .circuitOffer, .circuitAccept, .circuitRefuse, .circuitData, .circuitClose:
             out = receiveCircuit(message, from: peer, queued: queued, now: now)
         case let .punch(attempt, step): out = receivePunch(step, attempt: attempt, from: peer, now: now)
+        case let .directedAck(through):
+            broadcast.directedAcknowledged(by: peer, through: through)
+            out = []
         }
         return out + congestionCleared(since: congested) + firstRefusals(since: counted)
     }

@@ -84,6 +84,9 @@ public enum LinkMessage: Sendable, Equatable {
     /// two ends of a relayed link, sent over that link. It carries no address: each end dials only
     /// the other's signed record's `reach` addresses.
     case punch(attempt: UInt32, step: HolePunch.Step)
+    /// The sender has delivered the receiver's directed messages up to counter `through`: the
+    /// receiver stops keeping them for a resend (`DirectedOutbox`).
+    case directedAck(through: UInt64)
 
     /// Most bytes one `circuitData` carries.
     public static let circuitDataLimit = 60 * 1024
@@ -100,6 +103,7 @@ public enum LinkMessage: Sendable, Equatable {
         case observed = 30
         case circuitRequest = 31, circuitOffer = 32, circuitAccept = 33, circuitRefuse = 34, circuitData = 35, circuitClose = 36
         case punch = 37
+        case directedAck = 38
     }
 
     public func encoded() -> [UInt8] {
@@ -163,6 +167,7 @@ public enum LinkMessage: Sendable, Equatable {
         case let .circuitData(peer, bytes): w.u8(Kind.circuitData.rawValue); w.member(peer); w.bytes32(bytes)
         case let .circuitClose(peer): w.u8(Kind.circuitClose.rawValue); w.member(peer)
         case let .punch(attempt, step): w.u8(Kind.punch.rawValue); w.u32(attempt); w.u8(step.rawValue)
+        case let .directedAck(through): w.u8(Kind.directedAck.rawValue); w.u64(through)
         }
         return w.bytes
     }
@@ -260,6 +265,7 @@ public enum LinkMessage: Sendable, Equatable {
             let attempt = try r.u32("punch attempt")
             guard let step = HolePunch.Step(rawValue: try r.u8("punch step")) else { throw WireError("unknown punch step") }
             result = .punch(attempt: attempt, step: step)
+        case .directedAck: result = .directedAck(through: try r.u64("directed counter"))
         case nil: throw WireError("unknown link message kind")
         }
         try r.expectEnd("link message")

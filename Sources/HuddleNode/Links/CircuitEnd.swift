@@ -19,6 +19,10 @@ final class CircuitEnd: Sendable {
     let via: MemberID
     /// Most bytes from the relay that wait for the link's reader, per circuit.
     static let queueBytes = 4 << 20
+    /// Bytes waiting here at which the node stops reading the link to the relay until they drain
+    /// (`Node.paceCircuits`): far under `queueBytes`, so a circuit is closed for it only when the
+    /// relay goes on past that pause.
+    static let pauseBytes = 1 << 20
     /// The node's count of bytes waiting across its circuits.
     private let total: CircuitQueue
 
@@ -35,6 +39,9 @@ final class CircuitEnd: Sendable {
         self.via = via
         self.total = total
     }
+
+    /// Bytes from the relay not yet written to the link's socket.
+    var queuedBytes: Int { state.withLock { $0.queued } }
 
     /// Bytes from the relay for the link's reader; false when `queueBytes` already wait here, or
     /// `CircuitQueue.totalBytes` across the node's circuits.

@@ -45,6 +45,34 @@ extension Node {
         }
     }
 
+    /// Bytes waiting on the link to a relay past which this member's circuit ends through it stop
+    /// reading their links' bytes (`circuitOutgoing` says `backlogged`). Well under
+    /// `LinkBudget.backlogBytes`: everything else this member says to the relay (SWIM over the link,
+    /// digests) waits behind them, and a relay paces a circuit at its budget (`RelayCircuits.readPause`).
+    static let circuitBacklogBytes = 512 << 10
+
+    /// After a `circuitData` from `link`: while this member, as a relay, is not to read more from
+    /// its member (its budget is in debt, or a queue its circuit fills is full:
+    /// `RelayCircuits.readPause`), or, as a circuit end, holds `CircuitEnd.pauseBytes` or more from
+    /// that relay unread by a circuit's link, waits (the link's reader waits with it, so TCP slows
+    /// the sender). A circuit over its budget slows its sender instead of being closed (issue 36).
+    func paceCircuits(from link: LinkHandle) async {
+        let member = link.peer.id
+        var paused = false
+        while links[member] === link, mayWait, !stopping {
+            var wait = core.relay.readPause(for: member, queued: { links[$0]?.outbox.queuedBytes ?? 0 }, now: now)
+            if wait == nil, circuitEnds.values.contains(where: { $0.via == member && $0.queuedBytes >= CircuitEnd.pauseBytes }) {
+                wait = RelayCircuits.queuePause
+            }
+            guard let wait else { break }
+            if !paused { events.endDeferring(); paused = true }
+            let arrived = batchArrived
+            try? await Task.sleep(for: .milliseconds(Int64(min(max(wait, 0.002), 0.1) * 1000)))
+            batchArrived = arrived
+        }
+        if paused { events.beginDeferring() }
+    }
+
     /// What became of bytes handed to `circuitOutgoing`.
     enum CircuitSend { case sent, gone, backlogged }
 
@@ -52,11 +80,11 @@ extension Node {
     /// `LinkMessage.circuitDataLimit` bytes (a read may bring more: NIO rounds the allocator's
     /// maximum up to a power of two, and one message past the limit would make the relay close
     /// its whole link to this member); `gone` when the circuit or the link to the relay is gone,
-    /// `backlogged` (nothing sent: try again later) while that link has `LinkBudget.backlogBytes`
+    /// `backlogged` (nothing sent: try again later) while that link has `circuitBacklogBytes`
     /// waiting — shared by every circuit through that relay, so no one circuit is closed for it.
     private func circuitOutgoing(_ end: CircuitEnd, _ bytes: [UInt8]) -> CircuitSend {
         guard circuitEnds[end.peer] === end, let relay = links[end.via] else { return .gone }
-        guard !relay.isBacklogged else { return .backlogged }
+        guard relay.outbox.queuedBytes < Self.circuitBacklogBytes else { return .backlogged }
         for start in stride(from: 0, to: bytes.count, by: LinkMessage.circuitDataLimit) {
             let slice = Array(bytes[start..<min(start + LinkMessage.circuitDataLimit, bytes.count)])
             relay.send(LinkMessage.circuitData(peer: end.peer, bytes: slice).encoded())

@@ -221,7 +221,14 @@ actor Node {
         batchArrived = arrived
         defer { batchArrived = nil }
         events.beginDeferring()
-        for message in messages { handle(message, on: link) }
+        for message in messages {
+            handle(message, on: link)
+            // A relayed circuit over its budget: the link's reader waits (`paceCircuits`).
+            if case .circuitData = message {
+                await paceCircuits(from: link)
+                guard links[link.peer.id] === link else { break }
+            }
+        }
         events.endDeferring()
     }
 
