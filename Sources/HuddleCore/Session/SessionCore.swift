@@ -546,7 +546,7 @@ public struct SessionCore: Sendable {
         case let .observed(link, datagram): out = receiveObserved(link: link, datagram: datagram, from: peer, now: now)
         case .circuitRequest, .circuitOffer, .circuitAccept, .circuitRefuse, .circuitData, .circuitClose:
             out = receiveCircuit(message, from: peer, queued: queued, now: now)
-        case let .punch(attempt, step): out = receivePunch(step, attempt: attempt, from: peer, now: now)
+        case let .punch(attempt, step, addrs): out = receivePunch(step, attempt: attempt, addrs: addrs, from: peer, now: now)
         }
         return out + congestionCleared(since: congested) + firstRefusals(since: counted)
     }

@@ -81,9 +81,11 @@ public enum LinkMessage: Sendable, Equatable {
     /// The circuit with `peer` is closed.
     case circuitClose(peer: MemberID)
     /// Hole punching (issue 36, item 3; `HolePunch`): one step of attempt `attempt` between the
-    /// two ends of a relayed link, sent over that link. It carries no address: each end dials only
-    /// the other's signed record's `reach` addresses.
-    case punch(attempt: UInt32, step: HolePunch.Step)
+    /// two ends of a relayed link, sent over that link. `addrs`: the sender's own addresses to
+    /// dial (`SessionCore.punchAddresses`, with `connect` and `reply`): at most
+    /// `MemberInfo.maximumReach`, each at most `MemberInfo.maximumAddress` bytes; encoded after the
+    /// step only when there are any (a step without is the encoding of old).
+    case punch(attempt: UInt32, step: HolePunch.Step, addrs: [String] = [])
 
     /// Most bytes one `circuitData` carries.
     public static let circuitDataLimit = 60 * 1024
@@ -162,7 +164,13 @@ public enum LinkMessage: Sendable, Equatable {
         case let .circuitRefuse(peer, reason): w.u8(Kind.circuitRefuse.rawValue); w.member(peer); w.string16(String(reason.utf8.prefix(MemberInfo.maximumAddress)) ?? "")
         case let .circuitData(peer, bytes): w.u8(Kind.circuitData.rawValue); w.member(peer); w.bytes32(bytes)
         case let .circuitClose(peer): w.u8(Kind.circuitClose.rawValue); w.member(peer)
-        case let .punch(attempt, step): w.u8(Kind.punch.rawValue); w.u32(attempt); w.u8(step.rawValue)
+        case let .punch(attempt, step, addrs):
+            w.u8(Kind.punch.rawValue); w.u32(attempt); w.u8(step.rawValue)
+            let sent = addrs.filter { $0.utf8.count <= MemberInfo.maximumAddress }.prefix(MemberInfo.maximumReach)
+            if !sent.isEmpty {
+                w.u8(UInt8(sent.count))
+                for addr in sent { w.string16(addr) }
+            }
         }
         return w.bytes
     }
@@ -259,7 +267,13 @@ public enum LinkMessage: Sendable, Equatable {
         case .punch:
             let attempt = try r.u32("punch attempt")
             guard let step = HolePunch.Step(rawValue: try r.u8("punch step")) else { throw WireError("unknown punch step") }
-            result = .punch(attempt: attempt, step: step)
+            var addrs: [String] = []
+            if !r.isAtEnd {
+                let n = Int(try r.u8("punch address count"))
+                guard n <= MemberInfo.maximumReach else { throw WireError("\(n) punch addresses (at most \(MemberInfo.maximumReach))") }
+                for _ in 0..<n { addrs.append(try r.string16("punch address", limit: MemberInfo.maximumAddress)) }
+            }
+            result = .punch(attempt: attempt, step: step, addrs: addrs)
         case nil: throw WireError("unknown link message kind")
         }
         try r.expectEnd("link message")
