@@ -54,7 +54,8 @@ private let samples: [LinkMessage] = [
 }
 
 /// A punch step without addresses is encoded as before addresses were carried (kind, attempt,
-/// step); more than `MemberInfo.maximumReach` addresses on the wire are refused.
+/// step); with them, the step's high bit is set and 1 to `MemberInfo.maximumReach` follow: none
+/// or more than that on the wire are refused.
 @Test func punchStepsCarryAddressesOnlyWhenThereAreAny() throws {
     let bare = LinkMessage.punch(attempt: 9, step: .connect).encoded()
     #expect(bare.count == 1 + 1 + 4 + 1)
@@ -62,6 +63,10 @@ private let samples: [LinkMessage] = [
     five[bare.count] = UInt8(MemberInfo.maximumReach + 1)
     for _ in 0..<MemberInfo.maximumReach { five += five[(bare.count + 1)...].prefix(2 + "198.51.100.1:1".utf8.count) }
     #expect(throws: WireError.self) { try LinkMessage.decode(five) }
+    var none = LinkMessage.punch(attempt: 9, step: .connect, addrs: ["198.51.100.1:1"]).encoded()
+    none[bare.count] = 0
+    #expect(throws: WireError.self) { try LinkMessage.decode(Array(none.prefix(bare.count + 1))) }
+    #expect(bare.last == HolePunch.Step.connect.rawValue && none[bare.count - 1] == HolePunch.Step.connect.rawValue | 0x80)
 }
 
 @Test func datagramPayloadRoundTrips() throws {

@@ -84,8 +84,11 @@ public enum LinkMessage: Sendable, Equatable {
     /// two ends of a relayed link, sent over that link. `addrs`: the sender's own addresses to
     /// dial (`SessionCore.punchAddresses`, with `connect` and `reply`): at most
     /// `MemberInfo.maximumReach`, each at most `MemberInfo.maximumAddress` bytes; encoded after the
-    /// step only when there are any (a step without is the encoding of old).
+    /// step (its high bit set) only when there are any (a step without is the encoding of old).
     case punch(attempt: UInt32, step: HolePunch.Step, addrs: [String] = [])
+
+    /// The high bit of a `punch` step byte: addresses follow (a count, then each as a string16).
+    static let punchAddressesFlag: UInt8 = 0x80
 
     /// Most bytes one `circuitData` carries.
     public static let circuitDataLimit = 60 * 1024
@@ -165,8 +168,10 @@ public enum LinkMessage: Sendable, Equatable {
         case let .circuitData(peer, bytes): w.u8(Kind.circuitData.rawValue); w.member(peer); w.bytes32(bytes)
         case let .circuitClose(peer): w.u8(Kind.circuitClose.rawValue); w.member(peer)
         case let .punch(attempt, step, addrs):
-            w.u8(Kind.punch.rawValue); w.u32(attempt); w.u8(step.rawValue)
+            // With addresses, the step's high bit says so and a count (1...maximumReach) follows:
+            // a step without is byte for byte the encoding of old, and a cut anywhere is an error.
             let sent = addrs.filter { $0.utf8.count <= MemberInfo.maximumAddress }.prefix(MemberInfo.maximumReach)
+            w.u8(Kind.punch.rawValue); w.u32(attempt); w.u8(step.rawValue | (sent.isEmpty ? 0 : Self.punchAddressesFlag))
             if !sent.isEmpty {
                 w.u8(UInt8(sent.count))
                 for addr in sent { w.string16(addr) }
@@ -266,11 +271,12 @@ public enum LinkMessage: Sendable, Equatable {
         case .circuitClose: result = .circuitClose(peer: try r.member("circuit peer"))
         case .punch:
             let attempt = try r.u32("punch attempt")
-            guard let step = HolePunch.Step(rawValue: try r.u8("punch step")) else { throw WireError("unknown punch step") }
+            let stepByte = try r.u8("punch step")
+            guard let step = HolePunch.Step(rawValue: stepByte & ~Self.punchAddressesFlag) else { throw WireError("unknown punch step") }
             var addrs: [String] = []
-            if !r.isAtEnd {
+            if stepByte & Self.punchAddressesFlag != 0 {
                 let n = Int(try r.u8("punch address count"))
-                guard n <= MemberInfo.maximumReach else { throw WireError("\(n) punch addresses (at most \(MemberInfo.maximumReach))") }
+                guard (1...MemberInfo.maximumReach).contains(n) else { throw WireError("\(n) punch addresses (1 to \(MemberInfo.maximumReach))") }
                 for _ in 0..<n { addrs.append(try r.string16("punch address", limit: MemberInfo.maximumAddress)) }
             }
             result = .punch(attempt: attempt, step: step, addrs: addrs)
