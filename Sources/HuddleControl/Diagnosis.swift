@@ -27,6 +27,17 @@ public enum Diagnosis {
                 out.append("key file \(path) cannot be checked (\(key["error"]?.stringValue ?? "no mode")): the node rewrites it at each epoch; make sure it exists and is the node's")
             }
         }
+        // Alone, with a `--join` address that does not answer (issue 36: no member reachable).
+        let others = (report["members"]?.arrayValue ?? []).compactMap(\.objectValue).filter {
+            $0["self"] != .bool(true) && ["alive", "suspect"].contains($0["state"]?.stringValue ?? "")
+        }
+        if others.isEmpty {
+            for case let .object(join) in report["joining"]?.arrayValue ?? [] {
+                let seconds = join["seconds"]?.intValue.map { "\($0) s" } ?? "a while"
+                out.append("this node has joined no session: --join \(join["addr"]?.stringValue ?? "?") has not answered for \(seconds) (\(join["error"]?.stringValue ?? "no answer")): "
+                    + "a member must be reachable from here, one with a public address or one behind a router that forwards its port (TCP and UDP) to it and runs with --advertise ROUTER_ADDRESS:PORT")
+            }
+        }
         let epoch = report["epoch"]?.intValue
         for case let .object(m) in report["members"]?.arrayValue ?? [] {
             out += memberFindings(m, epoch: epoch)

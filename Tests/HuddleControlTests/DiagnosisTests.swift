@@ -18,6 +18,19 @@ import Testing
          "subscribers": .array(risks.map { .object(["events_behind": .int(42), "overflow_risk": .double($0)]) })]
     }
 
+    /// Issue 36: no member reachable. A node alone whose `--join` address does not answer says so,
+    /// and what is needed; once another member is there, the failure is no finding.
+    @Test func aNodeAloneWhoseJoinAddressDoesNotAnswerSaysAMemberMustBeReachable() {
+        var alone = Self.report(members: [Self.member("a", id: "a1", isSelf: true)])
+        alone["joining"] = .array([.object(["addr": .string("192.0.2.7:7400"), "seconds": .int(42), "error": .string("connection timed out")])])
+        #expect(Diagnosis.findings(alone) == [
+            "this node has joined no session: --join 192.0.2.7:7400 has not answered for 42 s (connection timed out): a member must be reachable from here, one with a public address or one behind a router that forwards its port (TCP and UDP) to it and runs with --advertise ROUTER_ADDRESS:PORT",
+        ])
+        var joined = alone
+        joined["members"] = .array([Self.member("a", id: "a1", isSelf: true), Self.member("b", id: "b1")])
+        #expect(Diagnosis.findings(joined).isEmpty)
+    }
+
     @Test func aHealthyReportHasNoFinding() {
         #expect(Diagnosis.findings(Self.report(members: [Self.member("a", id: "a1", isSelf: true), Self.member("b", id: "b1")], risks: [0.1])).isEmpty)
     }

@@ -7,13 +7,57 @@ import Testing
 private func m(_ raw: UInt64) -> MemberID { MemberID(raw: raw) }
 private let lowAddr = "198.51.100.1:7400", highAddr = "198.51.100.3:7400"
 
-@Test func anAttemptIsStartedByTheLowerIdOnlyWhenBothRecordsOfferReachAddresses() {
+@Test func anAttemptIsStartedByTheLowerIdWhenItHasAnAddressToOffer() {
     var low = HolePunch(local: m(1)), high = HolePunch(local: m(3))
-    #expect(low.tick(relayed: [m(3): []], own: [lowAddr], now: 0).isEmpty, "the peer offers no address (a hard NAT): nothing to try")
     #expect(low.tick(relayed: [m(3): [highAddr]], own: [], now: 0).isEmpty, "this member offers none: the peer could not reach it")
     #expect(low.tick(relayed: [m(3): [highAddr]], own: [lowAddr], now: 0) == [.send(m(3), attempt: 1, step: .connect)])
     #expect(low.tick(relayed: [m(3): [highAddr]], own: [lowAddr], now: 0.5).isEmpty, "one attempt at a time")
     #expect(high.tick(relayed: [m(1): [lowAddr]], own: [highAddr], now: 0).isEmpty, "the higher id never starts")
+    // The peer's record offers nothing (a lone reporter's address is never signed): its reply may.
+    var other = HolePunch(local: m(1))
+    #expect(other.tick(relayed: [m(3): []], own: [lowAddr], now: 0) == [.send(m(3), attempt: 1, step: .connect)])
+    #expect(other.receive(.reply, attempt: 1, from: m(3), peerAddresses: [], offered: [highAddr], own: [lowAddr], now: 0.2)
+        == [.send(m(3), attempt: 1, step: .sync)])
+    #expect(other.tick(relayed: [m(3): []], own: [lowAddr], now: 0.31) == [.dial(m(3), addrs: [highAddr], initiator: true)],
+            "the address the peer's own reply offered")
+    // A reply that offers nothing (and a record that offers nothing): no sync, no dial.
+    var none = HolePunch(local: m(1))
+    _ = none.tick(relayed: [m(3): []], own: [lowAddr], now: 0)
+    #expect(none.receive(.reply, attempt: 1, from: m(3), peerAddresses: [], offered: [], own: [lowAddr], now: 0.2).isEmpty)
+    #expect((0...40).allSatisfy { none.tick(relayed: [m(3): []], own: [lowAddr], now: 0.2 + Double($0) / 4).allSatisfy {
+        if case .dial = $0 { false } else { true } } } && none.attempts == 0)
+}
+
+/// Issue 36's slow first punch: the starter's `connect` used to find the other end without an
+/// address of its own yet (its reflexive address arrives a moment later), go unanswered, and the
+/// pair waited out the attempt's timeout and the backoff (5 s) before the next one. Now the other
+/// end answers it as soon as it has an address, so the pair dials about when the later of the two
+/// learns its address.
+@Test func aConnectThatComesBeforeTheOtherEndHasAnAddressIsAnsweredWhenOneAppears() {
+    var low = HolePunch(local: m(1)), high = HolePunch(local: m(3))
+    #expect(low.tick(relayed: [m(3): []], own: [lowAddr], now: 0) == [.send(m(3), attempt: 1, step: .connect)])
+    #expect(high.receive(.connect, attempt: 1, from: m(1), peerAddresses: [], offered: [lowAddr], own: [], now: 0.1).isEmpty,
+            "nothing to offer yet: no answer now")
+    #expect(high.tick(relayed: [m(1): []], own: [], now: 0.5).isEmpty)
+    // Its reflexive address arrives 1.4 s after the connect: the answer goes at once.
+    #expect(high.tick(relayed: [m(1): []], own: [highAddr], now: 1.5) == [.send(m(1), attempt: 1, step: .reply)])
+    #expect(high.tick(relayed: [m(1): []], own: [highAddr], now: 1.6).isEmpty, "answered once")
+    #expect(low.receive(.reply, attempt: 1, from: m(3), peerAddresses: [], offered: [highAddr], own: [lowAddr], now: 1.6)
+        == [.send(m(3), attempt: 1, step: .sync)])
+    #expect(high.receive(.sync, attempt: 1, from: m(1), peerAddresses: [], own: [highAddr], now: 1.7) == [.dial(m(1), addrs: [lowAddr], initiator: false)])
+    // The starter dials half the connect → reply time later: 2.4 s after its connect, not 5 s and more.
+    #expect(low.tick(relayed: [m(3): []], own: [lowAddr], now: 2.41) == [.dial(m(3), addrs: [highAddr], initiator: true)])
+    #expect(low.attempts == 1 && high.attempts == 1)
+
+    // Too late (past `lateAnswer`): not answered; the starter's next attempt is.
+    var late = HolePunch(local: m(3))
+    _ = late.receive(.connect, attempt: 1, from: m(1), peerAddresses: [], offered: [lowAddr], own: [], now: 0)
+    #expect(late.tick(relayed: [m(1): []], own: [highAddr], now: late.settings.lateAnswer + 0.5).isEmpty)
+    // Nor is one whose pair is no longer relayed.
+    var gone = HolePunch(local: m(3))
+    _ = gone.receive(.connect, attempt: 1, from: m(1), peerAddresses: [], offered: [lowAddr], own: [], now: 0)
+    _ = gone.tick(relayed: [:], own: [], now: 0.5)
+    #expect(gone.tick(relayed: [m(1): []], own: [highAddr], now: 1).isEmpty)
 }
 
 @Test func theStarterDialsHalfARelayedRoundTripAfterSyncAndTheOtherAtSync() {
@@ -83,6 +127,7 @@ private let lowAddr = "198.51.100.1:7400", highAddr = "198.51.100.3:7400"
     var high = HolePunch(local: m(3))
     #expect(high.receive(.connect, attempt: 1, from: m(1), peerAddresses: [lowAddr], own: [], now: 0).isEmpty)
     #expect(high.receive(.sync, attempt: 1, from: m(1), peerAddresses: [lowAddr], own: [], now: 0.1).isEmpty, "no sync is taken for an unanswered connect")
+    for step in 0...20 { #expect(high.tick(relayed: [m(1): [lowAddr]], own: [], now: Double(step) / 4).isEmpty, "a hard NAT's end never answers") }
     #expect(high.attempts == 0)
 }
 

@@ -107,7 +107,8 @@ private struct FuzzInput: Sendable {
         case 19: LinkMessage.participants(participantRecord).encoded()
         case 20: LinkMessage.epochHead(epoch: number(0), head: Array((bytes + [UInt8](repeating: 0, count: 32)).prefix(32)), holdsKey: number(1) % 2 == 0).encoded()
         case 21: LinkMessage.directedAck(through: number(0)).encoded()
-        default: LinkMessage.punch(attempt: UInt32(truncatingIfNeeded: number(0)), step: HolePunch.Step(rawValue: UInt8(number(1) % 3)) ?? .connect).encoded()
+        default: LinkMessage.punch(attempt: UInt32(truncatingIfNeeded: number(0)), step: HolePunch.Step(rawValue: UInt8(number(1) % 3)) ?? .connect,
+                                   addrs: number(2) % 2 == 0 ? [] : [String(decoding: bytes.prefix(70), as: UTF8.self), testAddr("o")]).encoded()
         }
     }
 
@@ -260,8 +261,8 @@ private struct Cores {
             _ = relay.forward(bytes.count, from: peer, to: other, queued: bytes.count, now: now)
             routes.closed(other, via: peer, now: now)
         // Both ends' rules: the step as it came (relayed, then not), and the starter's tick after it.
-        case let .punch(attempt, step):
-            _ = punch.receive(step, attempt: attempt, from: peer, peerAddresses: [testAddr("p")], own: [testAddr("q")], now: now)
+        case let .punch(attempt, step, addrs):
+            _ = punch.receive(step, attempt: attempt, from: peer, peerAddresses: [testAddr("p")], offered: addrs, own: [testAddr("q")], now: now)
             _ = punch.receive(step, attempt: attempt, from: peer, peerAddresses: nil, own: [], now: now)
             _ = punch.tick(relayed: [peer: [testAddr("p")]], own: [testAddr("h")], now: now)
         // An acknowledgement drops only what was sent to its sender, never past this member's counter.

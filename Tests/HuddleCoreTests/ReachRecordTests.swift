@@ -71,15 +71,19 @@ private func signed(_ raw: UInt64, reach: [String], incarnation: UInt64 = 1) -> 
     _ = c.receivePushPull(SWIMPushPull(join: false, members: [a, b]), from: a.addr, now: 1)
     _ = c.receiveLink(.observed(link: "", datagram: "198.51.100.1:7400"), from: a.id, addr: a.addr, now: 2)
     _ = c.tick(now: 2)
-    #expect(c.nat == .easy && c.swim.local.reach == ["198.51.100.1:7400"] && c.swim.local.incarnation == 1)
+    #expect(c.nat == .easy && c.swim.local.reach.isEmpty && c.tentativeReach == ["198.51.100.1:7400"],
+            "one reporter's word: tentative (punch steps only), not signed")
+    _ = c.receiveLink(.observed(link: "", datagram: "198.51.100.1:7400"), from: b.id, addr: b.addr, now: 3)
+    _ = c.tick(now: 3)
+    #expect(c.nat == .easy && c.swim.local.reach == ["198.51.100.1:7400"] && c.swim.local.incarnation == 1, "two agree: signed")
     let local = c.swim.local
     #expect(Identity.verify(signature: local.proof, message: MembershipStatement.alive(local), publicKey: me.node))
     // Hard: no address worth anyone's try; taken out of the record (not before the refresh).
-    _ = c.receiveLink(.observed(link: "", datagram: "198.51.100.1:40001"), from: a.id, addr: a.addr, now: 3)
-    _ = c.receiveLink(.observed(link: "", datagram: "198.51.100.1:40002"), from: b.id, addr: b.addr, now: 3)
+    _ = c.receiveLink(.observed(link: "", datagram: "198.51.100.1:40001"), from: a.id, addr: a.addr, now: 4)
+    _ = c.receiveLink(.observed(link: "", datagram: "198.51.100.1:40002"), from: b.id, addr: b.addr, now: 4)
     #expect(c.nat == .hard)
-    _ = c.tick(now: 3)
+    _ = c.tick(now: 4)
     #expect(c.swim.local.reach == ["198.51.100.1:7400"], "at most one record change per refresh")
-    _ = c.tick(now: 2 + ReachObservations.refresh)
+    _ = c.tick(now: 3 + ReachObservations.refresh)
     #expect(c.swim.local.reach.isEmpty && c.swim.local.incarnation == 2)
 }

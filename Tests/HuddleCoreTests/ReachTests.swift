@@ -155,15 +155,17 @@ private func pathEvents(_ effects: [SessionEffect]) -> [MemberID] {
     #expect(c.nat == .easy && c.reflexive == [natted])
 }
 
-/// Finding (f): the reach address a member signs is one its reporters agree on. A lone reporter
-/// decides while it is alone; with two or more, a tie names none (a hostile one cannot pick by
-/// the order of addresses), a lone dissenter cannot win, and two that agree decide.
+/// Finding (f): the reach address a member signs is one its reporters agree on: two or more, no
+/// tie (a hostile one cannot pick by the order of addresses), a lone dissenter cannot win. A lone
+/// reporter's address is never signed (issue 36, lone reach reporters): it is `loneDatagramSource`.
 @Test func theSignedReachAddressNeedsReportersThatAgree() {
     var r = ReachObservations()
-    #expect(r.agreedDatagramSource() == nil)
+    #expect(r.agreedDatagramSource() == nil && r.loneDatagramSource() == nil)
     r.receive(from: m(5), link: nil, datagram: "198.51.100.1:7400", now: 1)
-    #expect(r.agreedDatagramSource() == "198.51.100.1:7400", "a lone reporter, as a lone STUN server")
+    #expect(r.agreedDatagramSource() == nil, "a lone reporter's word is not signed")
+    #expect(r.loneDatagramSource() == "198.51.100.1:7400" && r.loneDatagramSource(counting: [m(66)]) == nil)
     r.receive(from: m(66), link: nil, datagram: "0.0.0.1:7400", now: 2)
+    #expect(r.loneDatagramSource() == nil, "two reporters: none is lone")
     #expect(r.nat(advertised: mine) == .easy, "both say port kept")
     #expect(r.agreedDatagramSource() == nil, "a tie: no address (it used to be the lowest one, the hostile one's)")
     r.receive(from: m(7), link: nil, datagram: "198.51.100.1:7400", now: 3)
@@ -172,5 +174,5 @@ private func pathEvents(_ effects: [SessionEffect]) -> [MemberID] {
     var two = ReachObservations()
     two.receive(from: m(5), link: nil, datagram: "198.51.100.1:7400", now: 1)
     two.receive(from: m(66), link: "203.0.113.9:1", datagram: nil, now: 1)
-    #expect(two.agreedDatagramSource() == "198.51.100.1:7400", "only datagram reports count")
+    #expect(two.agreedDatagramSource() == nil && two.loneDatagramSource() == "198.51.100.1:7400", "only datagram reports count")
 }

@@ -37,6 +37,8 @@ private let samples: [LinkMessage] = [
     .timeReply(echo: 1_700_000_000_123_456, wallMicros: LinkTiming.maximumWallMicros),
     .observed(link: "203.0.113.7:40123", datagram: ""),
     .observed(link: "", datagram: "[2001:db8::1]:7400"),
+    .punch(attempt: 3, step: .sync),
+    .punch(attempt: 4, step: .reply, addrs: ["198.51.100.3:7400", "[2001:db8::3]:7400"]),
     .epochGrant(EpochGrant(session: [UInt8](repeating: 1, count: 8), epoch: 2, head: [UInt8](repeating: 2, count: 32),
                            recipient: [UInt8](repeating: 3, count: 32), sealedKey: [UInt8](repeating: 5, count: EpochChange.sealedKeyLength))),
     .epochChanges([EpochChange(session: [UInt8](repeating: 1, count: 8), epoch: 1, parent: [UInt8](repeating: 2, count: 32), maker: MemberID(raw: 3),
@@ -49,6 +51,22 @@ private let samples: [LinkMessage] = [
     for message in samples {
         #expect(try LinkMessage.decode(message.encoded()) == message)
     }
+}
+
+/// A punch step without addresses is encoded as before addresses were carried (kind, attempt,
+/// step); with them, the step's high bit is set and 1 to `MemberInfo.maximumReach` follow: none
+/// or more than that on the wire are refused.
+@Test func punchStepsCarryAddressesOnlyWhenThereAreAny() throws {
+    let bare = LinkMessage.punch(attempt: 9, step: .connect).encoded()
+    #expect(bare.count == 1 + 1 + 4 + 1)
+    var five = LinkMessage.punch(attempt: 9, step: .connect, addrs: ["198.51.100.1:1"]).encoded()
+    five[bare.count] = UInt8(MemberInfo.maximumReach + 1)
+    for _ in 0..<MemberInfo.maximumReach { five += five[(bare.count + 1)...].prefix(2 + "198.51.100.1:1".utf8.count) }
+    #expect(throws: WireError.self) { try LinkMessage.decode(five) }
+    var none = LinkMessage.punch(attempt: 9, step: .connect, addrs: ["198.51.100.1:1"]).encoded()
+    none[bare.count] = 0
+    #expect(throws: WireError.self) { try LinkMessage.decode(Array(none.prefix(bare.count + 1))) }
+    #expect(bare.last == HolePunch.Step.connect.rawValue && none[bare.count - 1] == HolePunch.Step.connect.rawValue | 0x80)
 }
 
 @Test func datagramPayloadRoundTrips() throws {

@@ -138,6 +138,11 @@ struct Host: Sendable {
     var router: Router = .public
     /// The router's address on the bridge (what members see a NATted host's traffic come from).
     var wan: String?
+    /// Whether the router forwards the WAN's port 7400 (TCP and UDP) to this host (a port forward:
+    /// an nft DNAT, `NATLab.swift`); the node then advertises `reachableAddr`.
+    var forwarded = false
+    /// Where other hosts reach this one: its forwarded port on the router, else its own address.
+    var reachableAddr: String { forwarded ? "\(wan ?? ip):7400" : addr }
 }
 
 /// A private network of namespace hosts for one test: a switch namespace holding a bridge, one
@@ -158,7 +163,8 @@ final class HostLab: @unchecked Sendable {
     private var cleanupToken = 0
 
     /// `routers[i]`, when given and not `.public`: host `i` sits behind a NAT router of that kind (NATLab.swift).
-    init(_ label: String, hosts count: Int, routers: [Router] = []) throws {
+    /// `forwarded`: hosts behind a router whose router forwards port 7400 to them.
+    init(_ label: String, hosts count: Int, routers: [Router] = [], forwarded: Set<Int> = []) throws {
         precondition((1...250).contains(count))
         _ = HostEnvironment.sweptLeftovers
         runCounter.lock()
@@ -186,7 +192,7 @@ final class HostLab: @unchecked Sendable {
                 return Host(index: i, name: name, namespace: "\(tag)-\(name)", ip: "\(prefix).\(i + 1)", interface: "he\(short)i\(i)")
             }
             return Host(index: i, name: name, namespace: "\(tag)-\(name)", ip: Self.lanAddress(i, host: true), interface: "he\(short)i\(i)",
-                        router: router, wan: "\(prefix).\(i + 101)")
+                        router: router, wan: "\(prefix).\(i + 101)", forwarded: forwarded.contains(i))
         }
         do {
             cleanupToken = CleanupRegistry.shared.add { [weak self] in self?.teardown() }
@@ -230,7 +236,7 @@ final class HostLab: @unchecked Sendable {
     /// `environment`: variables added to the node's (test-only knobs such as `HUDDLE_TEST_RELAY_CORRUPT_AFTER`);
     /// `arguments`: more `huddle run` options (such as `--relay-limit`).
     func start(_ i: Int, join: [Int] = [], environment: [String: String] = [:], arguments: [String] = []) async throws -> HostNode {
-        let node = try HostNode(host: hosts[i], dir: dir, key: key, join: join.map { hosts[$0].addr }, environment: environment, arguments: arguments)
+        let node = try HostNode(host: hosts[i], dir: dir, key: key, join: join.map { hosts[$0].reachableAddr }, environment: environment, arguments: arguments)
         nodes.append(node)
         try await node.ready()
         return node
@@ -333,6 +339,12 @@ final class HostLab: @unchecked Sendable {
         for node in nodes { node.kill() }
         for node in nodes { node.waitUntilGone() }
         for ns in made.reversed() { HostEnvironment.removeNamespace(ns) }
+        // HUDDLE_LAB_LOGS=<dir>: each node's log is kept there (as <lab tag>-<host>.log) for a
+        // look at the timeline after the run.
+        if let keep = ProcessInfo.processInfo.environment["HUDDLE_LAB_LOGS"], !keep.isEmpty {
+            try? FileManager.default.createDirectory(atPath: keep, withIntermediateDirectories: true)
+            for node in nodes { try? FileManager.default.copyItem(atPath: node.logPath, toPath: "\(keep)/\(tag)-\(node.name).log") }
+        }
         try? FileManager.default.removeItem(atPath: dir)
         CleanupRegistry.shared.remove(cleanupToken)
     }
@@ -361,7 +373,8 @@ final class HostNode: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: Shell.ip)
         process.arguments = ["netns", "exec", host.namespace, huddleBinary, "run", "--key", key,
                              "--listen", host.addr, "--name", host.name, "--control", control,
-                             "--data-dir", "\(dir)/\(host.name).data"] + join.flatMap { ["--join", $0] } + arguments
+                             "--data-dir", "\(dir)/\(host.name).data"] + join.flatMap { ["--join", $0] }
+            + (host.forwarded ? ["--advertise", host.reachableAddr] : []) + arguments
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: logPath)
         process.standardOutput = FileHandle.nullDevice

@@ -20,7 +20,8 @@ extension HostLab {
     /// Puts `host` behind a router namespace of its kind: the router's WAN interface on the
     /// bridge (`host.wan`), a private link to the host, the host's default route through it, and
     /// nftables rules of a home router: what the inside sends out is masqueraded (`random` for
-    /// `.hard`), nothing is forwarded inbound that is not a reply (conntrack), and nothing
+    /// `.hard`), nothing is forwarded inbound that is not a reply (conntrack) or to the host's
+    /// forwarded port (when `host.forwarded`: the WAN's 7400, TCP and UDP), and nothing
     /// unsolicited addressed to the router itself is taken (without that rule, a first probe that
     /// arrives before the inside host's own packet leaves a conntrack entry behind and the router
     /// maps the host's next packet to another port).
@@ -43,18 +44,29 @@ extension HostLab {
         try Shell.must([Shell.ip, "-n", host.namespace, "route", "add", "default", "via", Self.lanAddress(host.index, host: false)])
         try Shell.must([Shell.ip, "netns", "exec", router, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
         let masquerade = host.router == .hard ? "masquerade random" : "masquerade"
+        // A port forward (`host.forwarded`): the WAN's port 7400, TCP and UDP, to the host's, as a
+        // home router's "port forwarding" page sets it up; the forward chain lets those in.
+        let forward = !host.forwarded ? "" : """
+              chain pre {
+                type nat hook prerouting priority dstnat; policy accept;
+                iifname "\(wanIf)" tcp dport 7400 dnat to \(host.ip):7400
+                iifname "\(wanIf)" udp dport 7400 dnat to \(host.ip):7400
+              }
+            """
         try Shell.must([Shell.ip, "netns", "exec", router, Shell.nft, "-f", "-"], input: """
             table ip hhnat {
               chain post {
                 type nat hook postrouting priority srcnat; policy accept;
                 oifname "\(wanIf)" \(masquerade)
               }
+            \(forward)
             }
             table inet hhrouter {
               chain routed {
                 type filter hook forward priority filter; policy drop;
                 ct state established,related accept
                 iifname "\(lanIf)" oifname "\(wanIf)" accept
+                iifname "\(wanIf)" oifname "\(lanIf)" ct status dnat accept
               }
               chain tome {
                 type filter hook input priority filter; policy drop;

@@ -9,19 +9,23 @@ import HuddleControl
 ///
 /// Guarantees: `start` returns only once every node answers `status`; `pendingLink()` is nil
 /// exactly when every node lists every other one `alive` on the path the design says the pair
-/// must end on (`finalPath`), `via` the public member when relayed and no `via` when direct.
+/// must end on (`finalPath`), `via` the rendezvous (host 0) when relayed and no `via` when direct.
+/// Host 0 is public, or (`forwardedRendezvous`, issue 36's "all NATted" case) behind a router
+/// that forwards one port to it: no member is public then.
 struct ReachLab {
     /// Host 0 public, 1–2 easy, 3–4 hard.
     static let fiveHosts: [Router] = [.public, .easy, .easy, .hard, .hard]
     static let easyPair = (1, 2)
     static let hardPair = (3, 4)
 
-    /// The path a pair must end on (README, "Hole punching"): a public end reaches the other
-    /// directly; two `easy` NATs punch through to a direct path; a `hard` NAT at either end keeps
-    /// the pair relayed (its mapping serves one destination, and the design does not guess ports).
-    static func finalPath(_ a: Router, _ b: Router) -> String {
-        if a == .public || b == .public { return "direct" }
-        return a == .easy && b == .easy ? "direct" : "relayed"
+    /// The path hosts `i` and `j` must end on (README, "Hole punching"): an end everyone reaches
+    /// (public, or behind its forwarded port) reaches the other directly; two `easy` NATs punch
+    /// through to a direct path; a `hard` NAT at either end keeps the pair relayed (its mapping
+    /// serves one destination, and the design does not guess ports).
+    func finalPath(_ i: Int, _ j: Int) -> String {
+        func reachable(_ k: Int) -> Bool { routers[k] == .public || lab.hosts[k].forwarded }
+        if reachable(i) || reachable(j) { return "direct" }
+        return routers[i] == .easy && routers[j] == .easy ? "direct" : "relayed"
     }
 
     let lab: HostLab
@@ -29,15 +33,18 @@ struct ReachLab {
     let nodes: [HostNode]
     /// When the first node was launched (the namespaces and routers were built before).
     let launched: ContinuousClock.Instant
+    /// Host 0's node: the public member, or the one behind a forwarded port; all join through it.
     var publicNode: HostNode { nodes[0] }
 
     /// Builds the lab's namespaces and routers, then starts the public member and the NATted ones
     /// (in host order, each joining through the public one); `onStart` runs as each node answers
     /// `status`, before the next one is launched (a benchmark subscribes to its events there).
-    static func start(_ label: String, routers: [Router] = fiveHosts,
+    /// `forwardedRendezvous`: host 0 sits behind its router (`routers[0]`, not `.public`) with
+    /// port 7400 forwarded to it, and advertises the forwarded port.
+    static func start(_ label: String, routers: [Router] = fiveHosts, forwardedRendezvous: Bool = false,
                       onStart: (HostNode) async throws -> Void = { _ in }) async throws -> ReachLab {
-        precondition(routers.first == .public && routers.count >= 2)
-        let lab = try HostLab(label, hosts: routers.count, routers: routers)
+        precondition((routers.first == .public) != forwardedRendezvous && routers.count >= 2)
+        let lab = try HostLab(label, hosts: routers.count, routers: routers, forwarded: forwardedRendezvous ? [0] : [])
         do {
             let launched = ContinuousClock.now
             var nodes: [HostNode] = []
@@ -59,7 +66,7 @@ struct ReachLab {
             let list = try await x.request("members")["members"]?.arrayValue ?? []
             let byMember = Dictionary(list.compactMap(\.objectValue).map { ($0["member"]?.stringValue ?? "", $0) }, uniquingKeysWith: { a, _ in a })
             for (j, y) in nodes.enumerated() where j != i {
-                let want = Self.finalPath(routers[i], routers[j])
+                let want = finalPath(i, j)
                 guard let m = byMember[y.member] else { return "\(x.name) does not list \(y.name)" }
                 let (state, path, via) = (m["state"]?.stringValue ?? "?", m["path"]?.stringValue ?? "?", m["via"]?.stringValue)
                 let viaOK = want == "relayed" ? via == publicNode.member : m["via"] == .null || m["via"] == nil

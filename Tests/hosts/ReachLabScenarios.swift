@@ -18,7 +18,22 @@ struct ReachLabScenarios {
     /// moment the view is whole, through the path changes and 5 rounds past them, and each of
     /// those messages is delivered exactly once in causal order at all five.
     @Test(.enabled(if: runReachLab)) func fiveHostsBehindPublicEasyAndHardRoutersFormOneSession() async throws {
-        let reach = try await ReachLab.start("reach5")
+        try await formsOneSession(try await ReachLab.start("reach5"), "5-host reach lab (1 public, 2 easy, 2 hard)")
+    }
+
+    /// Issue 36's "all NATted" case: no member is public. Host 0 sits behind an `easy` router that
+    /// forwards one port (7400, TCP and UDP: an nft DNAT) to it, and advertises that port; two
+    /// members behind `easy` routers and two behind `hard` ones join through it. The same
+    /// session forms as with a public member: everyone links directly to the forwarded member,
+    /// the easy pair punches through (with addresses only the forwarded member reported: tentative,
+    /// offered in the punch steps), and every pair with a `hard` end stays relayed through it.
+    @Test(.enabled(if: runReachLab)) func withNoPublicMemberOneBehindAForwardedPortIsTheRendezvous() async throws {
+        let reach = try await ReachLab.start("fwd5", routers: [.easy, .easy, .easy, .hard, .hard], forwardedRendezvous: true)
+        try await formsOneSession(reach, "all NATted (1 easy with a forwarded port, 2 easy, 2 hard)")
+    }
+
+    /// What both tests check (see the first one's comment): `label` names the lab in the report.
+    private func formsOneSession(_ reach: ReachLab, _ label: String) async throws {
         let (lab, started) = (reach.lab, reach.launched)
         defer { lab.teardown() }
         let nodes = reach.nodes
@@ -88,9 +103,10 @@ struct ReachLabScenarios {
         #expect(successes >= 1, "a punch success counted at the easy pair")
         #expect(hardAttempts == 0, "members behind hard NATs make no punch dial: \(hardAttempts)")
 
+        let rendezvous = try await reach.publicNode.request("status")
         for stream in streams { await stream.stop() }
         await expectNoOverflows(streams)
-        report("5-host reach lab (1 public, 2 easy, 2 hard): one view \(String(format: "%.1f", viewSeconds)) s, all on their final paths "
+        report("\(label): the rendezvous (\(reach.publicNode.name)) at \(rendezvous["addr"]?.stringValue ?? "?"), nat \(rendezvous["nat"]?.stringValue ?? "?"); one view \(String(format: "%.1f", viewSeconds)) s, all on their final paths "
             + "\(String(format: "%.1f", linkedSeconds)) s after start (not asserted; huddle-bench --scenarios reach times it; the last pair still pending, "
             + "at \(String(format: "%.1f", lastPending.seconds)) s: \(lastPending.what)); "
             + "\(e1.name)'s paths to \(e2.name) (easy pair) \(pathsAtE1); \(sent.count) messages from all 5 exactly once in causal order at all 5")

@@ -7,12 +7,18 @@
 /// replaces the relayed one (`LinkPlanner.keepsNewLink`). `SessionCore+Punch` runs it.
 ///
 /// Guarantees (pure: time comes in as `now`):
-/// - an attempt is started only while the pair's link is relayed and both members' signed records
-///   offer reach addresses (a mapping that serves anyone: an `easy` NAT's); a pair where either
-///   offers none (a `hard` NAT, or one not classified yet) is not tried until it does;
-/// - a member dials only the peer's own signed `reach` addresses (at most `Settings.candidates`):
-///   what another member says never makes it dial an address, and the peer's `punch` messages
-///   carry none;
+/// - an attempt is started only while the pair's link is relayed and the starter has addresses of
+///   its own to offer (a mapping that serves anyone: an `easy` NAT's, signed or tentative); the
+///   other end answers only when it has some too, and the starter dials only when the answer
+///   brought (or the peer's record offers) one: a pair with a `hard` NAT, or one not classified
+///   yet, makes no dial;
+/// - a member dials only addresses the peer itself gave: its signed `reach` and the addresses its
+///   own `connect` or `reply` of the pair's current attempts offered (`offered`, over the pair's
+///   end-to-end link; at most `MemberInfo.maximumReach` kept), at most `Settings.candidates` of
+///   them: what another member says never makes it dial an address;
+/// - a `connect` that arrives before this end has an address to offer is not lost: it is answered
+///   as soon as one appears, within `Settings.lateAnswer` (the starter waits `attemptTimeout` for
+///   the reply), instead of failing the attempt and waiting out its timeout and backoff;
 /// - at most `Settings.attempts` attempts per pair and set of addresses, `Settings.backoff`
 ///   doubling after each failed one; an attempt fails when its reply does not come or no direct
 ///   link is up `Settings.attemptTimeout` after it; a change of either member's addresses starts
@@ -39,6 +45,9 @@ public struct HolePunch: Sendable {
         public var dialBurst = 4.0
         public var dialRefill = 15.0
         public var answerInterval = 0.5
+        /// Seconds after a `connect` within which it is still answered once this end has an
+        /// address to offer (less than `attemptTimeout`: the starter still waits for it).
+        public var lateAnswer = 2.0
         public var nodeDialBurst = 8.0
         public var nodeDialRefill = 2.0
         public init() {}
@@ -76,6 +85,11 @@ public struct HolePunch: Sendable {
         var dialedAt: Double?
         /// The answering end's attempt waiting for its `sync`.
         var answered: UInt32?
+        /// A `connect` this end could not answer yet (no address of its own to offer), and when.
+        var pending: (attempt: UInt32, at: Double)?
+        /// The addresses the peer offered in its latest `connect` or `reply` (its own word, over
+        /// the pair's end-to-end link), dialed with its signed ones.
+        var offered: [String] = []
         var answeredAt = -Double.infinity
         /// Highest attempt number used or answered (a repeated or older one is refused).
         var lastAttempt: UInt32 = 0
@@ -106,6 +120,13 @@ public struct HolePunch: Sendable {
 
     private func fresh(_ now: Double) -> Pair { Pair(tokens: settings.dialBurst, tokensAt: now) }
 
+    /// What to dial at a peer: its signed addresses, then those it offered, distinct, at most `candidates`.
+    private func candidates(signed: [String], offered: [String]) -> [String] {
+        var out: [String] = []
+        for addr in signed + offered where !out.contains(addr) { out.append(addr) }
+        return Array(out.prefix(settings.candidates))
+    }
+
     /// `tokens` as of `at`, refilled up to `now`: one per `refill` seconds, at most `burst`.
     private static func refilled(_ tokens: Double, at: Double, now: Double, burst: Double, refill: Double) -> Double {
         let gained = refill > 0 && now > at ? (now - at) / refill : 0
@@ -127,7 +148,8 @@ public struct HolePunch: Sendable {
     }
 
     /// What is due at `now`. `relayed`: the peers whose link runs through a relay, each with its
-    /// signed record's reach addresses; `own`: this member's record's reach addresses.
+    /// signed record's reach addresses; `own`: the addresses this member offers (its record's
+    /// reach addresses and a tentative one, `SessionCore.punchAddresses`).
     public mutating func tick(relayed: [MemberID: [String]], own: [String], now: Double) -> [Action] {
         var out: [Action] = []
         // A forgotten peer's entry, not relayed, whose dial budget is whole again: nothing left to keep.
@@ -141,10 +163,11 @@ public struct HolePunch: Sendable {
             pairs[peer]?.dialAt = nil
             pairs[peer]?.dialedAt = nil
         }
+        for (peer, p) in pairs where p.pending != nil && relayed[peer] == nil { pairs[peer]?.pending = nil }
         for peer in relayed.keys.sorted() where peer != local {
-            let candidates = Array((relayed[peer] ?? []).prefix(settings.candidates))
             var p = pairs[peer] ?? fresh(now)
-            let addresses = own.sorted() + ["|"] + candidates
+            let signed = Array((relayed[peer] ?? []).prefix(settings.candidates))
+            let addresses = own.sorted() + ["|"] + signed
             if p.addresses != addresses {
                 // New addresses on either side: the count starts over.
                 p.addresses = addresses
@@ -156,15 +179,23 @@ public struct HolePunch: Sendable {
             }
             if let asked = p.asked, now - asked.at >= settings.attemptTimeout { failed(&p, now: now) }
             if let at = p.dialedAt, now - at >= settings.attemptTimeout { failed(&p, now: now) }
+            let dialable = candidates(signed: signed, offered: p.offered)
             if let at = p.dialAt, now >= at {
                 p.dialAt = nil
                 p.dialedAt = now
                 if spend(&p, now: now) {
                     attempts &+= 1
-                    out.append(.dial(peer, addrs: candidates, initiator: true))
+                    out.append(.dial(peer, addrs: dialable, initiator: true))
                 }
             }
-            if starts(with: peer), !p.busy, !candidates.isEmpty, !own.isEmpty, p.attempts < settings.attempts, now >= p.nextAt,
+            // A `connect` that came before this end had an address to offer: answered now, if still in time.
+            if let pending = p.pending, now - pending.at > settings.lateAnswer { p.pending = nil }
+            if !starts(with: peer), let pending = p.pending, !own.isEmpty, !dialable.isEmpty {
+                p.pending = nil
+                p.answered = pending.attempt
+                out.append(.send(peer, attempt: pending.attempt, step: .reply))
+            }
+            if starts(with: peer), !p.busy, !own.isEmpty, p.attempts < settings.attempts, now >= p.nextAt,
                p.lastAttempt < UInt32.max {
                 p.lastAttempt += 1
                 p.attempts += 1
@@ -185,12 +216,14 @@ public struct HolePunch: Sendable {
     }
 
     /// `punch(attempt, step)` from `peer`. `peerAddresses`: its signed record's reach addresses
-    /// while its link is relayed, nil when it is not (nothing is punched then); `own`: this
-    /// member's record's reach addresses (none: its NAT is `hard` or unknown, or it has none, and
-    /// it answers no `connect` — a pair is tried only when both ends offer an address).
-    public mutating func receive(_ step: Step, attempt: UInt32, from peer: MemberID, peerAddresses: [String]?, own: [String], now: Double) -> [Action] {
+    /// while its link is relayed, nil when it is not (nothing is punched then); `offered`: the
+    /// addresses the step itself carries (with `connect` and `reply`); `own`: the addresses this
+    /// member offers (none: its NAT is `hard` or unknown, and it answers no `connect` until it has
+    /// one — a pair is dialed only when both ends offer an address).
+    public mutating func receive(_ step: Step, attempt: UInt32, from peer: MemberID, peerAddresses: [String]?, offered: [String] = [],
+                                 own: [String], now: Double) -> [Action] {
         guard peer != local, let peerAddresses else { return refuse() }
-        let candidates = Array(peerAddresses.prefix(settings.candidates))
+        let offered = Array(offered.prefix(MemberInfo.maximumReach))
         var p = pairs[peer] ?? fresh(now)
         defer { pairs[peer] = p }
         switch step {
@@ -198,14 +231,28 @@ public struct HolePunch: Sendable {
             guard !starts(with: peer), attempt > p.lastAttempt, now - p.answeredAt >= settings.answerInterval else { return refuse() }
             p.lastAttempt = attempt
             p.answeredAt = now
-            // Nothing to dial (its record offers no address here yet), or this end offers none (a
-            // `hard` NAT's mapping serves one destination): no answer, the attempt times out.
-            guard !candidates.isEmpty, !own.isEmpty else { return [] }
+            p.offered = offered
+            p.answered = nil
+            p.pending = nil
+            // Nothing to dial (the peer offers no address): no answer, the attempt times out.
+            guard !candidates(signed: peerAddresses, offered: offered).isEmpty else { return [] }
+            // This end has nothing to offer yet (not classified, or a `hard` NAT whose mapping
+            // serves one destination): answered by `tick` should an address appear in time.
+            guard !own.isEmpty else {
+                p.pending = (attempt, now)
+                return []
+            }
             p.answered = attempt
             return [.send(peer, attempt: attempt, step: .reply)]
         case .reply:
             guard starts(with: peer), let asked = p.asked, asked.attempt == attempt else { return refuse() }
             p.asked = nil
+            p.offered = offered
+            // The peer offers nothing to dial: this attempt ends here, without a dial.
+            guard !candidates(signed: peerAddresses, offered: offered).isEmpty else {
+                failed(&p, now: now)
+                return []
+            }
             // Half the relayed round trip: the `sync` takes about that long to reach the peer.
             p.dialAt = now + max(0, now - asked.at) / 2
             return [.send(peer, attempt: attempt, step: .sync)]
@@ -215,7 +262,7 @@ public struct HolePunch: Sendable {
             guard spend(&p, now: now) else { return refuse() }
             p.dialedAt = now
             attempts &+= 1
-            return [.dial(peer, addrs: candidates, initiator: false)]
+            return [.dial(peer, addrs: candidates(signed: peerAddresses, offered: p.offered), initiator: false)]
         }
     }
 
@@ -234,6 +281,8 @@ public struct HolePunch: Sendable {
         p.dialAt = nil
         p.dialedAt = nil
         p.answered = nil
+        p.pending = nil
+        p.offered = []
         pairs[peer] = p
     }
 

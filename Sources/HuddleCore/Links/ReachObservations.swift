@@ -40,6 +40,9 @@ public struct ReachReport: Sendable, Equatable {
 ///   (`verdict`), and `nat` is the verdict of a strict majority of the reporters that gave one
 ///   (`unknown` without one). A lone reporter decides only while it is the only one (as a lone
 ///   STUN server would): with three or more reporters, one hostile member cannot change `nat`;
+/// - no single peer ever picks the address this member signs: `agreedDatagramSource` needs two
+///   reporters that agree; a lone reporter's address (`loneDatagramSource`) is only a punch
+///   candidate, offered to a relayed peer during an attempt (`HolePunch`);
 /// - a peer is sent what this member sees of it when that changes, and again every `refresh`
 ///   seconds (a report sent before the peer knew this member is not lost for good).
 public struct ReachObservations: Sendable {
@@ -180,21 +183,28 @@ public struct ReachObservations: Sendable {
     }
 
     /// The datagram source that reporters in `counting` (all when nil) agree on, fit to be signed
-    /// as this member's reach address: reported by more of them than any other address (a tie
-    /// names none), and by at least two when two or more reported a datagram source. A lone
-    /// reporter's word is taken only while it is the only one (as a lone STUN server's is: no other
-    /// observer exists to check it); with more, one hostile member can neither pick the address
-    /// by a tie nor by speaking alone.
+    /// as this member's reach address: reported by at least two of them and by more than any other
+    /// address (a tie names none). One reporter's word is never signed, even while it is the only
+    /// reporter (`loneDatagramSource`): a hostile member alone cannot pick the address this member
+    /// advertises to everyone, by a tie, by speaking alone or by outvoting nobody.
     public func agreedDatagramSource(counting: Set<MemberID>? = nil) -> String? {
         var count: [String: Int] = [:]
         for (reporter, report) in reports where counting?.contains(reporter) ?? true {
             if let a = report.datagram { count[a, default: 0] += 1 }
         }
         let ranked = count.sorted { $0.value > $1.value }
-        guard let top = ranked.first else { return nil }
+        guard let top = ranked.first, top.value >= 2 else { return nil }
         if ranked.count > 1, ranked[1].value == top.value { return nil }
-        let reporters = count.values.reduce(0, +)
-        return reporters >= 2 && top.value < 2 ? nil : top.key
+        return top.key
+    }
+
+    /// The datagram source of the only reporter in `counting` (all when nil) that reported one;
+    /// nil with none or several. Not confirmed by anyone else, so it is never signed: it is only
+    /// offered to a relayed peer as a punch candidate (`SessionCore.tentativeReach`), until a
+    /// second reporter — such as the peer of a punched link — sees the same source.
+    public func loneDatagramSource(counting: Set<MemberID>? = nil) -> String? {
+        let sources = reports.filter { counting?.contains($0.key) ?? true }.compactMap(\.value.datagram)
+        return sources.count == 1 ? sources[0] : nil
     }
 
     static func port(_ addr: String) -> Int? { (try? HostPort.split(addr))?.port }

@@ -27,13 +27,26 @@ extension SessionCore {
 
     /// The addresses this member's record offers besides `addr` (`MemberInfo.reach`): the
     /// mapping of its listening socket when its NAT is `easy` (one mapping for every member, so
-    /// worth trying by any), and only one the live reporters agree they saw its datagrams come
-    /// from (`ReachObservations.agreedDatagramSource`: no tie, two or more when two or more
-    /// reported); none otherwise (a `hard` NAT's mapping serves one observer only; with `none`,
-    /// `addr` is it).
+    /// worth trying by any), and only one that two or more live reporters agree they saw its
+    /// datagrams come from (`ReachObservations.agreedDatagramSource`, no tie); none otherwise (a
+    /// `hard` NAT's mapping serves one observer only; with `none`, `addr` is it; one reporter's
+    /// word is `tentativeReach`).
     public var reachAddresses: [String] {
         guard nat == .easy, let agreed = reach.agreedDatagramSource(counting: countedReporters), agreed != swim.local.addr else { return [] }
         return [agreed]
+    }
+
+    /// The mapping of this member's listening socket as a lone live reporter saw it
+    /// (`ReachObservations.loneDatagramSource`) when its NAT is `easy` and no address is agreed:
+    /// offered to relayed peers in punch steps only (`punchAddresses`), never signed. So one
+    /// hostile member (say the only public one) cannot make this member advertise an address of
+    /// its choosing to everyone; what it can do is bounded by a punch's budgets: the relayed peers
+    /// punching with this member dial it within `HolePunch`'s per-pair and node-wide dial limits.
+    /// A punch that succeeds through it brings the second reporter that confirms it.
+    public var tentativeReach: [String] {
+        guard nat == .easy, reachAddresses.isEmpty, let lone = reach.loneDatagramSource(counting: countedReporters),
+              lone != swim.local.addr else { return [] }
+        return [lone]
     }
 
     /// Puts `reachAddresses` into this member's signed record (a new incarnation, gossiped as an

@@ -548,7 +548,7 @@ public struct SessionCore: Sendable {
         case let .observed(link, datagram): out = receiveObserved(link: link, datagram: datagram, from: peer, now: now)
         case .circuitRequest, .circuitOffer, .circuitAccept, .circuitRefuse, .circuitData, .circuitClose:
             out = receiveCircuit(message, from: peer, queued: queued, now: now)
-        case let .punch(attempt, step): out = receivePunch(step, attempt: attempt, from: peer, now: now)
+        case let .punch(attempt, step, addrs): out = receivePunch(step, attempt: attempt, addrs: addrs, from: peer, now: now)
         case let .directedAck(through):
             broadcast.directedAcknowledged(by: peer, through: through)
             out = []

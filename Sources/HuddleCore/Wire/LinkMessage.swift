@@ -81,9 +81,14 @@ public enum LinkMessage: Sendable, Equatable {
     /// The circuit with `peer` is closed.
     case circuitClose(peer: MemberID)
     /// Hole punching (issue 36, item 3; `HolePunch`): one step of attempt `attempt` between the
-    /// two ends of a relayed link, sent over that link. It carries no address: each end dials only
-    /// the other's signed record's `reach` addresses.
-    case punch(attempt: UInt32, step: HolePunch.Step)
+    /// two ends of a relayed link, sent over that link. `addrs`: the sender's own addresses to
+    /// dial (`SessionCore.punchAddresses`, with `connect` and `reply`): at most
+    /// `MemberInfo.maximumReach`, each at most `MemberInfo.maximumAddress` bytes; encoded after the
+    /// step (its high bit set) only when there are any (a step without is the encoding of old).
+    case punch(attempt: UInt32, step: HolePunch.Step, addrs: [String] = [])
+
+    /// The high bit of a `punch` step byte: addresses follow (a count, then each as a string16).
+    static let punchAddressesFlag: UInt8 = 0x80
     /// The sender has delivered the receiver's directed messages up to counter `through`: the
     /// receiver stops keeping them for a resend (`DirectedOutbox`).
     case directedAck(through: UInt64)
@@ -166,7 +171,15 @@ public enum LinkMessage: Sendable, Equatable {
         case let .circuitRefuse(peer, reason): w.u8(Kind.circuitRefuse.rawValue); w.member(peer); w.string16(String(reason.utf8.prefix(MemberInfo.maximumAddress)) ?? "")
         case let .circuitData(peer, bytes): w.u8(Kind.circuitData.rawValue); w.member(peer); w.bytes32(bytes)
         case let .circuitClose(peer): w.u8(Kind.circuitClose.rawValue); w.member(peer)
-        case let .punch(attempt, step): w.u8(Kind.punch.rawValue); w.u32(attempt); w.u8(step.rawValue)
+        case let .punch(attempt, step, addrs):
+            // With addresses, the step's high bit says so and a count (1...maximumReach) follows:
+            // a step without is byte for byte the encoding of old, and a cut anywhere is an error.
+            let sent = addrs.filter { $0.utf8.count <= MemberInfo.maximumAddress }.prefix(MemberInfo.maximumReach)
+            w.u8(Kind.punch.rawValue); w.u32(attempt); w.u8(step.rawValue | (sent.isEmpty ? 0 : Self.punchAddressesFlag))
+            if !sent.isEmpty {
+                w.u8(UInt8(sent.count))
+                for addr in sent { w.string16(addr) }
+            }
         case let .directedAck(through): w.u8(Kind.directedAck.rawValue); w.u64(through)
         }
         return w.bytes
@@ -263,8 +276,15 @@ public enum LinkMessage: Sendable, Equatable {
         case .circuitClose: result = .circuitClose(peer: try r.member("circuit peer"))
         case .punch:
             let attempt = try r.u32("punch attempt")
-            guard let step = HolePunch.Step(rawValue: try r.u8("punch step")) else { throw WireError("unknown punch step") }
-            result = .punch(attempt: attempt, step: step)
+            let stepByte = try r.u8("punch step")
+            guard let step = HolePunch.Step(rawValue: stepByte & ~Self.punchAddressesFlag) else { throw WireError("unknown punch step") }
+            var addrs: [String] = []
+            if stepByte & Self.punchAddressesFlag != 0 {
+                let n = Int(try r.u8("punch address count"))
+                guard (1...MemberInfo.maximumReach).contains(n) else { throw WireError("\(n) punch addresses (1 to \(MemberInfo.maximumReach))") }
+                for _ in 0..<n { addrs.append(try r.string16("punch address", limit: MemberInfo.maximumAddress)) }
+            }
+            result = .punch(attempt: attempt, step: step, addrs: addrs)
         case .directedAck: result = .directedAck(through: try r.u64("directed counter"))
         case nil: throw WireError("unknown link message kind")
         }

@@ -66,7 +66,21 @@ extension Node {
             "store": .object(["used": .int(Int64(store.usedBytes())), "limit": .int(Int64(config.storeLimitBytes))]),
             "subscribers": .array(backlogs.map { .object(["events_behind": .int($0.events), "overflow_risk": .double($0.risk)]) }),
             "clock_skew_ms": milliseconds(largestSkew),
+            "joining": .array(joinFailures.sorted { $0.key < $1.key }.map { addr, failure in
+                .object(["addr": .string(addr), "seconds": .int(Int64((ContinuousClock.now - failure.since).components.seconds)),
+                         "error": .string(String(failure.error.prefix(200)))])
+            }),
         ]
+    }
+
+    /// A `--join` address failed (`NodeRunner.joinInBackground`): kept until one answers, for `diagnose`.
+    func joinFailed(_ addr: String, error: String) {
+        joinFailures[addr] = (joinFailures[addr]?.since ?? .now, error)
+    }
+
+    /// A join through one of `addresses` was answered: they are no longer waited on.
+    func joinAnswered(_ addresses: [String]) {
+        for addr in addresses { joinFailures[addr] = nil }
     }
 
     /// The epoch `peer` said it is on, when this node knows that epoch; `"other"` for a head not

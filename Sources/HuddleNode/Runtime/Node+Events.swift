@@ -30,6 +30,10 @@ extension Node {
         memberEvents[change, default: 0] += 1
         if change == .joined || change == .left || change == .failed || change == .removed {
             log.info("member \(info.id) (\(info.name) at \(info.addr)) \(change.rawValue)\(by.map { " by \($0)" } ?? "")")
+        } else if change == .path || change == .updated {
+            // Rare (a path or a signed record changes): the moments a punch waits on, in the log.
+            let path = core.path(to: info.id)
+            log.info("member \(info.id) (\(info.name)) \(change.rawValue): path \(path.rawValue)\(core.via(info.id).map { " via \($0)" } ?? ""), reach \(info.reach)")
         }
         var fields: JSONObject = ["change": .string(change.rawValue), "member": memberJSON(info)]
         if change == .removed { fields["by"] = by.map { .string($0.description) } ?? .null }

@@ -55,6 +55,8 @@ actor Node {
     let circuitQueue = CircuitQueue()
     /// The listening socket's address: hole-punching dials leave from it (`Node+Punch`).
     var punchSource: SocketAddress?
+    /// `--join` addresses not answered yet: since when, and the last failure (`Node+Diagnose`).
+    var joinFailures: [String: (since: ContinuousClock.Instant, error: String)] = [:]
     /// The test-only corruption of relayed bytes (`RelayCorruption`; off unless its variable is set).
     var relayCorruption = RelayCorruption()
     var events: EventLog

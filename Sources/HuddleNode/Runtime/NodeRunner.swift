@@ -213,9 +213,11 @@ public enum NodeRunner {
                     let peer = try await node.dial(resolved[addr] ?? addr)
                     await node.pushPullAndWait(peer, join: true)
                     node.log.info("\(node.resumed ? "back in" : "joined") the session through \(addr)")
+                    await node.joinAnswered(addresses)
                     return
                 } catch {
                     node.log.info("join \(addr) failed: \(error)")
+                    await node.joinFailed(addr, error: "\(error)")
                 }
             }
             try? await Task.sleep(for: .seconds(delay))
