@@ -300,8 +300,10 @@ public final class SessionSimulation {
         while let time = queue.nextTime, time <= end, let (_, event) = queue.pop() {
             now = time
             handle(event)
-            for i in needsFlush.sorted() where isUp(i) { shell(i).flushNow() }
+            // Taken before flushing: a flush that asks for another is flushed after the next event.
+            let flushing = needsFlush.sorted()
             needsFlush = []
+            for i in flushing where isUp(i) { shell(i).flushNow() }
         }
         return finish(end)
     }
@@ -814,7 +816,10 @@ extension SessionSimulation {
         // As the node's store: the attachment's file goes.
         func deleteStored(id: String) { sim.held[i][id] = nil }
 
-        func scheduleFlush() { sim.needsFlush.insert(i) }
+        func scheduleFlush() -> Bool {
+            sim.needsFlush.insert(i)
+            return true
+        }
         func congestionCleared() {}
 
         /// As `Node.moveToEpoch`: session-key datagrams under the new epoch's key.

@@ -28,7 +28,7 @@ extension SessionShell {
                     defer { state.flushScheduled = true }
                     return !state.flushScheduled
                 }
-                if first { scheduleFlush() }
+                if first, !scheduleFlush() { withShellState { $0.flushScheduled = false } }
             case .congestionCleared: congestionCleared()
             case .activityChanged: activityChanged()
             case let .participants(changes): participantsChanged(changes)

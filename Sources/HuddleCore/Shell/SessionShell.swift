@@ -62,8 +62,9 @@ public protocol SessionShell {
     func deleteStored(id: String)
 
     // Timers.
-    /// Runs `flushNow()` soon, once, after the current input's effects.
-    func scheduleFlush()
+    /// Runs `flushNow()` soon, once, after the current input's effects; false when it cannot
+    /// (the shell is stopping), and the flush is not pending then.
+    func scheduleFlush() -> Bool
     /// Senders waiting for the broadcast's congestion to clear may go on.
     func congestionCleared()
 

@@ -183,7 +183,8 @@ actor Node {
         let candidate = LinkCandidate(peer: link.peer, keyHead: keyHead, datagramKeys: datagramKeys, dialer: link.dialer, via: link.via,
                                       remote: link.via == nil ? link.channel.remoteAddress.map(hostPort) ?? "" : "",
                                       local: link.via == nil ? link.channel.localAddress.map(hostPort) ?? "" : "")
-        switch shell.linkEstablished(candidate, install: { links[link.peer.id] = link }) {
+        // The link's datagram keys go to the receive thread with the link, before its hello.
+        switch shell.linkEstablished(candidate, install: { links[link.peer.id] = link; publishDatagramKeys() }) {
         case let .refused(reason):
             logLinkRefusal(reason, link)
             return false
@@ -293,7 +294,7 @@ actor Node {
     /// to it is in flight) and reports the end to the shared shell.
     func dialInBackground(_ addr: String) {
         guard !stopping else { return shell.dialFinished(addr, peer: nil) }
-        spawner.spawn { [self] in
+        let spawned = spawner.spawn { [self] in
             var peer: MemberID?
             do {
                 peer = try await dial(addr)
@@ -302,6 +303,8 @@ actor Node {
             }
             await dialFinished(addr, peer: peer)
         }
+        // A spawner that has finished (the node stopped) runs nothing: the dial ends here.
+        if !spawned { shell.dialFinished(addr, peer: nil) }
     }
 
     private func dialFinished(_ addr: String, peer: MemberID?) { shell.dialFinished(addr, peer: peer) }

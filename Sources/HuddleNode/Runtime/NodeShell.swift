@@ -110,7 +110,8 @@ struct NodeShell: SessionShell {
         node.spawner.spawn { _ = try? await ChunkIO.run { store.remove(id) } }
     }
 
-    func scheduleFlush() {
+    /// False once the spawner has finished (the node stopped): it runs nothing then.
+    func scheduleFlush() -> Bool {
         node.spawner.spawn { [node] in await node.flushScheduledBatch() }
     }
 
