@@ -24,6 +24,8 @@ private struct PairingAttempt {
             try await eventually("\(name) to give up pairing", within: 60) { !process.isRunning }
         } catch {
             process.terminate()
+            // What the process said, for a run that hangs (seen once under the full suite's load).
+            Issue.record("\(name)'s log: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "none")")
             throw error
         }
         return PairingAttempt(status: process.terminationStatus, stderr: (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
