@@ -46,7 +46,8 @@ struct NATMatrix {
         let q = try await lab.start(2, join: [0])
         let nodes = [pub, p, q]
         var streams: [HostEvents] = []
-        for node in nodes { streams.append(try await HostEvents.subscribe(node, topics: ["members", "messages"])) }
+        // From each node's first event: the pair's path events may come before this subscription.
+        for node in nodes { streams.append(try await HostEvents.subscribe(node, topics: ["members", "messages"], since: 0)) }
         let started = ContinuousClock.now
         // Every member counts the other two in (whatever their path): a message sent before a
         // member joined is behind its baseline, not owed to it.
@@ -140,7 +141,16 @@ struct NATMatrix {
         if cell.punched {
             let relayed = pathsAtP.firstIndex(of: "relayed")
             #expect(relayed.map { pathsAtP[$0...].contains("direct") } == true, "\(cell): p's path to q went relayed, then direct: \(pathsAtP)")
-            #expect(sentBeforePath > 0 && sent.count > sentBeforePath, "messages were sent before and after the move")
+            // Messages in flight across the move: only when the move came after the first round.
+            // A punch now takes ~0.1 s once the pair is relayed, so on a loaded run the pair can be
+            // direct before the view is whole and the first message sent: then no message crossed
+            // the move in this run, and the report says so (HostileRelayScenarios and
+            // DirectedRelayScenarios move a pair that is sending, every run).
+            if sentBeforePath > 0 {
+                #expect(sent.count > sentBeforePath, "messages were sent before and after the move")
+            } else {
+                report("NAT matrix \(cell): the pair was on its path before the first message; no message crossed the move in this run")
+            }
             #expect(punches[1] + punches[3] >= 1, "\(cell): a punch counted as a success (attempts, successes at p and q: \(punches))")
         }
         if cell.path == "relayed" {
