@@ -24,18 +24,10 @@ struct DirectedRelayScenarios {
         let a = try await lab.start(1, join: [0])
         let b = try await lab.start(2, join: [0])
 
-        func member(_ node: HostNode, _ other: HostNode) async throws -> JSONObject? {
-            let list = try await node.request("members")["members"]?.arrayValue ?? []
-            return list.compactMap(\.objectValue).first { $0["member"]?.stringValue == other.member }
-        }
-        func relayedViaPublic(_ x: HostNode, _ y: HostNode) async throws -> Bool {
-            let m = try await member(x, y)
-            return m?["path"]?.stringValue == "relayed" && m?["via"]?.stringValue == pub.member && m?["state"]?.stringValue == "alive"
-        }
         do {
             try await eventually("the hard pair relayed via the public member both ways", within: 60, every: .milliseconds(250)) {
-                let ab = try await relayedViaPublic(a, b)
-                let ba = try await relayedViaPublic(b, a)
+                let ab = try await isRelayed(a, b, via: pub)
+                let ba = try await isRelayed(b, a, via: pub)
                 return ab && ba
             }
         } catch {

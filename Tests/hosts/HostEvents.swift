@@ -205,3 +205,15 @@ func deliveryViolations(_ streams: [HostEvents]) async throws -> [String] {
     }
     return DeliveryChecker.violations(logs)
 }
+
+/// `x`'s `members` entry for `y`, nil when `x` does not list it.
+func member(_ x: HostNode, _ y: HostNode) async throws -> JSONObject? {
+    let list = try await x.request("members")["members"]?.arrayValue ?? []
+    return list.compactMap(\.objectValue).first { $0["member"]?.stringValue == y.member }
+}
+
+/// Whether `x` sees `y` alive over a link relayed by `relay`.
+func isRelayed(_ x: HostNode, _ y: HostNode, via relay: HostNode) async throws -> Bool {
+    let m = try await member(x, y)
+    return m?["path"]?.stringValue == "relayed" && m?["via"]?.stringValue == relay.member && m?["state"]?.stringValue == "alive"
+}

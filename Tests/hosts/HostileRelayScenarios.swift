@@ -41,10 +41,6 @@ struct HostileRelayScenarios {
         let a = try await lab.start(2, join: [0])
         let b = try await lab.start(3, join: [0])
 
-        func member(_ x: HostNode, _ y: HostNode) async throws -> JSONObject? {
-            let list = try await x.request("members")["members"]?.arrayValue ?? []
-            return list.compactMap(\.objectValue).first { $0["member"]?.stringValue == y.member }
-        }
         /// The relay both ends of the pair are linked through, when they agree.
         func pairVia() async throws -> String? {
             guard let ab = try await member(a, b), let ba = try await member(b, a),

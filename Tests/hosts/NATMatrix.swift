@@ -53,10 +53,6 @@ struct NATMatrix {
         // member joined is behind its baseline, not owed to it.
         try await lab.waitForOneView(nodes)
 
-        func member(_ x: HostNode, _ y: HostNode) async throws -> JSONObject? {
-            let list = try await x.request("members")["members"]?.arrayValue ?? []
-            return list.compactMap(\.objectValue).first { $0["member"]?.stringValue == y.member }
-        }
         func onPath(_ x: HostNode, _ y: HostNode) async throws -> Bool {
             guard let m = try await member(x, y), m["state"]?.stringValue == "alive", m["path"]?.stringValue == cell.path else { return false }
             return cell.path == "relayed" ? m["via"]?.stringValue == pub.member : m["via"] == .null
@@ -176,10 +172,6 @@ struct NATMatrix {
         let a = try await lab.start(2, join: [0])
         let b = try await lab.start(3, join: [0])
 
-        func member(_ x: HostNode, _ y: HostNode) async throws -> JSONObject? {
-            let list = try await x.request("members")["members"]?.arrayValue ?? []
-            return list.compactMap(\.objectValue).first { $0["member"]?.stringValue == y.member }
-        }
         func relayed(via relays: [HostNode]) async throws -> String? {
             guard let ab = try await member(a, b), let ba = try await member(b, a),
                   ab["path"]?.stringValue == "relayed", ba["path"]?.stringValue == "relayed",

@@ -29,18 +29,10 @@ struct RelayScenarios {
         for node in nodes { streams.append(try await HostEvents.subscribe(node, topics: ["members", "messages"])) }
         let started = ContinuousClock.now
 
-        func member(_ node: HostNode, _ other: HostNode) async throws -> JSONObject? {
-            let list = try await node.request("members")["members"]?.arrayValue ?? []
-            return list.compactMap(\.objectValue).first { $0["member"]?.stringValue == other.member }
-        }
-        func relayedViaPublic(_ x: HostNode, _ y: HostNode) async throws -> Bool {
-            let m = try await member(x, y)
-            return m?["path"]?.stringValue == "relayed" && m?["via"]?.stringValue == pub.member && m?["state"]?.stringValue == "alive"
-        }
         do {
             try await eventually("the hard pair relayed via the public member both ways", within: 60, every: .milliseconds(250)) {
-                let ab = try await relayedViaPublic(a, b)
-                let ba = try await relayedViaPublic(b, a)
+                let ab = try await isRelayed(a, b, via: pub)
+                let ba = try await isRelayed(b, a, via: pub)
                 return ab && ba
             }
         } catch {
@@ -83,8 +75,8 @@ struct RelayScenarios {
                 let changes = await streams[1].memberChanges("path", about: b.member).compactMap { $0.event["member"]?.objectValue?["path"]?.stringValue }
                 guard let dropped = changes.lastIndex(where: { $0 != "relayed" }), changes.firstIndex(of: "relayed").map({ $0 < dropped }) == true else { return false }
                 guard changes[dropped...].contains("relayed") else { return false }
-                let ab = try await relayedViaPublic(a, b)
-                let ba = try await relayedViaPublic(b, a)
+                let ab = try await isRelayed(a, b, via: pub)
+                let ba = try await isRelayed(b, a, via: pub)
                 return ab && ba
             }
         } catch {
