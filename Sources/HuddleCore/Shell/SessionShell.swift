@@ -104,7 +104,4 @@ public struct ShellState: Sendable {
     var lastTick = -Double.infinity
 
     public init() {}
-
-    /// Dials in flight.
-    public var dialsInFlight: Int { dials.count }
 }
