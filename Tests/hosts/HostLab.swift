@@ -280,6 +280,11 @@ final class HostLab: @unchecked Sendable {
             """)
     }
 
+    /// Removes host `i`'s random loss (`loss(_:percent:)`).
+    func clearLoss(_ i: Int) throws {
+        try Shell.must([Shell.ip, "netns", "exec", hosts[i].namespace, Shell.nft, "delete", "table", "inet", "hhloss"])
+    }
+
     /// Cuts every packet between the two groups, both ways, on every host of both.
     func partition(_ left: [Int], _ right: [Int]) throws {
         for (mine, theirs) in [(left, right), (right, left)] {

@@ -30,9 +30,11 @@ extension SessionCore {
     /// Circuit requests due and idle circuits to close (from `tick`).
     mutating func relayTick(now: Double) -> [SessionEffect] {
         var out: [SessionEffect] = []
-        let linked = planner.linked
+        // Locals, not `self`, in the closure: a closure over a `mutating` method's `self` that calls
+        // a method on it copied the whole core for every member (40 % of the simulator's time at N = 100).
+        let linked = planner.linked, live = self.live, relayed = relayedLinks
         let unlinked = live.subtracting(linked).subtracting([local])
-        let direct = Set(linked.filter { relayedLinks[$0] == nil && isLive($0) })
+        let direct = linked.filter { relayed[$0] == nil && live.contains($0) }
         for request in routes.tick(unlinked: unlinked, relays: direct, now: now, limit: Self.circuitRequestsPerTick) {
             out.append(.sendLink(request.via, .circuitRequest(peer: request.peer)))
         }

@@ -181,7 +181,9 @@ public struct SessionCore: Sendable {
     /// Members that count as in the session: alive or merely suspected.
     /// A member whose node key is removed is never live, whatever membership says.
     public var live: Set<MemberID> {
-        Set(swim.members.values.filter { ($0.state == .alive || $0.state == .suspect) && !removedMembers.contains($0.id) }.map(\.id))
+        var out = Set<MemberID>(minimumCapacity: swim.members.count)
+        for (id, info) in swim.members where (info.state == .alive || info.state == .suspect) && !removedMembers.contains(id) { out.insert(id) }
+        return out
     }
 
     public func isLive(_ member: MemberID) -> Bool {
@@ -552,6 +554,7 @@ public struct SessionCore: Sendable {
         case let .directedAck(through):
             broadcast.directedAcknowledged(by: peer, through: through)
             out = []
+        case let .unreliable(m): out = receiveUnreliable(m, from: peer)
         }
         return out + congestionCleared(since: congested) + firstRefusals(since: counted)
     }
