@@ -24,7 +24,7 @@ private let extremes: [UInt64] = [0, 1, 2, 255, 256, 65_535, 65_536, UInt64(UInt
                                   UInt64(Int64.max), UInt64(Int64.max) + 1, .max - 1, .max]
 
 /// The message kinds `FuzzInput.encoding` makes (every link message kind, datagrams, journal entries, batches).
-private let kindCount = 23
+private let kindCount = 24
 
 
 /// How the encoding is damaged before decoding.
@@ -107,6 +107,7 @@ private struct FuzzInput: Sendable {
         case 19: LinkMessage.participants(participantRecord).encoded()
         case 20: LinkMessage.epochHead(epoch: number(0), head: Array((bytes + [UInt8](repeating: 0, count: 32)).prefix(32)), holdsKey: number(1) % 2 == 0).encoded()
         case 21: LinkMessage.directedAck(through: number(0)).encoded()
+        case 22: LinkMessage.unreliable(wire).encoded()
         default: LinkMessage.punch(attempt: UInt32(truncatingIfNeeded: number(0)), step: HolePunch.Step(rawValue: UInt8(number(1) % 3)) ?? .connect,
                                    addrs: number(2) % 2 == 0 ? [] : [String(decoding: bytes.prefix(70), as: UTF8.self), testAddr("o")]).encoded()
         }
@@ -267,6 +268,8 @@ private struct Cores {
             _ = punch.tick(relayed: [peer: [testAddr("p")]], own: [testAddr("h")], now: now)
         // An acknowledgement drops only what was sent to its sender, never past this member's counter.
         case let .directedAck(through): broadcast.directedAcknowledged(by: peer, through: through)
+        // What the core checks before it delivers one: its origin and body, as a datagram's.
+        case let .unreliable(m): _ = m.from == peer && m.seq == 0 && m.body.count <= SessionCore.Limits.unreliableCeiling
         }
     }
 

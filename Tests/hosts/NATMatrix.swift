@@ -152,9 +152,27 @@ struct NATMatrix {
         if cell.path == "relayed" {
             #expect(punches[0] == 0 && punches[2] == 0, "\(cell): a pair that cannot punch makes no punch dial: \(punches)")
         }
+        // Unreliable sends between the pair, each way: to a member linked from behind a NAT or
+        // through a relay they go over the link (a datagram to its advertised address would never
+        // arrive). Best effort, so sent until one arrives (30 s), and the tries are reported.
+        func unreliableTries(from x: HostNode, to y: HostNode, seenBy stream: HostEvents) async throws -> Int? {
+            let client = try await x.client()
+            defer { Task { await client.close() } }
+            let prefix = "\(x.name)-unreliable-"
+            for tries in 1...300 {
+                _ = try await client.ask("send", ["text": .string("\(prefix)\(tries)"), "to": .array([.string(y.member)]), "reliable": false])
+                try await Task.sleep(for: .milliseconds(100))
+                if await stream.messages().contains(where: { $0["reliable"] == .bool(false) && $0["text"]?.stringValue?.hasPrefix(prefix) == true }) {
+                    return tries
+                }
+            }
+            return nil
+        }
+        let unreliable = (try await unreliableTries(from: p, to: q, seenBy: streams[2]), try await unreliableTries(from: q, to: p, seenBy: streams[1]))
+        #expect(unreliable.0 != nil && unreliable.1 != nil, "\(cell): an unreliable send crossed the pair (tries p → q, q → p: \(unreliable))")
         for stream in streams { await stream.stop() }
         await expectNoOverflows(streams)
-        report("NAT matrix \(cell): on its path \(String(format: "%.1f", pathSeconds)) s after start (path events at p about q \(pathsAtP)\(upgrade)); "
+        report("NAT matrix \(cell): unreliable sends arrived after \(unreliable.0.map(String.init) ?? "no") / \(unreliable.1.map(String.init) ?? "no") tries (p → q / q → p); on its path \(String(format: "%.1f", pathSeconds)) s after start (path events at p about q \(pathsAtP)\(upgrade)); "
             + "\(total) messages exactly once at 3 members; 3 MiB attachment p → q identical; punch attempts/successes p \(punches[0])/\(punches[1]) "
             + "q \(punches[2])/\(punches[3])")
     }

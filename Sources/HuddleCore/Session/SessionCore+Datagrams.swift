@@ -66,10 +66,17 @@ extension SessionCore {
         case let .swim(message):
             guard message.sender == payload.sender else { return [] }
             return receive(message, from: source, now: now)
-        case let .message(m):
-            guard m.from == payload.sender, m.seq == 0, isLive(m.from), m.to?.contains(local) ?? true else { return [] }
-            return [.deliverUnreliable(m)]
+        case let .message(m): return receiveUnreliable(m, from: payload.sender)
         }
+    }
+
+    /// An unreliable message from `sender` (a link-keyed datagram's, or over its link): delivered
+    /// only from a live member as its own origin, when it is for this member, and within the
+    /// largest unreliable body any member may send (a datagram cannot be larger; a link message could).
+    mutating func receiveUnreliable(_ m: WireMessage, from sender: MemberID) -> [SessionEffect] {
+        guard m.from == sender, m.seq == 0, isLive(m.from), m.to?.contains(local) ?? true else { return [] }
+        guard m.body.count <= Limits.unreliableCeiling else { return refuse(.bodyTooLarge) }
+        return [.deliverUnreliable(m)]
     }
 
     private mutating func receiveSessionKeyed(_ payload: DatagramPayload, from source: String, now: Double) -> [SessionEffect] {
@@ -138,9 +145,12 @@ extension SessionCore {
         return .sendDatagram(DatagramPayload(sender: local, counter: sessionDatagrams, content: .swim(bare)), to: addr, sealing: .session)
     }
 
-    /// An unreliable message to `member` at `addr`: link-keyed, or not sent at all (no member's
-    /// application message ever travels under the session key).
-    mutating func unreliableDatagram(_ message: WireMessage, to member: MemberID, addr: String) -> SessionEffect? {
+    /// An unreliable message to `member` at `addr`: a link-keyed datagram, or not sent at all (no
+    /// member's application message ever travels under the session key) — except to a member whose
+    /// datagrams may not arrive (its link relayed, or coming from behind a NAT: the same rule as
+    /// SWIM's, `datagram(_:to:)`), to whom it goes over that link, once, as a datagram would.
+    mutating func unreliable(_ message: WireMessage, to member: MemberID, addr: String) -> SessionEffect? {
+        if relayedLinks[member] != nil || linkTranslated(member) { return .sendLink(member, .unreliable(message)) }
         guard let sending = datagramKeys.nextSend(to: member) else { return nil }
         let payload = DatagramPayload(sender: local, counter: sending.counter, content: .message(message))
         return .sendDatagram(payload, to: addr, sealing: .link(member, serial: sending.serial))

@@ -24,6 +24,9 @@ extension SessionCore {
         public var reliable = 64 * 1024
         /// Largest unreliable body, so that it fits one datagram.
         public var unreliable = 1024
+        /// Largest `unreliable` a member may set (`--max-unreliable-bytes`), and so the largest
+        /// unreliable body any member accepts, as a datagram or over a link.
+        public static let unreliableCeiling = 60_000
         /// Most members in the membership table (`SWIMSettings.memberLimit`).
         public var members = SWIMSettings.defaultMemberLimit
         /// Most bytes held back per origin (`CausalBroadcast.Settings.holdbackBytesPerOrigin`).
@@ -47,7 +50,8 @@ extension SessionCore {
     public static let envelopeAllowance = 1024
 
     /// Sends a message: an unreliable one as a datagram to each live recipient this member holds
-    /// link keys with (best effort: one without a link yet misses it), a reliable one
+    /// link keys with (over the link to one whose datagrams may not arrive; best effort: one
+    /// without a link yet misses it), a reliable one
     /// into the batch the next `flushBatch` signs. Delivered here too when this member is a
     /// recipient (`.deliverOwn`, `.deliverUnreliable`). The first `envelope` bytes of a reliable
     /// body (at most `envelopeAllowance`) do not count against `Limits.reliable`; an unreliable
@@ -67,7 +71,7 @@ extension SessionCore {
             var out: [SessionEffect] = []
             for target in (to ?? swim.members.keys.sorted()) where target != local {
                 if let info = swim.members[target], info.state == .alive || info.state == .suspect,
-                   let datagram = unreliableDatagram(message, to: target, addr: info.addr) {
+                   let datagram = unreliable(message, to: target, addr: info.addr) {
                     out.append(datagram)
                 }
             }

@@ -92,6 +92,10 @@ public enum LinkMessage: Sendable, Equatable {
     /// The sender has delivered the receiver's directed messages up to counter `through`: the
     /// receiver stops keeping them for a resend (`DirectedOutbox`).
     case directedAck(through: UInt64)
+    /// An unreliable application message over the link, for a recipient whose datagrams may not
+    /// arrive (a relayed link, or one from behind a NAT): best effort as a datagram is — never
+    /// resent, never ordered — and bounded as one (`SessionCore.Limits.unreliable`).
+    case unreliable(WireMessage)
 
     /// Most bytes one `circuitData` carries.
     public static let circuitDataLimit = 60 * 1024
@@ -109,6 +113,7 @@ public enum LinkMessage: Sendable, Equatable {
         case circuitRequest = 31, circuitOffer = 32, circuitAccept = 33, circuitRefuse = 34, circuitData = 35, circuitClose = 36
         case punch = 37
         case directedAck = 38
+        case unreliable = 39
     }
 
     public func encoded() -> [UInt8] {
@@ -181,6 +186,7 @@ public enum LinkMessage: Sendable, Equatable {
                 for addr in sent { w.string16(addr) }
             }
         case let .directedAck(through): w.u8(Kind.directedAck.rawValue); w.u64(through)
+        case let .unreliable(m): w.u8(Kind.unreliable.rawValue); m.encode(into: &w)
         }
         return w.bytes
     }
@@ -192,6 +198,7 @@ public enum LinkMessage: Sendable, Equatable {
         case let .message(signed): 512 + signed.message.body.count
         case let .epochChanges(changes): 64 + changes.reduce(0) { $0 + 256 + $1.recipients.count * 120 }
         case let .circuitData(_, bytes): 16 + bytes.count
+        case let .unreliable(m): 128 + m.body.count
         default: 64
         }
     }
@@ -286,6 +293,7 @@ public enum LinkMessage: Sendable, Equatable {
             }
             result = .punch(attempt: attempt, step: step, addrs: addrs)
         case .directedAck: result = .directedAck(through: try r.u64("directed counter"))
+        case .unreliable: result = .unreliable(try WireMessage.decode(from: &r))
         case nil: throw WireError("unknown link message kind")
         }
         try r.expectEnd("link message")

@@ -101,7 +101,7 @@ public struct RunSettings: Sendable, Equatable {
         case "data-dir": dataDir = try setting.string()
         case "identity": identity = try setting.string()
         case "max-message-bytes": maxMessageBytes = try setting.integer(1...(1 << 20))
-        case "max-unreliable-bytes": maxUnreliableBytes = try setting.integer(1...60_000)
+        case "max-unreliable-bytes": maxUnreliableBytes = try setting.integer(1...SessionCore.Limits.unreliableCeiling)
         case "max-attachment-bytes":
             maxAttachmentBytes = try setting.integer(1...NodeConfiguration.defaultMaxAttachmentBytes, why: ": other members refuse larger attachments")
         case "store-limit": storeLimit = try setting.integer(0...Int.max)
