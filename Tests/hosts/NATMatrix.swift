@@ -170,9 +170,25 @@ struct NATMatrix {
         }
         let unreliable = (try await unreliableTries(from: p, to: q, seenBy: streams[2]), try await unreliableTries(from: q, to: p, seenBy: streams[1]))
         #expect(unreliable.0 != nil && unreliable.1 != nil, "\(cell): an unreliable send crossed the pair (tries p → q, q → p: \(unreliable))")
+        // A punched pair punches UDP too: its unreliable messages come to go by datagram (each
+        // end's opening datagrams open both NATs), sent until one has (30 s).
+        var byDatagram: Double?
+        if cell.punched {
+            let client = try await p.client()
+            let since = ContinuousClock.now
+            for i in 0..<150 {
+                _ = try await client.ask("send", ["text": .string("udp-\(i)"), "to": .array([.string(q.member)]), "reliable": false])
+                try await Task.sleep(for: .milliseconds(200))
+                let received = try await q.request("stats")["datagrams_received"]?.objectValue?["messages"]?.intValue ?? 0
+                if received > 0 { byDatagram = (ContinuousClock.now - since).seconds; break }
+            }
+            await client.close()
+            #expect(byDatagram != nil, "\(cell): no unreliable message reached q by datagram within 30 s")
+        }
         for stream in streams { await stream.stop() }
         await expectNoOverflows(streams)
-        report("NAT matrix \(cell): unreliable sends arrived after \(unreliable.0.map(String.init) ?? "no") / \(unreliable.1.map(String.init) ?? "no") tries (p → q / q → p); on its path \(String(format: "%.1f", pathSeconds)) s after start (path events at p about q \(pathsAtP)\(upgrade)); "
+        report("NAT matrix \(cell): unreliable sends arrived after \(unreliable.0.map(String.init) ?? "no") / \(unreliable.1.map(String.init) ?? "no") tries (p → q / q → p)"
+            + (byDatagram.map { String(format: ", by datagram (UDP punched) after %.1f s", $0) } ?? "") + "; on its path \(String(format: "%.1f", pathSeconds)) s after start (path events at p about q \(pathsAtP)\(upgrade)); "
             + "\(total) messages exactly once at 3 members; 3 MiB attachment p → q identical; punch attempts/successes p \(punches[0])/\(punches[1]) "
             + "q \(punches[2])/\(punches[3])")
     }

@@ -61,6 +61,7 @@ extension SessionCore {
         case .fresh: break
         }
         noteSource(source, of: payload.sender)
+        noteUDPPath(payload.sender, source: source, now: now)
         reach.sawDatagram(from: payload.sender, source: source)
         switch payload.content {
         case let .swim(message):
@@ -131,7 +132,7 @@ extension SessionCore {
         if let recipient, removedMembers.contains(recipient) { return nil }
         // A member reached through a relay, or whose link comes from behind a NAT: over that link
         // (its advertised address may take no datagram: SWIM would fail a member it hears from).
-        if let recipient, relayedLinks[recipient] != nil || linkTranslated(recipient) { return .sendLink(recipient, .swim(message)) }
+        if let recipient, datagramsNeedAPath(recipient) { return .sendLink(recipient, .swim(message)) }
         if let recipient, let sending = datagramKeys.nextSend(to: recipient) {
             let payload = DatagramPayload(sender: local, counter: sending.counter, content: .swim(message))
             return .sendDatagram(payload, to: addr, sealing: .link(recipient, serial: sending.serial))
@@ -147,10 +148,15 @@ extension SessionCore {
 
     /// An unreliable message to `member` at `addr`: a link-keyed datagram, or not sent at all (no
     /// member's application message ever travels under the session key) — except to a member whose
-    /// datagrams may not arrive (its link relayed, or coming from behind a NAT: the same rule as
-    /// SWIM's, `datagram(_:to:)`), to whom it goes over that link, once, as a datagram would.
+    /// datagrams may not arrive at `addr` (its link relayed, or coming from behind a NAT: the same
+    /// rule as SWIM's, `datagram(_:to:)`): a datagram to its UDP path while one is fresh
+    /// (`SessionCore+UDPPaths`), else over that link, once, as a datagram would.
     mutating func unreliable(_ message: WireMessage, to member: MemberID, addr: String) -> SessionEffect? {
-        if relayedLinks[member] != nil || linkTranslated(member) { return .sendLink(member, .unreliable(message)) }
+        var addr = addr
+        if datagramsNeedAPath(member) {
+            guard let path = udpPaths.address(of: member) else { return .sendLink(member, .unreliable(message)) }
+            addr = path
+        }
         guard let sending = datagramKeys.nextSend(to: member) else { return nil }
         let payload = DatagramPayload(sender: local, counter: sending.counter, content: .message(message))
         return .sendDatagram(payload, to: addr, sealing: .link(member, serial: sending.serial))

@@ -136,6 +136,8 @@ public struct SessionCore: Sendable {
     public internal(set) var routes: RelayRoutes
     /// Members whose link runs over a circuit, and through which relay.
     var relayedLinks: [MemberID: MemberID] = [:]
+    /// Datagram paths to members behind NATs or relays (`SessionCore+UDPPaths`).
+    public internal(set) var udpPaths = UDPPaths()
     /// Hole punching between the ends of relayed links (`SessionCore+Punch`).
     public internal(set) var punch: HolePunch
     /// Peers asked to catch this member up (a join push-pull), until their reply: only they may
@@ -213,7 +215,7 @@ public struct SessionCore: Sendable {
             out += digests(now: now)
         }
         out += announceParticipants()
-        out += reachReports(now: now) + publishReach(now: now) + relayTick(now: now) + punchTick(now: now)
+        out += reachReports(now: now) + publishReach(now: now) + relayTick(now: now) + punchTick(now: now) + udpPathTick(now: now)
         return out + epochTick(now: now) + congestionCleared(since: congested)
     }
 
@@ -421,6 +423,7 @@ public struct SessionCore: Sendable {
         epochLinks[peer] = nil
         linkDialers[peer] = nil
         peerHeads[peer] = nil
+        udpPaths.linkDown(peer)
         peerHoldsKey[peer] = nil
         headHandovers[peer] = nil
         handoversDue[peer] = nil
