@@ -1,4 +1,5 @@
 import ArgumentParser
+import CHuddleMalloc
 import Foundation
 import HuddleControl
 import HuddleNode
@@ -156,6 +157,8 @@ struct RunCommand: AsyncParsableCommand {
             }
         }
         let config = settings.nodeConfiguration()
+        // The heap's free pages go back to the kernel while the node runs (CHuddleMalloc).
+        _ = huddle_malloc_trim_start()
         do {
             try await NodeRunner.run(config)
         } catch {
