@@ -1,29 +1,7 @@
 #include "CHuddleMalloc.h"
 #include <malloc.h>
-#include <pthread.h>
-#include <time.h>
 
 static int configured = 0;
-
-/// How often the trimming thread gives free heap pages back to the kernel, in milliseconds.
-#define HUDDLE_TRIM_INTERVAL_MS 250
-
-/// Gives the arena's free pages back to the kernel every `HUDDLE_TRIM_INTERVAL_MS`, for the life
-/// of the process. glibc returns only the free top of the heap by itself: a node's heap is cut up
-/// by 16 KiB messages and megabyte write batches made and freed on different threads, so after a
-/// burst the pages in between stay resident although nothing uses them, and the next burst adds
-/// its own on top. `malloc_trim(0)` releases every whole free page (madvise), which the next
-/// allocation there faults back in. Measured with huddle-bench's reach rows (the relay that is also
-/// a member, the NATted sender): see BENCHMARKS.md.
-static void *huddle_trim_loop(void *unused) {
-    (void)unused;
-    const struct timespec interval = {HUDDLE_TRIM_INTERVAL_MS / 1000, (HUDDLE_TRIM_INTERVAL_MS % 1000) * 1000000L};
-    for (;;) {
-        nanosleep(&interval, NULL);
-        malloc_trim(0);
-    }
-    return NULL;
-}
 
 /// One malloc arena for every thread of the process, set before main so that no thread has made
 /// its own yet (glibc gives each thread an arena of its own, up to 8 per core).
@@ -42,16 +20,3 @@ static void *huddle_trim_loop(void *unused) {
 __attribute__((constructor)) static void huddle_one_malloc_arena(void) { configured = mallopt(M_ARENA_MAX, 1); }
 
 int huddle_malloc_arenas_limited(void) { return configured; }
-
-int huddle_malloc_trim_start(void) {
-    static int started = 0;
-    if (started) return 1;
-    pthread_t thread;
-    pthread_attr_t attr;
-    if (pthread_attr_init(&attr) != 0) return 0;
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 64 * 1024);
-    started = pthread_create(&thread, &attr, huddle_trim_loop, NULL) == 0;
-    pthread_attr_destroy(&attr);
-    return started;
-}

@@ -1,5 +1,4 @@
 import ArgumentParser
-import CHuddleMalloc
 import Foundation
 import HuddleControl
 import HuddleNode
@@ -157,8 +156,6 @@ struct RunCommand: AsyncParsableCommand {
             }
         }
         let config = settings.nodeConfiguration()
-        // The heap's free pages go back to the kernel while the node runs (CHuddleMalloc).
-        _ = huddle_malloc_trim_start()
         do {
             try await NodeRunner.run(config)
         } catch {
