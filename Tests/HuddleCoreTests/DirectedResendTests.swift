@@ -104,3 +104,38 @@ private func receive(_ x: inout SessionCore, _ messages: [LinkMessage], from: Me
     #expect(out.count(for: bInfo.id) == 0 && out.bytes == 100 && out.dropped == 4)
     #expect(out.unacknowledged(for: aInfo.id).map(\.message.counter) == [4])
 }
+
+@Test func directedMessagesWaitingForAcknowledgementStopSendsAtTheirOwnBoundWellUnderTheStores() throws {
+    var a = core(aInfo, aIdentity, knowing: [bInfo])
+    var b = core(bInfo, bIdentity, knowing: [aInfo])
+    let ab = linkUp(&a, to: bInfo, n: 3, now: 2)
+    _ = receive(&a, linkUp(&b, to: aInfo, n: 3, now: 2), from: bInfo, now: 2)
+    _ = receive(&b, ab, from: aInfo, now: 2)
+
+    // 16 KiB directed messages that b does not acknowledge yet: a's sends wait (busy) at
+    // `DirectedOutbox.limitBytes`, a quarter of the store's bound, with nothing stored for repair.
+    let body = [UInt8](repeating: 7, count: 16 << 10)
+    var sent: [LinkMessage] = []
+    var refusal: SessionCore.SendRefusal?
+    for _ in 0..<2048 {
+        do throws(SessionCore.SendRefusal) {
+            _ = try a.send(body: body, to: [bInfo.id], reliable: true)
+            sent += linkMessages(a.flushBatch(), to: bInfo.id)
+        } catch {
+            refusal = error
+            break
+        }
+    }
+    #expect(refusal == .busy(storedBytes: 0), "sends wait: \(String(describing: refusal))")
+    let kept = a.broadcast.directedOut.bytes
+    #expect(kept >= DirectedOutbox.limitBytes && kept < DirectedOutbox.limitBytes + body.count + 128)
+    #expect(DirectedOutbox.limitBytes * 4 <= CausalBroadcast.Settings().storeLimitBytes)
+
+    // b delivers them and acknowledges on its next journal tick: a may send again.
+    #expect(receive(&b, sent, from: aInfo, now: 3).count == a.broadcast.directedOut.count(for: bInfo.id))
+    let acks = linkMessages(b.tick(now: 4), to: aInfo.id).filter { if case .directedAck = $0 { true } else { false } }
+    let effects = acks.flatMap { a.receiveLink($0, from: bInfo.id, addr: bInfo.addr, now: 4) }
+    #expect(effects.contains { if case .congestionCleared = $0 { true } else { false } }, "the wait ends with the acknowledgement")
+    #expect(a.broadcast.directedOut.bytes == 0)
+    _ = try a.send(body: body, to: [bInfo.id], reliable: true)
+}

@@ -240,8 +240,9 @@ public struct CausalBroadcast: Sendable {
 
     /// Whether stored messages have reached the bound at which new sends must wait.
     /// (Held-back messages never make this member's own sends wait: they have budgets of their own.)
-    /// Own directed messages waiting for their recipients' acknowledgement count too (`DirectedOutbox`).
-    public var isCongested: Bool { storedBytes + directedOut.bytes >= settings.storeLimitBytes }
+    /// Own directed messages waiting for their recipients' acknowledgement count too, and have a
+    /// smaller bound of their own (`DirectedOutbox.limitBytes`).
+    public var isCongested: Bool { storedBytes + directedOut.bytes >= settings.storeLimitBytes || directedOut.isFull }
     public var storedCount: Int { store.values.reduce(0) { $0 + $1.count } }
     /// Stored messages that some live member has not acknowledged yet (the rest are kept only
     /// for failed members).

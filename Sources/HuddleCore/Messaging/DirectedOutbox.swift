@@ -14,8 +14,16 @@
 ///   caller gives, and is what makes sends wait (`CausalBroadcast.isCongested`): so what waits here
 ///   for a slow or unlinked recipient is bounded, and a sender faster than its recipient's path
 ///   (a relay's budget) is slowed instead of its messages piling up in a link's queue;
+/// - sends wait once `limitBytes` are kept (`isFull`), however much room the broadcast's store has:
+///   each kept message is also queued, encoded, on the link to its recipient until written, so what
+///   a sender of directed messages holds about twice what waits here (bounded by the store's
+///   16 MiB alone, up to 32 MiB of them);
 /// - a recipient that is no longer a live member has its messages dropped (`keepOnly`) and counted.
 public struct DirectedOutbox: Sendable {
+    /// Bytes kept at which this member's sends wait (`isFull`). Well over what an acknowledgement
+    /// round takes at a relay's budget or a loopback link's rate (a recipient acknowledges every
+    /// `SessionCore.journalInterval`: 4 MiB in 50 ms is 80 MiB/s).
+    public static let limitBytes = 4 << 20
     private var waiting: [MemberID: [(signed: SignedMessage, size: Int)]] = [:]
     public private(set) var bytes = 0
     /// Messages dropped because their recipient stopped being a live member.
@@ -44,6 +52,9 @@ public struct DirectedOutbox: Sendable {
     public func unacknowledged(for recipient: MemberID) -> [SignedMessage] {
         waiting[recipient]?.map(\.signed) ?? []
     }
+
+    /// Whether `limitBytes` or more wait for acknowledgement: sends wait (`CausalBroadcast.isCongested`).
+    public var isFull: Bool { bytes >= Self.limitBytes }
 
     /// Messages waiting for `recipient`.
     public func count(for recipient: MemberID) -> Int { waiting[recipient]?.count ?? 0 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import stat
 import uuid
 from collections.abc import Callable
@@ -15,6 +16,8 @@ from huddle import (
     ActivityEvent,
     Client,
     AttachmentEvent,
+    Diagnose,
+    DiagnoseJoining,
     ErrorCode,
     HuddleError,
     MemberEvent,
@@ -246,6 +249,25 @@ def test_diagnose(cluster: Cluster) -> None:
         assert me["self"] is True and me["tcp"]["ok"] is True and me["udp"]["ok"] is True
         # The node itself has no round trip or skew; nobody else is measured.
         assert me["rtt_ms"] is None and me["clock_skew_ms"] is None and report["clock_skew_ms"] is None
+        # Every field the node returns is one `Diagnose` types, and the other way round.
+        assert set(report) == Diagnose.__required_keys__ | Diagnose.__optional_keys__
+        assert report["joining"] == []
+
+
+def test_diagnose_lists_a_join_address_that_never_answers(cluster: Cluster) -> None:
+    # A loopback port nothing listens on: the join is refused, again and again.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        silent = f"127.0.0.1:{probe.getsockname()[1]}"
+    node = cluster.start("lonely", args=["--join", silent])
+    with node.client() as c:
+        def joining() -> list[DiagnoseJoining]:
+            return c.diagnose()["joining"]
+
+        wait_until("the join address to be reported", lambda: bool(joining()), context=cluster.logs)
+        [entry] = joining()
+        assert set(entry) == DiagnoseJoining.__required_keys__
+        assert entry["addr"] == silent and entry["seconds"] >= 0 and entry["error"]
 
 
 def test_rekey_and_remove(cluster: Cluster) -> None:

@@ -434,10 +434,20 @@ class DiagnoseSubscriber(TypedDict):
     overflow_risk: float
 
 
+class DiagnoseJoining(TypedDict):
+    """A ``--join`` address that has not answered yet: for how many ``seconds`` it has been tried
+    and its last failure (``error``, at most 200 characters)."""
+
+    addr: str
+    seconds: int
+    error: str
+
+
 class Diagnose(TypedDict):
     """The reply of ``diagnose`` (an extension of CONTROL.md; README, "Operate"): the facts
     ``huddle doctor`` turns into findings. A plain ``dict`` at run time; ``clock_skew_ms`` is the
-    members' skew of largest magnitude (``None`` when none is measured)."""
+    members' skew of largest magnitude (``None`` when none is measured); ``joining`` lists the join
+    addresses that have not answered yet (empty once a join went through)."""
 
     key_file: DiagnoseKeyFile
     listen: str
@@ -447,6 +457,7 @@ class Diagnose(TypedDict):
     store: DiagnoseStore
     subscribers: list[DiagnoseSubscriber]
     clock_skew_ms: float | None
+    joining: list[DiagnoseJoining]
 
 
 @dataclass(frozen=True, kw_only=True)
