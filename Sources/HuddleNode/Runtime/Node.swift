@@ -220,6 +220,7 @@ actor Node {
         // commit (as it waited for this actor when commits ran on it) rather than what is held
         // growing without bound.
         while held.count >= Self.heldLimit && commitInFlight && !stateFailed && mayWait { await wait(for: .committed) }
+        await waitForEventWriter()
         guard links[link.peer.id] === link else { return }
         batchArrived = arrived
         defer { batchArrived = nil }
