@@ -53,6 +53,8 @@ struct SlowDiskProcessTests {
         print("slow disk: a burst of \(burst.count) messages reached b in \(ContinuousClock.now - started)")
         #expect(texts(await atB.messages()).filter { $0.hasPrefix("burst-") } == burst, "each once, in order")
         #expect(ContinuousClock.now - started < Self.delay * 10, "not one commit per message")
+        // a's batches after its first were checked on b's link reader, not on b's actor.
+        #expect(field(try await b.request("stats"), "signatures_checked_off_actor") > 0)
         await atB.stop()
     }
 }

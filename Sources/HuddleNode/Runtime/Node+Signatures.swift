@@ -9,6 +9,8 @@ import Synchronization
 final class OriginKeys: Sendable {
     static let limit = 4096
     private let keys = Mutex<[MemberID: [UInt8]]>([:])
+    /// Batch signatures a link's reader checked and passed (`stats.signatures_checked_off_actor`).
+    let checkedOffActor = Atomic<Int>(0)
 
     func key(_ origin: MemberID) -> [UInt8]? { keys.withLock { $0[origin] } }
 
@@ -32,6 +34,7 @@ extension Node {
             guard let key = originKeys.key(batch.origin), let check = MessageBatch.check(batch, originKey: key) else { continue }
             checked.append(check)
         }
+        if !checked.isEmpty { originKeys.checkedOffActor.add(checked.count, ordering: .relaxed) }
         return checked
     }
 
