@@ -228,6 +228,26 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     #expect(SignedBatch(of: MessageBatch.sign([messages[2]], identity: alice), for: b) == nil)
 }
 
+/// A batch's signature checked off the core (`MessageBatch.check`, on a link's reader): it passes
+/// for the origin's key only, and what it remembers is what the core's own check remembers, so
+/// the core does not check that batch again (`SessionCore.signaturesChecked`).
+@Test func aBatchCheckedOffTheCoreIsTheCoresOwnCheck() throws {
+    let alice = identities[a] ?? .generate()
+    var cb = CausalBroadcast(local: a, awaitingBaseline: false)
+    let messages = (0..<4).map { _ in cb.makeBroadcast(body: Array("hi".utf8)) }
+    let batch = try #require(SignedBatch(of: MessageBatch.sign(messages, identity: alice), for: b))
+    let checked = try #require(MessageBatch.check(batch, originKey: alice.publicKey))
+    #expect(checked.origin == a && checked.originKey == alice.publicKey)
+    #expect(MessageBatch.check(batch, originKey: Identity.generate().publicKey) == nil, "another key")
+    let forged = try #require(SignedBatch(of: MessageBatch.sign(messages, identity: .generate()), for: b))
+    #expect(MessageBatch.check(forged, originKey: alice.publicKey) == nil, "another signer")
+    var cache = VerifiedRoots()
+    cache.insert(checked.verified)
+    // Remembered: the core's check of this batch is then a cache hit, even with a key it would refuse.
+    #expect(MessageBatch.verify(batch, originKey: Identity.generate().publicKey, cache: &cache))
+    #expect(!MessageBatch.verify(forged, originKey: alice.publicKey, cache: &cache), "only that batch")
+}
+
 @Test func activityConvergesWhateverTheOrder() {
     let id = identities[a] ?? .generate()
     let records = [ActivityRecord.make(lamport: 1, setBy: a, value: [1], identity: id),

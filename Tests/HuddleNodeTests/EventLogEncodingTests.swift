@@ -76,7 +76,7 @@ import Testing
         #expect(Set(own).isDisjoint(with: Set(storage[0])), "another topic set gets a batch of its own")
     }
 
-    @Test func theUncommittedEventsAreOneBatchThatReadsBackTheSame() throws {
+    @Test func theUncommittedEventsAreOneBatchThatReadsBackTheSame() async throws {
         let dir = try directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var log = EventLog(spoolDirectory: dir)
@@ -85,7 +85,7 @@ import Testing
         log.subscribe(watcher, topics: [.messages, .activity], since: nil)
         fill(&log)
         #expect(take(watcher).bytes.isEmpty, "nothing is shown before it is committed")
-        let batch = try #require(log.uncommitted())
+        let batch = try #require(await log.uncommitted()?.batch())
         #expect(batch.first == 1 && batch.last == 55)
         let events = try #require(batch.events())
         #expect(events.map(\.cursor) == Array(1...55))

@@ -62,4 +62,34 @@ struct EventLogFileLoadTests {
         }
         #expect(received == (1...Int64(appended)).map { $0 }, "every event once, in order (\(received.count) of \(appended))")
     }
+
+    /// A commit's events (`UncommittedEvents`): the frames in memory were copied when they were
+    /// taken, those only in the files are read when the batch is made (off the actor); a read
+    /// that fails (retention dropped them) leaves out the events that start in the files.
+    @Test func aCommitsEventsFromTheFilesAreReadWhenItsBatchIsMade() async throws {
+        let frames: [[UInt8]] = (7...10).map { EventFrame.wrap(line: Array("{\"event\":\"note\",\"cursor\":\($0)}\n".utf8)) }
+        let all = frames.flatMap { $0 }
+        var bounds: [Int64] = [100]
+        for frame in frames { bounds.append(bounds.last! + Int64(frame.count)) }
+        let topics: [UInt8] = [2, 1, 2, 8]
+        // The files hold the first event and part of the second (a memory start inside an event).
+        let split = frames[0].count + 2
+        let memoryFrom = 100 + Int64(split)
+        let memory = Array(all[split...])
+        let reads = Mutex(0)
+        let whole = UncommittedEvents(first: 7, topics: topics, bounds: bounds, memoryFrom: memoryFrom, memory: memory,
+                                      load: { reads.withLock { $0 += 1 }; return Array(all[..<split]) })
+        #expect(reads.withLock { $0 } == 0, "nothing is read before the batch is made")
+        let batch = try #require(await whole.batch())
+        #expect(reads.withLock { $0 } == 1)
+        #expect(batch.first == 7 && batch.last == 10)
+        let events = try #require(batch.events())
+        #expect(events.map(\.cursor) == [7, 8, 9, 10])
+        #expect(events.map(\.frame) == frames && events.map(\.topic) == topics)
+
+        let lost = UncommittedEvents(first: 7, topics: topics, bounds: bounds, memoryFrom: memoryFrom, memory: memory, load: { nil })
+        let rest = try #require(await lost.batch())
+        #expect(rest.first == 9 && rest.last == 10, "the events that start in the lost files are left out")
+        #expect(try #require(rest.events()).map(\.frame) == Array(frames[2...]))
+    }
 }

@@ -39,7 +39,8 @@ struct EventSpoolTests {
 
 /// The spool's writer runs on its I/O queue, not on the caller: while it is held up (a slow disk)
 /// every retained byte still reads back (from what waits for it); more than `pendingLimit` waiting
-/// makes the caller wait for the writer, and nothing is lost.
+/// is waited for off the caller (`writerWait`), more than `hardPendingLimit` makes an append wait
+/// in place, and nothing is lost.
 struct EventSpoolWriterTests {
     @Test func aHeldUpWriterNeitherBlocksNorLosesAnything() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)").path
@@ -47,9 +48,10 @@ struct EventSpoolWriterTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let io = NodeIO(environment: [:])
         var spool = EventSpool(directory: directory, flushBytes: 1 << 10, segmentBytes: 4 << 10, pendingLimit: 8 << 10, io: io)
-        // The queue is held until `go` is signalled.
+        // The queue is held until `go` is signalled (at the latest after 30 s: a test that waited
+        // in place where it must not fails instead of hanging).
         let go = DispatchSemaphore(value: 0)
-        io.submit { go.wait() }
+        io.submit { _ = go.wait(timeout: .now() + 30) }
         var expected: [UInt8] = []
         func appendLines(until end: Int64) {
             while spool.end < end {
@@ -63,10 +65,23 @@ struct EventSpoolWriterTests {
         #expect(spool.read(0..<spool.end, into: &out), "what waits for the writer reads back")
         #expect(out.elementsEqual(expected))
         #expect(spool.failure == nil)
-        // Past the limit the caller waits for the writer: let it go a moment later.
-        let released = ContinuousClock.now
+        #expect(spool.writerWait() == nil, "within the pending limit nothing waits")
+        // Past the pending limit the append returns; whoever makes events is given a wait.
+        let appended = ContinuousClock.now
+        appendLines(until: 12 << 10)
+        #expect(ContinuousClock.now - appended < .seconds(20), "the append did not wait for the held writer")
+        #expect(spool.writerBehind && !spool.waitedForWriter)
+        let wait = try #require(spool.writerWait())
         Thread.detachNewThread { Thread.sleep(forTimeInterval: 0.2); go.signal() }
-        appendLines(until: 20 << 10)
+        await wait()
+        spool.writerProgressed()
+        #expect(!spool.writerBehind, "what the writer wrote left memory")
+        // Past the hard limit, with nothing waiting, the append waits for the writer in place.
+        let again = DispatchSemaphore(value: 0)
+        io.submit { _ = again.wait(timeout: .now() + 30) }
+        let released = ContinuousClock.now
+        Thread.detachNewThread { Thread.sleep(forTimeInterval: 0.2); again.signal() }
+        appendLines(until: spool.end + Int64(spool.hardPendingLimit) + (4 << 10))
         #expect(ContinuousClock.now - released >= .milliseconds(150), "it waited for the writer")
         #expect(spool.waitedForWriter && spool.failure == nil, "and says so")
         #expect(spool.start == 0, "nothing was lost")

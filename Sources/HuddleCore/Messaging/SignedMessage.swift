@@ -137,6 +137,27 @@ public enum MessageBatch {
     }
 }
 
+/// A batch's signature checked outside the core (`MessageBatch.check`, on a link's reader), against
+/// the key the checker held for its origin. Made only by a check that passed (its initializer is
+/// internal), so the core may remember it as verified (`SessionCore.signaturesChecked`) — and does
+/// only when that key is the one it holds for the origin.
+public struct CheckedSignature: Sendable {
+    let origin: MemberID
+    let originKey: [UInt8]
+    /// What `VerifiedRoots` remembers: the signed bytes and the signature.
+    let verified: [UInt8]
+}
+
+extension MessageBatch {
+    /// Checks `batch`'s signature against `originKey` (its Ed25519 check, off the core); nil when
+    /// it does not verify.
+    public static func check(_ batch: SignedBatch, originKey: [UInt8]) -> CheckedSignature? {
+        let signed = signedBytes(origin: batch.origin, root: batch.tree.root)
+        guard Identity.verify(signature: batch.signature, message: signed, publicKey: originKey) else { return nil }
+        return CheckedSignature(origin: batch.origin, originKey: originKey, verified: signed + batch.signature)
+    }
+}
+
 /// Batch roots whose signature has been checked, bounded so it cannot grow without limit.
 public struct VerifiedRoots: Sendable {
     private var current: Set<[UInt8]> = []

@@ -119,6 +119,13 @@ extension SessionCore {
     /// Whether messages wait to be signed (a link that comes up must not overtake them).
     public var hasPendingBatch: Bool { !pendingBatch.isEmpty }
 
+    /// Signatures the shell checked off the core (`MessageBatch.check`), remembered as verified
+    /// when the key each was checked against is the node key this core holds for its origin: the
+    /// batches they sign are then not checked again here.
+    public mutating func signaturesChecked(_ checked: [CheckedSignature]) {
+        for c in checked where swim.members[c.origin]?.node == c.originKey { verifiedRoots.insert(c.verified) }
+    }
+
     /// A batch from its origin: its signature checked once against the origin's node key, then each message to broadcast.
     mutating func receiveBatch(_ batch: SignedBatch, now: Double) -> [SessionEffect] {
         // Not `batch.messages.count { !fitsReceiveLimit($0.message) }`: a closure that captures

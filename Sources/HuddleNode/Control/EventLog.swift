@@ -134,6 +134,12 @@ struct EventLog {
         spool = EventSpool(directory: spoolDirectory, flushBytes: limits.flushBytes, segmentBytes: limits.segmentBytes, io: io)
     }
 
+    /// A wait for the spool's writer when it is behind (`EventSpool.writerWait`), else nil.
+    func spoolWriterWait() -> (@Sendable () async -> Void)? { spool.writerWait() }
+
+    /// The spool's writer finished what it was handed before `spoolWriterWait`.
+    mutating func spoolWriterProgressed() { spool.writerProgressed() }
+
     /// The first error of the spool (a disk that is full), to log once.
     var spoolFailure: String? { spool.failure }
 
@@ -221,35 +227,43 @@ struct EventLog {
         spool.keep(from: offset(max(max(durable, taken ?? durable) &+ 1, first)))
     }
 
-    /// The events appended since the last commit (still retained), as one batch: each its topic
-    /// and its frame, consecutive. Nil when there are none.
-    func uncommitted() -> NodeStateStore.EventBatch? {
+    /// The events appended since the last commit (still retained), for one batch: what is in
+    /// memory is copied now, what is only in the spool's files is read later, on the spool's I/O
+    /// queue (`UncommittedEvents.batch()`), never on the caller's thread. Nil when there are none.
+    func uncommitted() -> UncommittedEvents? {
         guard let durable else { return nil }
         let committed = max(durable, taken ?? durable)
         guard committed < latest else { return nil }
-        let from = max(committed &+ 1, first)
+        var from = max(committed &+ 1, first)
+        // What the spool lost (a full disk) is not in the batch: it starts after it.
+        while from <= latest && offset(from) < spool.readableStart { from += 1 }
         guard from <= latest else { return nil }
-        var data: [UInt8] = []
-        data.reserveCapacity(Int(offset(latest &+ 1) - offset(from)) + Int(latest - from) + 1)
-        var cursor = from
-        while cursor <= latest {
-            data.append(topicBit(cursor))
-            guard spool.read(offset(cursor)..<offset(cursor &+ 1), into: &data) else { break }
-            cursor += 1
+        let start = offset(from), end = offset(latest &+ 1)
+        let memoryFrom = min(max(start, spool.memoryStart), end)
+        var memory: [UInt8] = []
+        memory.reserveCapacity(Int(end - memoryFrom))
+        // In memory: no file is read here. Lost meanwhile: taken by a later commit instead.
+        guard spool.read(memoryFrom..<end, into: &memory) else { return nil }
+        var topics: [UInt8] = [], bounds: [Int64] = []
+        topics.reserveCapacity(Int(latest - from) + 1)
+        bounds.reserveCapacity(Int(latest - from) + 2)
+        for cursor in from...latest {
+            topics.append(topicBit(cursor))
+            bounds.append(offset(cursor))
         }
-        // What the spool lost (a full disk) ends the batch: it stays consecutive.
-        if cursor <= latest { data.removeLast() }
-        return cursor > from ? NodeStateStore.EventBatch(first: from, last: cursor - 1, data: data) : nil
+        bounds.append(end)
+        let load = memoryFrom > start ? spool.fileLoader(start..<memoryFrom) : nil
+        return UncommittedEvents(first: from, topics: topics, bounds: bounds, memoryFrom: memoryFrom, memory: memory, load: load)
     }
 
     /// `uncommitted()`, handed to a commit: the next one starts after it, and an event appended
     /// from now on asks for another commit (`requestCommit`).
-    mutating func takeUncommitted() -> NodeStateStore.EventBatch? {
-        let batch = uncommitted()
-        if let batch { taken = batch.last }
+    mutating func takeUncommitted() -> UncommittedEvents? {
+        let events = uncommitted()
+        if let events { taken = events.last }
         commitRequested = false
         keepUncommitted()
-        return batch
+        return events
     }
 
     /// Every event through `cursor` is committed: subscribers are sent them.
@@ -514,5 +528,53 @@ struct EventLog {
     mutating func unsubscribe(_ connection: ControlConnection) {
         subscribers.removeAll { $0.connection === connection }
         connection.disarmRefill()
+    }
+}
+
+/// Events taken for a commit (`EventLog.uncommitted()`): the frames held in memory, copied when
+/// they were taken, and the read of those only in the spool's files, run on the spool's I/O queue
+/// when the commit makes its batch (`batch()`). Sendable: immutable values and a `@Sendable` read.
+struct UncommittedEvents: Sendable {
+    /// The first event's cursor.
+    let first: Int64
+    /// Each event's topic bit.
+    let topics: [UInt8]
+    /// Each event's offset in the spool, and one past the last event's frame.
+    let bounds: [Int64]
+    /// Where `memory` starts in the spool: the bytes before it are read by `load`.
+    let memoryFrom: Int64
+    let memory: [UInt8]
+    /// Reads the spool's bytes from the first event's offset to `memoryFrom` (nil: none needed).
+    let load: (@Sendable () async -> [UInt8]?)?
+
+    /// The last event's cursor.
+    var last: Int64 { first + Int64(topics.count) - 1 }
+
+    /// The events as one batch, each its topic and its frame, consecutive; a read of the files
+    /// that fails (retention dropped them meanwhile) leaves out the events that start before
+    /// `memoryFrom`. Nil when no event is left. Off the node's actor: the read runs on the
+    /// spool's queue.
+    func batch() async -> NodeStateStore.EventBatch? {
+        var frames = memory
+        var base = memoryFrom
+        var skip = 0
+        if let load {
+            if let read = await load(), read.count == Int(memoryFrom - bounds[0]) {
+                frames = read + memory
+                base = bounds[0]
+            } else {
+                while skip < topics.count && bounds[skip] < memoryFrom { skip += 1 }
+            }
+        }
+        guard skip < topics.count else { return nil }
+        var data: [UInt8] = []
+        data.reserveCapacity(frames.count + topics.count)
+        frames.withUnsafeBufferPointer { all in
+            for i in skip..<topics.count {
+                data.append(topics[i])
+                data.append(contentsOf: all[Int(bounds[i] - base)..<Int(bounds[i + 1] - base)])
+            }
+        }
+        return NodeStateStore.EventBatch(first: first + Int64(skip), last: last, data: data)
     }
 }

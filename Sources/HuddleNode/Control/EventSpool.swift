@@ -20,9 +20,10 @@ import Synchronization
 /// processes' samples in three profiles of huddle-bench's 256 B throughput row).
 ///
 /// Guarantees: `read` returns exactly the bytes appended in `start..<end`; the node's own memory
-/// for retention is the tail and at most `pendingLimit` bytes waiting for the writer, whatever the
-/// segments hold: a writer further behind (a disk throttling its writes) is waited for, the only
-/// time the caller waits for a file (`waitedForWriter`). A failed write (a full disk)
+/// for retention is the tail and at most `hardPendingLimit` bytes waiting for the writer, whatever
+/// the segments hold: a writer more than `pendingLimit` behind (a disk throttling its writes) is
+/// waited for by whoever makes events, off the node's actor (`writerWait`); only past
+/// `hardPendingLimit` does an append wait for it in place (`waitedForWriter`). A failed write (a full disk)
 /// drops what was unwritten from retention (`start` moves past it) and is reported once in
 /// `failure`; live events still reach subscribers from the tail.
 struct EventSpool {
@@ -46,7 +47,8 @@ struct EventSpool {
     private(set) var tailStart: Int64 = 0
     /// The oldest offset `read` can still return (past what retention dropped or a write lost).
     private(set) var start: Int64 = 0
-    /// The writer fell behind by more than `pendingLimit` and was waited for (nothing was lost).
+    /// The writer fell behind by more than `hardPendingLimit` and the caller waited for it,
+    /// blocking (nothing was lost).
     private(set) var waitedForWriter = false
     /// Written tails from here on stay in memory while they take at most half of `pendingLimit`
     /// (`keep(from:)`: the events a commit of the node's state is still to read).
@@ -101,15 +103,36 @@ struct EventSpool {
         start = max(start, lost)
         while let first = pending.first, first.start + Int64(first.bytes.count) <= written,
               first.start + Int64(first.bytes.count) <= keepFrom || pendingBytes > pendingLimit / 2 { forget() }
-        // A writer more than `pendingLimit` behind (a disk that throttles its writes): the caller
-        // waits for it, as it did when it wrote itself, rather than events being lost.
-        if pendingBytes > pendingLimit {
+        // A writer more than `pendingLimit` behind (a disk that throttles its writes) is waited for
+        // off the caller (`writerWait`). Past `hardPendingLimit` (appends that nothing made wait)
+        // the caller waits for it, as it did when it wrote itself, rather than events being lost.
+        if pendingBytes > hardPendingLimit {
             waitedForWriter = true
             io.blockingRun {}
             let written = files.progress.written
             while let first = pending.first, first.start + Int64(first.bytes.count) <= written { forget() }
         }
     }
+
+    /// More than `pendingLimit` bytes wait for the writer: whoever makes events waits for it
+    /// (`writerWait`) before making more.
+    var writerBehind: Bool { pendingBytes > pendingLimit }
+
+    /// Bytes waiting for the writer past which an append blocks its caller until the writer has
+    /// written them (four times `pendingLimit`).
+    var hardPendingLimit: Int { min(pendingLimit, Int.max / 4) * 4 }
+
+    /// A wait for the writer to finish what it was handed, to run off the caller (on the node, an
+    /// `await` that frees its actor); nil when the writer is not behind. `writerProgressed()` then
+    /// lets what it wrote go from memory.
+    func writerWait() -> (@Sendable () async -> Void)? {
+        guard writerBehind else { return nil }
+        let io = io
+        return { _ = try? await io.run { () } }
+    }
+
+    /// Lets what the writer finished go from memory (after `writerWait`).
+    mutating func writerProgressed() { prune() }
 
     private mutating func forget() {
         pendingBytes -= pending[0].bytes.count
@@ -125,6 +148,9 @@ struct EventSpool {
         if !released.isEmpty { io.submit { files.release(released) } }
     }
 
+    /// The oldest offset still readable (past what retention dropped and what a failed write lost).
+    var readableStart: Int64 { max(start, files.progress.lost) }
+
     /// Where the bytes held in memory (waiting for the writer, or the tail) start: what is before it
     /// is in the files.
     var memoryStart: Int64 { pending.first?.start ?? tailStart }
@@ -135,6 +161,7 @@ struct EventSpool {
         let files = files, io = io
         return {
             let read = try? await io.run { () -> [UInt8]? in
+                io.testReadDelay()
                 var out: [UInt8] = []
                 return files.read(range, into: &out) ? out : nil
             }
@@ -144,7 +171,7 @@ struct EventSpool {
 
     /// Appends the bytes `range` to `out`; false when they are not all retained or a read failed.
     func read(_ range: Range<Int64>, into out: inout [UInt8]) -> Bool {
-        guard range.lowerBound >= max(start, files.progress.lost) && range.upperBound <= end else { return false }
+        guard range.lowerBound >= readableStart && range.upperBound <= end else { return false }
         var at = range.lowerBound
         // Everything before the first pending tail is in the files.
         let pendingStart = pending.first?.start ?? tailStart
@@ -289,6 +316,7 @@ private final class SpoolFiles: Sendable {
 
     /// Appends the bytes `range` (all in segments) to `out`; false when one is missing or a read failed.
     func read(_ range: Range<Int64>, into out: inout [UInt8]) -> Bool {
+        IOThreads.check("an event spool read")
         let segments = shared.withLock { $0.segments }
         let before = out.count
         let count = Int(range.upperBound - range.lowerBound)

@@ -161,6 +161,11 @@ extension Node {
             "link_rekeys_received": .int(Int64(counters.linkRekeysReceived.load(ordering: .relaxed))),
             "refused": .object(refusalsJSON()),
             "relay": .object(relayJSON()),
+            // File calls made off the node's I/O threads (on its actor): 0 unless a file call
+            // was left on the actor (`IOThreads`; issue 35, item 4).
+            "blocking_file_io": .int(Int64(IOThreads.offThreadCalls)),
+            // Batch signatures checked on links' readers, not on the actor (`Node.checkSignatures`).
+            "signatures_checked_off_actor": .int(Int64(originKeys.checkedOffActor.load(ordering: .relaxed))),
         ]
     }
 

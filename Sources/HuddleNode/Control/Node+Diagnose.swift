@@ -36,6 +36,9 @@ extension Node {
             return all
         }
         let udpByMember = Dictionary(zip(addresses.map(\.0), await udp), uniquingKeysWith: { first, _ in first })
+        // The store's size and the key file's mode are looked up off the actor.
+        let store = self.store, keyPath = config.keyPath
+        let (storeUsed, keyFile) = (try? await BulkWork.run { (store.usedBytes(), Self.keyFileJSON(keyPath)) }) ?? (0, .null)
         while links.keys.contains(where: { core.timing.isPending($0) }), ContinuousClock.now < asked + Self.diagnoseTimingWait, mayWait {
             await wait(for: .timing, until: asked + Self.diagnoseTimingWait)
         }
@@ -58,12 +61,12 @@ extension Node {
         let largestSkew = core.timing.estimates.values.map(\.skew).max { abs($0) < abs($1) }
         let backlogs = events.subscriberBacklogs
         return [
-            "key_file": keyFileJSON(),
+            "key_file": keyFile,
             "listen": .string("\(config.listenHost):\(config.listenPort)"),
             "addr": .string(local.addr),
             "epoch": .int(Int64(clamping: core.epoch)),
             "members": .array(rows),
-            "store": .object(["used": .int(Int64(store.usedBytes())), "limit": .int(Int64(config.storeLimitBytes))]),
+            "store": .object(["used": .int(Int64(storeUsed)), "limit": .int(Int64(config.storeLimitBytes))]),
             "subscribers": .array(backlogs.map { .object(["events_behind": .int($0.events), "overflow_risk": .double($0.risk)]) }),
             "clock_skew_ms": milliseconds(largestSkew),
             "joining": .array(joinFailures.sorted { $0.key < $1.key }.map { addr, failure in
@@ -93,11 +96,13 @@ extension Node {
         return behind <= core.epoch ? .int(Int64(clamping: core.epoch - behind)) : .string("other")
     }
 
-    private func keyFileJSON() -> JSON {
+    /// The key file's path and mode (on `BulkWork`).
+    private nonisolated static func keyFileJSON(_ keyPath: String) -> JSON {
+        IOThreads.check("the key file's stat")
         var info = stat()
-        guard stat(config.keyPath, &info) == 0 else {
-            return .object(["path": .string(config.keyPath), "mode": .null, "error": .string(String(cString: strerror(errno)))])
+        guard stat(keyPath, &info) == 0 else {
+            return .object(["path": .string(keyPath), "mode": .null, "error": .string(String(cString: strerror(errno)))])
         }
-        return .object(["path": .string(config.keyPath), "mode": .string(String(info.st_mode & 0o777, radix: 8))])
+        return .object(["path": .string(keyPath), "mode": .string(String(info.st_mode & 0o777, radix: 8))])
     }
 }

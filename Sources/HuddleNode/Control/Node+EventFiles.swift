@@ -1,5 +1,6 @@
 /// Reads of the event spool's files for subscribers (a `since` replay, a subscriber that lags past
-/// what is in memory) run on the spool's I/O queue (`EventLog.FileLoad`), never on the actor.
+/// what is in memory) run on the spool's I/O queue (`EventLog.FileLoad`), never on the actor; a
+/// writer that falls behind is waited for with the actor free (`waitForEventWriter`).
 extension Node {
     /// Turns the off-actor reads on (once; before the first subscriber).
     func readEventFilesOffActor() {
@@ -12,6 +13,16 @@ extension Node {
                 await self.eventFilesRead(connection, range: load.range, bytes)
             }
         }
+    }
+
+    /// The spool's writer is more than its pending limit behind (a disk that throttles writes):
+    /// the caller waits for it here, off the actor, before making more events — a link's reader
+    /// before its next batch, `send` before the next message — instead of an append blocking the
+    /// actor (`EventSpool.writerWait`).
+    func waitForEventWriter() async {
+        guard let wait = events.spoolWriterWait() else { return }
+        await wait()
+        events.spoolWriterProgressed()
     }
 
     private func eventFilesRead(_ connection: ControlConnection, range: Range<Int64>, _ bytes: [UInt8]?) {

@@ -24,6 +24,7 @@ struct ChunkStore: Sendable {
 
     /// Writes one sealed chunk at its place in the attachment's file, with plain system calls.
     func write(_ id: String, at offset: Int, _ bytes: [UInt8]) throws {
+        IOThreads.check("a chunk write")
         let file = path(id)
         let fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw NodeError("cannot write chunk file \(file): \(String(cString: strerror(errno)))") }
@@ -35,6 +36,7 @@ struct ChunkStore: Sendable {
 
     /// `length` bytes at `offset` of the attachment's file; nil when they are missing or unreadable.
     func read(_ id: String, at offset: Int, length: Int) -> [UInt8]? {
+        IOThreads.check("a chunk read")
         let fd = open(path(id), O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -50,6 +52,7 @@ struct ChunkStore: Sendable {
     /// Stores sealed chunk `index` of `manifest`'s attachment, given as the frames it arrived in
     /// (written one after another, never copied into one array first).
     func write(_ manifest: Manifest, _ index: Int, parts: [ByteBuffer]) throws {
+        IOThreads.check("a received chunk's write")
         let file = path(manifest.id)
         let fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw NodeError("cannot write chunk file \(file): \(String(cString: strerror(errno)))") }
@@ -75,16 +78,32 @@ struct ChunkStore: Sendable {
 
     /// Gives an imported attachment its real id (known once every chunk is hashed).
     func rename(_ from: String, to id: String) throws {
+        IOThreads.check("renaming an imported chunk file")
         guard Foundation.rename(path(from), path(id)) == 0 else { throw NodeError("cannot move imported chunks to \(path(id))") }
     }
 
-    func remove(_ id: String) { unlink(path(id)) }
+    func remove(_ id: String) {
+        IOThreads.check("deleting a chunk file")
+        unlink(path(id))
+    }
+
+    /// The names of the files in the store (attachment ids, or an import's staging name).
+    func fileNames() -> [String] {
+        IOThreads.check("listing the chunk store")
+        return (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+    }
+
+    /// Whether the store has a file for attachment `id`.
+    func hasFile(_ id: String) -> Bool {
+        IOThreads.check("looking for a chunk file")
+        return access(path(id), F_OK) == 0
+    }
 
     func removeAll() { try? FileManager.default.removeItem(atPath: root) }
 
     /// Bytes the chunk files take on disk (allocated blocks: the files are sparse until complete).
     func usedBytes() -> Int {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        let names = fileNames()
         var total = 0
         for name in names {
             var info = stat()
@@ -100,6 +119,7 @@ struct ChunkStore: Sendable {
     /// waits for it before the first chunk can go out. The file's size is taken once at the start;
     /// a file that shrinks meanwhile fails the import.
     func importFile(path: String, chunkSize: Int, storeAs id: String, workers: Int = 1) throws -> (hashes: [[UInt8]], size: UInt64, key: [UInt8]) {
+        IOThreads.check("an attachment's import")
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw NodeError("cannot read \(path)") }
         defer { close(fd) }
@@ -134,7 +154,7 @@ struct ChunkStore: Sendable {
         for helper in 0..<helpers {
             let thread = Thread {
                 _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness)
-                work(helper + 1, helpers + 1)
+                IOThreads.run { work(helper + 1, helpers + 1) }
                 done.signal()
             }
             thread.start()

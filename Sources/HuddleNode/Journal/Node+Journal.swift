@@ -112,6 +112,7 @@ extension Node {
     /// The file is created 0600 and set to exactly `mode` (the umask does not apply) before any
     /// plaintext is written, so it is never readable more widely than asked.
     nonisolated static func writePlaintext(_ manifest: Manifest, key: [UInt8], store: ChunkStore, to path: String, mode: mode_t) throws {
+        IOThreads.check("an attachment's export")
         let temporary = "\(path).part-\(hexString(SecureRandom.bytes(4)))"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw ControlError(code: .ioError, message: "cannot create \(temporary): \(String(cString: strerror(errno)))") }
@@ -216,30 +217,44 @@ extension Node {
     /// imports anything: the chunks of every attachment it knew are checked and held again
     /// (`recoverStoredCopy`); with `deleteUnknown` (the journal was kept: a data directory of an
     /// earlier version has none), the files of removed or unknown attachments go (a crash between
-    /// a removal and its file's deletion, an import a crash cut short).
-    func recoverStore(deleteUnknown: Bool) {
+    /// a removal and its file's deletion, an import a crash cut short). The store is listed, read
+    /// and hashed on `BulkWork`, never on the actor.
+    func recoverStore(deleteUnknown: Bool) async {
         let known = attachments
         if deleteUnknown {
-            let files = (try? FileManager.default.contentsOfDirectory(atPath: store.root)) ?? []
-            for name in files where known[name].map(\.removed) ?? true { store.remove(name) }
+            let kept = Set(known.filter { !$0.value.removed }.keys), store = self.store
+            _ = try? await BulkWork.run {
+                for name in store.fileNames() where !kept.contains(name) { store.remove(name) }
+            }
         }
-        for (id, record) in known where !record.removed { recoverStoredCopy(id) }
+        for (id, record) in known.sorted(by: { $0.key < $1.key }) where !record.removed { await recoverStoredCopy(id) }
     }
 
     /// An attachment learned again after a restart whose chunk file an earlier run left in the
     /// store: every chunk in it whose hash matches the manifest is held again, never fetched. Read
-    /// on the actor (at most the attachment's size, once per attachment after a restart), so the
-    /// swarm asks nobody for a chunk that is here.
-    func recoverStoredCopy(_ id: String) {
-        guard let a = attachments[id], !a.removed, access(store.path(id), F_OK) == 0 else { return }
-        let manifest = a.manifest
-        var intact = 0
-        for index in 0..<manifest.chunkCount where !journal.holds(id, index) {
-            guard let sealed = store.read(manifest, index), ChunkCipher.hash(sealed) == manifest.chunkHashes[index] else { continue }
+    /// and hashed on `BulkWork` (at most the attachment's size, once per attachment after a
+    /// restart); a chunk that arrived from a peer meanwhile is not counted twice.
+    func recoverStoredCopy(_ id: String) async {
+        guard let a = attachments[id], !a.removed else { return }
+        let manifest = a.manifest, store = self.store
+        let wanted = (0..<manifest.chunkCount).filter { !journal.holds(id, $0) }
+        guard !wanted.isEmpty else { return }
+        let intact = (try? await BulkWork.run { () -> [Int] in
+            guard store.hasFile(id) else { return [] }
+            return wanted.filter { index in
+                guard let sealed = store.read(manifest, index) else { return false }
+                return ChunkCipher.hash(sealed) == manifest.chunkHashes[index]
+            }
+        }) ?? []
+        var recovered = 0
+        for index in intact {
+            // Removed, or held already (a peer's copy was written meanwhile): nothing to recover.
+            guard let record = attachments[id], !record.removed else { return }
+            guard !journal.holds(id, index) else { continue }
             execute(core.chunkRecovered(id: id, index: index, now: now))
-            intact += 1
+            recovered += 1
         }
-        if intact > 0 { log.info("\(intact) of \(manifest.chunkCount) chunks of \(id) were stored before the restart: not fetched again") }
+        if recovered > 0 { log.info("\(recovered) of \(manifest.chunkCount) chunks of \(id) were stored before the restart: not fetched again") }
     }
 
     private func storedCopyVerified(_ id: String, damaged: [Int]) {

@@ -30,7 +30,7 @@ struct FileWorkPool: Sendable {
     func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await pool.runIfActive { [niceness] in
             if niceness != 0 { Self.lowerThisThread(to: niceness) }
-            return try body()
+            return try IOThreads.run(body)
         }
     }
 

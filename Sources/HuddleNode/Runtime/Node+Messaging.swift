@@ -42,6 +42,7 @@ extension Node {
         while state != nil && commitInFlight && core.broadcast.ownSeq &- durable.ownSeq >= limit && !stateFailed && mayWait {
             await wait(for: .committed)
         }
+        await waitForEventWriter()
         let deadline = ContinuousClock.now + Self.backpressureWait
         while true {
             do throws(SessionCore.SendRefusal) {

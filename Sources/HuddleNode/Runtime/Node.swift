@@ -86,6 +86,8 @@ actor Node {
     nonisolated let leftForGood = Mutex(false)
     /// The data directory's writes and the key file's (`NodeIO`): never on this actor.
     nonisolated let io = NodeIO()
+    /// The origins' node keys a link's reader checks batches with (`checkSignatures`).
+    nonisolated let originKeys = OriginKeys()
     /// Commits taken (handed to `io`) and completed, counted from 1 (`requestCommit`).
     var commitsTaken: UInt64 = 0
     var commitsDone: UInt64 = 0
@@ -213,17 +215,26 @@ actor Node {
         }
     }
 
-    /// A read's worth of messages from a link. `arrived` is taken by the caller, before the hop
-    /// onto this actor (a default argument is evaluated at the call site).
-    func linkReceived(_ link: LinkHandle, _ messages: [LinkMessage], arrived: ContinuousClock.Instant = .now) async {
+    /// A read's worth of messages from a link, on the link's reader: its batches' signatures are
+    /// checked there (`checkSignatures`), off the actor. `arrived` is taken by the caller, before
+    /// the hop onto this actor (a default argument is evaluated at the call site).
+    nonisolated func linkReceived(_ link: LinkHandle, _ messages: [LinkMessage], arrived: ContinuousClock.Instant = .now) async {
+        let checked = checkSignatures(messages)
+        await receive(link, messages, checked: checked, arrived: arrived)
+    }
+
+    private func receive(_ link: LinkHandle, _ messages: [LinkMessage], checked: [CheckedSignature], arrived: ContinuousClock.Instant) async {
         // A slow commit: once `heldLimit` effect lists wait for it, the link's reader waits for the
         // commit (as it waited for this actor when commits ran on it) rather than what is held
         // growing without bound.
         while held.count >= Self.heldLimit && commitInFlight && !stateFailed && mayWait { await wait(for: .committed) }
+        await waitForEventWriter()
         guard links[link.peer.id] === link else { return }
         batchArrived = arrived
         defer { batchArrived = nil }
         events.beginDeferring()
+        if !checked.isEmpty { core.signaturesChecked(checked) }
+        defer { learnOriginKeys(messages) }
         for message in messages {
             handle(message, on: link)
             // A relayed circuit over its budget: the link's reader waits (`paceCircuits`).

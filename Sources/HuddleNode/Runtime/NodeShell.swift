@@ -82,7 +82,8 @@ struct NodeShell: SessionShell {
     func attachmentChanged(_ change: AttachmentChange, id: String) {
         node.assumeIsolated { node in
             node.emitAttachment(change.rawValue, id)
-            if change == .added, node.resumed { node.recoverStoredCopy(id) }
+            // Its chunk file is read and hashed off the actor (`BulkWork`).
+            if change == .added, node.resumed { node.spawner.spawn { await node.recoverStoredCopy(id) } }
         }
     }
 

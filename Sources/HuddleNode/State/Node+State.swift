@@ -84,9 +84,11 @@ extension Node {
         let commit: @Sendable () async -> Void = { [self] in
             let failure: String?
             do {
+                // The events only in the spool's files are read on its queue, not on the actor.
+                let batch = await rows?.batch()
                 try await io.run {
                     io.testDelay()
-                    try state.commit(events: rows, firstRetained: firstRetained, lastCursor: lastCursor, point: taken, own: own, ownFrom: ownFrom, parts: changed)
+                    try state.commit(events: batch, firstRetained: firstRetained, lastCursor: lastCursor, point: taken, own: own, ownFrom: ownFrom, parts: changed)
                 }
                 failure = nil
             } catch {

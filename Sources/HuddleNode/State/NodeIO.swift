@@ -13,10 +13,13 @@ import Foundation
 ///
 /// `HUDDLE_TEST_COMMIT_DELAY_MS` is a **test-only** knob, like `WallClock`'s: each commit of the
 /// state sleeps that long on this queue first (a slow disk), so a test can show that the node
-/// answers its control socket meanwhile and that nothing held for the commit leaves before it. Not
-/// an option of `huddle run`; nothing else reads it.
+/// answers its control socket meanwhile and that nothing held for the commit leaves before it.
+/// `HUDDLE_TEST_SPOOL_READ_DELAY_MS`, the same for each read of the event spool's files (a `since`
+/// replay, a commit's events no longer in memory). Neither is an option of `huddle run`; nothing
+/// else reads them.
 final class NodeIO: Sendable {
     static let delayVariable = "HUDDLE_TEST_COMMIT_DELAY_MS"
+    static let readDelayVariable = "HUDDLE_TEST_SPOOL_READ_DELAY_MS"
     /// Longest test delay taken (a minute); a larger or unreadable one is ignored.
     static let maximumDelayMs = 60_000
 
@@ -24,15 +27,20 @@ final class NodeIO: Sendable {
     private let queue: DispatchQueue
     /// The test-only delay before each commit (nil but in tests).
     let commitDelay: Duration?
+    /// The test-only delay before each read of the event spool's files (nil but in tests).
+    let readDelay: Duration?
 
     init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         queue = DispatchQueue(label: "huddle.node-io", qos: .userInitiated)
         queue.setSpecific(key: Self.marker, value: 1)
-        if let text = environment[Self.delayVariable], let ms = Int(text), ms > 0, ms <= Self.maximumDelayMs {
-            commitDelay = .milliseconds(ms)
-        } else {
-            commitDelay = nil
-        }
+        commitDelay = Self.delay(environment[Self.delayVariable])
+        readDelay = Self.delay(environment[Self.readDelayVariable])
+    }
+
+    /// A test delay's value: milliseconds in 1...`maximumDelayMs`, else none.
+    private static func delay(_ text: String?) -> Duration? {
+        guard let text, let ms = Int(text), ms > 0, ms <= maximumDelayMs else { return nil }
+        return .milliseconds(ms)
     }
 
     /// Whether the calling code runs on a node's I/O queue.
@@ -63,9 +71,14 @@ final class NodeIO: Sendable {
     }
 
     /// Sleeps for the test-only commit delay, when one is set (on this queue).
-    func testDelay() {
-        guard let commitDelay else { return }
-        let (seconds, attoseconds) = commitDelay.components
+    func testDelay() { Self.sleep(commitDelay) }
+
+    /// Sleeps for the test-only spool read delay, when one is set (on this queue).
+    func testReadDelay() { Self.sleep(readDelay) }
+
+    private static func sleep(_ delay: Duration?) {
+        guard let delay else { return }
+        let (seconds, attoseconds) = delay.components
         Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
     }
 }
