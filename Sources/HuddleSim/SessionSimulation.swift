@@ -747,6 +747,8 @@ extension SessionSimulation {
         func sendOnLink(_ message: LinkMessage, to peer: MemberID) {
             if let j = sim.indexByID[peer] { sim.sendLink(from: i, to: j, message) }
         }
+        // The simulated wire queues nothing at either end.
+        func linkQueuedBytes(_ peer: MemberID) -> Int { 0 }
         func sendOnEveryLink(_ message: LinkMessage) {
             for j in sim.linkedPeers(of: i) { sim.sendLink(from: i, to: j, message) }
         }
@@ -837,7 +839,7 @@ extension SessionSimulation {
             case let .repairRequested(peer, origin, from, to):
                 sim.report.repairRequests += 1
                 sim.trace?.record(.repairRequest, at: sim.now, UInt64(i), peer.raw, origin.raw, from, to)
-            case .refused, .unreadable, .retransmitted: break
+            case .refused, .unreadable, .retransmitted, .unreliableDropped: break
             }
         }
     }

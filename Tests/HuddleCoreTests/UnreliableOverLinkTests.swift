@@ -96,9 +96,14 @@ private func datagramRecipients(_ effects: [SessionEffect]) -> [MemberID] {
     var (_, effects) = try c.send(body: [1], to: [natted.id], reliable: false)
     #expect(linkForms(effects).map(\.0) == [natted.id])
 
+    // Its datagram with a source on a host it is not known at (one on the path rewrote it): no path.
+    let rewritten = OpenedDatagram(DatagramPayload(sender: natted.id, counter: 5, content: .swim(SWIMMessage(sender: natted.id, kind: .gossip))), form: .link(serial: serial))
+    _ = c.receiveDatagram(rewritten, from: "203.0.113.50:9999", now: 2.8)
+    #expect(c.udpPaths.address(of: natted.id) == nil, "a source on a third host is no path")
+
     // Its datagram comes from its NAT's UDP mapping: that is its path.
     let mapped = "198.51.100.9:40001"
-    let opened = OpenedDatagram(DatagramPayload(sender: natted.id, counter: 1, content: .swim(SWIMMessage(sender: natted.id, kind: .gossip))), form: .link(serial: serial))
+    let opened = OpenedDatagram(DatagramPayload(sender: natted.id, counter: 6, content: .swim(SWIMMessage(sender: natted.id, kind: .gossip))), form: .link(serial: serial))
     _ = c.receiveDatagram(opened, from: mapped, now: 3)
     #expect(c.udpPaths.address(of: natted.id) == mapped)
     (_, effects) = try c.send(body: [2], to: [natted.id], reliable: false)
@@ -117,7 +122,7 @@ private func datagramRecipients(_ effects: [SessionEffect]) -> [MemberID] {
     _ = c.udpPaths.sweepDue(now: 3 + UDPPaths.fresh + 0.1)
     (_, effects) = try c.send(body: [3], to: [natted.id], reliable: false)
     #expect(linkForms(effects).map(\.0) == [natted.id])
-    _ = c.receiveDatagram(OpenedDatagram(DatagramPayload(sender: natted.id, counter: 2, content: .swim(SWIMMessage(sender: natted.id, kind: .gossip))), form: .link(serial: serial)), from: mapped, now: 10)
+    _ = c.receiveDatagram(OpenedDatagram(DatagramPayload(sender: natted.id, counter: 7, content: .swim(SWIMMessage(sender: natted.id, kind: .gossip))), form: .link(serial: serial)), from: mapped, now: 10)
     #expect(c.udpPaths.address(of: natted.id) == mapped)
     _ = c.linkDown(natted.id, settled: false, now: 11)
     #expect(c.udpPaths.address(of: natted.id) == nil)

@@ -113,8 +113,11 @@ struct PairingProcessTests {
         let again = try await PairingAttempt.run(code: code, join: a.addr, keyOut: "\(cluster.dir)/again.key", dir: cluster.dir, name: "again")
         #expect(again.status == 1 && again.stderr.contains("used"), "\(again.stderr)")
 
-        let made = try await a.request("status")["uptime_ms"]?.intValue ?? 0
         let short = try #require(try await a.request("invite", ["ttl_ms": 1000])["code"]?.stringValue)
+        // The node's uptime once the invitation exists (it was made before its reply): read before
+        // the request instead, a loaded run made it more than 0.5 s later, and the code had not
+        // expired yet when it was tried (it paired).
+        let made = try await a.request("status")["uptime_ms"]?.intValue ?? 0
         try await eventually("the short invitation to expire") { (try await a.request("status")["uptime_ms"]?.intValue ?? 0) > made + 1500 }
         let expired = try await PairingAttempt.run(code: short, join: a.addr, keyOut: "\(cluster.dir)/expired.key", dir: cluster.dir, name: "expired")
         #expect(expired.status == 1 && expired.stderr.contains("expired"), "\(expired.stderr)")

@@ -152,6 +152,8 @@ extension SessionCore {
     /// rule as SWIM's, `datagram(_:to:)`): a datagram to its UDP path while one is fresh
     /// (`SessionCore+UDPPaths`), else over that link, once, as a datagram would.
     mutating func unreliable(_ message: WireMessage, to member: MemberID, addr: String) -> SessionEffect? {
+        // A removed member is sent nothing (its link may not have closed yet).
+        if removedMembers.contains(member) { return nil }
         var addr = addr
         if datagramsNeedAPath(member) {
             guard let path = udpPaths.address(of: member) else { return .sendLink(member, .unreliable(message)) }

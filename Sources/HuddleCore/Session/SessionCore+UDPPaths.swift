@@ -15,9 +15,17 @@ extension SessionCore {
         relayedLinks[member] != nil || linkTranslated(member)
     }
 
-    /// A link-keyed datagram from `member` came from `source`: its path, when it needs one.
+    /// A link-keyed datagram from `member` came from `source`: its path, when it needs one. The
+    /// datagram is the member's own (its key, its replay window), but its source address is not
+    /// authenticated: one on the path could rewrite it. So a path is only a source on a host the
+    /// member is known at — the host of its advertised address, of the address its direct link comes
+    /// from, or of a signed reach address — and one another host could send to: a rewritten source
+    /// cannot turn this member's datagrams on a third host.
     mutating func noteUDPPath(_ member: MemberID, source: String, now: Double) {
-        guard swim.members[member]?.addr != source, datagramsNeedAPath(member) else { return }
+        guard datagramsNeedAPath(member), HostPort.isRemoteUnicast(source), let host = HostPort.numeric(source)?.host else { return }
+        let known = ([swim.members[member]?.addr, reach.seen[member]?.link] + (swim.members[member]?.reach ?? []).map(Optional.some))
+            .contains { $0.flatMap(HostPort.numeric)?.host == host }
+        guard known else { return }
         udpPaths.heard(member, from: source, now: now)
     }
 

@@ -2,6 +2,10 @@
 /// `SessionShell.execute`, which may hold effects for a commit first), so every effect means the
 /// same thing in both and no rule about executing one exists twice.
 extension SessionShell {
+    /// Bytes queued on a link past which an unreliable message for it is dropped, not queued
+    /// (`LinkMessage.unreliable`: best effort as a datagram is, never in the way of what is reliable).
+    public static var unreliableLinkBacklog: Int { 256 * 1024 }
+
     /// Carries out `effects` now, in order.
     public func perform(_ effects: [SessionEffect]) {
         for effect in effects {
@@ -9,7 +13,12 @@ extension SessionShell {
             case let .sendDatagram(payload, to, sealing): sendDatagram(payload, to: to, sealing: sealing)
             case let .pushPull(addr, join): pushPull(with: addr, join: join)
             case let .sendLink(peer, message):
-                if case .circuitData = message { forwardCircuit(message, to: peer) } else { sendOnLink(message, to: peer) }
+                switch message {
+                case .circuitData: forwardCircuit(message, to: peer)
+                // Best effort, as a datagram: dropped rather than queued behind a backed-up link.
+                case .unreliable where linkQueuedBytes(peer) > Self.unreliableLinkBacklog: noted(.unreliableDropped(peer: peer))
+                default: sendOnLink(message, to: peer)
+                }
             case let .sendToLinks(message): sendOnEveryLink(message)
             case let .dial(addr): dial(addr, pushPull: nil)
             case let .closeLink(member): closeLink(member)

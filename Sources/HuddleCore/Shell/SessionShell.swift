@@ -35,6 +35,8 @@ public protocol SessionShell {
     /// Opens a link to `addr` (connect, handshake, then `linkEstablished`); reports its end with
     /// `dialFinished(addr, peer:)`: later, or at once when it cannot dial at all.
     func startDial(_ addr: String)
+    /// Bytes queued on the link to `peer`, not yet written (0 without one).
+    func linkQueuedBytes(_ peer: MemberID) -> Int
     /// Closes the link to `peer` once what is queued on it has gone out.
     func closeLink(_ peer: MemberID)
 
@@ -89,6 +91,9 @@ public enum ShellNote: Sendable, Equatable {
     case unreadable(MemberID, what: String)
     case retransmitted(Int)
     case repairRequested(peer: MemberID, origin: MemberID, from: UInt64, to: UInt64)
+    /// An unreliable message for `peer`'s link was dropped: the link was backed up
+    /// (`SessionShell.unreliableLinkBacklog`), and a best-effort message does not queue behind it.
+    case unreliableDropped(peer: MemberID)
 }
 
 /// The shared shell's own state for one member: what it remembers between inputs so that a dial

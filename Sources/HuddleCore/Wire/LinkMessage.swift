@@ -205,7 +205,7 @@ public enum LinkMessage: Sendable, Equatable {
 
     /// Whether an encoded link message carries an application message (for byte counters by kind).
     public static func carriesApplicationMessage(_ encoded: [UInt8]) -> Bool {
-        encoded.count > 1 && (encoded[1] == Kind.message.rawValue || encoded[1] == Kind.batch.rawValue)
+        encoded.count > 1 && (encoded[1] == Kind.message.rawValue || encoded[1] == Kind.batch.rawValue || encoded[1] == Kind.unreliable.rawValue)
     }
 
     public static func decode(_ bytes: [UInt8]) throws(WireError) -> LinkMessage {

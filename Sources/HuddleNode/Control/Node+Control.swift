@@ -148,6 +148,7 @@ extension Node {
             "messages_sent": .int(Int64(counters.messagesSent.load(ordering: .relaxed))),
             "messages_delivered": .int(Int64(counters.messagesDelivered.load(ordering: .relaxed))),
             "retransmits": .int(Int64(counters.retransmits.load(ordering: .relaxed))),
+            "unreliable_dropped": .int(Int64(counters.unreliableDropped.load(ordering: .relaxed))),
             "messages_forged": .int(Int64(counters.forged.load(ordering: .relaxed))),
             "messages_held": .int(Int64(broadcast.heldCount)),
             "messages_stored": .int(Int64(broadcast.storedCount)),

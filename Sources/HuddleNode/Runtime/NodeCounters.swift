@@ -15,6 +15,8 @@ final class NodeCounters: Sendable {
     let messagesDelivered = Atomic<Int>(0)
     /// Stored messages sent again to a member that asked for a gap.
     let retransmits = Atomic<Int>(0)
+    /// Unreliable messages dropped because the link they were for was backed up (`ShellNote.unreliableDropped`).
+    let unreliableDropped = Atomic<Int>(0)
     let chunksServed = Atomic<Int>(0)
     let chunksFetched = Atomic<Int>(0)
     /// Chunks received that matched their manifest hash (before the store's own checks).

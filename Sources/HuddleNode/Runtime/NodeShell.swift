@@ -40,6 +40,10 @@ struct NodeShell: SessionShell {
         node.assumeIsolated { $0.links[peer]?.send(message.encoded()) }
     }
 
+    func linkQueuedBytes(_ peer: MemberID) -> Int {
+        node.assumeIsolated { $0.links[peer]?.outbox.queuedBytes ?? 0 }
+    }
+
     func sendOnEveryLink(_ message: LinkMessage) {
         node.assumeIsolated { node in
             let encoded = message.encoded()
@@ -152,6 +156,7 @@ struct NodeShell: SessionShell {
             case let .unreadable(origin, what): node.log.warning("dropped an unreadable \(what) from \(origin)")
             case let .retransmitted(count): _ = node.counters.retransmits.wrappingAdd(count, ordering: .relaxed)
             case .repairRequested: break
+            case .unreliableDropped: _ = node.counters.unreliableDropped.wrappingAdd(1, ordering: .relaxed)
             }
         }
     }
