@@ -58,7 +58,22 @@ public struct SessionScenario: Sendable {
     public var epochChanges: [(by: Int, at: Double, remove: Int?)] = []
     /// Keep a `SimTrace` of deliveries, membership changes, link changes, chunks and faults.
     public var trace = false
+    /// What stands in front of each member (`SimNAT`; a member not named is `public`). With any
+    /// NATted member, members join only through public ones (the only ones a newcomer can dial).
+    public var nat: [Int: SimNAT] = [:]
+    /// When set, at this time the member relaying the most links (the lowest index of a tie)
+    /// crashes: its relayed pairs must move to another relay or a direct path.
+    public var relayCrashAt: Double?
     public init() {}
+
+    /// `easy` and `hard` NATted members: the highest indices, `easy` of them easy and the last
+    /// `hard` hard; the others (member 0 among them) public.
+    public mutating func natMix(easy: Int, hard: Int) {
+        let hard = max(0, min(hard, members - 1)), easy = max(0, min(easy, members - 1 - hard))
+        nat = [:]
+        for i in (members - hard - easy)..<(members - hard) { nat[i] = .easy }
+        for i in (members - hard)..<members { nat[i] = .hard }
+    }
 
     /// 100 members with 5 % datagram loss, 3 crashes and 10 members cut off for 10 s (long enough
     /// for each side to fail the other) while every member sends and a 20 MiB attachment spreads:
@@ -150,7 +165,34 @@ public struct SessionReport: Sendable {
     public var linksToRemoved = 0
     /// When each survivor moved to the epoch it ends on.
     public var movedAt: [Int: Double] = [:]
+    /// Per kind pair of survivors (`SimNAT.pairName`, e.g. "easy-hard"), their links' paths at the
+    /// end as the lower index sees them; and pairs whose two ends disagree on the path.
+    public var paths: [String: PathCount] = [:]
+    public var pathDisagreements = 0
+    /// Punch attempts (dials) and successes, summed over the survivors' cores (`HolePunch`).
+    public var punchAttempts = 0
+    public var punchSuccesses = 0
+    /// Links that came up over a relay, and punch dials that reached a peer's NAT and connected.
+    public var relayedLinksMade = 0
+    public var punchedLinks = 0
+    /// The relay that crashed (`SessionScenario.relayCrashAt`), the pairs relayed through it then,
+    /// and how many of those (both ends surviving) end linked again, relayed or direct.
+    public var relayCrashed: Int?
+    public var pairsOnCrashedRelay: [Pair] = []
+    public var pairsRelinked = 0
     public var violations: [String] { dependencyViolations + DeliveryChecker.violations(logs) }
+
+    /// Links of a kind pair, by path.
+    public struct PathCount: Sendable, Equatable, CustomStringConvertible {
+        public var direct = 0, relayed = 0, none = 0
+        public var description: String { "direct \(direct), relayed \(relayed), none \(none)" }
+    }
+
+    /// Two members (indices), the lower first.
+    public struct Pair: Sendable, Equatable, CustomStringConvertible {
+        public let low: Int, high: Int
+        public var description: String { "\(low)-\(high)" }
+    }
 }
 
 /// Runs N real `SessionCore`s — the value the node runs — on a simulated network with virtual
@@ -180,12 +222,17 @@ public final class SessionSimulation {
         case closeAfterQueued(Int, Int, generation: UInt64)
         case leave(Int), leaveWaits(Int), leaveEnds(Int)
         case setActivity(Int), removeAttachment
+        case punchArrives(from: Int, to: Int)
+        case circuitHandshake(initiator: Int, peer: Int, via: Int)
+        case relayCrash
     }
 
     /// A link on the simulated wire, and the ends that took it up (`SessionShell.linkEstablished`).
     private struct Link {
         let generation: UInt64
         var ends: Set<Int> = []
+        /// The relay, for a link over a circuit.
+        var via: Int?
     }
 
     private static let chunkSize = 256 * 1024
@@ -199,6 +246,8 @@ public final class SessionSimulation {
     private let identities: [Identity]
     private let indexByAddr: [String: Int]
     private let indexByID: [MemberID: Int]
+    /// Members by the host of an address: their own, and their router's.
+    private let indexByHost: [Substring: Int]
     private var crashed: [Bool]
     private var scheduledTick: [Double]
     /// Per member, the shared shell's state (`ShellState`): its dials, flush, links' up times, last tick.
@@ -213,6 +262,18 @@ public final class SessionSimulation {
     /// Members whose own removal reached them.
     private var removed: Set<Int> = []
     private var links: [Int: Link] = [:]  // key: lower index * members + higher index
+    /// Links over a circuit through a relay (same key): a pair may hold one of each for a moment,
+    /// until the direct one replaces it (`LinkPlanner.keepsNewLink`).
+    private var relayed: [Int: Link] = [:]
+    /// The NAT in front of each member (`SimNAT`), and what each NAT lets in: member a has sent to
+    /// member b (key a * members + b), and a's punch dials towards b (the same key).
+    private let nat: SimNATMap
+    private var sentTo: Set<Int> = []
+    private var punchDials: [Int: (at: Double, addrs: [String], initiator: Bool)] = [:]
+    /// Each member's ends of circuits (key member * members + peer): the relay; and the bytes
+    /// from the relay not yet a whole link message, with the relayed link's generation.
+    private var circuitEnds: [Int: Int] = [:]
+    private var circuitInbox: [Int: (generation: UInt64, bytes: [UInt8])] = [:]
     /// What a member that is to restart kept when it crashed (`SessionScenario.restarts`).
     private var kept: [Int: (point: ResumePoint, own: [SignedMessage])] = [:]
     private var lastArrival: [Int: Double] = [:]    // key: from * members + to
@@ -255,6 +316,13 @@ public final class SessionSimulation {
         self.infos = infos
         indexByAddr = Dictionary(uniqueKeysWithValues: infos.enumerated().map { ($1.addr, $0) })
         indexByID = Dictionary(uniqueKeysWithValues: infos.enumerated().map { ($1.id, $0) })
+        nat = SimNATMap(kinds: (0..<s.members).map { s.nat[$0] ?? .public })
+        var hosts: [Substring: Int] = [:]
+        for i in 0..<s.members {
+            hosts[SimNATMap.hostPart(infos[i].addr)] = i
+            if nat.kind(i) != .public { hosts[Substring(SimNATMap.routerHost(i))] = i }
+        }
+        indexByHost = hosts
         cores = Array(repeating: nil, count: s.members)
         crashed = Array(repeating: false, count: s.members)
         scheduledTick = Array(repeating: .infinity, count: s.members)
@@ -291,6 +359,7 @@ public final class SessionSimulation {
             queue.schedule(.partitionEnds, at: p.until)
         }
         if let a = scenario.attachment { queue.schedule(.attach, at: a.at) }
+        if let at = scenario.relayCrashAt { queue.schedule(.relayCrash, at: at) }
         for (k, change) in scenario.epochChanges.enumerated() { queue.schedule(.epochChange(k), at: change.at) }
         if let h = scenario.hostile, h < scenario.members {
             hostile = HostileMember(info: infos[h], identity: identities[h])
@@ -331,40 +400,23 @@ public final class SessionSimulation {
                 report.droppedDatagrams += 1
                 return
             }
-            execute(to, cores[to]!.core.receiveDatagram(opened, from: infos[from].addr, now: now))
+            execute(to, cores[to]!.core.receiveDatagram(opened, from: nat.mapped(from, toward: to), now: now))
         case let .linkOpen(dialer, peer):
             // The dial ends here, linked or not (`SessionShell.dialFinished`).
             var linked = false
             defer { if isUp(dialer) { shell(dialer).dialFinished(infos[peer].addr, peer: linked ? infos[peer].id : nil) } }
-            guard isUp(dialer), isUp(peer), reachable(dialer, peer) else { return }
+            // A NATted member is dialed only by a hole punch (`punchArrives`).
+            guard isUp(dialer), isUp(peer), reachable(dialer, peer), nat.kind(peer) == .public else { return }
             if let link = links[linkKey(dialer, peer)] {
                 linked = link.ends.contains(dialer)
                 return
             }
-            // As the link handshake: the dialer tries its dial keys in turn, the peer every key it holds.
-            let offered = cores[peer]!.core.handshakeKeys(now: now).map(\.head)
-            guard let key = cores[dialer]!.core.dialKeys(now: now).first(where: { offered.contains($0.head) }) else { return }
-            // As the handshake's exporter: one key per direction that only these two ends hold.
-            let keys = linkDatagramKeys()
-            generation += 1
-            let wire = linkKey(dialer, peer)
-            links[wire] = Link(generation: generation)
-            trace?.record(.linkUp, at: now, UInt64(dialer), UInt64(peer))
-            // Each end decides and takes the link up as `Node.register` does (the shared shell's
-            // `linkEstablished`); an end that refuses closes it, and an end that took it up sees it close.
-            for (a, b, k) in [(dialer, peer, keys), (peer, dialer, keys.reversed)] {
-                let candidate = LinkCandidate(peer: infos[b], keyHead: key.head, datagramKeys: k, dialer: infos[dialer].id)
-                guard case .admitted = shell(a).linkEstablished(candidate, install: { _ = links[wire]?.ends.insert(a) }) else {
-                    closeLink(dialer, peer)
-                    return
-                }
-            }
-            linked = true
+            linked = establish(dialer: dialer, peer: peer, via: nil, punched: false)
         case let .link(to, from, gen, message):
-            guard isUp(to), links[linkKey(to, from)]?.generation == gen else { return }
+            guard isUp(to), isCurrent(gen, at: to, from: from) else { return }
             execute(to, cores[to]!.core.receiveLink(message, from: infos[from].id, addr: infos[from].addr, now: now))
         case let .chunk(to, from, gen, id, index, hash):
-            guard isUp(to), links[linkKey(to, from)]?.generation == gen else { return }
+            guard isUp(to), isCurrent(gen, at: to, from: from) else { return }
             chunkArrived(to, from: from, id: id, index: index, hash: hash)
         case let .send(i):
             guard now < sendingFrom + scenario.sendFor else { return }
@@ -389,7 +441,8 @@ public final class SessionSimulation {
                 kept[i] = (core.resumePoint, core.broadcast.ownStored(from: 0))
             }
             crashed[i] = true
-            for j in linkedPeers(of: i) { closeLink(i, j) }
+            forgetCircuitEnds(of: i)
+            for j in linkedPeers(of: i) { closeLink(i, j); closeRelayed(i, j) }
         case .partitionStarts:
             guard let p = scenario.partition else { return }
             trace?.record(.pause, at: now, UInt64(p.groupA.count))
@@ -451,9 +504,22 @@ public final class SessionSimulation {
             // The node closes its links and exits: for the others, as gone as a crash, but announced.
             crashed[i] = true
             leftMembers.insert(i)
-            for j in linkedPeers(of: i) { closeLink(i, j) }
+            forgetCircuitEnds(of: i)
+            for j in linkedPeers(of: i) { closeLink(i, j); closeRelayed(i, j) }
         case let .closeAfterQueued(a, b, gen):
             if links[linkKey(a, b)]?.generation == gen { closeLink(a, b) }
+            if relayed[linkKey(a, b)]?.generation == gen { closeRelayed(a, b) }
+        case let .punchArrives(from, to): punchArrives(from: from, to: to)
+        case let .circuitHandshake(initiator, peer, via): circuitHandshake(initiator: initiator, peer: peer, via: via)
+        case .relayCrash:
+            // The member relaying the most links now (the lowest index of a tie).
+            var count: [Int: Int] = [:]
+            for key in relayed.keys.sorted() { if let v = relayed[key]?.via { count[v, default: 0] += 1 } }
+            guard let busiest = count.sorted(by: { ($0.value, -$0.key) > ($1.value, -$1.key) }).first?.key else { return }
+            report.relayCrashed = busiest
+            report.pairsOnCrashedRelay = relayed.keys.sorted().filter { relayed[$0]?.via == busiest }
+                .map { SessionReport.Pair(low: $0 / scenario.members, high: $0 % scenario.members) }
+            handle(.crash(busiest))
         case let .epochChange(k):
             let change = scenario.epochChanges[k]
             guard isUp(change.by) else { return }
@@ -503,7 +569,7 @@ public final class SessionSimulation {
         shellStates[i] = ShellState()
         cores[i] = CoreSlot(core)
         if i != 0 {
-            let sponsors = (0..<scenario.members).filter { $0 != i && isUp($0) && reachable(i, $0) }
+            let sponsors = (0..<scenario.members).filter { $0 != i && isUp($0) && reachable(i, $0) && nat.kind($0) == .public }
             if !sponsors.isEmpty {
                 let sponsor = sponsors[rng.index(sponsors.count)]
                 trace?.record(.join, at: now, UInt64(i), UInt64(sponsor))
@@ -596,10 +662,27 @@ public final class SessionSimulation {
         (0..<scenario.members).filter { $0 != i && links[linkKey(i, $0)]?.ends.contains(i) == true }
     }
 
-    /// The link between `a` and `b` if `a`'s end took it up.
+    /// The link between `a` and `b` if `a`'s end took it up: the direct one, else one over a relay.
     private func link(at a: Int, to b: Int) -> Link? {
-        guard a != b, let link = links[linkKey(a, b)], link.ends.contains(a) else { return nil }
-        return link
+        guard a != b else { return nil }
+        if let link = links[linkKey(a, b)], link.ends.contains(a) { return link }
+        if let link = relayed[linkKey(a, b)], link.ends.contains(a) { return link }
+        return nil
+    }
+
+    /// Whether link `generation` is the link between `to` and `from` at `to`'s end (what a
+    /// replaced relayed link still carries is dropped, as the node drops reads of a replaced link).
+    private func isCurrent(_ generation: UInt64, at to: Int, from: Int) -> Bool {
+        if links[linkKey(to, from)]?.generation == generation { return true }
+        return relayed[linkKey(to, from)]?.generation == generation && links[linkKey(to, from)]?.ends.contains(to) != true
+    }
+
+    /// Whether a datagram from `i` to `addr` gets to member `j`: a public member at its address; a
+    /// NATted one only at its NAT's mapping towards `i`, once it has sent to `i` (never at its own
+    /// address, which is not routed from another network).
+    private func datagramAdmitted(to j: Int, at addr: String, from i: Int) -> Bool {
+        if nat.kind(j) == .public { return addr == infos[j].addr }
+        return addr == nat.mapped(j, toward: i) && sentTo.contains(j * scenario.members + i)
     }
 
     private func survivorsNow() -> [Int] { (0..<scenario.members).filter(isUp) }
@@ -615,6 +698,7 @@ public final class SessionSimulation {
     private func sendLink(from a: Int, to b: Int, _ message: LinkMessage) {
         guard let link = link(at: a, to: b) else { return }
         report.linkMessages += 1
+        if let via = link.via { return sendOverCircuit(from: a, to: b, via: via, message) }
         queue.schedule(.link(to: b, from: a, generation: link.generation, message), at: arrival(from: a, to: b, bytes: Self.linkMessageBytes))
     }
 
@@ -623,6 +707,42 @@ public final class SessionSimulation {
         var seed: [UInt8] = []
         for _ in 0..<4 { withUnsafeBytes(of: rng.next().littleEndian) { seed += $0 } }
         return PairDatagramKeys(seed: seed)
+    }
+
+    /// A link's handshake between `dialer` and `peer` (over a connection; over a circuit through
+    /// `via`; `punched`: a hole punch's simultaneous open from both listening ports), then each
+    /// end's decision. True when both ends took it up.
+    private func establish(dialer: Int, peer: Int, via: Int?, punched: Bool) -> Bool {
+        // As the link handshake: the dialer tries its dial keys in turn, the peer every key it holds.
+        let offered = cores[peer]!.core.handshakeKeys(now: now).map(\.head)
+        guard let key = cores[dialer]!.core.dialKeys(now: now).first(where: { offered.contains($0.head) }) else { return false }
+        // As the handshake's exporter: one key per direction that only these two ends hold.
+        let keys = linkDatagramKeys()
+        generation += 1
+        let wire = linkKey(dialer, peer)
+        if via == nil { links[wire] = Link(generation: generation) } else { relayed[wire] = Link(generation: generation, via: via) }
+        trace?.record(.linkUp, at: now, UInt64(dialer), UInt64(peer))
+        // What each end's socket says: the dialer's end leaves from an ephemeral port (a punch from
+        // the listening port) through its NAT; a link over a circuit has no addresses.
+        let port = punched ? SimNATMap.listenPort : SimNATMap.ephemeralPort(toward: peer)
+        let dialed = punched ? nat.mapped(peer, toward: dialer) : infos[peer].addr
+        let ends = via != nil ? [("", ""), ("", "")]
+            : [(dialed, "\(SimNATMap.host(dialer)):\(port)"), (nat.mapped(dialer, toward: peer, port: port), punched ? "\(SimNATMap.host(peer)):\(SimNATMap.listenPort)" : infos[peer].addr)]
+        // Each end decides and takes the link up as `Node.register` does (the shared shell's
+        // `linkEstablished`); an end that refuses closes it, and an end that took it up sees it close.
+        for (n, (a, b, k)) in [(dialer, peer, keys), (peer, dialer, keys.reversed)].enumerated() {
+            let candidate = LinkCandidate(peer: infos[b], keyHead: key.head, datagramKeys: k, dialer: infos[dialer].id, via: via.map { infos[$0].id },
+                                          remote: ends[n].0, local: ends[n].1)
+            guard case .admitted = shell(a).linkEstablished(candidate, install: {
+                // A direct link takes the relayed one's place in this end's table (that one closes, replaced).
+                if via == nil { _ = links[wire]?.ends.insert(a); _ = relayed[wire]?.ends.remove(a) } else { _ = relayed[wire]?.ends.insert(a) }
+            }) else {
+                if via == nil { closeLink(dialer, peer) } else { closeRelayed(dialer, peer) }
+                return false
+            }
+        }
+        if via != nil { report.relayedLinksMade += 1 } else if punched { report.punchedLinks += 1 }
+        return true
     }
 
     /// The link closes at both ends (a crash, a partition, or a core's `closeLink`); each end that
@@ -635,6 +755,147 @@ public final class SessionSimulation {
         for (x, y) in [(a, b), (b, a)] where isUp(x) && link.ends.contains(x) {
             shell(x).linkClosed(infos[y].id)
         }
+    }
+
+    // MARK: relays and punching
+
+    /// Paths between survivors by kind pair, punches, and the pairs a crashed relay carried.
+    private func reportPaths() {
+        let survivors = report.survivors
+        for i in survivors {
+            report.punchAttempts += cores[i]!.core.punch.attempts
+            report.punchSuccesses += cores[i]!.core.punch.successes
+        }
+        for (x, i) in survivors.enumerated() {
+            for j in survivors[(x + 1)...] {
+                let path = cores[i]!.core.path(to: infos[j].id)
+                if path != cores[j]!.core.path(to: infos[i].id) { report.pathDisagreements += 1 }
+                let name = SimNAT.pairName(nat.kind(i), nat.kind(j))
+                var count = report.paths[name] ?? SessionReport.PathCount()
+                switch path {
+                case .direct: count.direct += 1
+                case .relayed: count.relayed += 1
+                case .none, .self: count.none += 1
+                }
+                report.paths[name] = count
+            }
+        }
+        let alive = Set(survivors)
+        report.pairsRelinked = report.pairsOnCrashedRelay.filter { p in
+            alive.contains(p.low) && alive.contains(p.high) && cores[p.low]!.core.path(to: infos[p.high].id) != .none
+                && cores[p.high]!.core.path(to: infos[p.low].id) != .none
+        }.count
+    }
+
+    /// The link over the circuit between `a` and `b` ends at both ends (its relay or a core closed
+    /// the circuit, the direct link replaced it, or an end crashed): each end whose table holds it
+    /// is told (`SessionShell.linkClosed`), and each end still holding its end of the circuit tells
+    /// its core (`SessionCore.circuitEnded`, as the node's `CircuitEnd` does when its link ends).
+    private func closeRelayed(_ a: Int, _ b: Int) {
+        guard let link = relayed.removeValue(forKey: linkKey(a, b)), let via = link.via else { return }
+        trace?.record(.linkDown, at: now, UInt64(a), UInt64(b))
+        for (x, y) in [(a, b), (b, a)] where isUp(x) {
+            circuitInbox[x * scenario.members + y] = nil
+            if link.ends.contains(x) { shell(x).linkClosed(infos[y].id) }
+        }
+        for (x, y) in [(a, b), (b, a)] where isUp(x) && circuitEnds[x * scenario.members + y] == via {
+            circuitEnds[x * scenario.members + y] = nil
+            execute(x, cores[x]!.core.circuitEnded(infos[y].id, via: infos[via].id, now: now))
+        }
+    }
+
+    /// A member that crashed or left holds no circuit ends.
+    private func forgetCircuitEnds(of i: Int) {
+        for j in 0..<scenario.members {
+            circuitEnds[i * scenario.members + j] = nil
+            circuitInbox[i * scenario.members + j] = nil
+        }
+    }
+
+    /// A link message from `a` to `b` over their circuit through `via`: framed (a 4-byte length,
+    /// then its encoding), in `circuitData` messages of at most `LinkMessage.circuitDataLimit`
+    /// bytes on `a`'s link to the relay, whose core forwards them (`SessionCore+Relay`, its budget
+    /// applying) as it forwards a node's; so the bytes cross the wire twice.
+    private func sendOverCircuit(from a: Int, to b: Int, via: Int, _ message: LinkMessage) {
+        let body = message.encoded()
+        let n = UInt32(clamping: body.count)
+        let frame = [UInt8(n >> 24), UInt8((n >> 16) & 255), UInt8((n >> 8) & 255), UInt8(n & 255)] + body
+        for start in stride(from: 0, to: frame.count, by: LinkMessage.circuitDataLimit) {
+            let piece = Array(frame[start..<min(start + LinkMessage.circuitDataLimit, frame.count)])
+            sendLink(from: a, to: via, .circuitData(peer: infos[b].id, bytes: piece))
+        }
+    }
+
+    /// Bytes the relay `via` forwarded to `i` from `j` over their circuit: whole link messages go to
+    /// `i`'s core as any link's do (as a `link` event now, after the current effects).
+    private func circuitBytes(at i: Int, from j: Int, via: Int, _ bytes: [UInt8]) {
+        let key = i * scenario.members + j
+        guard circuitEnds[key] == via, let link = relayed[linkKey(i, j)], link.via == via, link.ends.contains(i) else { return }
+        var inbox = circuitInbox[key].flatMap { $0.generation == link.generation ? $0.bytes : nil } ?? []
+        inbox += bytes
+        while inbox.count >= 4 {
+            let n = inbox[0..<4].reduce(0) { $0 << 8 | Int($1) }
+            guard inbox.count >= 4 + n else { break }
+            if let message = try? LinkMessage.decode(Array(inbox[4..<(4 + n)])) {
+                queue.schedule(.link(to: i, from: j, generation: link.generation, message), at: now)
+            }
+            inbox.removeFirst(4 + n)
+        }
+        circuitInbox[key] = (link.generation, inbox)
+    }
+
+    /// `i`'s end of a circuit to `j` through `via` opened; the initiator's starts the link's
+    /// handshake, which crosses the relay (a round trip and a half, each way twice the wire's delay).
+    private func circuitUp(at i: Int, peer j: Int, via: Int, initiator: Bool) {
+        circuitEnds[i * scenario.members + j] = via
+        circuitInbox[i * scenario.members + j] = nil
+        if initiator { queue.schedule(.circuitHandshake(initiator: i, peer: j, via: via), at: now + 6 * scenario.linkDelay) }
+    }
+
+    /// The handshake over the circuit ends: a link when both ends still hold the circuit; else the
+    /// ends that do see it fail (`SessionCore.circuitEnded`).
+    private func circuitHandshake(initiator i: Int, peer j: Int, via: Int) {
+        let (ij, ji) = (i * scenario.members + j, j * scenario.members + i)
+        guard isUp(i), circuitEnds[ij] == via else { return }
+        if isUp(j), isUp(via), circuitEnds[ji] == via, relayed[linkKey(i, j)] == nil,
+           establish(dialer: i, peer: j, via: via, punched: false) { return }
+        if relayed[linkKey(i, j)]?.via == via { return }
+        for (x, y, key) in [(i, j, ij), (j, i, ji)] where isUp(x) && circuitEnds[key] == via {
+            circuitEnds[key] = nil
+            execute(x, cores[x]!.core.circuitEnded(infos[y].id, via: infos[via].id, now: now))
+        }
+    }
+
+    /// `i` dials `addrs` of `j` from its listening port (a hole punch): its NAT now lets `j` in at
+    /// its mapping towards `j`. The dial reaches `j`'s side after the wire's delay (`punchArrives`).
+    private func punchDial(at i: Int, peer j: Int, addrs: [String], initiator: Bool) {
+        sentTo.insert(i * scenario.members + j)
+        punchDials[i * scenario.members + j] = (now, addrs, initiator)
+        queue.schedule(.punchArrives(from: i, to: j), at: now + scenario.linkDelay)
+    }
+
+    /// How long a punch dial keeps trying (`Node.punchConnectTimeout`): the other end's dial must
+    /// come within it for the two to meet.
+    static let punchWindow = 3.0
+
+    /// `from`'s punch dial reaches `to`'s side: it connects when `to` is public and was dialed at its
+    /// address, or when `to` dialed `from` too within `punchWindow`, each at the address the other's
+    /// NAT maps it to towards it (a simultaneous open). The link that forms is the ordinary one,
+    /// its handshake started by the attempt's initiator.
+    private func punchArrives(from i: Int, to j: Int) {
+        guard isUp(i), isUp(j), reachable(i, j), let mine = punchDials[i * scenario.members + j], now - mine.at <= Self.punchWindow + scenario.linkDelay,
+              links[linkKey(i, j)] == nil else { return }
+        let connects: Bool
+        if nat.kind(j) == .public {
+            connects = mine.addrs.contains(infos[j].addr)
+        } else if let theirs = punchDials[j * scenario.members + i], abs(theirs.at - mine.at) <= Self.punchWindow {
+            connects = mine.addrs.contains(nat.mapped(j, toward: i)) && theirs.addrs.contains(nat.mapped(i, toward: j))
+        } else {
+            connects = false
+        }
+        guard connects else { return }
+        let (dialer, peer) = mine.initiator ? (i, j) : (j, i)
+        _ = establish(dialer: dialer, peer: peer, via: nil, punched: true)
     }
 
     /// The member's next tick when the shared shell says it next has work (`SessionShell.nextWake`).
@@ -696,6 +957,7 @@ public final class SessionSimulation {
             }
         }
         for c in scenario.crashes where report.detection[c.member] == nil { report.detection[c.member] = .some(nil) }
+        reportPaths()
         // A member that never started is not in the session: its empty log proves nothing.
         report.logs = (0..<scenario.members).filter { cores[$0] != nil }.map { logs[$0] }
         report.traceDigest = trace?.digest
@@ -752,31 +1014,49 @@ extension SessionSimulation {
         func sendOnEveryLink(_ message: LinkMessage) {
             for j in sim.linkedPeers(of: i) { sim.sendLink(from: i, to: j, message) }
         }
-        // The simulated network links every pair it lets talk at all: no circuit runs over a relay.
-        func forwardCircuit(_ message: LinkMessage, to peer: MemberID) {}
-        func circuitUp(peer: MemberID, via: MemberID, initiator: Bool) {}
-        func circuitBytes(peer: MemberID, via: MemberID, _ bytes: [UInt8]) {}
-        func circuitDown(peer: MemberID, via: MemberID) {}
-        func punchDial(peer: MemberID, addrs: [String], initiator: Bool) {}
+        /// As the node's `relayForward`: the relay's bytes on its link to `peer`.
+        func forwardCircuit(_ message: LinkMessage, to peer: MemberID) { sendOnLink(message, to: peer) }
+        func circuitUp(peer: MemberID, via: MemberID, initiator: Bool) {
+            guard let j = sim.indexByID[peer], let v = sim.indexByID[via] else { return }
+            sim.circuitUp(at: i, peer: j, via: v, initiator: initiator)
+        }
+        func circuitBytes(peer: MemberID, via: MemberID, _ bytes: [UInt8]) {
+            guard let j = sim.indexByID[peer], let v = sim.indexByID[via] else { return }
+            sim.circuitBytes(at: i, from: j, via: v, bytes)
+        }
+        /// As the node's `circuitDown`: this end of the circuit closes (without telling the core
+        /// again), and the link over it ends.
+        func circuitDown(peer: MemberID, via: MemberID) {
+            guard let j = sim.indexByID[peer], let v = sim.indexByID[via], sim.circuitEnds[i * sim.scenario.members + j] == v else { return }
+            sim.circuitEnds[i * sim.scenario.members + j] = nil
+            if sim.relayed[sim.linkKey(i, j)]?.via == v { sim.closeRelayed(i, j) }
+        }
+        func punchDial(peer: MemberID, addrs: [String], initiator: Bool) {
+            guard let j = sim.indexByID[peer] else { return }
+            sim.punchDial(at: i, peer: j, addrs: addrs, initiator: initiator)
+        }
 
         /// A TCP connect and handshake: a round trip and a half (`linkOpen`).
         func startDial(_ addr: String) {
+            // Only a member's own address is dialed this way (its NAT's mappings only by a punch).
             guard let j = sim.indexByAddr[addr], j != i else { return dialFinished(addr, peer: nil) }
+            sim.sentTo.insert(i * sim.scenario.members + j)
             sim.queue.schedule(.linkOpen(dialer: i, peer: j), at: sim.now + 3 * sim.scenario.linkDelay)
         }
 
         /// As `LinkHandle.close`: what is queued on the link goes out first, then it closes.
         func closeLink(_ peer: MemberID) {
             guard let j = sim.indexByID[peer], let link = sim.link(at: i, to: j) else { return }
-            let drained = sim.lastArrival[i * sim.scenario.members + j] ?? sim.now
+            let drained = sim.lastArrival[i * sim.scenario.members + (link.via ?? j)] ?? sim.now
             sim.queue.schedule(.closeAfterQueued(i, j, generation: link.generation), at: max(sim.now, drained))
         }
 
         func sendDatagram(_ payload: DatagramPayload, to addr: String, sealing: DatagramSealing) {
-            guard let j = sim.indexByAddr[addr], let sealed = sim.cores[i]!.core.datagramKeys.seal(payload, sealing, session: sim.seals[i]) else { return }
+            guard let j = sim.indexByHost[SimNATMap.hostPart(addr)], let sealed = sim.cores[i]!.core.datagramKeys.seal(payload, sealing, session: sim.seals[i]) else { return }
             sim.report.datagrams += 1
             if sealing == .session { sim.report.sessionKeyedDatagrams += 1 }
-            guard sim.rng.unit() >= sim.scenario.loss, sim.reachable(i, j) else { return }
+            sim.sentTo.insert(i * sim.scenario.members + j)
+            guard sim.rng.unit() >= sim.scenario.loss, sim.reachable(i, j), sim.datagramAdmitted(to: j, at: addr, from: i) else { return }
             sim.queue.schedule(.datagram(to: j, from: i, sealed), at: sim.now + sim.scenario.delay + sim.rng.uniform(0, sim.scenario.jitter))
         }
 
@@ -812,7 +1092,7 @@ extension SessionSimulation {
             let length = sim.manifest.map { $0.plainLength(of: index) + AEAD.tagLength } ?? SessionSimulation.chunkSize
             sim.report.chunkTransfers += 1
             sim.queue.schedule(.chunk(to: j, from: i, generation: link.generation, id: id, index: index, hash: hash),
-                               at: sim.arrival(from: i, to: j, bytes: length))
+                               at: sim.arrival(from: i, to: j, bytes: length) + (link.via != nil ? sim.scenario.linkDelay : 0))
         }
         func recheckChunk(id: String, index: Int, reportedBy peer: MemberID) {}
         // As the node's store: the attachment's file goes.

@@ -23,6 +23,10 @@ struct SessionCommand: ParsableCommand {
     @Option(help: "Cut off this many members (the highest indices not otherwise used) for --partition-seconds during sending.") var partitioned = 0
     @Option(help: "How long the partition lasts.") var partitionSeconds = 3.0
     @Option(help: "Attachment size in MiB added by member 0 when sending starts (0: none).") var attachmentMib = 0.0
+    @Option(help: "Members behind NATs, as EASY,HARD (e.g. 30,30): the highest indices, easy then hard; the others public, and members join through public ones. NATted members link directly only by dialing out or punching (easy-easy), else through a relay (issue 36).")
+    var nat: String?
+    @Option(help: "With --nat: at this many seconds after sending starts, the member relaying the most links crashes (its relayed pairs must move).")
+    var relayCrashAfter: Double?
     @Flag(help: "Run the session simulator's test and benchmark scenario instead (SessionScenario.hundredMembersUnderFaults: 100 members, 5 % loss, 3 crashes, 10 cut off for 10 s, a 20 MiB attachment); the other scenario options but --seed are ignored.")
     var hundredUnderFaults = false
     @Flag(help: "Print only a digest of the whole trace and its record count: equal seeds give equal digests in any process.")
@@ -30,10 +34,18 @@ struct SessionCommand: ParsableCommand {
 
     func validate() throws {
         guard nodes >= 2 else { throw ValidationError("--nodes wants at least 2 members") }
+        if let nat { guard let (easy, hard) = Self.natCounts(nat), easy + hard < nodes else { throw ValidationError("--nat wants EASY,HARD (two counts) leaving at least one public member") } }
         guard (0...1).contains(loss) else { throw ValidationError("--loss wants a probability in 0...1") }
         guard crashes >= 0, lateJoins >= 0, leaves >= 0, partitioned >= 0, crashes + lateJoins + leaves + partitioned < nodes else {
             throw ValidationError("--crashes, --late-joins, --leaves and --partitioned together must leave member 0 and at least one other")
         }
+    }
+
+    /// `--nat EASY,HARD`.
+    static func natCounts(_ text: String) -> (easy: Int, hard: Int)? {
+        let parts = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard parts.count == 2, let easy = parts[0], let hard = parts[1], easy >= 0, hard >= 0 else { return nil }
+        return (easy, hard)
     }
 
     static func scenario(nodes: Int, seed: UInt64, loss: Double, rate: Double, sendFor: Double, settleFor: Double, crashes: Int,
@@ -66,6 +78,10 @@ struct SessionCommand: ParsableCommand {
             : Self.scenario(nodes: nodes, seed: seed ?? 1, loss: loss, rate: rate, sendFor: sendFor, settleFor: settleFor, crashes: crashes,
                             lateJoins: lateJoins, leaves: leaves, partitioned: partitioned, partitionSeconds: partitionSeconds, attachmentMib: attachmentMib)
         if let seed { s.seed = seed }
+        if let nat, let (easy, hard) = Self.natCounts(nat) {
+            s.natMix(easy: easy, hard: hard)
+            if let after = relayCrashAfter { s.relayCrashAt = s.startWindow + 1 + after }
+        }
         let (nodes, crashes, leaves, partitioned) = (s.members, s.crashes.count, s.leaves.count, s.partition?.groupA.count ?? 0)
         s.trace = traceDigest
         let clock = ContinuousClock()
@@ -109,10 +125,21 @@ struct SessionCommand: ParsableCommand {
             rows.append(("chunk transfers (÷ chunks × receivers)", String(format: "%d (%.2f)", report.chunkTransfers,
                 Double(report.chunkTransfers) / Double(max(1, ((s.attachment?.size ?? 0) + 262_143) / 262_144 * max(1, survivors - 1))))))
         }
+        if !s.nat.isEmpty {
+            rows.append(("paths at the end (pairs of survivors)", report.paths.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: "; ")
+                + (report.pathDisagreements > 0 ? "; \(report.pathDisagreements) pairs disagree" : "")))
+            rows.append(("relayed links made / punched links / punches (succeeded of dialed)",
+                         "\(report.relayedLinksMade) / \(report.punchedLinks) / \(report.punchSuccesses) of \(report.punchAttempts)"))
+            if let relay = report.relayCrashed {
+                rows.append(("relay crashed: its pairs linked again", "member \(relay): \(report.pairsRelinked) of \(report.pairsOnCrashedRelay.count)"))
+            }
+        }
         rows.append(("virtual / wall seconds", String(format: "%.0f / %.1f", report.virtualSeconds, Double(wall.components.seconds) + Double(wall.components.attoseconds) * 1e-18)))
         print(aligned(rows))
         let attachmentFailed = s.attachment != nil && (complete.count != survivors || intact != survivors)
-        if !violations.isEmpty || attachmentFailed || report.forged > 0 { throw ExitCode.failure }
+        let unlinked = report.paths.values.reduce(0) { $0 + $1.none }
+        let relinkFailed = report.relayCrashed != nil && report.pairsRelinked != report.pairsOnCrashedRelay.count
+        if !violations.isEmpty || attachmentFailed || report.forged > 0 || unlinked > 0 || relinkFailed { throw ExitCode.failure }
     }
 
     /// The sizes of the views that are not whole, with how many survivors hold each, and which members.

@@ -58,6 +58,8 @@ private struct TraceFailure: Error, CustomStringConvertible {
         // graceful leaves with their hand-off — on the core the node runs.
         ["session", "--nodes", "10", "--loss", "0.05", "--rate", "3", "--send-for", "5", "--settle-for", "10", "--crashes", "1",
          "--late-joins", "1", "--leaves", "2", "--attachment-mib", "2"],
+        // Issue 36: members behind NATs — relayed links, hole punches and a relay's crash.
+        ["session", "--nodes", "12", "--nat", "3,4", "--rate", "2", "--send-for", "6", "--settle-for", "15", "--relay-crash-after", "4"],
     ])
     func aLossAndCrashScenarioGivesTheSameTraceInTwoProcesses(scenario: [String]) async throws {
         let first = try await traceDigest(scenario + ["--seed", "7"])

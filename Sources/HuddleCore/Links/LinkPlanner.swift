@@ -4,7 +4,11 @@
 /// Guarantees: a wanted member without a link is dialed by the lower member id at once and, if no
 /// link appears within `dialGrace`, by the higher one too; dials repeat every `redialInterval`
 /// while the member stays wanted and unlinked; of two links to one member, the one dialed by the
-/// lower id stays (a direct link over a relayed one first). Pure: time comes in as `now`, dials go out as actions.
+/// lower id stays (a direct link over a relayed one first). A member whose link runs over a relay
+/// is still dialed at its address (both ends: the one behind a NAT reaches a public one), at once
+/// and then at intervals that double from `redialInterval` up to `relayedRedialMaximum`: a relayed
+/// link is a fallback, never a reason to stop trying the direct path (issue 36: public ↔ any ends
+/// direct). Pure: time comes in as `now`, dials go out as actions.
 public struct LinkPlanner: Sendable {
     public struct Dial: Sendable, Equatable {
         public let member: MemberID
@@ -14,10 +18,14 @@ public struct LinkPlanner: Sendable {
     public let local: MemberID
     public var dialGrace: Double = 1.0
     public var redialInterval: Double = 2.0
+    /// The longest wait between direct dials to a member linked through a relay.
+    public var relayedRedialMaximum: Double = 60.0
 
     private var wanted: [MemberID: (addr: String, since: Double, lastDial: Double)] = [:]
     /// Members with a link up.
     public private(set) var linked: Set<MemberID> = []
+    /// Members whose link runs over a relay: when each is next dialed directly, and the wait after that.
+    private var relayedDials: [MemberID: (next: Double, wait: Double)] = [:]
 
     public init(local: MemberID) { self.local = local }
 
@@ -37,8 +45,15 @@ public struct LinkPlanner: Sendable {
     /// Membership says `member` failed or left: stop dialing it.
     public mutating func forget(_ member: MemberID) { wanted[member] = nil }
 
-    public mutating func linkUp(_ member: MemberID) { linked.insert(member) }
-    public mutating func linkDown(_ member: MemberID) { linked.remove(member) }
+    /// A link to `member` is up; `relayed`: it runs over a relay (dialed directly still, see above).
+    public mutating func linkUp(_ member: MemberID, relayed: Bool = false, now: Double = 0) {
+        linked.insert(member)
+        relayedDials[member] = relayed ? (now, redialInterval) : nil
+    }
+    public mutating func linkDown(_ member: MemberID) {
+        linked.remove(member)
+        relayedDials[member] = nil
+    }
 
     /// Dials that are due: wanted members without a link.
     public mutating func tick(now: Double) -> [Dial] {
@@ -50,6 +65,11 @@ public struct LinkPlanner: Sendable {
                 wanted[member]?.lastDial = now
                 dials.append(Dial(member: member, addr: w.addr))
             }
+        }
+        for member in relayedDials.keys.sorted() {
+            guard let r = relayedDials[member], now >= r.next, let w = wanted[member] else { continue }
+            relayedDials[member] = (now + r.wait, min(relayedRedialMaximum, r.wait * 2))
+            dials.append(Dial(member: member, addr: w.addr))
         }
         return dials
     }

@@ -62,7 +62,7 @@ extension SessionCore {
         installDatagramKeys(link.datagramKeys, for: peer, current: true, now: now)
         linkDialers[peer] = link.dialer
         let before = flushBatch()
-        let hello = linkUp(peer, via: link.via)
+        let hello = linkUp(peer, via: link.via, now: now)
         var after = link.via != nil ? relayedPathEvent(peer) : linkAddresses(peer, remote: link.remote, local: link.local, now: now)
         after += epochLinkUp(peer, now: now)
         // This member's directed messages the peer has not acknowledged, again and in order: the

@@ -399,8 +399,8 @@ public struct SessionCore: Sendable {
     /// A link to `peer` is up: returns the hello to send first — the seq it names
     /// (`CausalBroadcast.helloSeq(for:)`) and how many of this member's broadcasts up to it were
     /// not messages. `via`: the relay when the link runs over a circuit (`SessionCore+Relay`).
-    public mutating func linkUp(_ peer: MemberID, via: MemberID? = nil) -> LinkMessage {
-        planner.linkUp(peer)
+    public mutating func linkUp(_ peer: MemberID, via: MemberID? = nil, now: Double = 0) -> LinkMessage {
+        planner.linkUp(peer, relayed: via != nil, now: now)
         relayLinkUp(peer, via: via)
         broadcast.directedLinkUp(peer)
         let seq = broadcast.helloSeq(for: peer)
