@@ -114,6 +114,11 @@ public struct SessionReport: Sendable {
     /// What the honest survivors refused, by reason, and the lies the hostile member sent.
     public var refusals = RefusalCounts()
     public var lies = 0
+    /// Links admitted in another member's name (a pinned member's id with another node key): must
+    /// stay 0. And links from member ids nobody knows admitted at one member (at most
+    /// `SessionCore.strangerLinkLimit` at once).
+    public var impostorLinksAdmitted = 0
+    public var strangerLinksAdmitted = 0
     /// Unreliable sends, and their deliveries at members other than the sender.
     public var unreliableSent = 0
     public var unreliableDelivered = 0
@@ -293,6 +298,8 @@ public final class SessionSimulation {
     /// Members that left for good (`SessionScenario.leaves`).
     private var leftMembers: Set<Int> = []
     private var hostile: HostileMember?
+    /// Links from member ids nobody knows that the hostile member holds open (`admissionLies`).
+    private var strangersOpen: [(member: Int, stranger: MemberID)] = []
 
     public static func run(_ scenario: SessionScenario) -> SessionReport {
         let sim = SessionSimulation(scenario)
@@ -545,6 +552,7 @@ public final class SessionSimulation {
                     sendLink(from: h, to: j, lie)
                 }
             }
+            admissionLies(round: round, by: h, peers: peers)
             if round == 0, let victim = peers.first {
                 // Announced in its own signed broadcast: a manifest in another uploader's name.
                 let (theirs, key) = liar.foreignManifest(round: round, uploader: infos[victim])
@@ -552,6 +560,35 @@ public final class SessionSimulation {
                 execute(h, cores[h]!.core.addAttachment(theirs, key: key, now: now))
             }
             hostile = liar
+        }
+    }
+
+    /// Link admission's lies (issue 35, item 3), as the node's handshake would hand them to one peer
+    /// `j` of the hostile member `h` per round: a link in the name of another member `j` knows (its
+    /// id, `h`'s own node key — a takeover of a pinned member), and in round 1 more links from
+    /// member ids nobody knows than `SessionCore.strangerLinkLimit` lets in at once (closed again
+    /// the round after, as strangers that never join). Each goes through the shared shell's
+    /// `linkEstablished`, as a real one would; one admitted in another member's name is counted.
+    private func admissionLies(round: Int, by h: Int, peers: [Int]) {
+        guard peers.count >= 2, let liar = hostile else { return }
+        for (member, stranger) in strangersOpen where isUp(member) { shell(member).linkClosed(stranger) }
+        strangersOpen = []
+        let j = peers[round % peers.count], victim = peers[(round + 1) % peers.count]
+        guard isUp(j) else { return }
+        let key = cores[j]!.core.handshakeKeys(now: now).first?.head ?? []
+        let takeover = MemberInfo(id: infos[victim].id, node: liar.identity.publicKey, name: infos[victim].name, addr: infos[h].addr,
+                                  incarnation: 0).signed(by: liar.identity)
+        report.lies += 1
+        _ = shell(j).linkEstablished(LinkCandidate(peer: takeover, keyHead: key, datagramKeys: linkDatagramKeys(), dialer: infos[h].id),
+                                     install: { report.impostorLinksAdmitted += 1 })
+        guard round == 1 else { return }
+        for k in 0..<(SessionCore.strangerLinkLimit + 8) {
+            let id = MemberID(raw: 0x5EED_0000 + UInt64(k))
+            let nobody = MemberInfo(id: id, node: liar.identity.publicKey, name: "stranger", addr: infos[h].addr, incarnation: 0).signed(by: liar.identity)
+            report.lies += 1
+            var admitted = false
+            _ = shell(j).linkEstablished(LinkCandidate(peer: nobody, keyHead: key, datagramKeys: linkDatagramKeys(), dialer: id), install: { admitted = true })
+            if admitted { strangersOpen.append((j, id)); report.strangerLinksAdmitted += 1 }
         }
     }
 

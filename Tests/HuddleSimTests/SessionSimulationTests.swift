@@ -134,7 +134,13 @@ private func expectClean(_ report: SessionReport, _ label: String, hostile: Bool
     #expect(report.survivors.allSatisfy { report.liveViews[$0] == 16 }, "\(report.liveViews)")
     #expect(report.survivors.allSatisfy { report.attachmentComplete[$0] != nil && report.attachmentIntact[$0] == true })
     #expect(report.forged > 0, "messages in another origin's name are dropped as forged")
-    for reason in [Refusal.keyChange, .unsignedRecord, .unsignedClaim, .claimAboveIncarnation, .unsolicitedCatchUp, .journalNotByUploader] {
+    for reason in [Refusal.keyChange, .unsignedRecord, .unsignedClaim, .claimAboveIncarnation, .unsolicitedCatchUp, .journalNotByUploader,
+                   .linkForPinnedMember, .strangerLinks] {
         #expect(report.refusals[reason] > 0, "\(reason.rawValue) refused: \(report.refusals[reason])")
     }
+    // Link admission (issue 35, item 3): no link in another member's name, and links from ids
+    // nobody knows up to the limit at one member, the rest refused.
+    #expect(report.impostorLinksAdmitted == 0, "\(report.impostorLinksAdmitted) links admitted in another member's name")
+    #expect(report.strangerLinksAdmitted > 0 && report.strangerLinksAdmitted <= SessionCore.strangerLinkLimit,
+            "\(report.strangerLinksAdmitted) stranger links admitted at once (limit \(SessionCore.strangerLinkLimit))")
 }
