@@ -67,7 +67,8 @@ struct HostileRelayScenarios {
         let r2 = try await lab.start(1, join: [0], environment: scan)
         let nodes = [r1, r2, a, b]
         var streams: [HostEvents] = []
-        for node in nodes { streams.append(try await HostEvents.subscribe(node, topics: ["members", "messages"])) }
+        // From each node's first event, so that no path event comes before the subscription.
+        for node in nodes { streams.append(try await HostEvents.subscribe(node, topics: ["members", "messages"], since: 0)) }
         try await lab.waitForOneView(nodes)
 
         // a and b send all along (each message carries the marker), r1 and r2 now and then, until
