@@ -157,16 +157,17 @@ struct NATMatrix {
         // arrive). Best effort, so sent until one arrives (30 s), and the tries are reported.
         func unreliableTries(from x: HostNode, to y: HostNode, seenBy stream: HostEvents) async throws -> Int? {
             let client = try await x.client()
-            defer { Task { await client.close() } }
             let prefix = "\(x.name)-unreliable-"
-            for tries in 1...300 {
+            var arrived: Int?
+            for tries in 1...300 where arrived == nil {
                 _ = try await client.ask("send", ["text": .string("\(prefix)\(tries)"), "to": .array([.string(y.member)]), "reliable": false])
                 try await Task.sleep(for: .milliseconds(100))
                 if await stream.messages().contains(where: { $0["reliable"] == .bool(false) && $0["text"]?.stringValue?.hasPrefix(prefix) == true }) {
-                    return tries
+                    arrived = tries
                 }
             }
-            return nil
+            await client.close()
+            return arrived
         }
         let unreliable = (try await unreliableTries(from: p, to: q, seenBy: streams[2]), try await unreliableTries(from: q, to: p, seenBy: streams[1]))
         #expect(unreliable.0 != nil && unreliable.1 != nil, "\(cell): an unreliable send crossed the pair (tries p → q, q → p: \(unreliable))")
