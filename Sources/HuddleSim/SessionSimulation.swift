@@ -694,9 +694,9 @@ public final class SessionSimulation {
         return p.groupA.contains(a) == p.groupA.contains(b)
     }
 
-    /// The members linked to `i` at its end.
+    /// The members linked to `i` at its end, directly or over a relay (the node's link table).
     private func linkedPeers(of i: Int) -> [Int] {
-        (0..<scenario.members).filter { $0 != i && links[linkKey(i, $0)]?.ends.contains(i) == true }
+        (0..<scenario.members).filter { link(at: i, to: $0) != nil }
     }
 
     /// The link between `a` and `b` if `a`'s end took it up: the direct one, else one over a relay.

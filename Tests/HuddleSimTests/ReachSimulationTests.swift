@@ -6,16 +6,6 @@ import Testing
 /// Issue 36 in the simulator: members behind NATs (`SimNAT`), the world deciding who reaches
 /// whom, and the core's relay and hole-punch rules run through the shared shell's ports.
 
-/// Open, found by the 30-member run (issue 36): a NATted member learns of some members only after
-/// ~10 s (membership reaches it only through SWIM over its links: datagrams to its own address
-/// never arrive), so some pairs stay unlinked past `CausalBroadcast.Settings.unknownOriginWait`;
-/// the end that knew the other then gives up on that origin (no hello, so no baseline) and
-/// delivers messages that depend on its messages before them.
-private let knownIssue36Order: Comment = "issue 36: an origin live in membership but unlinked past unknownOriginWait is taken as gone"
-/// Open, found by both runs: messages stay unacknowledged (`stored`) at the end of a session with
-/// relayed links, where a session without them ends with none.
-private let knownIssue36Stored: Comment = "issue 36: messages stay unacknowledged in sessions with relayed links"
-
 /// A session with `easy` and `hard` NATted members among `members`, all joining through public ones.
 private func natScenario(members: Int, easy: Int, hard: Int, seed: UInt64) -> SessionScenario {
     var s = SessionScenario()
@@ -32,15 +22,14 @@ private func natScenario(members: Int, easy: Int, hard: Int, seed: UInt64) -> Se
     return s
 }
 
-/// Every survivor sees every other alive, every pair linked, nothing held back; every log exactly
-/// once in causal order unless `orderKnownBroken`, and nothing left unacknowledged unless `storedKnownLeft`
-/// (both found by these runs and open: see `knownIssue36Order` and `knownIssue36Stored`).
-private func expectReached(_ r: SessionReport, _ label: String, orderKnownBroken: Bool = false, storedKnownLeft: Bool = false,
-                           sourceLocation: SourceLocation = #_sourceLocation) {
-    let expectOrder = { #expect(r.violations.isEmpty, "\(label): \(r.violations.count) violations, e.g. \(r.violations.prefix(3))", sourceLocation: sourceLocation) }
-    if orderKnownBroken { withKnownIssue(knownIssue36Order, expectOrder) } else { expectOrder() }
-    let expectStored = { #expect(r.stored.allSatisfy { $0 == 0 }, "\(label): stored \(r.stored.reduce(0, +))", sourceLocation: sourceLocation) }
-    if storedKnownLeft { withKnownIssue(knownIssue36Stored, expectStored) } else { expectStored() }
+/// Every survivor sees every other alive, every pair linked, nothing held back or left
+/// unacknowledged; every log exactly once in causal order. (Both runs once broke the last two:
+/// a NATted member heard of some members only through gossip, after the unknown-origin wait — now
+/// a message depending on a member not heard of asks the peer that passed it on
+/// (`SessionCore.catchUpMembership`); and the simulator sent digests only over direct links.)
+private func expectReached(_ r: SessionReport, _ label: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(r.violations.isEmpty, "\(label): \(r.violations.count) violations, e.g. \(r.violations.prefix(3))", sourceLocation: sourceLocation)
+    #expect(r.stored.allSatisfy { $0 == 0 }, "\(label): stored \(r.stored.reduce(0, +))", sourceLocation: sourceLocation)
     let everyone = r.survivors.count
     #expect(r.liveViews.values.allSatisfy { $0 == everyone }, "\(label): views \(r.liveViews.filter { $0.value != everyone })", sourceLocation: sourceLocation)
     #expect(r.held.allSatisfy { $0 == 0 }, "\(label): held \(r.held.reduce(0, +))", sourceLocation: sourceLocation)
@@ -71,7 +60,7 @@ private func expectMatrixPaths(_ r: SessionReport, sourceLocation: SourceLocatio
     let began = clock.now
     let report = await offThePool { [s] in SessionSimulation.run(s) }
     print("reach sim 30 members (9 easy, 9 hard) took \(clock.now - began)")
-    expectReached(report, "30 members, 9 easy, 9 hard", orderKnownBroken: true, storedKnownLeft: true)
+    expectReached(report, "30 members, 9 easy, 9 hard")
     #expect(report.survivors.count == 30)
     expectMatrixPaths(report)
 }
@@ -82,9 +71,7 @@ private func expectMatrixPaths(_ r: SessionReport, sourceLocation: SourceLocatio
     // Mid-sending, once the hard pairs are relayed.
     s.relayCrashAt = s.startWindow + 1 + 6
     let report = await offThePool { [s] in SessionSimulation.run(s) }
-    // The run is deterministic: with the UDP paths (3e7926a) its timing changed and it shows the
-    // same open fault as the 30-member run (`knownIssue36Order`: member 8 gave up on origin 4).
-    expectReached(report, "16 members, 4 easy, 6 hard, the busiest relay crashes", orderKnownBroken: true, storedKnownLeft: true)
+    expectReached(report, "16 members, 4 easy, 6 hard, the busiest relay crashes")
     #expect(report.survivors.count == 15)
     #expect(report.relayCrashed != nil && report.pairsOnCrashedRelay.count > 0, "relay \(String(describing: report.relayCrashed)) carried \(report.pairsOnCrashedRelay)")
     #expect(report.pairsRelinked == report.pairsOnCrashedRelay.count, "\(report.pairsRelinked) of \(report.pairsOnCrashedRelay) relinked")

@@ -181,6 +181,11 @@ public struct CausalBroadcast: Sendable {
     /// Origins never heard of that held messages depend on, and since when (set at the next
     /// digest after the first such message: `receive` has no clock).
     private var unknownOrigins: [MemberID: Double?] = [:]
+    /// How many origins were ever noted unknown: a change tells the caller that messages now wait
+    /// on one more (`awaitedOrigins`).
+    public private(set) var unknownOriginsNoted: UInt64 = 0
+    /// The origins messages wait on that this member has never had a link hello or baseline from.
+    public var awaitedOrigins: Dictionary<MemberID, Double?>.Keys { unknownOrigins.keys }
     /// Origins taken to be gone without ever being heard of: dependencies on them count as met.
     private var goneOrigins: Set<MemberID> = []
     /// When acknowledgements last dropped stable messages (`collectInterval`).
@@ -575,7 +580,12 @@ public struct CausalBroadcast: Sendable {
     private mutating func noteUnknownDependencies(_ m: WireMessage) {
         for dep in m.deps where delivered[dep.member] == nil && !goneOrigins.contains(dep.member) && unknownOrigins[dep.member] == nil {
             // A hostile member could name origins without end: past the limit they count as gone.
-            if unknownOrigins.count >= settings.unknownOriginLimit { noteGone(dep.member) } else { unknownOrigins[dep.member] = .some(nil) }
+            if unknownOrigins.count >= settings.unknownOriginLimit {
+                noteGone(dep.member)
+            } else {
+                unknownOrigins[dep.member] = .some(nil)
+                unknownOriginsNoted &+= 1
+            }
         }
     }
 

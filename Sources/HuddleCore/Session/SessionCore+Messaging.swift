@@ -127,29 +127,50 @@ extension SessionCore {
     }
 
     /// A batch from its origin: its signature checked once against the origin's node key, then each message to broadcast.
-    mutating func receiveBatch(_ batch: SignedBatch, now: Double) -> [SessionEffect] {
+    mutating func receiveBatch(_ batch: SignedBatch, from peer: MemberID, now: Double) -> [SessionEffect] {
         // Not `batch.messages.count { !fitsReceiveLimit($0.message) }`: a closure that captures
         // `self` copies the whole core (every table retained and released) per batch.
         var oversized = 0
         for signed in batch.messages where !fitsReceiveLimit(signed.message) { oversized += 1 }
         guard oversized == 0 else { return refuse(.bodyTooLarge, oversized) }
-        guard let key = swim.members[batch.origin]?.node else { return [] }
+        // From a member not heard of: dropped (its key is unknown), and its record asked for.
+        guard let key = swim.members[batch.origin]?.node else { return catchUpMembership(from: peer, now: now) }
         guard MessageBatch.verify(batch, originKey: key, cache: &verifiedRoots) else {
             return [.forged(origin: batch.origin, count: batch.messages.count)]
         }
+        let noted = broadcast.unknownOriginsNoted
         var out: [SessionEffect] = []
         for signed in batch.messages { out += broadcastEffects(broadcast.receive(signed), now: now) }
-        return out
+        return noted == broadcast.unknownOriginsNoted ? out : out + catchUpAwaitedOrigins(from: peer, now: now)
     }
 
     /// A message from its origin or a relay: verified against the origin's node key, then to broadcast.
-    mutating func receiveSigned(_ signed: SignedMessage, now: Double) -> [SessionEffect] {
+    mutating func receiveSigned(_ signed: SignedMessage, from peer: MemberID, now: Double) -> [SessionEffect] {
         guard fitsReceiveLimit(signed.message) else { return refuse(.bodyTooLarge) }
-        guard let key = swim.members[signed.message.from]?.node else { return [] }
+        guard let key = swim.members[signed.message.from]?.node else { return catchUpMembership(from: peer, now: now) }
         guard MessageBatch.verify(signed, originKey: key, cache: &verifiedRoots) else {
             return [.forged(origin: signed.message.from, count: 1)]
         }
-        return broadcastEffects(broadcast.receive(signed), now: now)
+        let noted = broadcast.unknownOriginsNoted
+        let out = broadcastEffects(broadcast.receive(signed), now: now)
+        return noted == broadcast.unknownOriginsNoted ? out : out + catchUpAwaitedOrigins(from: peer, now: now)
+    }
+
+    /// Messages now wait on origins this member has no link hello from: those that membership has
+    /// not heard of either are asked of `peer`, which passed on a message depending on them.
+    private mutating func catchUpAwaitedOrigins(from peer: MemberID, now: Double) -> [SessionEffect] {
+        for origin in broadcast.awaitedOrigins where swim.members[origin] == nil {
+            return catchUpMembership(from: peer, now: now)
+        }
+        return []
+    }
+
+    /// Asks `peer` for the membership this member lacks (a push-pull: `peer` merges this member's
+    /// state and answers with its own), at most once per `membershipAskGap`.
+    mutating func catchUpMembership(from peer: MemberID, now: Double) -> [SessionEffect] {
+        guard peer != local, now - membershipAskedAt >= Self.membershipAskGap else { return [] }
+        membershipAskedAt = now
+        return pushPullRequest(to: peer, join: false).map { .sendLink(peer, $0) }
     }
 
     /// A peer's repair request: the stored messages of `origin` in `from...to`, each sent alone

@@ -69,6 +69,11 @@ extension SessionCore {
             return [.sendLink(peer, .circuitOffer(peer: sender))]
         case let .circuitOffer(peer):
             let direct = planner.linked.contains(sender) && relayedLinks[sender] == nil
+            // From a member not heard of yet (news of it has not reached this one): refused, and
+            // its record asked of the relay, which links to it; its next request is taken.
+            if swim.members[peer] == nil, direct {
+                return [.sendLink(sender, .circuitRefuse(peer: peer, reason: "not_taken"))] + catchUpMembership(from: sender, now: now)
+            }
             guard routes.offered(peer, via: sender, linked: planner.linked.contains(peer), live: isLive(peer), direct: direct, now: now) else {
                 return [.sendLink(sender, .circuitRefuse(peer: peer, reason: "not_taken"))]
             }

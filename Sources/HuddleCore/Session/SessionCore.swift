@@ -143,6 +143,14 @@ public struct SessionCore: Sendable {
     /// Peers asked to catch this member up (a join push-pull), until their reply: only they may
     /// send a baseline or journal entries.
     public private(set) var catchUpFrom: Set<MemberID> = []
+    /// When this member last asked a peer for the membership it lacks (`catchUpMembership`).
+    var membershipAskedAt = -Double.infinity
+    /// How often at most a peer is asked for membership this member lacks: a message from or
+    /// depending on a member not heard of, or a circuit offered from one, asks at once (gossip of
+    /// a new member can take longer than `CausalBroadcast.Settings.unknownOriginWait` to reach a
+    /// member behind a NAT while many join), and one that names made-up members costs one
+    /// push-pull per this many seconds.
+    public static let membershipAskGap = 1.0
     /// Inputs refused by this core, by reason (membership's own are in `swim.refusals`).
     public internal(set) var ownRefusals = RefusalCounts()
     /// Every input refused, by reason: this core's, membership's, broadcast's and the journal's.
@@ -525,8 +533,8 @@ public struct SessionCore: Sendable {
             if !state.more { catchUpFrom.remove(peer) }
             out = receivePushPull(state, from: addr, now: now)
         case let .swim(message): out = message.sender == peer ? receive(message, from: addr, now: now) : []
-        case let .message(signed): out = receiveSigned(signed, now: now)
-        case let .batch(batch): out = receiveBatch(batch, now: now)
+        case let .message(signed): out = receiveSigned(signed, from: peer, now: now)
+        case let .batch(batch): out = receiveBatch(batch, from: peer, now: now)
         case let .digest(digest, stamp): out = receiveDigest(digest, activity: stamp, from: peer, now: now)
         case let .request(origin, from, to): out = answerRepair(origin: origin, from: from, to: to, peer: peer)
         case let .baseline(clock, counts):
