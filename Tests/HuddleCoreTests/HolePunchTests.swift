@@ -200,3 +200,30 @@ private let lowAddr = "198.51.100.1:7400", highAddr = "198.51.100.3:7400"
     _ = node.tick(relayed: [:], own: [highAddr], now: 10 + node.settings.dialBurst * node.settings.dialRefill)
     #expect(node.pairs.isEmpty)
 }
+
+/// A dial's token is taken when an end commits to the attempt: the starter at `connect`, the other
+/// end at `reply`. An end whose node-wide budget is spent answers no `connect` until a token
+/// refills (within `lateAnswer`), so the starter never dials alone into a NAT that will not open;
+/// and a starter with no token left starts nothing.
+@Test func anEndWithNoDialLeftAnswersOnlyOnceATokenRefillsAndTheStarterStartsNothing() {
+    var high = HolePunch(local: m(1000))
+    // Eight peers take the node's burst of dials (connect answered, then sync: a dial each).
+    for peer in 1...Int(high.settings.nodeDialBurst) {
+        #expect(high.receive(.connect, attempt: 1, from: m(UInt64(peer)), peerAddresses: [lowAddr], own: [highAddr], now: 0) == [.send(m(UInt64(peer)), attempt: 1, step: .reply)])
+        #expect(high.receive(.sync, attempt: 1, from: m(UInt64(peer)), peerAddresses: [lowAddr], own: [highAddr], now: 0.1).count == 1)
+    }
+    // The ninth: no token, so no reply now (before, it was answered and its sync refused).
+    #expect(high.receive(.connect, attempt: 1, from: m(500), peerAddresses: [lowAddr], own: [highAddr], now: 0.2).isEmpty)
+    #expect(high.tick(relayed: [m(500): [lowAddr]], own: [highAddr], now: 1.0).isEmpty, "still no token at 1 s")
+    // One refills per nodeDialRefill (2 s): answered then, and its sync dials without another token.
+    #expect(high.tick(relayed: [m(500): [lowAddr]], own: [highAddr], now: 0.2 + high.settings.nodeDialRefill) == [.send(m(500), attempt: 1, step: .reply)])
+    #expect(high.receive(.sync, attempt: 1, from: m(500), peerAddresses: [lowAddr], own: [highAddr], now: 2.3) == [.dial(m(500), addrs: [lowAddr], initiator: false)])
+    #expect(high.attempts == Int(high.settings.nodeDialBurst) + 1)
+
+    // The starter: its burst spent on attempts, the next pair gets no `connect` until a token refills.
+    var low = HolePunch(local: m(1))
+    let peers = (2...Int(low.settings.nodeDialBurst) + 2).map { m(UInt64($0)) }
+    let relayed = Dictionary(uniqueKeysWithValues: peers.map { ($0, [highAddr]) })
+    let connects = low.tick(relayed: relayed, own: [lowAddr], now: 0).count { if case .send(_, _, .connect) = $0 { true } else { false } }
+    #expect(connects == Int(low.settings.nodeDialBurst), "\(connects) connects with \(peers.count) relayed peers")
+}

@@ -23,6 +23,10 @@
 ///   doubling after each failed one; an attempt fails when its reply does not come or no direct
 ///   link is up `Settings.attemptTimeout` after it; a change of either member's addresses starts
 ///   the count over (retry when addresses change);
+/// - a dial's token is taken when the attempt starts (the starter's `connect`) or is answered (the
+///   other end's `reply`), so neither end commits to an attempt it has no dial left for — an end
+///   whose budget ran out waits for a token (an answer within `lateAnswer`) instead of leaving
+///   the other end to dial alone;
 /// - whatever the records and messages say, this member dials a peer at most `Settings.dialBurst`
 ///   times plus one per `Settings.dialRefill` seconds — a budget that outlives the peer failing,
 ///   leaving or refuting (`forget` keeps what it spent) — and all peers together at most
@@ -181,22 +185,21 @@ public struct HolePunch: Sendable {
             if let at = p.dialedAt, now - at >= settings.attemptTimeout { failed(&p, now: now) }
             let dialable = candidates(signed: signed, offered: p.offered)
             if let at = p.dialAt, now >= at {
+                // Its dial token was taken when the attempt started.
                 p.dialAt = nil
                 p.dialedAt = now
-                if spend(&p, now: now) {
-                    attempts &+= 1
-                    out.append(.dial(peer, addrs: dialable, initiator: true))
-                }
+                attempts &+= 1
+                out.append(.dial(peer, addrs: dialable, initiator: true))
             }
             // A `connect` that came before this end had an address to offer: answered now, if still in time.
             if let pending = p.pending, now - pending.at > settings.lateAnswer { p.pending = nil }
-            if !starts(with: peer), let pending = p.pending, !own.isEmpty, !dialable.isEmpty {
+            if !starts(with: peer), let pending = p.pending, !own.isEmpty, !dialable.isEmpty, spend(&p, now: now) {
                 p.pending = nil
                 p.answered = pending.attempt
                 out.append(.send(peer, attempt: pending.attempt, step: .reply))
             }
             if starts(with: peer), !p.busy, !own.isEmpty, p.attempts < settings.attempts, now >= p.nextAt,
-               p.lastAttempt < UInt32.max {
+               p.lastAttempt < UInt32.max, spend(&p, now: now) {
                 p.lastAttempt += 1
                 p.attempts += 1
                 p.asked = (p.lastAttempt, now)
@@ -237,8 +240,9 @@ public struct HolePunch: Sendable {
             // Nothing to dial (the peer offers no address): no answer, the attempt times out.
             guard !candidates(signed: peerAddresses, offered: offered).isEmpty else { return [] }
             // This end has nothing to offer yet (not classified, or a `hard` NAT whose mapping
-            // serves one destination): answered by `tick` should an address appear in time.
-            guard !own.isEmpty else {
+            // serves one destination), or no dial left in its budgets: answered by `tick` should
+            // an address or a dial token appear in time.
+            guard !own.isEmpty, spend(&p, now: now) else {
                 p.pending = (attempt, now)
                 return []
             }
@@ -259,7 +263,7 @@ public struct HolePunch: Sendable {
         case .sync:
             guard !starts(with: peer), p.answered == attempt else { return refuse() }
             p.answered = nil
-            guard spend(&p, now: now) else { return refuse() }
+            // Its dial token was taken when this end answered.
             p.dialedAt = now
             attempts &+= 1
             return [.dial(peer, addrs: candidates(signed: peerAddresses, offered: p.offered), initiator: false)]
