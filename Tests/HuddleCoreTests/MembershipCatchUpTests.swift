@@ -68,3 +68,26 @@ private func asks(_ effects: [SessionEffect], of peer: MemberID) -> Int {
     #expect(effects.contains(.sendLink(relay.id, .circuitRefuse(peer: stranger.id, reason: "not_taken"))))
     #expect(asks(effects, of: relay.id) == 1)
 }
+
+/// The peer asked may not know the member either: while messages still wait on one not heard of,
+/// the tick asks the linked members in turn, every twice the gap, and stops once it is known.
+@Test func whileMessagesStillWaitOnAMemberNotHeardOfTheTickAsksTheLinkedMembersInTurn() {
+    let me = info(5, "me"), a = info(9, "a"), b = info(11, "b"), stranger = info(13, "stranger")
+    var c = core(me, knowing: [a, b])
+    for peer in [a, b] {
+        _ = c.linkUp(peer.id)
+        _ = c.linkHello(from: peer.id, since: 0, nonApplication: 0, now: 1)
+    }
+    let waiting = signed(WireMessage(from: a.id, counter: 1, seq: 1, deps: [.init(member: stranger.id, seq: 1)], to: nil, body: [1]))
+    #expect(asks(c.receiveLink(.message(waiting), from: a.id, addr: a.addr, now: 2), of: a.id) == 1)
+    func asked(at now: Double) -> [MemberID] {
+        c.tick(now: now).compactMap { if case let .sendLink(to, .pushPull(state)) = $0, !state.join { to } else { nil } }
+    }
+    #expect(asked(at: 3).isEmpty, "within twice the gap of the last ask")
+    let first = asked(at: 2 + 2 * SessionCore.membershipAskGap)
+    let second = asked(at: 2 + 4 * SessionCore.membershipAskGap)
+    #expect(first.count == 1 && second.count == 1 && Set(first + second) == [a.id, b.id], "in turn: \(first) then \(second)")
+    // Known now (b's answer): nothing more is asked.
+    _ = c.receiveLink(.pushPullReply(SWIMPushPull(join: false, members: [a, b, stranger])), from: b.id, addr: b.addr, now: 7)
+    #expect(asked(at: 2 + 8 * SessionCore.membershipAskGap).isEmpty)
+}

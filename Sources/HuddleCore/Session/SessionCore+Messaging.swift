@@ -165,6 +165,19 @@ extension SessionCore {
         return []
     }
 
+    /// Messages still wait on a member not heard of (the peer asked did not know it either, or the
+    /// ask was within the gap of another): every `membershipAskGap` × 2 the next linked member in
+    /// turn is asked, until the origin is known or `unknownOriginWait` gives it up.
+    mutating func membershipCatchUpTick(now: Double) -> [SessionEffect] {
+        guard !broadcast.awaitedOrigins.isEmpty, now - membershipAskedAt >= 2 * Self.membershipAskGap else { return [] }
+        var lacking = false
+        for origin in broadcast.awaitedOrigins where swim.members[origin] == nil { lacking = true; break }
+        let peers = linkedLive
+        guard lacking, !peers.isEmpty else { return [] }
+        membershipAskRound &+= 1
+        return catchUpMembership(from: peers[Int(membershipAskRound % UInt64(peers.count))], now: now)
+    }
+
     /// Asks `peer` for the membership this member lacks (a push-pull: `peer` merges this member's
     /// state and answers with its own), at most once per `membershipAskGap`.
     mutating func catchUpMembership(from peer: MemberID, now: Double) -> [SessionEffect] {

@@ -145,6 +145,8 @@ public struct SessionCore: Sendable {
     public private(set) var catchUpFrom: Set<MemberID> = []
     /// When this member last asked a peer for the membership it lacks (`catchUpMembership`).
     var membershipAskedAt = -Double.infinity
+    /// Turns of `membershipCatchUpTick`: which linked member it asks next.
+    var membershipAskRound: UInt64 = 0
     /// How often at most a peer is asked for membership this member lacks: a message from or
     /// depending on a member not heard of, or a circuit offered from one, asks at once (gossip of
     /// a new member can take longer than `CausalBroadcast.Settings.unknownOriginWait` to reach a
@@ -224,6 +226,7 @@ public struct SessionCore: Sendable {
         }
         out += announceParticipants()
         out += reachReports(now: now) + publishReach(now: now) + relayTick(now: now) + punchTick(now: now) + udpPathTick(now: now)
+            + membershipCatchUpTick(now: now)
         return out + epochTick(now: now) + congestionCleared(since: congested)
     }
 
