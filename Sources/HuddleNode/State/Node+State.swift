@@ -85,10 +85,10 @@ extension Node {
             let failure: String?
             do {
                 // The events only in the spool's files are read on its queue, not on the actor.
-                let batch = await rows?.batch()
+                let frames = await rows?.frames()
                 try await io.run {
                     io.testDelay()
-                    try state.commit(events: batch, firstRetained: firstRetained, lastCursor: lastCursor, point: taken, own: own, ownFrom: ownFrom, parts: changed)
+                    try state.commit(events: frames.map(AnySequence.init) ?? AnySequence([]), firstRetained: firstRetained, lastCursor: lastCursor, point: taken, own: own, ownFrom: ownFrom, parts: changed)
                 }
                 failure = nil
             } catch {
