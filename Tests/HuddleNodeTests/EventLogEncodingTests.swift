@@ -104,4 +104,52 @@ import Testing
         #expect(take(replay).bytes == shown)
         #expect(restored.latest == 55)
     }
+
+    /// A large backlog (a node slowed by load commits what piled up meanwhile) is written as
+    /// several batches of at most `CommitEvents.batchBytes` each, made one at a time: the two
+    /// commits below hold every event exactly once, in order, as it was appended, and a load
+    /// reads back the same.
+    @Test func aLargeBacklogCommitsInBoundedBatchesWithNothingLostOrRepeated() async throws {
+        let dir = try directory(), stateDir = try directory()
+        defer {
+            try? FileManager.default.removeItem(atPath: dir)
+            try? FileManager.default.removeItem(atPath: stateDir)
+        }
+        var log = EventLog(spoolDirectory: dir)
+        log.makeDurable()
+        let body = { (n: Int) in (0..<16_000).map { UInt8(truncatingIfNeeded: $0 &+ n) } }
+        for n in 1...300 { log.appendMessage(message(UInt64(n), body: body(n)), reliable: true) }
+        let first = try #require(await log.takeUncommitted()?.frames())
+        for n in 301...400 { log.appendMessage(message(UInt64(n), body: body(n)), reliable: true) }
+        let second = try #require(await log.takeUncommitted()?.frames())
+        let again = log.takeUncommitted()
+        #expect(again?.first == nil, "nothing is taken twice")
+        let batches = Array(first) + Array(second)
+        #expect(Array(first).count >= 4, "about 4.8 MiB of events: several batches")
+        #expect(batches.allSatisfy { $0.data.count <= CommitEvents.batchBytes })
+        #expect(batches.map(\.first) == [1] + batches.dropLast().map { $0.last + 1 }, "consecutive")
+        var events: [NodeStateStore.StoredEvent] = []
+        for batch in batches { events += try #require(batch.events()) }
+        #expect(events.map(\.cursor) == Array(1...400))
+        let appended = (1...400).map { n in
+            var frame: [UInt8] = []
+            MessageEvent.writeFrame(message(UInt64(n), body: body(n)), reliable: true, cursor: Int64(n), into: &frame)
+            return frame
+        }
+        #expect(events.map(\.frame) == appended, "each frame as it was appended")
+        #expect(events.allSatisfy { $0.topic == EventLog.bit(.messages) })
+        let (store, _) = try NodeStateStore.open(directory: stateDir)
+        let io = NodeIO()
+        defer { io.blockingRun { store.close() } }
+        let point = ResumePoint(member: MemberID(raw: 7), incarnation: 1, ownSeq: 0, counter: 0, delivered: [:], baseline: [:], nonApplication: [:], addresses: [], epochs: nil)
+        try io.blockingRun {
+            try store.commit(events: first, firstRetained: 1, lastCursor: 300, point: point, own: [], ownFrom: 1, parts: [])
+            try store.commit(events: second, firstRetained: 1, lastCursor: 400, point: point, own: [], ownFrom: 1, parts: [])
+        }
+        log.markDurable(through: 400)
+        let loaded = try #require(try store.load())
+        #expect(loaded.lastCursor == 400)
+        #expect(loaded.events.map(\.cursor) == Array(1...400), "every event once, in order")
+        #expect(loaded.events.map(\.frame) == appended, "each as it was appended")
+    }
 }

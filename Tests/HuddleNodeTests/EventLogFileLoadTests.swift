@@ -63,8 +63,8 @@ struct EventLogFileLoadTests {
         #expect(received == (1...Int64(appended)).map { $0 }, "every event once, in order (\(received.count) of \(appended))")
     }
 
-    /// A commit's events (`UncommittedEvents`): the frames in memory were copied when they were
-    /// taken, those only in the files are read when the batch is made (off the actor); a read
+    /// A commit's events (`UncommittedEvents`): the frames in memory were taken as the spool's
+    /// pieces, those only in the files are read when the batch is made (off the actor); a read
     /// that fails (retention dropped them) leaves out the events that start in the files.
     @Test func aCommitsEventsFromTheFilesAreReadWhenItsBatchIsMade() async throws {
         let frames: [[UInt8]] = (7...10).map { EventFrame.wrap(line: Array("{\"event\":\"note\",\"cursor\":\($0)}\n".utf8)) }
@@ -75,7 +75,9 @@ struct EventLogFileLoadTests {
         // The files hold the first event and part of the second (a memory start inside an event).
         let split = frames[0].count + 2
         let memoryFrom = 100 + Int64(split)
-        let memory = Array(all[split...])
+        // Held in memory as two pieces (`EventSpool.memoryPieces`), the second from inside the third event.
+        let split2 = frames[0].count + frames[1].count + 3
+        let memory = [all[split..<split2], all[split2...]]
         let reads = Mutex(0)
         let whole = UncommittedEvents(first: 7, topics: topics, bounds: bounds, memoryFrom: memoryFrom, memory: memory,
                                       load: { reads.withLock { $0 += 1 }; return Array(all[..<split]) })

@@ -32,8 +32,8 @@ import Testing
         let events = (1...5).map { NodeStateStore.StoredEvent(cursor: Int64($0), topic: 2, frame: EventFrame.wrap(line: Array("{\"event\":\"message\",\"cursor\":\($0)}\n".utf8))) }
         // Two commits, a batch each: the first is dropped once retention passed its last event.
         try io.blockingRun {
-            try store.commit(events: .init(Array(events[..<2])), firstRetained: 1, lastCursor: 2, point: point(8), own: [], ownFrom: 9, parts: [])
-            try store.commit(events: .init(Array(events[2...])), firstRetained: 3, lastCursor: 5, point: point(9), own: [], ownFrom: 10, parts: [])
+            try store.commit(events: [.init(Array(events[..<2]))], firstRetained: 1, lastCursor: 2, point: point(8), own: [], ownFrom: 9, parts: [])
+            try store.commit(events: [.init(Array(events[2...]))], firstRetained: 3, lastCursor: 5, point: point(9), own: [], ownFrom: 10, parts: [])
         }
         let loaded = try #require(try store.load())
         #expect(loaded.point == point(9))
@@ -73,7 +73,7 @@ import Testing
         let (store, _) = try NodeStateStore.open(directory: dir)
         let io = NodeIO()
         defer { io.blockingRun { store.close() } }
-        try io.blockingRun { try store.commit(events: nil, firstRetained: 1, lastCursor: 0, point: point(3), own: [], ownFrom: 4, parts: []) }
+        try io.blockingRun { try store.commit(events: [], firstRetained: 1, lastCursor: 0, point: point(3), own: [], ownFrom: 4, parts: []) }
         #expect(try store.load() != nil)
         io.blockingRun { store.markLeaving() }
         #expect(try store.load() == nil)

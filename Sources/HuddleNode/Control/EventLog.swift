@@ -229,7 +229,7 @@ struct EventLog {
 
     /// The events appended since the last commit (still retained), for one batch: what is in
     /// memory is copied now, what is only in the spool's files is read later, on the spool's I/O
-    /// queue (`UncommittedEvents.batch()`), never on the caller's thread. Nil when there are none.
+    /// queue (`UncommittedEvents.frames()`), never on the caller's thread. Nil when there are none.
     func uncommitted() -> UncommittedEvents? {
         guard let durable else { return nil }
         let committed = max(durable, taken ?? durable)
@@ -240,10 +240,9 @@ struct EventLog {
         guard from <= latest else { return nil }
         let start = offset(from), end = offset(latest &+ 1)
         let memoryFrom = min(max(start, spool.memoryStart), end)
-        var memory: [UInt8] = []
-        memory.reserveCapacity(Int(end - memoryFrom))
-        // In memory: no file is read here. Lost meanwhile: taken by a later commit instead.
-        guard spool.read(memoryFrom..<end, into: &memory) else { return nil }
+        // In memory: no file is read here, and the written tails are shared, not copied. Lost
+        // meanwhile: taken by a later commit instead.
+        guard let memory = spool.memoryPieces(memoryFrom..<end) else { return nil }
         var topics: [UInt8] = [], bounds: [Int64] = []
         topics.reserveCapacity(Int(latest - from) + 1)
         bounds.reserveCapacity(Int(latest - from) + 2)
@@ -531,9 +530,10 @@ struct EventLog {
     }
 }
 
-/// Events taken for a commit (`EventLog.uncommitted()`): the frames held in memory, copied when
-/// they were taken, and the read of those only in the spool's files, run on the spool's I/O queue
-/// when the commit makes its batch (`batch()`). Sendable: immutable values and a `@Sendable` read.
+/// Events taken for a commit (`EventLog.uncommitted()`): the frames held in memory (the spool's
+/// pieces, `EventSpool.memoryPieces`), and the read of those only in the spool's files, run on the
+/// spool's I/O queue when the commit makes its batches (`frames()`). Sendable: immutable values
+/// and a `@Sendable` read.
 struct UncommittedEvents: Sendable {
     /// The first event's cursor.
     let first: Int64
@@ -543,38 +543,123 @@ struct UncommittedEvents: Sendable {
     let bounds: [Int64]
     /// Where `memory` starts in the spool: the bytes before it are read by `load`.
     let memoryFrom: Int64
-    let memory: [UInt8]
+    /// The bytes from `memoryFrom` to the last event's end, in consecutive pieces.
+    let memory: [ArraySlice<UInt8>]
     /// Reads the spool's bytes from the first event's offset to `memoryFrom` (nil: none needed).
     let load: (@Sendable () async -> [UInt8]?)?
 
     /// The last event's cursor.
     var last: Int64 { first + Int64(topics.count) - 1 }
 
-    /// The events as one batch, each its topic and its frame, consecutive; a read of the files
-    /// that fails (retention dropped them meanwhile) leaves out the events that start before
-    /// `memoryFrom`. Nil when no event is left. Off the node's actor: the read runs on the
-    /// spool's queue.
-    func batch() async -> NodeStateStore.EventBatch? {
-        var frames = memory
-        var base = memoryFrom
+    /// The events' frames, ready to be made into batches (`CommitEvents`): the read of the
+    /// spool's files runs here, on the spool's queue, off the node's actor; one that fails
+    /// (retention dropped them meanwhile) leaves out the events that start before `memoryFrom`.
+    /// Nil when no event is left. Nothing is concatenated or copied here.
+    func frames() async -> CommitEvents? {
+        var read: [UInt8] = []
         var skip = 0
         if let load {
-            if let read = await load(), read.count == Int(memoryFrom - bounds[0]) {
-                frames = read + memory
-                base = bounds[0]
+            if let loaded = await load(), loaded.count == Int(memoryFrom - bounds[0]) {
+                read = loaded
             } else {
                 while skip < topics.count && bounds[skip] < memoryFrom { skip += 1 }
             }
         }
         guard skip < topics.count else { return nil }
-        var data: [UInt8] = []
-        data.reserveCapacity(frames.count + topics.count)
-        frames.withUnsafeBufferPointer { all in
-            for i in skip..<topics.count {
-                data.append(topics[i])
-                data.append(contentsOf: all[Int(bounds[i] - base)..<Int(bounds[i + 1] - base)])
-            }
+        return CommitEvents(events: self, from: skip, read: read)
+    }
+
+    /// The events as one batch (`frames()`, all in one `EventBatch`).
+    func batch() async -> NodeStateStore.EventBatch? {
+        guard let frames = await frames() else { return nil }
+        var all: NodeStateStore.EventBatch?
+        for batch in frames {
+            if all == nil { all = batch } else { all?.last = batch.last; all?.data += batch.data }
         }
-        return NodeStateStore.EventBatch(first: first + Int64(skip), last: last, data: data)
+        return all
+    }
+}
+
+/// The events of one commit (`UncommittedEvents.frames()`), made into `EventBatch`es of at most
+/// `batchBytes` each (or one event, when a single event is larger), consecutive, one at a time as
+/// they are iterated: a commit of a large backlog (a node slowed by load commits what piled up
+/// meanwhile, in one transaction) holds one batch's copy at a time, not a copy of all of it, and
+/// writes one record per batch (`NodeStateStore.commit`). Every event is in exactly one batch, in
+/// cursor order. Sendable: immutable values.
+struct CommitEvents: Sequence, Sendable {
+    /// Most bytes of one batch (topic bytes and frames).
+    static let batchBytes = 1 << 20
+    let events: UncommittedEvents
+    /// The first event (an index into `events`) in a batch.
+    let from: Int
+    /// The spool's bytes from `events.bounds[0]` to `events.memoryFrom` (empty when none were
+    /// needed, or when the events before `memoryFrom` are left out).
+    let read: [UInt8]
+    /// Where each of `events.memory`'s pieces starts in the spool.
+    private let memoryStarts: [Int64]
+
+    init(events: UncommittedEvents, from: Int, read: [UInt8]) {
+        self.events = events
+        self.from = from
+        self.read = read
+        var starts: [Int64] = [], at = events.memoryFrom
+        for piece in events.memory {
+            starts.append(at)
+            at += Int64(piece.count)
+        }
+        memoryStarts = starts
+    }
+
+    func makeIterator() -> Iterator { Iterator(of: self) }
+
+    struct Iterator: IteratorProtocol {
+        private let source: CommitEvents
+        /// The next event (an index into `source.events`) to go in a batch.
+        private var at: Int
+
+        init(of source: CommitEvents) {
+            self.source = source
+            at = source.from
+        }
+
+        mutating func next() -> NodeStateStore.EventBatch? {
+            let e = source.events
+            guard at < e.topics.count else { return nil }
+            let start = at
+            var size = 0
+            // At least one event; then while the next one fits.
+            repeat {
+                size += 1 + Int(e.bounds[at + 1] - e.bounds[at])
+                at += 1
+            } while at < e.topics.count && size + 1 + Int(e.bounds[at + 1] - e.bounds[at]) <= CommitEvents.batchBytes
+            var data: [UInt8] = []
+            data.reserveCapacity(size)
+            for i in start..<at {
+                data.append(e.topics[i])
+                source.appendFrame(i, to: &data)
+            }
+            return NodeStateStore.EventBatch(first: e.first + Int64(start), last: e.first + Int64(at - 1), data: data)
+        }
+    }
+
+    /// Event `i`'s frame: from `read` before `memoryFrom`, from the events' `memory` after it.
+    private func appendFrame(_ i: Int, to data: inout [UInt8]) {
+        let e = events
+        let lower = e.bounds[i], upper = e.bounds[i + 1]
+        if lower < e.memoryFrom {
+            let base = e.bounds[0]
+            data.append(contentsOf: read[Int(lower - base)..<Int(Swift.min(upper, e.memoryFrom) - base)])
+        }
+        guard upper > e.memoryFrom else { return }
+        var at = Swift.max(lower, e.memoryFrom)
+        // The piece holding `at`: the last that starts at or before it.
+        var piece = memoryStarts.lastIndex { $0 <= at } ?? 0
+        while at < upper, piece < e.memory.count {
+            let bytes = e.memory[piece], pieceStart = memoryStarts[piece]
+            let to = Swift.min(upper, pieceStart + Int64(bytes.count))
+            data.append(contentsOf: bytes[(bytes.startIndex + Int(at - pieceStart))..<(bytes.startIndex + Int(to - pieceStart))])
+            at = to
+            piece += 1
+        }
     }
 }

@@ -169,6 +169,25 @@ struct EventSpool {
         }
     }
 
+    /// The bytes `range`, all in memory (from `memoryStart` on), as consecutive pieces: slices of
+    /// the tails waiting for the writer — shared with them, not copied — then a copy of the part
+    /// in the tail (at most `flushBytes` and one event; the tail itself is appended to in place).
+    /// Nil when `range` is not all in memory.
+    func memoryPieces(_ range: Range<Int64>) -> [ArraySlice<UInt8>]? {
+        guard range.lowerBound >= memoryStart, range.lowerBound >= readableStart, range.upperBound <= end else { return nil }
+        var pieces: [ArraySlice<UInt8>] = []
+        var at = range.lowerBound
+        for chunk in pending where at < range.upperBound && chunk.start + Int64(chunk.bytes.count) > at {
+            let to = min(range.upperBound, chunk.start + Int64(chunk.bytes.count))
+            pieces.append(chunk.bytes[Int(at - chunk.start)..<Int(to - chunk.start)])
+            at = to
+        }
+        if at < range.upperBound {
+            pieces.append(ArraySlice(Array(tail[Int(at - tailStart)..<Int(range.upperBound - tailStart)])))
+        }
+        return pieces
+    }
+
     /// Appends the bytes `range` to `out`; false when they are not all retained or a read failed.
     func read(_ range: Range<Int64>, into out: inout [UInt8]) -> Bool {
         guard range.lowerBound >= readableStart && range.upperBound <= end else { return false }

@@ -294,11 +294,12 @@ final class NodeStateStore: Sendable {
         }
     }
 
-    /// Writes one commit: the events appended since the last one (one record), retention's new
-    /// start, the resume point, this member's broadcasts from `ownFrom` on (those below it are
-    /// dropped), and the parts of `point` named in `parts` (those that changed; the stored ones of
-    /// the others stand).
-    func commit(events: EventBatch?, firstRetained: Int64, lastCursor: Int64, point: ResumePoint, own: [SignedMessage], ownFrom: UInt64,
+    /// Writes one commit, in one transaction: the events appended since the last one (a record
+    /// per batch, each made as it is written: `CommitEvents` bounds them), retention's new start,
+    /// the resume point, this member's broadcasts from `ownFrom` on (those below it are dropped),
+    /// and the parts of `point` named in `parts` (those that changed; the stored ones of the
+    /// others stand).
+    func commit(events: some Sequence<EventBatch>, firstRetained: Int64, lastCursor: Int64, point: ResumePoint, own: [SignedMessage], ownFrom: UInt64,
                 parts: Set<Part>) throws {
         NodeIO.checkCurrent("a commit of the node state")
         try queue.write { db in
@@ -307,9 +308,9 @@ final class NodeStateStore: Sendable {
                 try db.execute(sql: "INSERT OR REPLACE INTO meta(key, value, sum) VALUES (?, ?, ?)",
                                arguments: [part.rawValue, Data(bytes), Self.sum(part.rawValue, bytes)])
             }
-            if let events {
+            for batch in events {
                 try db.execute(sql: "INSERT OR REPLACE INTO event_batches(first, last, data, sum) VALUES (?, ?, ?, ?)",
-                               arguments: [events.first, events.last, Data(events.data), Self.batchSum(events.first, events.last, events.data)])
+                               arguments: [batch.first, batch.last, Data(batch.data), Self.batchSum(batch.first, batch.last, batch.data)])
             }
             // A batch goes once retention passed its last event (the load skips the older ones of the first).
             try db.execute(sql: "DELETE FROM event_batches WHERE last < ?", arguments: [firstRetained])
