@@ -462,7 +462,7 @@ public struct CausalBroadcast: Sendable {
             duplicates += 1
             return []
         }
-        if held[m.from]?[m.seq] != nil {
+        if held[m.from]?.index(forKey: m.seq) != nil {
             duplicates += 1
             return []
         }
@@ -900,13 +900,15 @@ public struct CausalBroadcast: Sendable {
     /// messages above it may still be on their way.
     private func missing(_ origin: MemberID, after mine: UInt64, through end: UInt64) -> [ClosedRange<UInt64>] {
         let queue = held[origin] ?? [:]
+        // `index(forKey:)`, not `queue[seq] == nil`: that copies the message (retains its arrays)
+        // for every seq looked at, 7 % of the simulator's time at N = 100 with 60 NATted members.
         var gaps: [ClosedRange<UInt64>] = []
         var budget = settings.requestRange
         var seq = mine + 1
         while seq <= end && budget > 0 {
-            guard queue[seq] == nil else { seq += 1; continue }
+            guard queue.index(forKey: seq) == nil else { seq += 1; continue }
             let start = seq
-            while seq < end && budget > 1 && queue[seq + 1] == nil { seq += 1; budget -= 1 }
+            while seq < end && budget > 1 && queue.index(forKey: seq + 1) == nil { seq += 1; budget -= 1 }
             budget -= 1
             gaps.append(start...seq)
             seq += 1
