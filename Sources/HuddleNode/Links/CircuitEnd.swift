@@ -28,9 +28,6 @@ final class CircuitEnd: Sendable {
 
     private struct State {
         var channel: Channel?
-        /// The link to `via` while the node has one (`Node.relayLinkChanged`): where the link's
-        /// bytes go without a hop onto the node's actor (`sendToRelay`).
-        var relay: LinkHandle?
         var early: [ByteBuffer] = []
         var queued = 0
         var closed = false
@@ -68,39 +65,10 @@ final class CircuitEnd: Sendable {
         }
     }
 
-    /// The node's link to `via` is now `link` (nil: none is up).
-    func setRelay(_ link: LinkHandle?) { state.withLock { $0.relay = link } }
-
-    /// Sends bytes the link over this circuit wrote to the relay, as `circuitData` messages of at
-    /// most `LinkMessage.circuitDataLimit` bytes (a read may bring more: NIO rounds the allocator's
-    /// maximum up to a power of two, and one message past the limit would make the relay close its
-    /// whole link to this member), from the pump's thread: only bytes move here, as
-    /// `Node.circuitOutgoing` moves them. False (nothing sent) when the circuit is closed, no link
-    /// to the relay is up, or `backlog` bytes or more wait on it: the node decides then. Sent
-    /// under the lock `close` takes: nothing of this circuit is queued after `close` returned.
-    func sendToRelay(_ buffer: ByteBuffer, backlog: Int) -> Bool {
-        state.withLock { s in
-            guard !s.closed, let relay = s.relay, relay.outbox.queuedBytes < backlog else { return false }
-            Self.send(buffer.readableBytesView, of: peer, to: relay)
-            return true
-        }
-    }
-
-    /// `bytes` to `relay` in `circuitData` messages for the circuit with `peer`.
-    static func send(_ bytes: some Collection<UInt8>, of peer: MemberID, to relay: LinkHandle) {
-        var rest = bytes[...]
-        while !rest.isEmpty {
-            let piece = rest.prefix(LinkMessage.circuitDataLimit)
-            rest = rest.dropFirst(piece.count)
-            relay.send(LinkMessage.circuitData(peer: peer, bytes: Array(piece)).encoded())
-        }
-    }
-
     /// Ends the circuit here: the link over it sees its connection close.
     func close() {
         let channel = state.withLock { s -> Channel? in
             s.closed = true
-            s.relay = nil
             // Bytes that never reached a socket give their share back (written ones do as they complete).
             total.give(s.early.reduce(0) { $0 + $1.readableBytes })
             s.early = []
@@ -110,16 +78,13 @@ final class CircuitEnd: Sendable {
     }
 
     /// The two sockets: the link's (framed, as `LinkSession.wrap` frames a TCP connection) and this
-    /// end's (reads of at most `LinkMessage.circuitDataLimit` bytes, one `circuitData` each), both
-    /// on `eventLoop` (the link to the relay's, when one is up): what one writes the other reads
-    /// on the same thread, and the relay link's writes are queued there too, with no hand-over
-    /// between event loops on a relayed message's way.
-    func open(on eventLoop: EventLoop) async throws -> (link: FrameChannel, pump: NIOAsyncChannel<ByteBuffer, ByteBuffer>) {
+    /// end's (reads of at most `LinkMessage.circuitDataLimit` bytes, one `circuitData` each).
+    func open() async throws -> (link: FrameChannel, pump: NIOAsyncChannel<ByteBuffer, ByteBuffer>) {
         var fds: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else {
             throw NodeError("cannot make a socket pair for a circuit: \(String(cString: strerror(errno)))")
         }
-        let bootstrap = ClientBootstrap(group: eventLoop)
+        let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
         let link: FrameChannel
         do {
             link = try await bootstrap.withConnectedSocket(fds[0]) { channel in

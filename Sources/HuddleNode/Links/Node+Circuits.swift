@@ -1,6 +1,5 @@
 import HuddleCore
 import NIOCore
-import NIOPosix
 
 /// The shell of relaying (issue 36, item 2): what the core decided about circuits
 /// (`SessionCore+Relay`), carried out. This member's ends of circuits are `CircuitEnd`s, and the
@@ -11,12 +10,10 @@ extension Node {
         circuitEnds.removeValue(forKey: peer)?.close()
         let end = CircuitEnd(peer: peer, via: via, total: circuitQueue)
         circuitEnds[peer] = end
-        end.setRelay(links[via])
         let key = initiator ? handshakeKeys().first : nil
-        let eventLoop = links[via]?.channel.eventLoop ?? MultiThreadedEventLoopGroup.singleton.next()
         spawner.spawn { [self] in
             do {
-                let (linkChannel, pump) = try await end.open(on: eventLoop)
+                let (linkChannel, pump) = try await end.open()
                 let scheduled = spawner.spawn { [self] in
                     await LinkSession.run(linkChannel, role: initiator ? .initiator : .responder, key: key, node: self, registered: nil, via: via)
                 }
@@ -28,13 +25,11 @@ extension Node {
                 }
                 try await pump.executeThenClose { inbound, _ in
                     reading: for try await buffer in inbound {
-                        // The usual case: straight to the link to the relay, no hop onto the actor.
-                        if end.sendToRelay(buffer, backlog: Self.circuitBacklogBytes) { continue }
                         // While the link to the relay is backlogged, this circuit waits (its link's
                         // writes back up in turn); it never closes another's — nor its own — for it.
                         // A link that stays backlogged is closed by the stall rule (`LinkBudget`).
                         while true {
-                            switch await circuitOutgoing(end, buffer) {
+                            switch await circuitOutgoing(end, Array(buffer.readableBytesView)) {
                             case .sent: continue reading
                             case .gone: break reading
                             case .backlogged: try await Task.sleep(for: .milliseconds(20))
@@ -81,22 +76,20 @@ extension Node {
     /// What became of bytes handed to `circuitOutgoing`.
     enum CircuitSend { case sent, gone, backlogged }
 
-    /// Bytes of the link over `end`'s circuit, to its relay (`CircuitEnd.send`), when the pump
-    /// could not send them itself (`CircuitEnd.sendToRelay`); `gone` when the circuit or the link
-    /// to the relay is gone, `backlogged` (nothing sent: try again later) while that link has
-    /// `circuitBacklogBytes` waiting — shared by every circuit through that relay, so no one
-    /// circuit is closed for it.
-    private func circuitOutgoing(_ end: CircuitEnd, _ buffer: ByteBuffer) -> CircuitSend {
+    /// Bytes of the link over `end`'s circuit, to its relay, in `circuitData` messages of at most
+    /// `LinkMessage.circuitDataLimit` bytes (a read may bring more: NIO rounds the allocator's
+    /// maximum up to a power of two, and one message past the limit would make the relay close
+    /// its whole link to this member); `gone` when the circuit or the link to the relay is gone,
+    /// `backlogged` (nothing sent: try again later) while that link has `circuitBacklogBytes`
+    /// waiting — shared by every circuit through that relay, so no one circuit is closed for it.
+    private func circuitOutgoing(_ end: CircuitEnd, _ bytes: [UInt8]) -> CircuitSend {
         guard circuitEnds[end.peer] === end, let relay = links[end.via] else { return .gone }
         guard relay.outbox.queuedBytes < Self.circuitBacklogBytes else { return .backlogged }
-        CircuitEnd.send(buffer.readableBytesView, of: end.peer, to: relay)
+        for start in stride(from: 0, to: bytes.count, by: LinkMessage.circuitDataLimit) {
+            let slice = Array(bytes[start..<min(start + LinkMessage.circuitDataLimit, bytes.count)])
+            relay.send(LinkMessage.circuitData(peer: end.peer, bytes: slice).encoded())
+        }
         return .sent
-    }
-
-    /// The link to `member` changed (up, replaced or closed): this member's circuit ends through
-    /// it send over the new one, or none.
-    func relayLinkChanged(_ member: MemberID) {
-        for end in circuitEnds.values where end.via == member { end.setRelay(links[member]) }
     }
 
     /// `end` closed (its link ended, or the relay closed it): the core is told, once.

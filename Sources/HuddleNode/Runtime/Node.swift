@@ -186,7 +186,7 @@ actor Node {
                                       remote: link.via == nil ? link.channel.remoteAddress.map(hostPort) ?? "" : "",
                                       local: link.via == nil ? link.channel.localAddress.map(hostPort) ?? "" : "")
         // The link's datagram keys go to the receive thread with the link, before its hello.
-        switch shell.linkEstablished(candidate, install: { links[link.peer.id] = link; relayLinkChanged(link.peer.id); publishDatagramKeys() }) {
+        switch shell.linkEstablished(candidate, install: { links[link.peer.id] = link; publishDatagramKeys() }) {
         case let .refused(reason):
             logLinkRefusal(reason, link)
             return false
@@ -262,7 +262,6 @@ actor Node {
         let peer = link.peer.id
         guard links[peer] === link else { return }
         links[peer] = nil
-        relayLinkChanged(peer)
         wake(.pushPullReply(peer))
         wake(.handOff)
         wake(.linkClosed)

@@ -152,10 +152,10 @@ extension Node {
     /// Holds `effects` until the commit they need (or, when they need none, until those held
     /// before them went): the events they make here go at once (they are shown only once
     /// committed, `EventLog`), so the commit holds them too, and so do membership datagrams (UDP
-    /// keeps no order anyway; a slow disk must not make the others suspect this member), and the
-    /// bytes of relayed links (`isCircuitBytes`); nothing else of them leaves before.
+    /// keeps no order anyway; a slow disk must not make the others suspect this member); nothing
+    /// else of them leaves before.
     func hold(_ effects: [SessionEffect]) {
-        let goesNow = { (effect: SessionEffect) in effect.isLocalEvent || effect.isMembershipDatagram || effect.isCircuitBytes }
+        let goesNow = { (effect: SessionEffect) in effect.isLocalEvent || effect.isMembershipDatagram }
         let now = effects.filter(goesNow)
         if !now.isEmpty { perform(now) }
         let rest = effects.filter { !goesNow($0) }
@@ -199,20 +199,6 @@ extension SessionEffect {
         switch self {
         case .deliver, .deliverOwn, .deliverUnreliable, .gap, .member, .memberRemoved, .activityChanged, .participants: true
         case .journal(.emit): true
-        default: false
-        }
-    }
-
-    /// Whether this effect moves a relayed link's bytes (issue 36): forwards them as a relay, or
-    /// hands them to this member's end of a circuit. Nothing this member commits is in them (the
-    /// link over a circuit is end to end; what it carries is committed where it is received), so
-    /// they never wait for a commit: a relay or circuit end that is also a member would otherwise
-    /// add its commit's fsync to every relayed message. Their order among themselves is kept
-    /// (none is ever held), and every circuit message that opens a circuit reached its peer before
-    /// the first bytes over it could (the bytes follow its accept, which the relay sends on).
-    var isCircuitBytes: Bool {
-        switch self {
-        case .sendLink(_, .circuitData), .circuitBytes: true
         default: false
         }
     }
