@@ -6,6 +6,12 @@ struct HeldEffects {
     var effects: [SessionEffect]
     /// The commit (`Node.commitsTaken`'s count) they wait for.
     var after: UInt64
+    /// For each peer a `sendLink` among them names, the link to it when they were decided (nil:
+    /// none). What was meant for a link that closed meanwhile is not sent on the link that took
+    /// its place: that link's own link-up (hello, directed messages not acknowledged, in order)
+    /// comes first there, and a directed message decided for the old link would overtake the ones
+    /// resent before it (issue 36: the directed relay test saw message 950 before 935–949).
+    var linkAt: [MemberID: ObjectIdentifier?] = [:]
 }
 
 /// What the last completed commit made durable: what may leave without waiting for another.
@@ -131,7 +137,10 @@ extension Node {
         defer { releasing = false }
         while let first = held.first, first.after <= commitsDone {
             held.removeFirst()
-            perform(first.effects)
+            perform(first.linkAt.isEmpty ? first.effects : first.effects.filter { effect in
+                guard case let .sendLink(peer, _) = effect, let decidedFor = first.linkAt[peer] else { return true }
+                return links[peer].map(ObjectIdentifier.init) == decidedFor
+            })
         }
     }
 
@@ -166,7 +175,9 @@ extension Node {
             guard let commit = requestCommit() else { return }
             after = max(after, commit)
         }
-        held.append(HeldEffects(effects: rest, after: after))
+        var linkAt: [MemberID: ObjectIdentifier?] = [:]
+        for case let .sendLink(peer, _) in rest where linkAt[peer] == nil { linkAt[peer] = .some(links[peer].map(ObjectIdentifier.init)) }
+        held.append(HeldEffects(effects: rest, after: after, linkAt: linkAt))
         // Held behind nothing in flight (all before it went): it goes now.
         if !commitInFlight && after <= commitsDone { releaseHeld() }
     }
