@@ -95,3 +95,16 @@ struct EventLogFileLoadTests {
         #expect(try #require(rest.events()).map(\.frame) == Array(frames[2...]))
     }
 }
+
+extension UncommittedEvents {
+    /// The events as one batch (`frames()`, all in one `EventBatch`): what the tests compare; the
+    /// node writes the batches one by one (`NodeStateStore.commit`).
+    func batch() async -> NodeStateStore.EventBatch? {
+        guard let frames = await frames() else { return nil }
+        var all: NodeStateStore.EventBatch?
+        for batch in frames {
+            if all == nil { all = batch } else { all?.last = batch.last; all?.data += batch.data }
+        }
+        return all
+    }
+}

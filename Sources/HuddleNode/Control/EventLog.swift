@@ -568,16 +568,6 @@ struct UncommittedEvents: Sendable {
         guard skip < topics.count else { return nil }
         return CommitEvents(events: self, from: skip, read: read)
     }
-
-    /// The events as one batch (`frames()`, all in one `EventBatch`).
-    func batch() async -> NodeStateStore.EventBatch? {
-        guard let frames = await frames() else { return nil }
-        var all: NodeStateStore.EventBatch?
-        for batch in frames {
-            if all == nil { all = batch } else { all?.last = batch.last; all?.data += batch.data }
-        }
-        return all
-    }
 }
 
 /// The events of one commit (`UncommittedEvents.frames()`), made into `EventBatch`es of at most
