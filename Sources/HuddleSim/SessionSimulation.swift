@@ -951,11 +951,12 @@ public final class SessionSimulation {
     /// baseline. A baseline is set before anything of its origin is delivered, so the baseline now
     /// is never larger than the final one the offline check would use.
     private func record(_ i: Int, _ delivered: WireMessage) {
-        let core = cores[i]!.core
-        let m = core.applicationView(delivered)
+        // The slot, not `cores[i]!.core`: a copy of the core retains and releases every table per delivery.
+        let slot = cores[i]!
+        let m = slot.core.applicationView(delivered)
         trace?.record(.delivery, at: now, UInt64(i), m.from.raw, m.seq, m.counter)
         for dep in m.deps where !(dep.member == m.from && m.seq != 0 && dep.seq < m.seq) {
-            let baseline = core.broadcast.baseline[dep.member].map { core.applicationSeqs.applicationSeq(dep.member, $0) } ?? 0
+            let baseline = slot.core.broadcast.baseline[dep.member].map { slot.core.applicationSeqs.applicationSeq(dep.member, $0) } ?? 0
             if dep.seq > max(clocks[i][dep.member] ?? 0, baseline) {
                 report.dependencyViolations.append("\(infos[i].id): \(m.id) delivered before its dependency \(dep.member)#\(dep.seq)")
             }

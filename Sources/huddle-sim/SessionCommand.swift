@@ -16,6 +16,8 @@ struct SessionCommand: ParsableCommand {
     @Option(help: "Datagram loss probability (0...1); links are reliable.") var loss = 0.0
     @Option(help: "Reliable sends per member per second while sending.") var rate = 2.0
     @Option(help: "Seconds of sending.") var sendFor = 5.0
+    @Option(help: "Replies each message draws on average while sending: every member that delivers it answers with probability REPLIES / (nodes - 1), and replies draw replies in turn, so at 1 or more the load grows without end (default: 0.5, at most 1 in 100 deliveries).")
+    var replies: Double?
     @Option(help: "Quiet seconds after sending, for repair, detection and transfers.") var settleFor = 20.0
     @Option(help: "Members that crash, spread over the sending time.") var crashes = 0
     @Option(help: "Members that join late, spread over the sending time.") var lateJoins = 0
@@ -35,6 +37,7 @@ struct SessionCommand: ParsableCommand {
     func validate() throws {
         guard nodes >= 2 else { throw ValidationError("--nodes wants at least 2 members") }
         if let nat { guard let (easy, hard) = Self.natCounts(nat), easy + hard < nodes else { throw ValidationError("--nat wants EASY,HARD (two counts) leaving at least one public member") } }
+        if let replies { guard replies >= 0, replies < Double(nodes - 1) else { throw ValidationError("--replies wants a mean in 0..<nodes-1 (below 1 for a load that settles)") } }
         guard (0...1).contains(loss) else { throw ValidationError("--loss wants a probability in 0...1") }
         guard crashes >= 0, lateJoins >= 0, leaves >= 0, partitioned >= 0, crashes + lateJoins + leaves + partitioned < nodes else {
             throw ValidationError("--crashes, --late-joins, --leaves and --partitioned together must leave member 0 and at least one other")
@@ -48,10 +51,11 @@ struct SessionCommand: ParsableCommand {
         return (easy, hard)
     }
 
-    static func scenario(nodes: Int, seed: UInt64, loss: Double, rate: Double, sendFor: Double, settleFor: Double, crashes: Int,
+    static func scenario(nodes: Int, seed: UInt64, loss: Double, rate: Double, replies: Double? = nil, sendFor: Double, settleFor: Double, crashes: Int,
                          lateJoins: Int, leaves: Int = 0, partitioned: Int, partitionSeconds: Double, attachmentMib: Double) -> SessionScenario {
         var s = SessionScenario()
         s.members = nodes
+        s.replyProbability = replyProbability(replies: replies, nodes: nodes)
         s.seed = seed
         s.loss = loss
         s.rate = rate
@@ -73,9 +77,19 @@ struct SessionCommand: ParsableCommand {
         return s
     }
 
+    /// The chance that a member answers a message it delivers. Each message draws `p × (nodes − 1)`
+    /// replies on average, and each reply draws as many: a fixed 1 in 100 made 100 members a
+    /// branching process at its critical point (≈ 12,000 sends in a virtual second, a run that did
+    /// not end), so by default a message draws at most 0.5 replies.
+    static func replyProbability(replies: Double?, nodes: Int) -> Double {
+        let others = Double(max(1, nodes - 1))
+        guard let replies else { return min(0.01, 0.5 / others) }
+        return replies / others
+    }
+
     func run() throws {
         var s = hundredUnderFaults ? SessionScenario.hundredMembersUnderFaults
-            : Self.scenario(nodes: nodes, seed: seed ?? 1, loss: loss, rate: rate, sendFor: sendFor, settleFor: settleFor, crashes: crashes,
+            : Self.scenario(nodes: nodes, seed: seed ?? 1, loss: loss, rate: rate, replies: replies, sendFor: sendFor, settleFor: settleFor, crashes: crashes,
                             lateJoins: lateJoins, leaves: leaves, partitioned: partitioned, partitionSeconds: partitionSeconds, attachmentMib: attachmentMib)
         if let seed { s.seed = seed }
         if let nat, let (easy, hard) = Self.natCounts(nat) {
