@@ -14,6 +14,12 @@ public struct SessionScenario: Sendable {
     /// One-way link delay, and each link's bandwidth in bytes per second (chunks take their time).
     public var linkDelay = 0.001
     public var bandwidth = 100e6
+    /// Members on a slow line: the bandwidth in bytes per second of every link to or from each.
+    public var slowLinks: [Int: Double] = [:]
+    /// Bytes queued on a link before its sender takes the peer as backlogged (the node's
+    /// `LinkBudget.backlogBytes`, 4 MiB): what the peer asks of it in bulk is refused until its
+    /// queue drains (`SessionCore.refusesWhileBacklogged`, `Refusal.outboxFull`).
+    public var backlogBytes = 4 << 20
     /// Members start within this many seconds (member 0 first; the others join through it).
     public var startWindow = 1.0
     /// Reliable sends per member per second while sending; a tenth of them directed to one member.
@@ -421,7 +427,11 @@ public final class SessionSimulation {
             linked = establish(dialer: dialer, peer: peer, via: nil, punched: false)
         case let .link(to, from, gen, message):
             guard isUp(to), isCurrent(gen, at: to, from: from) else { return }
-            execute(to, cores[to]!.core.receiveLink(message, from: infos[from].id, addr: infos[from].addr, now: now))
+            // As the node's link reader: whether this end's queue to the sender is backlogged, and
+            // what waits on its queues to others (what a relay may still forward to them).
+            let backlogged = queuedBytes(from: to, to: from) >= scenario.backlogBytes
+            execute(to, cores[to]!.core.receiveLink(message, from: infos[from].id, addr: infos[from].addr, now: now, backlogged: backlogged,
+                                                    queued: { [unowned self] peer in indexByID[peer].map { queuedBytes(from: to, to: $0) } ?? 0 }))
         case let .chunk(to, from, gen, id, index, hash):
             guard isUp(to), isCurrent(gen, at: to, from: from) else { return }
             chunkArrived(to, from: from, id: id, index: index, hash: hash)
@@ -727,9 +737,22 @@ public final class SessionSimulation {
     /// When `bytes` sent now from `a` reach `b`: after the link delay, in order behind what is already on the way.
     private func arrival(from a: Int, to b: Int, bytes: Int) -> Double {
         let key = a * scenario.members + b
-        let at = max(now + scenario.linkDelay, lastArrival[key] ?? 0) + Double(bytes) / scenario.bandwidth
+        let at = max(now + scenario.linkDelay, lastArrival[key] ?? 0) + Double(bytes) / bandwidth(a, b)
         lastArrival[key] = at
         return at
+    }
+
+    /// The bandwidth of the link between `a` and `b`: the slower of their lines.
+    private func bandwidth(_ a: Int, _ b: Int) -> Double {
+        min(scenario.bandwidth, scenario.slowLinks[a] ?? .infinity, scenario.slowLinks[b] ?? .infinity)
+    }
+
+    /// Bytes member `a` has queued to `b` that have not left yet: what is still to go out at the
+    /// link's bandwidth before the last one sent is on the wire.
+    private func queuedBytes(from a: Int, to b: Int) -> Int {
+        guard let last = lastArrival[a * scenario.members + b] else { return 0 }
+        let seconds = last - scenario.linkDelay - now
+        return seconds > 0 ? Int(min(seconds * bandwidth(a, b), Double(Int.max / 2))) : 0
     }
 
     private func sendLink(from a: Int, to b: Int, _ message: LinkMessage) {

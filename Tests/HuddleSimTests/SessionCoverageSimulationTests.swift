@@ -4,7 +4,8 @@ import Testing
 @testable import HuddleSim
 
 // Issue 35, item 3: what the node does beyond messaging and one attachment, run by the simulator
-// on the core the node runs — unreliable sends, activity, attachment removal, a store limit.
+// on the core the node runs — unreliable sends, activity, attachment removal, a store limit, a
+// backlogged link.
 
 /// Unreliable sends among reliable ones, under datagram loss: best effort (some lost, none
 /// repaired), never in the reliable logs, and the reliable traffic beside them stays exactly once
@@ -74,4 +75,26 @@ import Testing
     #expect(report.stoppedByStore[4] == true && (report.attachmentBytesHeld[4] ?? .max) <= 1_048_576, "\(report.attachmentBytesHeld)")
     #expect(report.attachmentComplete[4] == nil)
     #expect(report.survivors.filter { $0 != 4 }.allSatisfy { report.attachmentComplete[$0] != nil && report.attachmentIntact[$0] == true })
+}
+
+/// A member on a slow line (1 MB/s) fetches an attachment while messages flow: the queues to it
+/// pass the backlog limit, so what it asks of them in bulk is refused (`outbox_full`) until they
+/// drain, as the node's link does at `LinkBudget.backlogBytes`; it asks again and still gets the
+/// attachment whole, and every message exactly once in causal order.
+@Test func aMemberOnASlowLineIsRefusedWhileItsQueuesAreBackloggedAndStillGetsEverything() async {
+    var s = SessionScenario()
+    s.members = 6
+    s.seed = 355
+    s.sendFor = 3
+    s.settleFor = 20
+    s.attachment = (0, 2.5, 4 * 1_048_576)
+    s.slowLinks = [5: 1e6]
+    s.backlogBytes = 256 << 10
+    let report = await offThePool { [s] in SessionSimulation.run(s) }
+    #expect(report.violations.isEmpty)
+    #expect(report.refusals[.outboxFull] > 0, "no request was refused while backlogged: \(report.refusals)")
+    #expect(report.survivors.count == 6)
+    #expect(report.survivors.allSatisfy { $0 == 0 || (report.attachmentComplete[$0] != nil && report.attachmentIntact[$0] == true) },
+            "\(report.attachmentComplete) \(report.attachmentIntact)")
+    #expect(report.stored.allSatisfy { $0 == 0 } && report.held.allSatisfy { $0 == 0 }, "stored \(report.stored), held \(report.held)")
 }

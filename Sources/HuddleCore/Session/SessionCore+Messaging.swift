@@ -159,21 +159,22 @@ extension SessionCore {
     /// Messages now wait on origins this member has no link hello from: those that membership has
     /// not heard of either are asked of `peer`, which passed on a message depending on them.
     private mutating func catchUpAwaitedOrigins(from peer: MemberID, now: Double) -> [SessionEffect] {
-        for origin in broadcast.awaitedOrigins where swim.members[origin] == nil {
-            return catchUpMembership(from: peer, now: now)
-        }
-        return []
+        awaitsUnknownMember ? catchUpMembership(from: peer, now: now) : []
+    }
+
+    /// Messages wait on an origin that membership has not heard of either (no record, no key).
+    private var awaitsUnknownMember: Bool {
+        for origin in broadcast.awaitedOrigins where swim.members[origin] == nil { return true }
+        return false
     }
 
     /// Messages still wait on a member not heard of (the peer asked did not know it either, or the
     /// ask was within the gap of another): every `membershipAskGap` × 2 the next linked member in
     /// turn is asked, until the origin is known or `unknownOriginWait` gives it up.
     mutating func membershipCatchUpTick(now: Double) -> [SessionEffect] {
-        guard !broadcast.awaitedOrigins.isEmpty, now - membershipAskedAt >= 2 * Self.membershipAskGap else { return [] }
-        var lacking = false
-        for origin in broadcast.awaitedOrigins where swim.members[origin] == nil { lacking = true; break }
+        guard !broadcast.awaitedOrigins.isEmpty, now - membershipAskedAt >= 2 * Self.membershipAskGap, awaitsUnknownMember else { return [] }
         let peers = linkedLive
-        guard lacking, !peers.isEmpty else { return [] }
+        guard !peers.isEmpty else { return [] }
         membershipAskRound &+= 1
         return catchUpMembership(from: peers[Int(membershipAskRound % UInt64(peers.count))], now: now)
     }
