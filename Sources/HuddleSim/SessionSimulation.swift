@@ -102,6 +102,22 @@ public struct SessionScenario: Sendable {
         s.attachment = (0, 3.0, 20 * 1_048_576)
         return s
     }
+
+    /// 100 members of whom 60 are NATted (30 behind `easy` NATs, 30 behind `hard` ones, all joining
+    /// through the 40 public members): what issue 36 asks the simulator to run, as `huddle-sim
+    /// session --nodes 100 --nat 30,30` runs it (2 sends per member per second for 5 s, each
+    /// message drawing 0.5 replies on average, then 20 quiet seconds), and `huddle-bench`'s row.
+    public static var hundredMembersSixtyNATted: SessionScenario {
+        var s = SessionScenario()
+        s.members = 100
+        s.seed = 1
+        s.rate = 2
+        s.replyProbability = 0.5 / 99
+        s.sendFor = 5
+        s.settleFor = 20
+        s.natMix(easy: 30, hard: 30)
+        return s
+    }
 }
 
 /// The outcome: delivery logs for `DeliveryChecker`, the attachment at every member, and load.

@@ -11,7 +11,7 @@ struct HuddleBench: AsyncParsableCommand {
         discussion: "Rows print as each scenario ends. Set HUDDLE_BENCH_KEEP=1 to keep every cluster's directory (node logs n*.log) for diagnosis.")
 
     @Flag(help: "Short runs (under 3 minutes): what CI may run as a smoke test.") var quick = false
-    @Option(help: "Comma-separated scenarios: latency, throughput (with the slow-subscriber row), membership, stability, attachment, transfer-latency, crypto, attack, removal, restart (kill -9 and restart on the same --data-dir, N=8), durability (the 256 B throughput row with and without --data-dir, alternating), scale (session: the session simulator's row of scale alone; slow-subscriber alone), reach (members behind NAT routers in network namespaces: direct vs relayed, the relay's cost, the 5-host lab; needs root).")
+    @Option(help: "Comma-separated scenarios: latency, throughput (with the slow-subscriber row), membership, stability, attachment, transfer-latency, crypto, attack, removal, restart (kill -9 and restart on the same --data-dir, N=8), durability (the 256 B throughput row with and without --data-dir, alternating), scale (session: the session simulator's rows of scale alone — N = 100 under faults, and N = 100 with 60 NATted; slow-subscriber alone), reach (members behind NAT routers in network namespaces: direct vs relayed, the relay's cost, the 5-host lab; needs root).")
     var scenarios = "latency,throughput,durability,membership,restart,stability,attachment,transfer-latency,crypto,attack,removal,scale,reach"
     @Option(help: "Write the results as Markdown to this file (e.g. BENCHMARKS.md).") var out: String?
     @Option(help: "The huddle binary to run (default: the one next to this executable).") var huddle: String?
@@ -76,7 +76,7 @@ struct HuddleBench: AsyncParsableCommand {
         if wanted.contains("scale") { await record("scale") { s.scale() } }
         if wanted.contains("reach") { await record("reach") { try await s.reach() } }
         // The session simulator's row alone (`scale` includes it).
-        if wanted.contains("session") && !wanted.contains("scale") { await record("session") { [s.sessionScale()] } }
+        if wanted.contains("session") && !wanted.contains("scale") { await record("session") { [s.sessionScale(), s.sessionReachScale()] } }
         if let out { try markdown(rows, profiles: profiles).write(toFile: out, atomically: true, encoding: .utf8) }
     }
 

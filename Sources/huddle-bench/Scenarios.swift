@@ -373,7 +373,24 @@ struct Scenarios {
             return BenchRow(scenario: "scale N=\(n) (simulator)", measure: "crash detection median / max s; false positives; msgs and B per member per s",
                             huddle: "\(fmt(r.detection.median ?? .nan)) / \(fmt(r.detection.max ?? .nan)); \(r.falsePositives) FP; \(fmt(r.messagesPerMemberSecond, 1)) msgs/s, \(Int(r.bytesPerMemberSecond)) B/s; \(fmt(s.duration, 0)) virtual s in \(fmt((ContinuousClock.now - started).seconds, 0)) s",
                             comparison: "", ratio: "", target: "")
-        } + [sessionScale()]
+        } + [sessionScale(), sessionReachScale()]
+    }
+
+    /// `SessionScenario.hundredMembersSixtyNATted`: the core's relay and punch rules at N = 100
+    /// with 60 members behind NATs (issue 36).
+    func sessionReachScale() -> BenchRow {
+        let started = ContinuousClock.now
+        let r = SessionSimulation.run(SessionScenario.hundredMembersSixtyNATted)
+        let survivors = r.survivors.count
+        let perSecond = Double(max(1, survivors)) * r.virtualSeconds
+        let checked = r.violations.isEmpty ? "exactly once, causal" : "\(r.violations.count) violations"
+        let whole = r.liveViews.values.filter { $0 == survivors }.count
+        let unlinked = r.paths.values.reduce(0) { $0 + $1.none }
+        let easy = r.paths["easy-easy"]
+        return BenchRow(scenario: "session N=100, 60 NATted (simulator, SessionCore)",
+                        measure: "30 easy + 30 hard NATs, \(r.sent) messages: delivery; views whole; left held / stored; pairs with no path; easy ↔ easy pairs punched direct at the end; punches succeeded of dialed; link msgs per member per s",
+                        huddle: "\(checked) at \(survivors) survivors; \(whole) of \(survivors); \(r.held.max() ?? 0) / \(r.stored.max() ?? 0); \(unlinked); \(easy.map { "\($0.direct) of \($0.direct + $0.relayed + $0.none)" } ?? "none"); \(r.punchSuccesses) of \(r.punchAttempts); \(fmt(Double(r.linkMessages) / perSecond, 1)); \(fmt(r.virtualSeconds, 0)) virtual s in \(fmt((ContinuousClock.now - started).seconds, 0)) s",
+                        comparison: "", ratio: "", target: "")
     }
 
     /// The whole session on `SessionCore` (what the node runs) at N = 100: messaging and a 20 MiB
