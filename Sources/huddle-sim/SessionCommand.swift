@@ -55,7 +55,7 @@ struct SessionCommand: ParsableCommand {
                          lateJoins: Int, leaves: Int = 0, partitioned: Int, partitionSeconds: Double, attachmentMib: Double) -> SessionScenario {
         var s = SessionScenario()
         s.members = nodes
-        s.replyProbability = replyProbability(replies: replies, nodes: nodes)
+        s.replyProbability = SessionScenario.replyProbability(replies: replies, members: nodes)
         s.seed = seed
         s.loss = loss
         s.rate = rate
@@ -75,16 +75,6 @@ struct SessionCommand: ParsableCommand {
         }
         if attachmentMib > 0 { s.attachment = (0, start, Int(attachmentMib * 1_048_576)) }
         return s
-    }
-
-    /// The chance that a member answers a message it delivers. Each message draws `p × (nodes − 1)`
-    /// replies on average, and each reply draws as many: a fixed 1 in 100 made 100 members a
-    /// branching process at its critical point (≈ 12,000 sends in a virtual second, a run that did
-    /// not end), so by default a message draws at most 0.5 replies.
-    static func replyProbability(replies: Double?, nodes: Int) -> Double {
-        let others = Double(max(1, nodes - 1))
-        guard let replies else { return min(0.01, 0.5 / others) }
-        return replies / others
     }
 
     func run() throws {

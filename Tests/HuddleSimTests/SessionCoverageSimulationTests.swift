@@ -98,3 +98,15 @@ import Testing
             "\(report.attachmentComplete) \(report.attachmentIntact)")
     #expect(report.stored.allSatisfy { $0 == 0 } && report.held.allSatisfy { $0 == 0 }, "stored \(report.stored), held \(report.held)")
 }
+
+/// Replies draw at most half a reply per message by default, whatever the size (a mean of 1 or
+/// more grows without end), and 1 in 100 deliveries in small sessions as before.
+@Test func repliesPerMessageStayBelowOneByDefaultAtEverySize() {
+    for members in [2, 20, 51, 100, 1000] {
+        let p = SessionScenario.replyProbability(replies: nil, members: members)
+        #expect(p <= 0.01 && p * Double(members - 1) <= 0.5, "\(members) members: \(p)")
+    }
+    #expect(SessionScenario.replyProbability(replies: nil, members: 20) == 0.01)
+    #expect(SessionScenario.replyProbability(replies: 2, members: 101) == 0.02)
+    #expect(SessionScenario.hundredMembersSixtyNATted.replyProbability * 99 <= 0.5)
+}
