@@ -60,15 +60,21 @@ import Testing
     #expect(report.survivors.allSatisfy { report.attachmentGone[$0] == true }, "\(report.attachmentGone)")
 }
 
+/// Six members sending for 3 s, member 0 adding a 4 MiB attachment at 2.5 s.
+private func sixMembersWithAnAttachment(seed: UInt64, settleFor: Double) -> SessionScenario {
+    var s = SessionScenario()
+    s.members = 6
+    s.seed = seed
+    s.sendFor = 3
+    s.settleFor = settleFor
+    s.attachment = (0, 2.5, 4 * 1_048_576)
+    return s
+}
+
 /// A member whose store limit is below the attachment's size stops fetching at the limit (and
 /// says so); the others get it whole.
 @Test func aMemberWithASmallStoreStopsAtItsLimitAndTheOthersGetTheAttachmentWhole() async {
-    var s = SessionScenario()
-    s.members = 6
-    s.seed = 354
-    s.sendFor = 3
-    s.settleFor = 8
-    s.attachment = (0, 2.5, 4 * 1_048_576)
+    var s = sixMembersWithAnAttachment(seed: 354, settleFor: 8)
     s.storeLimits = [4: 1_048_576]
     let report = await offThePool { [s] in SessionSimulation.run(s) }
     #expect(report.violations.isEmpty)
@@ -82,12 +88,7 @@ import Testing
 /// drain, as the node's link does at `LinkBudget.backlogBytes`; it asks again and still gets the
 /// attachment whole, and every message exactly once in causal order.
 @Test func aMemberOnASlowLineIsRefusedWhileItsQueuesAreBackloggedAndStillGetsEverything() async {
-    var s = SessionScenario()
-    s.members = 6
-    s.seed = 355
-    s.sendFor = 3
-    s.settleFor = 20
-    s.attachment = (0, 2.5, 4 * 1_048_576)
+    var s = sixMembersWithAnAttachment(seed: 355, settleFor: 20)
     s.slowLinks = [5: 1e6]
     s.backlogBytes = 256 << 10
     let report = await offThePool { [s] in SessionSimulation.run(s) }
