@@ -338,6 +338,47 @@ public final class SessionSimulation {
         return sim.execute()
     }
 
+    /// Where a run is, once per virtual second (`run(_:progress:)`): the whole session's load in
+    /// the second that ended, and what its survivors hold.
+    public struct Progress: Sendable {
+        /// Virtual seconds since the start.
+        public var seconds: Double
+        /// Reliable sends so far, and in the second that ended.
+        public var sent: Int, sentInSecond: Int
+        /// Link messages and datagrams sent in the second that ended (all members together).
+        public var linkMessages: Int, datagrams: Int
+        /// Messages held back and stored for repair, summed over the members up.
+        public var held: Int, stored: Int
+        public var repairRequests: Int
+    }
+
+    /// `run(_:)`, telling `progress` where the run is once per virtual second: a long run shows it
+    /// is moving, and a load that grows shows itself (`huddle-sim session --progress`).
+    public static func run(_ scenario: SessionScenario, progress: @escaping (Progress) -> Void) -> SessionReport {
+        let sim = SessionSimulation(scenario)
+        sim.progress = progress
+        return sim.execute()
+    }
+
+    private var progress: ((Progress) -> Void)?
+    private var progressMark = (seconds: 0.0, sent: 0, linkMessages: 0, datagrams: 0)
+
+    /// Tells `progress` about each virtual second that ended before `now`.
+    private func reportProgress() {
+        guard let progress, now >= progressMark.seconds + 1 else { return }
+        let up = (0..<scenario.members).filter(isUp)
+        var held = 0, stored = 0
+        for i in up {
+            held += cores[i]!.core.broadcast.heldCount
+            stored += cores[i]!.core.broadcast.storedCount
+        }
+        let second = (now - progressMark.seconds).rounded(.down) + progressMark.seconds
+        progress(Progress(seconds: second, sent: report.sent, sentInSecond: report.sent - progressMark.sent,
+                          linkMessages: report.linkMessages - progressMark.linkMessages, datagrams: report.datagrams - progressMark.datagrams,
+                          held: held, stored: stored, repairRequests: report.repairRequests))
+        progressMark = (second, report.sent, report.linkMessages, report.datagrams)
+    }
+
     private init(_ s: SessionScenario) {
         scenario = s
         rng = SWIMRandom(seed: s.seed)
@@ -407,6 +448,7 @@ public final class SessionSimulation {
         let end = sendingFrom + scenario.sendFor + scenario.settleFor
         while let time = queue.nextTime, time <= end, let (_, event) = queue.pop() {
             now = time
+            reportProgress()
             handle(event)
             // Taken before flushing: a flush that asks for another is flushed after the next event.
             let flushing = needsFlush.sorted()

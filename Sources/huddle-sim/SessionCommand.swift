@@ -33,6 +33,8 @@ struct SessionCommand: ParsableCommand {
     var hundredUnderFaults = false
     @Flag(help: "Print only a digest of the whole trace and its record count: equal seeds give equal digests in any process.")
     var traceDigest = false
+    @Flag(help: "Print a line to standard error at each virtual second: sends, link messages and datagrams in that second, what the members hold back and store, repair requests so far, and the wall time.")
+    var progress = false
 
     func validate() throws {
         guard nodes >= 2 else { throw ValidationError("--nodes wants at least 2 members") }
@@ -90,7 +92,12 @@ struct SessionCommand: ParsableCommand {
         s.trace = traceDigest
         let clock = ContinuousClock()
         let began = clock.now
-        let report = SessionSimulation.run(s)
+        let report = progress ? SessionSimulation.run(s, progress: { p in
+            let line = String(format: "t=%.0f s  sends %d (+%d)  link msgs %d  datagrams %d  held %d  stored %d  repair requests %d  wall %.1f s\n",
+                              p.seconds, p.sent, p.sentInSecond, p.linkMessages, p.datagrams, p.held, p.stored, p.repairRequests,
+                              Self.seconds(clock.now - began))
+            FileHandle.standardError.write(Data(line.utf8))
+        }) : SessionSimulation.run(s)
         let wall = clock.now - began
         if traceDigest {
             printTraceDigest(report.traceDigest, report.traceRecords)
@@ -145,6 +152,8 @@ struct SessionCommand: ParsableCommand {
         let relinkFailed = report.relayCrashed != nil && report.pairsRelinked != report.pairsOnCrashedRelay.count
         if !violations.isEmpty || attachmentFailed || report.forged > 0 || unlinked > 0 || relinkFailed { throw ExitCode.failure }
     }
+
+    private static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18 }
 
     /// The sizes of the views that are not whole, with how many survivors hold each, and which members.
     private func viewSizes(_ report: SessionReport, _ survivors: Int) -> String {

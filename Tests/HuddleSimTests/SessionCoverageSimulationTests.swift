@@ -1,5 +1,6 @@
 import HuddleTestSupport
 import HuddleCore
+import Synchronization
 import Testing
 @testable import HuddleSim
 
@@ -110,4 +111,27 @@ private func sixMembersWithAnAttachment(seed: UInt64, settleFor: Double) -> Sess
     #expect(SessionScenario.replyProbability(replies: nil, members: 20) == 0.01)
     #expect(SessionScenario.replyProbability(replies: 2, members: 101) == 0.02)
     #expect(SessionScenario.hundredMembersSixtyNATted.replyProbability * 99 <= 0.5)
+}
+
+/// `run(_:progress:)` tells where the run is once per virtual second, in order, and its counts add
+/// up to the report's; the run itself is the same as without it.
+@Test func progressComesOncePerVirtualSecondAndAddsUpToTheReport() {
+    var s = SessionScenario()
+    s.members = 4
+    s.seed = 356
+    s.sendFor = 3
+    s.settleFor = 4
+    s.trace = true
+    final class Seen: Sendable {
+        let progress = Mutex<[SessionSimulation.Progress]>([])
+    }
+    let seen = Seen()
+    let report = SessionSimulation.run(s) { p in seen.progress.withLock { $0.append(p) } }
+    let progress = seen.progress.withLock { $0 }
+    let seconds = progress.map(\.seconds)
+    #expect(!seconds.isEmpty && seconds == (1...seconds.count).map(Double.init), "\(seconds)")
+    #expect(Double(seconds.count) >= report.virtualSeconds - 1)
+    #expect(progress.reduce(0) { $0 + $1.sentInSecond } == progress.last?.sent)
+    #expect((progress.last?.sent ?? 0) > 0 && (progress.last?.sent ?? 0) <= report.sent)
+    #expect(SessionSimulation.run(s).traceDigest == report.traceDigest, "the same run with and without progress")
 }
