@@ -33,6 +33,9 @@ struct ReachLab {
     let nodes: [HostNode]
     /// When the first node was launched (the namespaces and routers were built before).
     let launched: ContinuousClock.Instant
+    /// When the last node answered `status`: on a loaded machine launching five processes one
+    /// after the other can take longer than the protocol's part (42 s in one `make test` run).
+    let allLaunched: ContinuousClock.Instant
     /// Host 0's node: the public member, or the one behind a forwarded port; all join through it.
     var publicNode: HostNode { nodes[0] }
 
@@ -52,7 +55,7 @@ struct ReachLab {
                 nodes.append(try await lab.start(i, join: i == 0 ? [] : [0]))
                 try await onStart(nodes[i])
             }
-            return ReachLab(lab: lab, routers: routers, nodes: nodes, launched: launched)
+            return ReachLab(lab: lab, routers: routers, nodes: nodes, launched: launched, allLaunched: ContinuousClock.now)
         } catch {
             lab.teardown()
             throw error

@@ -34,7 +34,9 @@ struct ReachLabScenarios {
 
     /// What both tests check (see the first one's comment): `label` names the lab in the report.
     private func formsOneSession(_ reach: ReachLab, _ label: String) async throws {
-        let (lab, started) = (reach.lab, reach.launched)
+        // Times are reported from the first launch; the deadline counts from the last node's,
+        // so a machine slow to start five processes does not eat the protocol's time.
+        let (lab, started, launched) = (reach.lab, reach.launched, reach.allLaunched)
         defer { lab.teardown() }
         let nodes = reach.nodes
         let (e1, e2) = (nodes[ReachLab.easyPair.0], nodes[ReachLab.easyPair.1])
@@ -59,7 +61,7 @@ struct ReachLabScenarios {
         var linkedSeconds: Double?
         var pending: String? = "not asked yet"
         var lastPending = (what: "none", seconds: 0.0)
-        while roundsLinked < 5, ContinuousClock.now - started < .seconds(60) {
+        while roundsLinked < 5, ContinuousClock.now - launched < .seconds(60) {
             round += 1
             for (client, node) in zip(clients, nodes) {
                 let text = "\(node.name)-\(round)"
@@ -76,7 +78,7 @@ struct ReachLabScenarios {
         }
         for client in clients { await client.close() }
         guard let linkedSeconds, roundsLinked >= 5 else {
-            Issue.record("the 5 members were not all on their final paths within 60 s of the start: \(pending ?? "?")\n\(lab.logs)")
+            Issue.record("the 5 members were not all on their final paths within 60 s of the last launch: \(pending ?? "?")\n\(lab.logs)")
             return
         }
 
@@ -106,7 +108,7 @@ struct ReachLabScenarios {
         let rendezvous = try await reach.publicNode.request("status")
         for stream in streams { await stream.stop() }
         await expectNoOverflows(streams)
-        report("\(label): the rendezvous (\(reach.publicNode.name)) at \(rendezvous["addr"]?.stringValue ?? "?"), nat \(rendezvous["nat"]?.stringValue ?? "?"); one view \(String(format: "%.1f", viewSeconds)) s, all on their final paths "
+        report("\(label): the rendezvous (\(reach.publicNode.name)) at \(rendezvous["addr"]?.stringValue ?? "?"), nat \(rendezvous["nat"]?.stringValue ?? "?"); launched in \(String(format: "%.1f", (launched - started).seconds)) s, one view \(String(format: "%.1f", viewSeconds)) s, all on their final paths "
             + "\(String(format: "%.1f", linkedSeconds)) s after start (not asserted; huddle-bench --scenarios reach times it; the last pair still pending, "
             + "at \(String(format: "%.1f", lastPending.seconds)) s: \(lastPending.what)); "
             + "\(e1.name)'s paths to \(e2.name) (easy pair) \(pathsAtE1); \(sent.count) messages from all 5 exactly once in causal order at all 5")
