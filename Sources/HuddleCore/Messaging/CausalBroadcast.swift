@@ -908,7 +908,7 @@ public struct CausalBroadcast: Sendable {
         while seq <= end && budget > 0 {
             guard queue.index(forKey: seq) == nil else { seq += 1; continue }
             let start = seq
-            while seq < end && budget > 1 && queue.index(forKey: seq + 1) == nil { seq += 1; budget -= 1 }
+            while seq < end && budget > 1 && queue.index(forKey: seq &+ 1) == nil { seq += 1; budget -= 1 }
             budget -= 1
             gaps.append(start...seq)
             seq += 1
