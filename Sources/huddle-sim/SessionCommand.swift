@@ -145,7 +145,7 @@ struct SessionCommand: ParsableCommand {
                 rows.append(("relay crashed: its pairs linked again", "member \(relay): \(report.pairsRelinked) of \(report.pairsOnCrashedRelay.count)"))
             }
         }
-        rows.append(("virtual / wall seconds", String(format: "%.0f / %.1f", report.virtualSeconds, Double(wall.components.seconds) + Double(wall.components.attoseconds) * 1e-18)))
+        rows.append(("virtual / wall seconds", String(format: "%.0f / %.1f", report.virtualSeconds, Self.seconds(wall))))
         print(aligned(rows))
         let attachmentFailed = s.attachment != nil && (complete.count != survivors || intact != survivors)
         let unlinked = report.paths.values.reduce(0) { $0 + $1.none }
