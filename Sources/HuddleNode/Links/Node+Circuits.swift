@@ -29,7 +29,7 @@ extension Node {
                         // writes back up in turn); it never closes another's — nor its own — for it.
                         // A link that stays backlogged is closed by the stall rule (`LinkBudget`).
                         while true {
-                            switch await circuitOutgoing(end, Array(buffer.readableBytesView)) {
+                            switch await circuitOutgoing(end, buffer) {
                             case .sent: continue reading
                             case .gone: break reading
                             case .backlogged: try await Task.sleep(for: .milliseconds(20))
@@ -82,12 +82,15 @@ extension Node {
     /// its whole link to this member); `gone` when the circuit or the link to the relay is gone,
     /// `backlogged` (nothing sent: try again later) while that link has `circuitBacklogBytes`
     /// waiting — shared by every circuit through that relay, so no one circuit is closed for it.
-    private func circuitOutgoing(_ end: CircuitEnd, _ bytes: [UInt8]) -> CircuitSend {
+    private func circuitOutgoing(_ end: CircuitEnd, _ buffer: ByteBuffer) -> CircuitSend {
         guard circuitEnds[end.peer] === end, let relay = links[end.via] else { return .gone }
         guard relay.outbox.queuedBytes < Self.circuitBacklogBytes else { return .backlogged }
-        for start in stride(from: 0, to: bytes.count, by: LinkMessage.circuitDataLimit) {
-            let slice = Array(bytes[start..<min(start + LinkMessage.circuitDataLimit, bytes.count)])
-            relay.send(LinkMessage.circuitData(peer: end.peer, bytes: slice).encoded())
+        // Each piece copied once, straight from the read (not the whole read first, then each piece).
+        var rest = buffer.readableBytesView[...]
+        while !rest.isEmpty {
+            let piece = rest.prefix(LinkMessage.circuitDataLimit)
+            rest = rest.dropFirst(piece.count)
+            relay.send(LinkMessage.circuitData(peer: end.peer, bytes: Array(piece)).encoded())
         }
         return .sent
     }
