@@ -96,6 +96,21 @@ private func circuitsUp(_ effects: [(MemberID, SessionEffect)]) -> [MemberID: (M
     #expect(!t.cores[r]!.relay.joins(a, b))
 }
 
+/// A relayed link's loss is no evidence about its peer (CI, stop 52: a killed relay closed the hard
+/// pair's circuit, each end suspected the other at once, and with nobody to carry the refutation in
+/// time both failed a live member). A direct link's loss still suspects at once.
+@Test func aRelayedLinkThatClosesSuspectsNobodyButADirectLinkThatClosesDoes() {
+    var t = Trio()
+    _ = t.tick(a, now: 0)
+    _ = t.tick(a, now: 2)
+    for (x, y) in [(a, b), (b, a)] { _ = t.cores[x]!.linkUp(y, via: r, now: 3) }
+    #expect(t.cores[a]!.path(to: b) == .relayed)
+    _ = t.cores[a]!.linkDown(b, settled: true, now: 10)
+    #expect(t.cores[a]!.swim.members[b]?.state == .alive, "the relayed peer is not suspected for its circuit's close")
+    _ = t.cores[a]!.linkDown(r, settled: true, now: 10)
+    #expect(t.cores[a]!.swim.members[r]?.state == .suspect, "the relay itself, linked directly, is")
+}
+
 @Test func swimGoesOverTheLinkToAMemberWhoseLinkComesFromAnotherHostThanItsAddress() {
     var t = Trio()
     let ping = SWIMMessage(sender: r, kind: .ping(seq: 1, target: a))

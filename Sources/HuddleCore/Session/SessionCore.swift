@@ -419,11 +419,13 @@ public struct SessionCore: Sendable {
     }
 
     /// The link to `peer` closed. `settled`: it had been up long enough that its loss says
-    /// something about the peer (membership then checks it at once). A relayed link that closes
-    /// while a hole punch with that peer is out says nothing: the peer's end may have moved to the
-    /// punched direct link and closed the circuit before that link reached this end.
+    /// something about the peer (membership then checks it at once). A relayed link's loss never
+    /// does: its relay may have gone (a crashed relay closes every circuit through it, and their
+    /// ends are alive), or stalled or closed it on purpose (a hostile relay must not make two
+    /// members suspect each other), or the peer's end moved to a punched direct link and closed
+    /// the circuit before that link reached this end. Probes, direct and indirect, decide then.
     public mutating func linkDown(_ peer: MemberID, settled: Bool, now: Double) -> [SessionEffect] {
-        let settled = settled && !(relayedLinks[peer] != nil && punch.inProgress(peer))
+        let settled = settled && relayedLinks[peer] == nil
         catchUpFrom.remove(peer)
         digestSentTo.remove(peer)
         activitySentTo[peer] = nil
