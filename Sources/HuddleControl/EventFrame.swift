@@ -125,7 +125,7 @@ public struct MessageFrame {
                              deps: some Collection<(UInt64, UInt64)>, to: [UInt64]?,
                              body: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
         let start = out.count
-        out.reserveCapacity(start + EventFrame.headerBytes + fixedBytes + 4 + deps.count * 16 + (to?.count ?? 0) * 8 + body.count)
+        out.reserveForAppending(EventFrame.headerBytes + fixedBytes + 4 + deps.count * 16 + (to?.count ?? 0) * 8 + body.count)
         out.append(contentsOf: [0, 0, 0, 0, EventFrame.message])
         for v in [cursor, from, counter, seq] { put(v, &out) }
         out.append((reliable ? reliableFlag : 0) | (to == nil ? 0 : toFlag) | (isValidUTF8(body) ? utf8Flag : 0))
@@ -139,7 +139,7 @@ public struct MessageFrame {
 
     /// Appends the JSON line of this `message` event (CONTROL.md): the very bytes JSON lines carry.
     public func writeLine(into out: inout [UInt8]) {
-        out.reserveCapacity(out.count + 200 + body.count * 7 / 3 + depCount * 40)
+        out.reserveForAppending(200 + body.count * 7 / 3 + depCount * 40)
         out.append(contentsOf: #"{"event":"message","cursor":"#.utf8)
         JSON.writeDecimal(cursor, into: &out)
         out.append(contentsOf: #","msg":""#.utf8)

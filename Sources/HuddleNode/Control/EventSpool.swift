@@ -183,7 +183,10 @@ struct EventSpool {
             at = to
         }
         if at < range.upperBound {
-            pieces.append(ArraySlice(Array(tail[Int(at - tailStart)..<Int(range.upperBound - tailStart)])))
+            // Copied through a pointer: `Array(tail[...])` of the whole tail shares its buffer, and the
+            // next append would copy it (into a buffer of exactly its size) instead.
+            let part = Int(at - tailStart)..<Int(range.upperBound - tailStart)
+            pieces.append(tail.withUnsafeBufferPointer { ArraySlice(Array(UnsafeBufferPointer(rebasing: $0[part]))) })
         }
         return pieces
     }
