@@ -200,11 +200,12 @@ public struct MessageFrame {
         UInt32(p[at]) << 24 | UInt32(p[at + 1]) << 16 | UInt32(p[at + 2]) << 8 | UInt32(p[at + 3])
     }
 
+    /// Big-endian, in one append (not eight: each append checks capacity and uniqueness).
     private static func put(_ v: UInt64, _ out: inout [UInt8]) {
-        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) }
+        withUnsafeBytes(of: v.bigEndian) { out.append(contentsOf: $0) }
     }
 
     private static func put32(_ v: UInt32, _ out: inout [UInt8]) {
-        for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: v >> UInt32(shift))) }
+        withUnsafeBytes(of: v.bigEndian) { out.append(contentsOf: $0) }
     }
 }
