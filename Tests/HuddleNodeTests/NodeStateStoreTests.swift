@@ -55,6 +55,21 @@ import Testing
         #expect(NodeStateStore.batchSum(1, 9, Array(bytes.dropLast())) != whole)
     }
 
+    /// A stored message's checksum: the word-wise one commits write now, and the byte-wise one of a
+    /// data directory written before (a restart after an upgrade); either sees every byte and the seq.
+    @Test func aStoredMessagesChecksumIsEitherFormAndSeesEveryByte() {
+        let bytes = (0..<301).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        for stored in [NodeStateStore.batchSum(5, 0, bytes), NodeStateStore.sum(5, 0, bytes)] {
+            #expect(NodeStateStore.ownSumMatches(5, bytes, stored))
+            #expect(!NodeStateStore.ownSumMatches(6, bytes, stored), "another seq")
+            for i in stride(from: 0, to: bytes.count, by: 7) {
+                var changed = bytes
+                changed[i] ^= 0x04
+                #expect(!NodeStateStore.ownSumMatches(5, changed, stored), "byte \(i) changed")
+            }
+        }
+    }
+
     /// A batch is read back only when it holds exactly its events, each a whole frame.
     @Test func aBatchThatDoesNotHoldItsEventsIsRefused() {
         let events = (1...3).map { NodeStateStore.StoredEvent(cursor: Int64($0), topic: 2, frame: EventFrame.wrap(line: Array("{}\n".utf8))) }
