@@ -1,6 +1,7 @@
 import Foundation
 import HuddleControl
 import HuddleCore
+import HuddleCrypto
 import Testing
 @testable import HuddleNode
 
@@ -53,6 +54,43 @@ import Testing
         }
         #expect(NodeStateStore.batchSum(2, 9, bytes) != whole && NodeStateStore.batchSum(1, 8, bytes) != whole)
         #expect(NodeStateStore.batchSum(1, 9, Array(bytes.dropLast())) != whole)
+    }
+
+    /// This member's broadcasts, a record per commit (`OwnBatch`): a load returns those from the
+    /// last commit's `ownFrom` on, in seq order, each as it was signed; a batch cut short or out of
+    /// its range is refused.
+    @Test func storedBroadcastsAreBatchedPerCommitAndLoadFromTheLastOwnFrom() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (store, _) = try NodeStateStore.open(directory: dir)
+        let io = NodeIO()
+        defer { io.blockingRun { store.close() } }
+        let identity = Identity(seed: [UInt8](repeating: 5, count: 32))
+        let signed = MessageBatch.sign((1...9).map { WireMessage(from: MemberID(raw: 7), counter: UInt64($0), seq: UInt64($0), to: nil, body: [UInt8]($0...$0 + 40)) },
+                                       identity: identity)
+        try io.blockingRun {
+            try store.commit(events: [], firstRetained: 1, lastCursor: 0, point: point(4), own: Array(signed[0..<4]), ownFrom: 1, parts: [])
+            try store.commit(events: [], firstRetained: 1, lastCursor: 0, point: point(7), own: Array(signed[4..<7]), ownFrom: 3, parts: [])
+        }
+        #expect(try store.load()?.own.map(\.message.seq) == [3, 4, 5, 6, 7], "from the last ownFrom on; the first batch kept for 3 and 4")
+        try io.blockingRun { try store.commit(events: [], firstRetained: 1, lastCursor: 0, point: point(9), own: Array(signed[7...]), ownFrom: 6, parts: []) }
+        let loaded = try #require(try store.load())
+        #expect(loaded.own.map(\.message.seq) == [6, 7, 8, 9], "the first batch dropped whole, the second's older ones skipped")
+        #expect(loaded.own.map { $0.encoded() } == signed[5...].map { $0.encoded() }, "each as it was signed")
+
+        let batch = try #require(NodeStateStore.OwnBatch(Array(signed[0..<3])))
+        #expect(batch.first == 1 && batch.last == 3 && batch.messages()?.count == 3)
+        #expect(NodeStateStore.OwnBatch(first: 1, last: 3, data: batch.data.dropLast()).messages() == nil, "cut short")
+        #expect(NodeStateStore.OwnBatch(first: 2, last: 3, data: batch.data).messages() == nil, "a seq below its range")
+        #expect(NodeStateStore.OwnBatch(first: 1, last: 2, data: batch.data).messages() == nil, "a seq above its range")
+        #expect(NodeStateStore.OwnBatch(first: 1, last: 3, data: [0, 0, 0, 9, 1]).messages() == nil, "a length past the end")
+        #expect(NodeStateStore.OwnBatch([SignedMessage]()) == nil)
+        // A commit of large messages writes them as several batches of about `batchBytes`.
+        let large = MessageBatch.sign((1...5).map { WireMessage(from: MemberID(raw: 7), counter: UInt64($0), seq: UInt64($0), to: nil, body: [UInt8](repeating: 1, count: 100 << 10)) },
+                                      identity: identity)
+        let batches = NodeStateStore.OwnBatch.batches(large)
+        #expect(batches.map(\.first) == [1, 4] && batches.map(\.last) == [3, 5])
+        #expect(batches.flatMap { $0.messages() ?? [] }.map { $0.encoded() } == large.map { $0.encoded() })
     }
 
     /// A stored message's checksum: the word-wise one commits write now, and the byte-wise one of a
