@@ -78,34 +78,19 @@ import Testing
         #expect(loaded.own.map(\.message.seq) == [6, 7, 8, 9], "the first batch dropped whole, the second's older ones skipped")
         #expect(loaded.own.map { $0.encoded() } == signed[5...].map { $0.encoded() }, "each as it was signed")
 
-        let batch = try #require(NodeStateStore.OwnBatch(Array(signed[0..<3])))
+        let batch = try #require(NodeStateStore.OwnBatch.batches(Array(signed[0..<3])).first)
         #expect(batch.first == 1 && batch.last == 3 && batch.messages()?.count == 3)
         #expect(NodeStateStore.OwnBatch(first: 1, last: 3, data: batch.data.dropLast()).messages() == nil, "cut short")
         #expect(NodeStateStore.OwnBatch(first: 2, last: 3, data: batch.data).messages() == nil, "a seq below its range")
         #expect(NodeStateStore.OwnBatch(first: 1, last: 2, data: batch.data).messages() == nil, "a seq above its range")
         #expect(NodeStateStore.OwnBatch(first: 1, last: 3, data: [0, 0, 0, 9, 1]).messages() == nil, "a length past the end")
-        #expect(NodeStateStore.OwnBatch([SignedMessage]()) == nil)
+        #expect(NodeStateStore.OwnBatch.batches([]).isEmpty)
         // A commit of large messages writes them as several batches of about `batchBytes`.
         let large = MessageBatch.sign((1...5).map { WireMessage(from: MemberID(raw: 7), counter: UInt64($0), seq: UInt64($0), to: nil, body: [UInt8](repeating: 1, count: 100 << 10)) },
                                       identity: identity)
         let batches = NodeStateStore.OwnBatch.batches(large)
         #expect(batches.map(\.first) == [1, 4] && batches.map(\.last) == [3, 5])
         #expect(batches.flatMap { $0.messages() ?? [] }.map { $0.encoded() } == large.map { $0.encoded() })
-    }
-
-    /// A stored message's checksum: the word-wise one commits write now, and the byte-wise one of a
-    /// data directory written before (a restart after an upgrade); either sees every byte and the seq.
-    @Test func aStoredMessagesChecksumIsEitherFormAndSeesEveryByte() {
-        let bytes = (0..<301).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-        for stored in [NodeStateStore.batchSum(5, 0, bytes), NodeStateStore.sum(5, 0, bytes)] {
-            #expect(NodeStateStore.ownSumMatches(5, bytes, stored))
-            #expect(!NodeStateStore.ownSumMatches(6, bytes, stored), "another seq")
-            for i in stride(from: 0, to: bytes.count, by: 7) {
-                var changed = bytes
-                changed[i] ^= 0x04
-                #expect(!NodeStateStore.ownSumMatches(5, changed, stored), "byte \(i) changed")
-            }
-        }
     }
 
     /// A batch is read back only when it holds exactly its events, each a whole frame.

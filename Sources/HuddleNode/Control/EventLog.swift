@@ -223,7 +223,7 @@ struct EventLog {
 
     /// The spool keeps the events not yet handed to a commit in memory (`EventSpool.keep(from:)`).
     /// (Keeping those of the commit in flight too, for subscribers, was tried: no throughput gain —
-    /// the `pread` calls seen were SQLite's — and 3–4 MiB more peak RSS in the 16 KiB row.)
+    /// the `pread` calls seen were SQLite's.)
     private mutating func keepUncommitted() {
         guard let durable else { return spool.keep(from: .max) }
         spool.keep(from: offset(max(max(durable, taken ?? durable) &+ 1, first)))

@@ -9,8 +9,8 @@ import HuddleCore
 /// stored broadcasts, written in transactions, so a crash at any instant leaves the state of the
 /// last commit whole (SQLite's journal, with its checksummed frames, cuts a torn tail). Events are
 /// written a commit's batch at a time (`EventBatch`: one record, however many events; a group
-/// commit), never one record per event; so are this member's broadcasts (`OwnBatch`). Chunks stay files (`ChunkStore`). The directory is locked
-/// (`flock` on `lock`) while a node runs on it.
+/// commit), never one record per event; so are this member's broadcasts (`OwnBatch`). Chunks stay
+/// files (`ChunkStore`). The directory is locked (`flock` on `lock`) while a node runs on it.
 ///
 /// Durability: `synchronous=NORMAL` — a commit survives the process being killed at any instant;
 /// a power loss can lose the last commits, never the database's consistency.
@@ -207,7 +207,7 @@ final class NodeStateStore: Sendable {
                 }
                 for row in try Row.fetchAll(db, sql: "SELECT seq, message, sum FROM own") {
                     let seq: Int64 = row[0], bytes: Data = row[1]
-                    guard ownSumMatches(seq, Array(bytes), row[2]) else { return "stored message \(seq) fails its checksum" }
+                    guard sum(seq, 0, Array(bytes)) == row[2] as Int64 else { return "stored message \(seq) fails its checksum" }
                     do { _ = try SignedMessage.decode(Array(bytes)) } catch { return "stored message \(seq): \(error)" }
                 }
                 for row in try Row.fetchAll(db, sql: "SELECT first, last, data, sum FROM own_batches") {
@@ -375,8 +375,8 @@ final class NodeStateStore: Sendable {
         return Int64(bitPattern: hash)
     }
 
-    /// A numbered record's checksum (a v1 event: cursor and topic; a stored message written before
-    /// `ownSumMatches`: seq and 0), with no string made per record.
+    /// A numbered record's checksum (a v1 event: cursor and topic; a v2 run's stored message: seq
+    /// and 0), with no string made per record.
     static func sum(_ a: Int64, _ b: Int64, _ bytes: [UInt8]) -> Int64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for shift in stride(from: 0, to: 128, by: 8) {
@@ -385,14 +385,6 @@ final class NodeStateStore: Sendable {
         }
         for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         return Int64(bitPattern: hash)
-    }
-
-    /// Whether a stored message's checksum is `stored`: `batchSum(seq, 0, bytes)` as commits write it
-    /// since `sum`, a step per byte, was found in 137 of 723 samples of the sender's commits (perf,
-    /// the 256 B throughput row), or `sum(seq, 0, bytes)` as a data directory written
-    /// before holds it (a restart after an upgrade resumes from it).
-    static func ownSumMatches(_ seq: Int64, _ bytes: [UInt8], _ stored: Int64) -> Bool {
-        batchSum(seq, 0, bytes) == stored || sum(seq, 0, bytes) == stored
     }
 
     /// A batch of events' checksum (`EventBatch`): FNV-1a's step over its first and last cursor and

@@ -5,8 +5,9 @@ extension NodeStateStore {
     /// `data` holds each one's length (4 bytes, big-endian) and then its encoding
     /// (`SignedMessage.encoded()`), in seq order. A record per message made every commit rewrite
     /// the B-tree's pages at both ends of the table (the new messages, and the acknowledged ones
-    /// dropped): at the 256 B row's sender SQLite wrote 29 MB a second to its WAL for about 8 MB
-    /// of records (strace). Whole records are dropped instead, once `ownFrom` passed their last.
+    /// dropped). Whole records are dropped instead, once `ownFrom` passed their last. With
+    /// `secure_delete=FAST`, the 256 B row's sender wrote 3.9–4.9 bytes to the WAL per byte of
+    /// spooled events instead of 6.3–6.7 (strace over 2 s; this change or FAST alone: 6.3 and 6.7).
     struct OwnBatch: Sendable {
         var first: Int64
         var last: Int64
@@ -16,37 +17,18 @@ extension NodeStateStore {
         /// several, so it never holds them all in one buffer (and its copy for SQLite) at once.
         static let batchBytes = 256 << 10
 
-        /// `messages` (in seq order) as one batch; nil when there are none.
-        init?(_ messages: some Collection<SignedMessage>) {
-            guard let head = messages.first else { return nil }
-            first = Int64(clamping: head.message.seq)
-            last = first
-            data = []
-            for signed in messages { append(signed, signed.encoded()) }
-        }
-
         /// `messages` (in seq order) as batches of about `batchBytes` each.
         static func batches(_ messages: [SignedMessage]) -> [OwnBatch] {
             var out: [OwnBatch] = []
             for signed in messages {
+                let seq = Int64(clamping: signed.message.seq)
+                if out.last.map({ $0.data.count >= batchBytes }) ?? true { out.append(OwnBatch(first: seq, last: seq, data: [])) }
                 let bytes = signed.encoded()
-                if var current = out.last, current.data.count < batchBytes {
-                    out.removeLast()
-                    current.append(signed, bytes)
-                    out.append(current)
-                } else {
-                    var batch = OwnBatch(first: Int64(clamping: signed.message.seq), last: 0, data: [])
-                    batch.append(signed, bytes)
-                    out.append(batch)
-                }
+                withUnsafeBytes(of: UInt32(clamping: bytes.count).bigEndian) { out[out.count - 1].data.append(contentsOf: $0) }
+                out[out.count - 1].data.append(contentsOf: bytes)
+                out[out.count - 1].last = seq
             }
             return out
-        }
-
-        private mutating func append(_ signed: SignedMessage, _ bytes: [UInt8]) {
-            withUnsafeBytes(of: UInt32(clamping: bytes.count).bigEndian) { data.append(contentsOf: $0) }
-            data.append(contentsOf: bytes)
-            last = Int64(clamping: signed.message.seq)
         }
 
         init(first: Int64, last: Int64, data: [UInt8]) {
@@ -67,7 +49,7 @@ extension NodeStateStore {
                 at += 4
                 guard length <= data.count - at, let signed = try? SignedMessage.decode(Array(data[at..<(at + length)])) else { return nil }
                 let seq = Int64(clamping: signed.message.seq)
-                guard seq >= first, seq <= last, seq > Int64(clamping: out.last?.message.seq ?? 0) || out.isEmpty else { return nil }
+                guard seq >= first, seq <= last, out.last.map({ seq > Int64(clamping: $0.message.seq) }) ?? true else { return nil }
                 out.append(signed)
                 at += length
             }
