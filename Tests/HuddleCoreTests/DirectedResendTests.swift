@@ -113,7 +113,7 @@ private func receive(_ x: inout SessionCore, _ messages: [LinkMessage], from: Me
     _ = receive(&b, ab, from: aInfo, now: 2)
 
     // 16 KiB directed messages that b does not acknowledge yet: a's sends wait (busy) at
-    // `DirectedOutbox.limitBytes`, a quarter of the store's bound, with nothing stored for repair.
+    // `DirectedOutbox.limitBytes`, half the store's bound, with nothing stored for repair.
     let body = [UInt8](repeating: 7, count: 16 << 10)
     var sent: [LinkMessage] = []
     var refusal: SessionCore.SendRefusal?
@@ -129,7 +129,7 @@ private func receive(_ x: inout SessionCore, _ messages: [LinkMessage], from: Me
     #expect(refusal == .busy(storedBytes: 0), "sends wait: \(String(describing: refusal))")
     let kept = a.broadcast.directedOut.bytes
     #expect(kept >= DirectedOutbox.limitBytes && kept < DirectedOutbox.limitBytes + body.count + 128)
-    #expect(DirectedOutbox.limitBytes * 4 <= CausalBroadcast.Settings().storeLimitBytes)
+    #expect(DirectedOutbox.limitBytes * 2 <= CausalBroadcast.Settings().storeLimitBytes)
 
     // b delivers them and acknowledges on its next journal tick: a may send again.
     #expect(receive(&b, sent, from: aInfo, now: 3).count == a.broadcast.directedOut.count(for: bInfo.id))

@@ -247,3 +247,64 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     let (directed, _) = try again.send(body: [4], to: nil, reliable: false)
     #expect(next.counter > unreliable.counter && directed.counter > unreliable.counter, "no message id of the earlier run is used again")
 }
+
+/// The digests `effects` send to `peer` alone (early digests, `progressDigests`).
+private func earlyDigests(_ effects: [SessionEffect], to peer: MemberID) -> [CausalBroadcast.Digest] {
+    effects.compactMap { if case let .sendLink(p, .digest(d, _)) = $0, p == peer { d } else { nil } }
+}
+
+/// Sends `count` broadcasts of 64 KiB from a and hands b every link message they make; b's effects.
+private func stream(_ p: inout Pair, count: Int, now: Double) throws -> [SessionEffect] {
+    var out: [SessionEffect] = []
+    for _ in 0..<count {
+        let (_, sent) = try p.a.send(body: [UInt8](repeating: 7, count: 64 * 1024), to: nil, reliable: true)
+        for message in linkMessages(sent + p.a.flushBatch(), to: p.bInfo.id) {
+            out += p.b.receiveLink(message, from: p.aInfo.id, addr: testAddr("a"), now: now)
+        }
+    }
+    return out
+}
+
+@Test func aMemberThatDeliveredASixteenthOfTheStoreLimitOfOneOriginTellsThatOriginAtOnceAtMostOncePerGap() throws {
+    var p = Pair()
+    let perMessage = 64 * 1024
+    let below = SessionCore.progressDigestBytes / perMessage - 1
+    #expect(below >= 1 && SessionCore.progressDigestBytes % perMessage == 0)
+    // Below the threshold: only the periodic digest acknowledges.
+    var effects = try stream(&p, count: below, now: 2)
+    #expect(delivered(effects).count == below)
+    #expect(earlyDigests(effects, to: p.aInfo.id).isEmpty, "\(below * perMessage) bytes delivered is not yet due")
+    // The message that reaches it: one digest to the origin, saying everything delivered so far.
+    effects = try stream(&p, count: 1, now: 2)
+    let early = earlyDigests(effects, to: p.aInfo.id)
+    #expect(early.count == 1)
+    #expect(early.first?.delivered[p.aInfo.id] == UInt64(below + 1))
+    #expect(!effects.contains { if case .sendToLinks = $0 { true } else { false } }, "to the origin alone")
+    // Another threshold's worth within the gap: none; past the gap, the next delivery sends one.
+    effects = try stream(&p, count: below + 1, now: 2 + SessionCore.progressDigestGap / 2)
+    #expect(earlyDigests(effects, to: p.aInfo.id).isEmpty, "at most one per gap")
+    effects = try stream(&p, count: 1, now: 2 + SessionCore.progressDigestGap)
+    #expect(earlyDigests(effects, to: p.aInfo.id).first?.delivered[p.aInfo.id] == UInt64(2 * below + 3))
+    // The origin, told, drops what every member now has.
+    let stored = p.a.broadcast.storedCount
+    #expect(stored == 2 * below + 3)
+    for digest in earlyDigests(effects, to: p.aInfo.id) {
+        _ = p.a.receiveLink(.digest(digest, activity: p.b.activity.stamp), from: p.bInfo.id, addr: testAddr("b"), now: 3)
+    }
+    #expect(p.a.broadcast.storedCount == 0, "acknowledged by b, the only other member: \(p.a.broadcast.storedCount) still stored")
+}
+
+@Test func aPeriodicDigestStartsTheCountAgainAndAnUnlinkedOriginIsSentNothing() throws {
+    var p = Pair()
+    let perMessage = 64 * 1024
+    let below = SessionCore.progressDigestBytes / perMessage - 1
+    _ = try stream(&p, count: below, now: 2)
+    let periodic = p.b.tick(now: 2.5)
+    #expect(periodic.contains { if case .sendToLinks(.digest) = $0 { true } else { false } }, "\(periodic)")
+    var effects = try stream(&p, count: 1, now: 2.5)
+    #expect(earlyDigests(effects, to: p.aInfo.id).isEmpty, "the periodic digest acknowledged the first \(below)")
+    _ = p.b.linkDown(p.aInfo.id, settled: false, now: 2.6)
+    effects = try stream(&p, count: below + 1, now: 3)
+    #expect(delivered(effects).count == below + 1)
+    #expect(earlyDigests(effects, to: p.aInfo.id).isEmpty, "no link to the origin: nothing to send on")
+}

@@ -143,7 +143,7 @@ struct CountsAndBudgetsAttackTests {
             return ["alive", "suspect"].contains(record?["state"]?.stringValue ?? "")
         }
         try await eventually("a to know mallory") { try await malloryIsLive() }
-        // Fill a's store: 30 KB sends until one is `busy` (16 MiB unacknowledged by mallory), or 1,200.
+        // Fill a's store: 30 KB sends until one is `busy` (8 MiB unacknowledged by mallory), or 1,200.
         let body = JSON.string(String(repeating: "m", count: 30_000))
         var sent = 0, busy = 0
         while sent < 1_200 && busy == 0 {

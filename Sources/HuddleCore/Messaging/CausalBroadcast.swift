@@ -68,12 +68,14 @@ public struct CausalBroadcast: Sendable {
         /// Stored bytes at which the shell applies backpressure to new sends. Every member keeps
         /// a message until every member has acknowledged it, so while one origin streams, each
         /// member's store holds about what the origin's holds: this bounds it at every member, per
-        /// sending origin. 16 MiB is a quarter second of a 64 MB/s stream, more than
-        /// acknowledgements take to come back under pressure (a digest every 0.1 s, collection
-        /// every `pressedCollectInterval`); at 64 MiB the store alone was the largest part of a
-        /// node's memory in the 16 KiB throughput benchmark (27 MiB at a receiver, 56 MiB at the
-        /// sender, heaptrack).
-        public var storeLimitBytes = 16 << 20
+        /// sending origin. 8 MiB is an eighth of a second of a 64 MB/s stream; members that keep
+        /// up acknowledge every sixteenth of it at once (`SessionCore.progressDigestBytes`), and
+        /// collection runs every `pressedCollectInterval` under pressure. At 64 MiB the store alone
+        /// was the largest part of a node's memory in the 16 KiB throughput benchmark (27 MiB at a
+        /// receiver, 56 MiB at the sender, heaptrack); at 16 MiB a relay that is also a member,
+        /// with the stream's other member behind its relay budget, held 15 MiB of message bodies
+        /// at its peak (heaptrack, huddle-bench's reach row, 2026-11-28).
+        public var storeLimitBytes = 8 << 20
         /// How long messages are kept for a member that failed, so that it can repair them when it
         /// comes back (a healed partition, a resumed process). 0 turns retention off.
         public var retainForFailed: Double = 600

@@ -17,7 +17,7 @@
 /// - sends wait once `limitBytes` are kept (`isFull`), however much room the broadcast's store has:
 ///   each kept message is also queued, encoded, on the link to its recipient until written, so what
 ///   a sender of directed messages holds about twice what waits here (bounded by the store's
-///   16 MiB alone, up to 32 MiB of them);
+///   8 MiB alone, up to 16 MiB of them);
 /// - a recipient that is no longer a live member has its messages dropped (`keepOnly`) and counted.
 public struct DirectedOutbox: Sendable {
     /// Bytes kept at which this member's sends wait (`isFull`). Well over what an acknowledgement

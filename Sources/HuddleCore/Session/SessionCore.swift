@@ -99,6 +99,11 @@ public struct SessionCore: Sendable {
     private var digestSentTo: Set<MemberID> = []
     private var journalAt = -Double.infinity
     private var digestAt = -Double.infinity
+    /// Per origin, bytes of its broadcasts delivered here since a digest last went to it, and when
+    /// one last went to it early (`progressDigests`). Only members' messages are delivered, so
+    /// it has at most one entry per member.
+    var deliveredSinceDigest: [MemberID: Int] = [:]
+    var progressDigestAt: [MemberID: Double] = [:]
     /// Seconds to add to `now` for the wall clock (seconds since 1970): the activity's hybrid
     /// Lamport times (`ActivityRegister`). The shell sets it (`setWallClock`); 0 reads `now` as the
     /// wall clock (the simulator, pure tests).
@@ -238,6 +243,7 @@ public struct SessionCore: Sendable {
             lastDigest = digest
             lastDigestAt = now
             digestSentTo = planner.linked
+            deliveredSinceDigest.removeAll(keepingCapacity: true)
             return [.sendToLinks(digest)]
         }
         let fresh = planner.linked.subtracting(digestSentTo).sorted()
@@ -482,7 +488,7 @@ public struct SessionCore: Sendable {
     }
     /// A message whose signature was verified (`receiveSigned`, `receiveBatch`).
     public mutating func receive(verified signed: SignedMessage, now: Double) -> [SessionEffect] {
-        broadcastEffects(broadcast.receive(signed), now: now)
+        broadcastEffects(broadcast.receive(signed), now: now) + progressDigests(now: now)
     }
 
     /// What broadcast decided: application messages are delivered by the shell, journal entries
@@ -492,6 +498,7 @@ public struct SessionCore: Sendable {
         for action in actions {
             switch action {
             case let .deliver(signed):
+                noteDelivered(signed.message)
                 switch signed.message.kind {
                 case .application: out.append(.deliver(signed))
                 case .journal:
@@ -572,7 +579,7 @@ public struct SessionCore: Sendable {
             out = []
         case let .unreliable(m): out = receiveUnreliable(m, from: peer)
         }
-        return out + congestionCleared(since: congested) + firstRefusals(since: counted)
+        return out + progressDigests(now: now) + congestionCleared(since: congested) + firstRefusals(since: counted)
     }
 
     /// Counts a refused input; the first of its reason becomes a `.refused` effect (logged once).

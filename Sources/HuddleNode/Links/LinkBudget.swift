@@ -28,7 +28,7 @@ enum LinkBudget {
     static let defaultStallSeconds = 60.0
     /// Bytes queued for one peer at which its link is closed at once. What an honest peer can
     /// make wait is bounded well below it: requests for bulk answers stop at `backlogBytes`, and
-    /// this member's own broadcasts by the store limit (16 MiB of unacknowledged messages).
+    /// this member's own broadcasts by the store limit (8 MiB of unacknowledged messages).
     static let hardLimitBytes = 64 << 20
 }
 

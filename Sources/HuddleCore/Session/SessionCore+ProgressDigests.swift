@@ -1,0 +1,53 @@
+/// Digests sent early to an origin that streams (issue 36, the relay's memory; issue 40).
+///
+/// A sender's broadcasts count against its store until every member has acknowledged them, and
+/// its sends wait while the store is full (`CausalBroadcast.isCongested`); members acknowledge in
+/// digests, every `digestInterval`. So a stream's window is the store limit, and at the interval
+/// alone a fast stream spends part of each round waiting for the next digest. Here a member that
+/// has delivered `progressDigestBytes` of one origin's broadcasts since it last told it sends that
+/// origin its digest at once, at most every `progressDigestGap` per origin: the origin's store
+/// drains as fast as its members deliver, so the store limit can be small (every member holds
+/// about what the origin holds: a relay that is also a member, with one slow member behind it,
+/// holds the whole window) without slowing a stream that everyone keeps up with.
+///
+/// Guarantees (pure): an early digest goes only to the origin itself, only over a link that is
+/// up, at most once per `progressDigestGap` per origin; a quiet or slow stream adds nothing (below
+/// `progressDigestBytes` per interval the periodic digest is the only one); both tables hold at
+/// most one entry per member.
+extension SessionCore {
+    /// Bytes of one origin's broadcasts delivered here that make an early digest due: a sixteenth
+    /// of the store limit, so an origin's store drains in steps well under its limit.
+    public static let progressDigestBytes = CausalBroadcast.Settings().storeLimitBytes / 16
+    /// The shortest time between two early digests to one origin (50 a second at most).
+    public static let progressDigestGap = 0.02
+
+    /// Counts a delivered broadcast of its origin towards an early digest.
+    mutating func noteDelivered(_ message: WireMessage) {
+        guard message.seq != 0 else { return }  // directed messages are acknowledged on their own (`directedAck`)
+        let sofar = deliveredSinceDigest[message.from] ?? 0
+        deliveredSinceDigest[message.from] = min(sofar, Self.progressDigestBytes) + message.body.count
+    }
+
+    /// The early digests due at `now` (see the type's comment).
+    mutating func progressDigests(now: Double) -> [SessionEffect] {
+        guard !deliveredSinceDigest.isEmpty else { return [] }
+        var due: [MemberID] = []
+        for (origin, bytes) in deliveredSinceDigest where bytes >= Self.progressDigestBytes {
+            guard now >= (progressDigestAt[origin] ?? -.infinity) + Self.progressDigestGap else { continue }
+            due.append(origin)
+        }
+        guard !due.isEmpty else { return [] }
+        if progressDigestAt.count > swim.members.count {
+            progressDigestAt = progressDigestAt.filter { swim.members[$0.key] != nil }
+        }
+        let digest = LinkMessage.digest(broadcast.digest(), activity: activity.stamp)
+        var out: [SessionEffect] = []
+        for origin in due.sorted() {
+            deliveredSinceDigest[origin] = nil
+            guard planner.linked.contains(origin) else { continue }
+            progressDigestAt[origin] = now
+            out.append(.sendLink(origin, digest))
+        }
+        return out
+    }
+}
