@@ -117,7 +117,10 @@ struct NodeShell: SessionShell {
 
     /// False once the spawner has finished (the node stopped): it runs nothing then.
     func scheduleFlush() -> Bool {
-        node.spawner.spawn { [node] in await node.flushScheduledBatch() }
+        node.spawner.spawn { [node] in
+            if let delay = FlushDelay.value { try? await Task.sleep(for: delay) }
+            await node.flushScheduledBatch()
+        }
     }
 
     func congestionCleared() { node.assumeIsolated { $0.wake(.congestion) } }

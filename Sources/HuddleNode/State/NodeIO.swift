@@ -38,7 +38,7 @@ final class NodeIO: Sendable {
     }
 
     /// A test delay's value: milliseconds in 1...`maximumDelayMs`, else none.
-    private static func delay(_ text: String?) -> Duration? {
+    static func delay(_ text: String?) -> Duration? {
         guard let text, let ms = Int(text), ms > 0, ms <= maximumDelayMs else { return nil }
         return .milliseconds(ms)
     }
