@@ -231,7 +231,8 @@ public enum ControlRequest: Sendable, Equatable {
             }
             envelope = Array(data)
         }
-        return Send(body: envelope + body, to: to, reliable: try optionalBool(r, "reliable") ?? true, envelope: envelope.count)
+        // Without an envelope the body is the one decoded above: `[] + body` would copy it again.
+        return Send(body: envelope.isEmpty ? body : envelope + body, to: to, reliable: try optionalBool(r, "reliable") ?? true, envelope: envelope.count)
     }
 
     /// The largest `send` envelope (SessionCore.envelopeAllowance; HuddleControl does not link HuddleCore).
