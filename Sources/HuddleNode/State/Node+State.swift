@@ -11,7 +11,9 @@ struct HeldEffects {
     /// its place: that link's own link-up (hello, directed messages not acknowledged, in order)
     /// comes first there, and a directed message decided for the old link would overtake the ones
     /// resent before it.
-    var linkAt: [MemberID: ObjectIdentifier?] = [:]
+    /// The handle itself, not its `ObjectIdentifier`: a closed link's handle freed while these
+    /// wait could have its address reused by the link that replaced it.
+    var linkAt: [MemberID: LinkHandle?] = [:]
 }
 
 /// What the last completed commit made durable: what may leave without waiting for another.
@@ -140,7 +142,7 @@ extension Node {
             held.removeFirst()
             perform(first.linkAt.isEmpty ? first.effects : first.effects.filter { effect in
                 guard case let .sendLink(peer, _) = effect, let decidedFor = first.linkAt[peer] else { return true }
-                return links[peer].map(ObjectIdentifier.init) == decidedFor
+                return links[peer] === decidedFor
             })
         }
     }
@@ -189,8 +191,8 @@ extension Node {
 
     /// `effects` held until commit `after`, with the link each `sendLink` among them was decided for.
     private func heldEffects(_ effects: [SessionEffect], after: UInt64) -> HeldEffects {
-        var linkAt: [MemberID: ObjectIdentifier?] = [:]
-        for case let .sendLink(peer, _) in effects where linkAt[peer] == nil { linkAt[peer] = .some(links[peer].map(ObjectIdentifier.init)) }
+        var linkAt: [MemberID: LinkHandle?] = [:]
+        for case let .sendLink(peer, _) in effects where linkAt[peer] == nil { linkAt[peer] = .some(links[peer]) }
         return HeldEffects(effects: effects, after: after, linkAt: linkAt)
     }
 
