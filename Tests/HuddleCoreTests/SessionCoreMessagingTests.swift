@@ -268,8 +268,8 @@ private func stream(_ p: inout Pair, count: Int, now: Double) throws -> [Session
 @Test func aMemberThatDeliveredASixteenthOfTheStoreLimitOfOneOriginTellsThatOriginAtOnceAtMostOncePerGap() throws {
     var p = Pair()
     let perMessage = 64 * 1024
-    let below = SessionCore.progressDigestBytes / perMessage - 1
-    #expect(below >= 1 && SessionCore.progressDigestBytes % perMessage == 0)
+    let below = p.b.progressDigestBytes / perMessage - 1
+    #expect(below >= 1 && p.b.progressDigestBytes % perMessage == 0)
     // Below the threshold: only the periodic digest acknowledges.
     var effects = try stream(&p, count: below, now: 2)
     #expect(delivered(effects).count == below)
@@ -297,7 +297,7 @@ private func stream(_ p: inout Pair, count: Int, now: Double) throws -> [Session
 @Test func aPeriodicDigestStartsTheCountAgainAndAnUnlinkedOriginIsSentNothing() throws {
     var p = Pair()
     let perMessage = 64 * 1024
-    let below = SessionCore.progressDigestBytes / perMessage - 1
+    let below = p.b.progressDigestBytes / perMessage - 1
     _ = try stream(&p, count: below, now: 2)
     let periodic = p.b.tick(now: 2.5)
     #expect(periodic.contains { if case .sendToLinks(.digest) = $0 { true } else { false } }, "\(periodic)")
@@ -307,4 +307,9 @@ private func stream(_ p: inout Pair, count: Int, now: Double) throws -> [Session
     effects = try stream(&p, count: below + 1, now: 3)
     #expect(delivered(effects).count == below + 1)
     #expect(earlyDigests(effects, to: p.aInfo.id).isEmpty, "no link to the origin: nothing to send on")
+}
+
+@Test func retentionForFailedMembersGivesWayWellBeforeSendsWait() {
+    let settings = CausalBroadcast.Settings()
+    #expect(settings.retainBytes * 2 <= settings.storeLimitBytes, "retention (and a laggard's hold) is dropped before the store is full")
 }

@@ -80,8 +80,9 @@ public struct CausalBroadcast: Sendable {
         /// comes back (a healed partition, a resumed process). 0 turns retention off.
         public var retainForFailed: Double = 600
         /// Stored bytes above which messages are no longer kept for failed members (well under
-        /// `storeLimitBytes`: retention must never hold live members' sends back).
-        public var retainBytes = 8 << 20
+        /// `storeLimitBytes`: retention must never hold live members' sends back; half of it, as
+        /// when the limit was 16 MiB and this 8).
+        public var retainBytes = 4 << 20
         /// How long a message may wait for an origin it depends on that this member has never
         /// heard of: membership news and the origin's link arrive within seconds; past this the
         /// origin is taken to be gone (it failed before this member learned of it).

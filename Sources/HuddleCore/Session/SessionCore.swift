@@ -104,6 +104,9 @@ public struct SessionCore: Sendable {
     /// it has at most one entry per member.
     var deliveredSinceDigest: [MemberID: Int] = [:]
     var progressDigestAt: [MemberID: Double] = [:]
+    /// Some origin in `deliveredSinceDigest` reached `progressDigestBytes`: only then does an
+    /// input look through the table.
+    var progressDigestDue = false
     /// Seconds to add to `now` for the wall clock (seconds since 1970): the activity's hybrid
     /// Lamport times (`ActivityRegister`). The shell sets it (`setWallClock`); 0 reads `now` as the
     /// wall clock (the simulator, pure tests).
@@ -244,6 +247,7 @@ public struct SessionCore: Sendable {
             lastDigestAt = now
             digestSentTo = planner.linked
             deliveredSinceDigest.removeAll(keepingCapacity: true)
+            progressDigestDue = false
             return [.sendToLinks(digest)]
         }
         let fresh = planner.linked.subtracting(digestSentTo).sorted()
