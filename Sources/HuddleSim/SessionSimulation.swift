@@ -307,9 +307,10 @@ public final class SessionSimulation {
     private let nat: SimNATMap
     private var sentTo: Set<Int> = []
     private var punchDials: [Int: (at: Double, addrs: [String], initiator: Bool)] = [:]
-    /// Each member's ends of circuits (key member * members + peer): the relay; and the bytes
-    /// from the relay not yet a whole link message, with the relayed link's generation.
-    private var circuitEnds: [Int: Int] = [:]
+    /// Each member's ends of circuits (key member * members + peer): the relay and the shared
+    /// shell's serial for the end; and the bytes from the relay not yet a whole link message, with
+    /// the relayed link's generation.
+    private var circuitEnds: [Int: (via: Int, serial: UInt64)] = [:]
     private var circuitInbox: [Int: (generation: UInt64, bytes: [UInt8])] = [:]
     /// What a member that is to restart kept when it crashed (`SessionScenario.restarts`).
     private var kept: [Int: (point: ResumePoint, own: [SignedMessage])] = [:]
@@ -325,8 +326,8 @@ public final class SessionSimulation {
     private var sendingFrom = 0.0
     private var trace: SimTrace?
     private var needsFlush: Set<Int> = []
-    /// Per member leaving: the chunks it pushed, and until when it waits for them to be held elsewhere.
-    private var leaving: [Int: (pushed: [(id: String, index: Int)], until: Double)] = [:]
+    /// Members leaving (their hand-off and its wait run in the shared shell, `SessionShell+Leave`).
+    private var leaving: Set<Int> = []
     /// Members that left for good (`SessionScenario.leaves`).
     private var leftMembers: Set<Int> = []
     private var hostile: HostileMember?
@@ -557,33 +558,33 @@ public final class SessionSimulation {
             guard let a = scenario.attachment, let m = manifest, isUp(a.uploader) else { return }
             if let effects = try? cores[a.uploader]!.core.removeAttachment(m.id, now: now) { execute(a.uploader, effects) }
         case let .leave(i):
-            guard isUp(i), leaving[i] == nil else { return }
+            guard isUp(i), !leaving.contains(i) else { return }
             trace?.record(.leave, at: now, UInt64(i))
-            let plan = cores[i]!.core.beginLeave(.request(handOffWait: nil))
-            execute(i, plan.effects)
-            var pushed: [(id: String, index: Int)] = []
-            for (peer, id, index) in plan.handOff {
-                // As the node: each planned chunk read from the store and pushed over the peer's link.
-                guard let j = indexByID[peer], let hash = held[i][id]?[index], let gen = links[linkKey(i, j)]?.generation else { continue }
+            leaving.insert(i)
+            let leaver = shell(i)
+            leaver.beginLeave(.request(handOffWait: nil))
+            while let (peer, id, index) = leaver.nextHandOff() {
+                // As the node: each chunk read from the store and pushed over the peer's link.
+                guard let j = indexByID[peer], let hash = held[i][id]?[index], let gen = links[linkKey(i, j)]?.generation else {
+                    leaver.handOffFailed(id: id, index: index)
+                    continue
+                }
                 let length = manifest.map { $0.plainLength(of: index) + AEAD.tagLength } ?? Self.chunkSize
                 report.chunkTransfers += 1
+                report.handedOffPushed += 1
                 queue.schedule(.chunk(to: j, from: i, generation: gen, id: id, index: index, hash: hash), at: arrival(from: i, to: j, bytes: length))
-                pushed.append((id, index))
             }
-            report.handedOffPushed += pushed.count
-            leaving[i] = (pushed, now + plan.handOffWait)
             queue.schedule(.leaveWaits(i), at: now)
         case let .leaveWaits(i):
-            guard isUp(i), let l = leaving[i] else { return }
-            let done = cores[i]!.core.handedOff(l.pushed)
-            guard done == l.pushed.count || now >= l.until else {
+            guard isUp(i), leaving.contains(i) else { return }
+            switch shell(i).handOffProgress() {
+            case let .waiting(until):
                 // The node waits for the receivers' announcements; the simulator looks again shortly.
-                queue.schedule(.leaveWaits(i), at: now + 0.05)
-                return
+                queue.schedule(.leaveWaits(i), at: min(until, now + 0.05))
+            case let .done(handedOff):
+                report.handedOff += handedOff
+                queue.schedule(.leaveEnds(i), at: shell(i).sayLeft())
             }
-            report.handedOff += done
-            execute(i, cores[i]!.core.leave(now: now))
-            queue.schedule(.leaveEnds(i), at: now + SessionCore.leaveLinger)
         case let .leaveEnds(i):
             guard isUp(i) else { return }
             // The node closes its links and exits: for the others, as gone as a crash, but announced.
@@ -926,9 +927,10 @@ public final class SessionSimulation {
             circuitInbox[x * scenario.members + y] = nil
             if link.ends.contains(x) { shell(x).linkClosed(infos[y].id) }
         }
-        for (x, y) in [(a, b), (b, a)] where isUp(x) && circuitEnds[x * scenario.members + y] == via {
+        for (x, y) in [(a, b), (b, a)] where isUp(x) {
+            guard let end = circuitEnds[x * scenario.members + y], end.via == via else { continue }
             circuitEnds[x * scenario.members + y] = nil
-            execute(x, cores[x]!.core.circuitEnded(infos[y].id, via: infos[via].id, now: now))
+            shell(x).circuitEndClosed(peer: infos[y].id, serial: end.serial)
         }
     }
 
@@ -958,7 +960,7 @@ public final class SessionSimulation {
     /// `i`'s core as any link's do (as a `link` event now, after the current effects).
     private func circuitBytes(at i: Int, from j: Int, via: Int, _ bytes: [UInt8]) {
         let key = i * scenario.members + j
-        guard circuitEnds[key] == via, let link = relayed[linkKey(i, j)], link.via == via, link.ends.contains(i) else { return }
+        guard circuitEnds[key]?.via == via, let link = relayed[linkKey(i, j)], link.via == via, link.ends.contains(i) else { return }
         var inbox = circuitInbox[key].flatMap { $0.generation == link.generation ? $0.bytes : nil } ?? []
         inbox += bytes
         while inbox.count >= 4 {
@@ -974,8 +976,8 @@ public final class SessionSimulation {
 
     /// `i`'s end of a circuit to `j` through `via` opened; the initiator's starts the link's
     /// handshake, which crosses the relay (a round trip and a half, each way twice the wire's delay).
-    private func circuitUp(at i: Int, peer j: Int, via: Int, initiator: Bool) {
-        circuitEnds[i * scenario.members + j] = via
+    private func circuitUp(at i: Int, peer j: Int, via: Int, initiator: Bool, serial: UInt64) {
+        circuitEnds[i * scenario.members + j] = (via, serial)
         circuitInbox[i * scenario.members + j] = nil
         if initiator { queue.schedule(.circuitHandshake(initiator: i, peer: j, via: via), at: now + 6 * scenario.linkDelay) }
     }
@@ -984,13 +986,14 @@ public final class SessionSimulation {
     /// ends that do see it fail (`SessionCore.circuitEnded`).
     private func circuitHandshake(initiator i: Int, peer j: Int, via: Int) {
         let (ij, ji) = (i * scenario.members + j, j * scenario.members + i)
-        guard isUp(i), circuitEnds[ij] == via else { return }
-        if isUp(j), isUp(via), circuitEnds[ji] == via, relayed[linkKey(i, j)] == nil,
+        guard isUp(i), circuitEnds[ij]?.via == via else { return }
+        if isUp(j), isUp(via), circuitEnds[ji]?.via == via, relayed[linkKey(i, j)] == nil,
            establish(dialer: i, peer: j, via: via, punched: false) { return }
         if relayed[linkKey(i, j)]?.via == via { return }
-        for (x, y, key) in [(i, j, ij), (j, i, ji)] where isUp(x) && circuitEnds[key] == via {
+        for (x, y, key) in [(i, j, ij), (j, i, ji)] where isUp(x) {
+            guard let end = circuitEnds[key], end.via == via else { continue }
             circuitEnds[key] = nil
-            execute(x, cores[x]!.core.circuitEnded(infos[y].id, via: infos[via].id, now: now))
+            shell(x).circuitEndClosed(peer: infos[y].id, serial: end.serial)
         }
     }
 
@@ -1145,9 +1148,9 @@ extension SessionSimulation {
         }
         /// As the node's `relayForward`: the relay's bytes on its link to `peer`.
         func forwardCircuit(_ message: LinkMessage, to peer: MemberID) { sendOnLink(message, to: peer) }
-        func circuitUp(peer: MemberID, via: MemberID, initiator: Bool) {
+        func circuitUp(peer: MemberID, via: MemberID, initiator: Bool, serial: UInt64) {
             guard let j = sim.indexByID[peer], let v = sim.indexByID[via] else { return }
-            sim.circuitUp(at: i, peer: j, via: v, initiator: initiator)
+            sim.circuitUp(at: i, peer: j, via: v, initiator: initiator, serial: serial)
         }
         func circuitBytes(peer: MemberID, via: MemberID, _ bytes: [UInt8]) {
             guard let j = sim.indexByID[peer], let v = sim.indexByID[via] else { return }
@@ -1156,7 +1159,7 @@ extension SessionSimulation {
         /// As the node's `circuitDown`: this end of the circuit closes (without telling the core
         /// again), and the link over it ends.
         func circuitDown(peer: MemberID, via: MemberID) {
-            guard let j = sim.indexByID[peer], let v = sim.indexByID[via], sim.circuitEnds[i * sim.scenario.members + j] == v else { return }
+            guard let j = sim.indexByID[peer], let v = sim.indexByID[via], sim.circuitEnds[i * sim.scenario.members + j]?.via == v else { return }
             sim.circuitEnds[i * sim.scenario.members + j] = nil
             if sim.relayed[sim.linkKey(i, j)]?.via == v { sim.closeRelayed(i, j) }
         }

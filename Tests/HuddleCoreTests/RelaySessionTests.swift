@@ -197,3 +197,39 @@ private func circuitsUp(_ effects: [(MemberID, SessionEffect)]) -> [MemberID: (M
     #expect(t.cores[a]!.routes.stalls == 1)
     #expect(t.cores[a]!.routes.failedRecently(b, via: r, within: 1, now: 17.8), "not asked again at once")
 }
+
+/// The shared shell's circuit ends (`SessionShell+Circuits`): an end that closes tells the core
+/// once, so the relay hears `circuitClose` once; an end a newer one replaced, or one the core
+/// closed itself, tells it nothing.
+@Test func aCircuitEndThatClosesTellsTheCoreOnceAndAReplacedOrCoreClosedEndNever() throws {
+    var t = Trio()
+    _ = t.tick(a, now: 0.5)
+    _ = t.tick(a, now: 1.9)
+    let up = circuitsUp(t.tick(a, now: 2))
+    try #require(up[a] != nil)
+    #expect(up[a]! == (b, r, true))
+    let shell = RecordingShell(core: t.cores[a]!)
+    shell.now = 3
+    let closes = { shell.sent.filter { if case .circuitClose(b) = $0.0 { $0.1 == r } else { false } }.count }
+
+    // Two ends with B in a row: the first is replaced, and its close tells the core nothing.
+    shell.perform([.circuitUp(peer: b, via: r, initiator: true), .circuitUp(peer: b, via: r, initiator: true)])
+    let (old, current) = (shell.circuitsUp[0].serial, shell.circuitsUp[1].serial)
+    #expect(old != current)
+    shell.circuitEndClosed(peer: b, serial: old)
+    #expect(closes() == 0, "a replaced end is not told back")
+    shell.circuitEndClosed(peer: b, serial: current)
+    #expect(closes() == 1, "the current end's close reaches the core, which tells the relay")
+    shell.circuitEndClosed(peer: b, serial: current)
+    #expect(closes() == 1, "once")
+
+    // An end the core closes itself (`circuitDown`) is closed by the port and not told back.
+    shell.perform([.circuitUp(peer: b, via: r, initiator: true)])
+    let third = shell.circuitsUp[2].serial
+    shell.perform([.circuitDown(peer: b, via: MemberID(raw: 9))])
+    #expect(shell.circuitsDown.isEmpty, "another relay's circuit is not this end")
+    shell.perform([.circuitDown(peer: b, via: r)])
+    #expect(shell.circuitsDown.count == 1)
+    shell.circuitEndClosed(peer: b, serial: third)
+    #expect(closes() == 1)
+}

@@ -4,20 +4,24 @@ import Testing
 
 /// Rules of the shared shell (`SessionShell+Effects`) checked against ports that only record what
 /// they were asked to do.
-private final class RecordingShell: SessionShell {
+final class RecordingShell: SessionShell {
     var core: SessionCore
     var state = ShellState()
+    var now = 1.0
+    var linked: Set<MemberID>? = nil
     var queued: [MemberID: Int] = [:]
     var sent: [(LinkMessage, MemberID)] = []
     var notes: [ShellNote] = []
+    var circuitsUp: [(peer: MemberID, via: MemberID, serial: UInt64)] = []
+    var circuitsDown: [(peer: MemberID, via: MemberID)] = []
 
     init(core: SessionCore) { self.core = core }
 
-    var shellNow: Double { 1 }
+    var shellNow: Double { now }
     func withCore<R: Sendable>(_ body: (inout SessionCore) -> R) -> R { body(&core) }
     func withShellState<R: Sendable>(_ body: (inout ShellState) -> R) -> R { body(&state) }
     func execute(_ effects: [SessionEffect]) { perform(effects) }
-    func isLinked(_ peer: MemberID) -> Bool { true }
+    func isLinked(_ peer: MemberID) -> Bool { linked?.contains(peer) ?? true }
     func linkedMember(at addr: String) -> MemberID? { nil }
     func sendOnLink(_ message: LinkMessage, to peer: MemberID) { sent.append((message, peer)) }
     func sendOnEveryLink(_ message: LinkMessage) {}
@@ -40,9 +44,9 @@ private final class RecordingShell: SessionShell {
     func congestionCleared() {}
     func epochMoved(_ key: SessionKey) {}
     func epochRemoved(by maker: [UInt8], member: MemberID?) {}
-    func circuitUp(peer: MemberID, via: MemberID, initiator: Bool) {}
+    func circuitUp(peer: MemberID, via: MemberID, initiator: Bool, serial: UInt64) { circuitsUp.append((peer, via, serial)) }
     func circuitBytes(peer: MemberID, via: MemberID, _ bytes: [UInt8]) {}
-    func circuitDown(peer: MemberID, via: MemberID) {}
+    func circuitDown(peer: MemberID, via: MemberID) { circuitsDown.append((peer, via)) }
     func punchDial(peer: MemberID, addrs: [String], initiator: Bool) {}
     func noted(_ note: ShellNote) { notes.append(note) }
 }
@@ -60,4 +64,53 @@ private final class RecordingShell: SessionShell {
     shell.perform([.sendLink(backed, .unreliable(message)), .sendLink(free, .unreliable(message)), .sendLink(backed, .hello(since: 0, nonApplication: 0))])
     #expect(shell.sent.map(\.1) == [free, backed], "the unreliable one to the free link, the reliable one to both")
     #expect(shell.notes == [.unreliableDropped(peer: backed)])
+}
+
+/// A graceful leave as both shells run it (`SessionShell+Leave`): only chunks whose peer is linked
+/// are handed out, a chunk the shell could not read is not waited for, the wait ends when every
+/// pushed chunk is held elsewhere or at its deadline, and then the member leaves, its links to
+/// close `leaveLinger` later.
+@Test func aLeaveHandsOutLinkedChunksWaitsUntilTheyAreHeldOrTheDeadlineThenSaysLeft() {
+    let ids = (1...3).map { MemberID(raw: $0) }
+    let keys = ids.map { Identity(seed: [UInt8](repeating: UInt8($0.raw), count: 32)) }
+    let infos = zip(ids, keys).map { MemberInfo(id: $0, node: $1.publicKey, name: "\($0.raw)", addr: testAddr("m\($0.raw)")).signed(by: $1) }
+    var core = SessionCore(local: infos[0], identity: keys[0], joining: false, swimSeed: 1, journalSeed: 1)
+    _ = core.receivePushPull(SWIMPushPull(join: false, members: Array(infos[1...])), from: testAddr("m"), now: 0)
+    for peer in ids[1...] { _ = core.linkUp(peer) }
+    // An attachment of three chunks only this member holds.
+    let hashes = (0..<3).map { BLAKE2b.hash([UInt8($0)], length: 32) }
+    var manifest = Manifest(name: "f", size: 3 * 262_144, chunkSize: 262_144, chunkHashes: hashes, meta: [], uploader: ids[0],
+                            uploaderNode: keys[0].publicKey, signature: [])
+    manifest.sign(with: keys[0], key: [UInt8](repeating: 7, count: 32))
+    _ = core.addAttachment(manifest, key: [UInt8](repeating: 7, count: 32), now: 0)
+
+    let shell = RecordingShell(core: core)
+    shell.linked = [ids[1]]
+    shell.beginLeave(.request(handOffWait: 5))
+    var handed: [(peer: MemberID, id: String, index: Int)] = []
+    while let next = shell.nextHandOff() { handed.append(next) }
+    // The plan takes the linked members in turn (chunks 0 and 2 to the first, 1 to the second):
+    // the second is not linked here.
+    #expect(handed.map(\.peer) == [ids[1], ids[1]] && handed.map(\.index) == [0, 2])
+    #expect(shell.handOffProgress() == .waiting(until: 6))
+
+    // Chunk 0 cannot be read: it is not waited for; chunk 2 becomes held by the receiver.
+    shell.handOffFailed(id: manifest.id, index: 0)
+    var have = Bitfield(count: 3)
+    have[2] = true
+    _ = shell.core.receiveLink(.have(id: manifest.id, have: have, offer: have), from: ids[1], addr: infos[1].addr, now: 2)
+    #expect(shell.handOffProgress() == .done(handedOff: 1))
+
+    // Nothing held: the wait ends at its deadline, not before.
+    let again = RecordingShell(core: core)
+    again.beginLeave(.request(handOffWait: 5))
+    while again.nextHandOff() != nil {}
+    again.now = 5.9
+    #expect(again.handOffProgress() == .waiting(until: 6))
+    again.now = 6
+    #expect(again.handOffProgress() == .done(handedOff: 0))
+    #expect(again.core.swim.local.state != .left)
+    #expect(again.sayLeft() == 6 + SessionCore.leaveLinger)
+    #expect(again.core.swim.local.state == .left)
+    #expect(again.handOffProgress() == .done(handedOff: 0), "the leave's state is gone")
 }

@@ -75,8 +75,12 @@ public protocol SessionShell {
     func epochRemoved(by maker: [UInt8], member: MemberID?)
 
     // Relayed links and punching.
-    func circuitUp(peer: MemberID, via: MemberID, initiator: Bool)
+    /// Runs a link over this member's new end of a circuit with `peer` through `via`, closing an
+    /// older end with `peer`; when the end closes by any cause but `circuitDown`, the shell says
+    /// so with `circuitEndClosed(peer:serial:)`.
+    func circuitUp(peer: MemberID, via: MemberID, initiator: Bool, serial: UInt64)
     func circuitBytes(peer: MemberID, via: MemberID, _ bytes: [UInt8])
+    /// Closes this member's end of the circuit with `peer` through `via` (the core closed it).
     func circuitDown(peer: MemberID, via: MemberID)
     func punchDial(peer: MemberID, addrs: [String], initiator: Bool)
 
@@ -107,6 +111,11 @@ public struct ShellState: Sendable {
     var linkUpAt: [MemberID: Double] = [:]
     /// When the member last ticked (`SessionCore.minimumTickGap`).
     var lastTick = -Double.infinity
+    /// A graceful leave under way (`SessionShell+Leave`).
+    var leave: LeaveState?
+    /// This member's circuit ends, by peer, and the last serial given (`SessionShell+Circuits`).
+    var circuitEnds: [MemberID: CircuitEndRecord] = [:]
+    var circuitSerial: UInt64 = 0
 
     public init() {}
 }

@@ -297,27 +297,26 @@ extension Node {
 
     // MARK: leaving
 
-    /// A graceful leave's hand-off, as the core plans it (`SessionCore.beginLeave`): pushes every
-    /// chunk no other live member holds to a live member, and waits (bounded) until the receivers
-    /// announce them. Returns how many chunks were handed off.
+    /// A graceful leave's hand-off, as the shared shell runs it (`SessionShell+Leave`): pushes
+    /// every chunk no other live member holds to a live member, and waits (bounded) until the
+    /// receivers announce them. Returns how many chunks were handed off.
     func handOff(_ cause: LeaveCause) async -> Int {
-        let leave = core.beginLeave(cause)
-        execute(leave.effects)
-        guard !leave.handOff.isEmpty else { return 0 }
-        var pushed: [(id: String, index: Int)] = []
+        shell.beginLeave(cause)
         let store = self.store
-        for (peer, id, index) in leave.handOff {
-            guard let manifest = attachments[id]?.manifest else { continue }
+        while let (peer, id, index) = shell.nextHandOff() {
             // Read off the actor, one chunk at a time (never the whole plan in memory).
-            guard let sealed = (try? await ChunkIO.run { store.read(manifest, index) }) ?? nil, let link = links[peer] else { continue }
+            guard let manifest = attachments[id]?.manifest,
+                  let sealed = (try? await ChunkIO.run { store.read(manifest, index) }) ?? nil, let link = links[peer] else {
+                shell.handOffFailed(id: id, index: index)
+                continue
+            }
             link.sendChunk(id: id, index: index, body: sealed)
-            pushed.append((id, index))
         }
-        let deadline = ContinuousClock.now + .milliseconds(Int64(min(leave.handOffWait, 86_400) * 1000))
-        while ContinuousClock.now < deadline && core.handedOff(pushed) < pushed.count && mayWait {
-            await wait(for: .handOff, until: deadline)
+        while case let .waiting(until) = shell.handOffProgress(), mayWait {
+            await wait(for: .handOff, until: instant(at: until))
         }
-        return core.handedOff(pushed)
+        guard case let .done(handedOff) = shell.handOffProgress() else { return 0 }
+        return handedOff
     }
 
     // MARK: JSON

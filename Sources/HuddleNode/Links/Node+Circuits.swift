@@ -5,8 +5,9 @@ import NIOCore
 /// (`SessionCore+Relay`), carried out. This member's ends of circuits are `CircuitEnd`s, and the
 /// link over each one is run by `LinkSession.run` like any link; bytes only move here.
 extension Node {
-    /// A circuit with `peer` through `via` is open: runs a link over it (`initiator` starts the handshake).
-    func startCircuit(peer: MemberID, via: MemberID, initiator: Bool) {
+    /// A circuit with `peer` through `via` is open: runs a link over it (`initiator` starts the
+    /// handshake). `serial`: the shared shell's for this end (`circuitEndClosed`).
+    func startCircuit(peer: MemberID, via: MemberID, initiator: Bool, serial: UInt64) {
         circuitEnds.removeValue(forKey: peer)?.close()
         let end = CircuitEnd(peer: peer, via: via, total: circuitQueue)
         circuitEnds[peer] = end
@@ -41,7 +42,7 @@ extension Node {
                 log.info("circuit to \(peer) through \(via) ended: \(error)")
             }
             end.close()
-            await circuitFinished(end)
+            await circuitFinished(end, serial: serial)
         }
     }
 
@@ -95,11 +96,11 @@ extension Node {
         return .sent
     }
 
-    /// `end` closed (its link ended, or the relay closed it): the core is told, once.
-    private func circuitFinished(_ end: CircuitEnd) {
-        guard circuitEnds[end.peer] === end else { return }
-        circuitEnds[end.peer] = nil
-        execute(core.circuitEnded(end.peer, via: end.via, now: now))
+    /// `end` closed (its link ended, or the relay closed it): it leaves the table unless a newer
+    /// end replaced it, and the shared shell tells the core if it is still due (`circuitEndClosed`).
+    private func circuitFinished(_ end: CircuitEnd, serial: UInt64) {
+        if circuitEnds[end.peer] === end { circuitEnds[end.peer] = nil }
+        shell.circuitEndClosed(peer: end.peer, serial: serial)
     }
 
     /// Bytes from the relay for the link over the circuit with `peer`.

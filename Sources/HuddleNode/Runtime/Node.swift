@@ -163,6 +163,13 @@ actor Node {
         return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 
+    /// The moment `seconds` on the node's clock (`now`) falls at; clamped between the start and a
+    /// day from now, so no value can trap the conversion.
+    func instant(at seconds: Double) -> ContinuousClock.Instant {
+        let clamped = min(max(seconds.isFinite ? seconds : 0, 0), now + 86_400)
+        return started + .milliseconds(Int64(clamped * 1000))
+    }
+
     /// The cores, read-only, for what the node reports.
     var swim: SWIMInstance { core.swim }
     var broadcast: CausalBroadcast { core.broadcast }
@@ -357,9 +364,9 @@ actor Node {
         // Before anyone is told (on the I/O queue, after the commits handed over before it).
         if let state { _ = try? await io.run { state.markLeaving() } }
         log.info("leaving the session")
-        execute(core.leave(now: now))
+        let closeAt = shell.sayLeft()
         // Membership keeps running on the node's timer meanwhile, repeating `left` in its gossip.
-        try? await Task.sleep(for: .milliseconds(Int64(SessionCore.leaveLinger * 1000)))
+        try? await Task.sleep(until: instant(at: closeAt), clock: .continuous)
         await closeLinks()
         markStopped()
     }

@@ -135,8 +135,8 @@ struct NodeShell: SessionShell {
         }
     }
 
-    func circuitUp(peer: MemberID, via: MemberID, initiator: Bool) {
-        node.assumeIsolated { $0.startCircuit(peer: peer, via: via, initiator: initiator) }
+    func circuitUp(peer: MemberID, via: MemberID, initiator: Bool, serial: UInt64) {
+        node.assumeIsolated { $0.startCircuit(peer: peer, via: via, initiator: initiator, serial: serial) }
     }
 
     func circuitBytes(peer: MemberID, via: MemberID, _ bytes: [UInt8]) {
