@@ -286,8 +286,8 @@ public final class SessionSimulation {
     /// Members by the host of an address: their own, and their router's.
     private let indexByHost: [Substring: Int]
     private var crashed: [Bool]
-    private var scheduledTick: [Double]
-    /// Per member, the shared shell's state (`ShellState`): its dials, flush, links' up times, last tick.
+    /// Per member, the shared shell's state (`ShellState`): its dials, flush, links' up times, last
+    /// tick and the time its timer is armed for.
     private var shellStates: [ShellState]
     /// Per member, replies its application makes once the current effects are done.
     private var replies: [Int]
@@ -406,7 +406,6 @@ public final class SessionSimulation {
         indexByHost = hosts
         cores = Array(repeating: nil, count: s.members)
         crashed = Array(repeating: false, count: s.members)
-        scheduledTick = Array(repeating: .infinity, count: s.members)
         shellStates = Array(repeating: ShellState(), count: s.members)
         replies = Array(repeating: 0, count: s.members)
         var keyBytes: [UInt8] = []
@@ -469,11 +468,10 @@ public final class SessionSimulation {
         case let .restart(i):
             guard crashed[i], let kept = kept.removeValue(forKey: i) else { return }
             crashed[i] = false
-            scheduledTick[i] = .infinity
             start(i, resuming: kept)
         case let .tick(i):
-            guard isUp(i), scheduledTick[i] == now else { return }
-            scheduledTick[i] = .infinity
+            // Only the tick the timer is armed for: an earlier arming left this one stale.
+            guard isUp(i), shellStates[i].armedWake == now else { return }
             shell(i).tick()
         case let .datagram(to, from, bytes):
             guard isUp(to), reachable(to, from) else { return }
@@ -694,7 +692,6 @@ public final class SessionSimulation {
             }
         }
         shell(i).tick()
-        reschedule(i)
     }
 
     /// A reliable send (a broadcast, or directed to `to`), as the control op `send` does it.
@@ -723,7 +720,8 @@ public final class SessionSimulation {
         let count = replies[i]
         replies[i] = 0
         for _ in 0..<count { send(i, to: nil) }
-        reschedule(i)
+        // As the node after every input: its timer armed for when it next has work.
+        if isUp(i) { shell(i).rearm() }
     }
 
     /// A `member` event at member `i`: traced, and checked against what the scenario did.
@@ -1029,15 +1027,6 @@ public final class SessionSimulation {
         _ = establish(dialer: dialer, peer: peer, via: nil, punched: true)
     }
 
-    /// The member's next tick when the shared shell says it next has work (`SessionShell.nextWake`).
-    private func reschedule(_ i: Int) {
-        guard isUp(i) else { return }
-        let deadline = shell(i).nextWake()
-        guard deadline < scheduledTick[i] else { return }
-        scheduledTick[i] = deadline
-        queue.schedule(.tick(i), at: deadline)
-    }
-
     /// A delivery, logged as the node's `message` event shows it (application seqs).
     ///
     /// Its dependencies are checked here, as `DeliveryChecker` would check them in the log: each
@@ -1235,6 +1224,9 @@ extension SessionSimulation {
             return true
         }
         func congestionCleared() {}
+        /// The member's timer: a tick event at `time` (one armed earlier stays queued and is
+        /// skipped when it comes, `ShellState.armedWake` no longer naming it).
+        func wakeAt(_ time: Double) { sim.queue.schedule(.tick(i), at: time) }
 
         /// As `Node.moveToEpoch`: session-key datagrams under the new epoch's key.
         func epochMoved(_ key: SessionKey) {

@@ -14,6 +14,7 @@ final class RecordingShell: SessionShell {
     var notes: [ShellNote] = []
     var circuitsUp: [(peer: MemberID, via: MemberID, serial: UInt64)] = []
     var circuitsDown: [(peer: MemberID, via: MemberID)] = []
+    var wakes: [Double] = []
 
     init(core: SessionCore) { self.core = core }
 
@@ -42,6 +43,7 @@ final class RecordingShell: SessionShell {
     func deleteStored(id: String) {}
     func scheduleFlush() -> Bool { true }
     func congestionCleared() {}
+    func wakeAt(_ time: Double) { wakes.append(time) }
     func epochMoved(_ key: SessionKey) {}
     func epochRemoved(by maker: [UInt8], member: MemberID?) {}
     func circuitUp(peer: MemberID, via: MemberID, initiator: Bool, serial: UInt64) { circuitsUp.append((peer, via, serial)) }
@@ -113,4 +115,28 @@ final class RecordingShell: SessionShell {
     #expect(again.sayLeft() == 6 + SessionCore.leaveLinger)
     #expect(again.core.swim.local.state == .left)
     #expect(again.handOffProgress() == .done(handedOff: 0), "the leave's state is gone")
+}
+
+/// The timer (`tick`, `rearm`): a tick arms it for when the core next has work, no sooner than
+/// `minimumTickGap`; after an input it is armed again only when that time is earlier than the
+/// armed one, so a shell is told when to wake and never polls.
+@Test func theTimerIsArmedByEachTickAndReArmedOnlyForAnEarlierTime() {
+    let identity = Identity(seed: [UInt8](repeating: 5, count: 32))
+    let me = MemberInfo(id: MemberID(raw: 5), node: identity.publicKey, name: "me", addr: testAddr("me"), incarnation: 0).signed(by: identity)
+    let shell = RecordingShell(core: SessionCore(local: me, identity: identity, joining: false, swimSeed: 1, journalSeed: 1))
+    shell.now = 10
+    let next = shell.tick()
+    #expect(next >= 10 + SessionCore.minimumTickGap && next.isFinite)
+    #expect(shell.wakes == [next] && shell.state.armedWake == next)
+    shell.rearm()
+    #expect(shell.wakes == [next], "the same time again is not a new arming")
+
+    // Armed for later than the core needs (as after an input that brought its deadline forward).
+    shell.state.armedWake = next + 5
+    shell.rearm()
+    #expect(shell.wakes == [next, next] && shell.state.armedWake == next)
+    // Armed for sooner: left as it is.
+    shell.state.armedWake = next - 0.001
+    shell.rearm()
+    #expect(shell.wakes.count == 2 && shell.state.armedWake == next - 0.001)
 }

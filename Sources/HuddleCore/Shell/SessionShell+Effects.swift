@@ -78,14 +78,32 @@ extension SessionShell {
         execute(withCore { $0.flushBatch() })
     }
 
-    /// The member's timer: the core's tick; returns when the member next has work, at least
-    /// `SessionCore.minimumTickGap` from now (a deadline that does not move cannot spin a shell).
+    /// The member's timer fired: the core's tick; the timer is armed again (`wakeAt`) for when the
+    /// member next has work, at least `SessionCore.minimumTickGap` from now (a deadline that does
+    /// not move cannot spin a shell), and that time is returned.
     @discardableResult
     public func tick() -> Double {
         let now = shellNow
-        withShellState { $0.lastTick = now }
+        withShellState { state in
+            state.lastTick = now
+            state.armedWake = .infinity
+        }
         execute(withCore { $0.tick(now: now) })
-        return nextWake()
+        rearm()
+        return withShellState { $0.armedWake }
+    }
+
+    /// After an input: if the member now has work before the time its timer is armed for (the
+    /// core's deadline moved earlier), the timer is armed for that time (`wakeAt`). The shell calls
+    /// it after every input's effects, so no shell polls the core's deadline.
+    public func rearm() {
+        let next = nextWake()
+        let earlier = withShellState { state -> Bool in
+            guard next < state.armedWake else { return false }
+            state.armedWake = next
+            return true
+        }
+        if earlier { wakeAt(next) }
     }
 
     /// When the member next has work: the core's deadline, but not sooner than

@@ -69,6 +69,9 @@ public protocol SessionShell {
     func scheduleFlush() -> Bool
     /// Senders waiting for the broadcast's congestion to clear may go on.
     func congestionCleared()
+    /// The member's timer is to fire (`tick()`) at `time`, this member's clock, instead of the
+    /// later time it was armed for (`ShellState.armedWake` holds it).
+    func wakeAt(_ time: Double)
 
     // Epochs.
     func epochMoved(_ key: SessionKey)
@@ -111,6 +114,8 @@ public struct ShellState: Sendable {
     var linkUpAt: [MemberID: Double] = [:]
     /// When the member last ticked (`SessionCore.minimumTickGap`).
     var lastTick = -Double.infinity
+    /// When the member's timer fires next (infinity: it is not armed), as `tick` and `rearm` set it.
+    public internal(set) var armedWake = Double.infinity
     /// A graceful leave under way (`SessionShell+Leave`).
     var leave: LeaveState?
     /// This member's circuit ends, by peer, and the last serial given (`SessionShell+Circuits`).

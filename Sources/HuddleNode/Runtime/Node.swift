@@ -289,6 +289,8 @@ actor Node {
     /// that must wait are held, with every effect decided after them (`hold`), while the commit
     /// runs on the I/O queue and this actor goes on.
     func execute(_ effects: [SessionEffect]) {
+        // Whatever the input was, the timer is armed for when the core next has work.
+        defer { shell.rearm() }
         if state != nil, (!held.isEmpty && !releasing) || needsCommit(effects) {
             hold(effects)
             return
@@ -327,8 +329,8 @@ actor Node {
 
     private func dialFinished(_ addr: String, peer: MemberID?) { shell.dialFinished(addr, peer: peer) }
 
-    /// Drives membership and link upkeep; returns the seconds until it next has work.
-    func tick() -> Double {
+    /// Drives membership and link upkeep (the timer fired); the shared shell arms the timer again.
+    func tick() {
         let now = self.now
         core.setWallClock(wallClock.now(), now: now)
         shell.tick()
@@ -339,7 +341,18 @@ actor Node {
             spoolFailureLogged = true
             log.warning("\(failure): events before it can no longer be replayed with since (live subscribers still get every event)")
         }
-        return max(0, shell.nextWake() - now)
+    }
+
+    /// Waits until the timer's armed time (`ShellState.armedWake`), woken early whenever an input
+    /// arms it for sooner (`SessionShell.rearm`, the `wakeAt` port). False once the node has
+    /// stopped: nothing ticks after that.
+    func waitForTimer() async -> Bool {
+        while mayWait {
+            let at = shellState.armedWake
+            guard at > now else { return true }
+            await wait(for: .timer, until: at.isFinite ? instant(at: at) : nil)
+        }
+        return false
     }
 
     /// Feeds the round trip of the probe acked since the last tick to `metrics`. At most one is:

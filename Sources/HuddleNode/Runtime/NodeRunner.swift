@@ -147,10 +147,8 @@ public enum NodeRunner {
                 }
             }
             group.addTask {
-                while !Task.isCancelled {
-                    let idle = await node.tick()
-                    try? await Task.sleep(for: .seconds(min(idle, Self.longestTickWait)))
-                }
+                // The core says when it next has work (`SessionShell.rearm`): no polling.
+                repeat { await node.tick() } while await node.waitForTimer()
             }
             if node.resumed {
                 let addresses = (config.join + known).reduce(into: [String]()) { if !$0.contains($1) && $1 != node.local.addr { $0.append($1) } }
@@ -194,10 +192,6 @@ public enum NodeRunner {
         do { try key.write(to: keyOut) } catch { throw NodeError("cannot write the session key to \(keyOut): \(error)") }
         return key.fingerprint
     }
-
-    /// The longest the tick loop sleeps: an input can move the core's deadline earlier and the
-    /// core does not wake the loop (issue 35 left this), so it looks again at least this often.
-    static let longestTickWait = 0.1
 
     /// Keeps dialing `addresses` in turn (backing off to 5 s after each round) until a link to
     /// one of them is up and a join push-pull over it has been answered: a `--join` address (one

@@ -135,6 +135,8 @@ struct NodeShell: SessionShell {
         }
     }
 
+    func wakeAt(_ time: Double) { node.assumeIsolated { $0.wake(.timer) } }
+
     func circuitUp(peer: MemberID, via: MemberID, initiator: Bool, serial: UInt64) {
         node.assumeIsolated { $0.startCircuit(peer: peer, via: via, initiator: initiator, serial: serial) }
     }
