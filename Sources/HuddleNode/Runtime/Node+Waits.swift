@@ -21,8 +21,6 @@ enum WaitReason: Hashable, Sendable {
     case timing
     /// A commit of the data directory's state completed (or failed).
     case committed
-    /// The timer was armed for an earlier time (`SessionShell.rearm`).
-    case timer
 }
 
 /// One task waiting on the node: how `wake`, its deadline and its cancellation find it.

@@ -343,16 +343,23 @@ actor Node {
         }
     }
 
-    /// Waits until the timer's armed time (`ShellState.armedWake`), woken early whenever an input
-    /// arms it for sooner (`SessionShell.rearm`, the `wakeAt` port). False once the node has
-    /// stopped: nothing ticks after that.
-    func waitForTimer() async -> Bool {
-        while mayWait {
-            let at = shellState.armedWake
-            guard at > now else { return true }
-            await wait(for: .timer, until: at.isFinite ? instant(at: at) : nil)
+    /// The timer (the shared shell's `wakeAt` port): a sleeper that ticks at `time` if the timer is
+    /// still armed for it then (`ShellState.armedWake`); an arming for an earlier time, or a tick
+    /// meanwhile, leaves it stale. Nothing ticks once the node has stopped.
+    func armTimer(at time: Double) {
+        guard !stopped else { return }
+        let instant = instant(at: time)
+        // One sleeping task per arming (about as many as ticks): not the spawner's, whose waits
+        // would cost more than the tick itself on an idle node.
+        Task { [self] in
+            try? await Task.sleep(until: instant, clock: .continuous)
+            timerFired(armedFor: time)
         }
-        return false
+    }
+
+    private func timerFired(armedFor time: Double) {
+        guard !stopped, shellState.armedWake == time else { return }
+        tick()
     }
 
     /// Feeds the round trip of the probe acked since the last tick to `metrics`. At most one is:

@@ -146,10 +146,9 @@ public enum NodeRunner {
                     }
                 }
             }
-            group.addTask {
-                // The core says when it next has work (`SessionShell.rearm`): no polling.
-                repeat { await node.tick() } while await node.waitForTimer()
-            }
+            // The first tick arms the timer; from then on the core says when it next has work
+            // (`SessionShell.rearm`, `Node.armTimer`): no polling.
+            await node.tick()
             if node.resumed {
                 let addresses = (config.join + known).reduce(into: [String]()) { if !$0.contains($1) && $1 != node.local.addr { $0.append($1) } }
                 if !addresses.isEmpty { node.spawner.spawn { await joinInBackground(addresses, node: node) } }

@@ -135,7 +135,7 @@ struct NodeShell: SessionShell {
         }
     }
 
-    func wakeAt(_ time: Double) { node.assumeIsolated { $0.wake(.timer) } }
+    func wakeAt(_ time: Double) { node.assumeIsolated { $0.armTimer(at: time) } }
 
     func circuitUp(peer: MemberID, via: MemberID, initiator: Bool, serial: UInt64) {
         node.assumeIsolated { $0.startCircuit(peer: peer, via: via, initiator: initiator, serial: serial) }
