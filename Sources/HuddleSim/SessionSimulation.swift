@@ -1232,7 +1232,7 @@ extension SessionSimulation {
         func epochMoved(_ key: SessionKey) {
             sim.seals[i] = DatagramSeal(key: key.subkey(.datagram))
             let now = sim.now
-            sim.olderSeals[i] = sim.cores[i]!.core.handshakeKeys(now: now).dropFirst().prefix(DatagramOpener.maximumOlderSeals).map { DatagramSeal(key: $0.subkey(.datagram)) }
+            sim.olderSeals[i] = sim.cores[i]!.core.olderDatagramSeals(now: now)
             sim.report.movedAt[i] = now
         }
         func epochRemoved(by maker: [UInt8], member: MemberID?) { sim.removed.insert(i) }

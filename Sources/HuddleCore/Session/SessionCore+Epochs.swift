@@ -43,6 +43,12 @@ extension SessionCore {
         epochs.isRemoved ? [] : epochs.handshakeKeys(now: now)
     }
 
+    /// The seals of earlier epochs' session-key datagrams this member still opens: the newest
+    /// `DatagramOpener.maximumOlderSeals` of the keys within their grace, after the current one.
+    public func olderDatagramSeals(now: Double) -> [DatagramSeal] {
+        handshakeKeys(now: now).dropFirst().prefix(DatagramOpener.maximumOlderSeals).map { DatagramSeal(key: $0.subkey(.datagram)) }
+    }
+
     /// Most session keys a dialer tries, newest first: the peer may not have heard of the newest
     /// epoch yet (it is handed it once linked).
     public static let dialKeyLimit = 3

@@ -45,6 +45,8 @@ actor Node {
     /// The shared shell's state for this member (`SessionShell`: dials in flight, the scheduled
     /// flush, when each link came up, the last tick).
     var shellState = ShellState()
+    /// The timer's one sleeper (`armTimer`): an arming for an earlier time cancels the one before.
+    var timerSleeper: Task<Void, Never>?
     nonisolated let store: ChunkStore
     /// Attachments whose stored copy is being checked against their hashes (`verifyStoredCopy`).
     var verifying: Set<String> = []
@@ -147,8 +149,7 @@ actor Node {
     func publishDatagramKeys(force: Bool = false) {
         guard force || core.datagramKeys.generation != publishedKeys else { return }
         publishedKeys = core.datagramKeys.generation
-        let older = core.handshakeKeys(now: now).dropFirst().prefix(DatagramOpener.maximumOlderSeals).map { DatagramSeal(key: $0.subkey(.datagram)) }
-        datagramOpener.replace(with: DatagramOpener(local: local.id, session: seal, keys: core.datagramKeys, older: Array(older)))
+        datagramOpener.replace(with: DatagramOpener(local: local.id, session: seal, keys: core.datagramKeys, older: core.olderDatagramSeals(now: now)))
     }
 
     /// The keys a link handshake may use now, the current epoch's first (`SessionCore.handshakeKeys`).
@@ -343,16 +344,19 @@ actor Node {
         }
     }
 
-    /// The timer (the shared shell's `wakeAt` port): a sleeper that ticks at `time` if the timer is
-    /// still armed for it then (`ShellState.armedWake`); an arming for an earlier time, or a tick
-    /// meanwhile, leaves it stale. Nothing ticks once the node has stopped.
+    /// The timer (the shared shell's `wakeAt` port): one sleeper that ticks at `time` if the timer
+    /// is still armed for it then (`ShellState.armedWake`); arming it again cancels the sleeper
+    /// before, so however often inputs bring the time forward, one task sleeps. Nothing ticks once
+    /// the node has stopped.
     func armTimer(at time: Double) {
+        timerSleeper?.cancel()
+        timerSleeper = nil
         guard !stopped else { return }
         let instant = instant(at: time)
-        // One sleeping task per arming (about as many as ticks): not the spawner's, whose waits
-        // would cost more than the tick itself on an idle node.
-        Task { [self] in
-            try? await Task.sleep(until: instant, clock: .continuous)
+        // A task per arming (about as many as ticks): not the spawner's, whose waits would cost
+        // more than the tick itself on an idle node.
+        timerSleeper = Task { [self] in
+            do { try await Task.sleep(until: instant, clock: .continuous) } catch { return }
             timerFired(armedFor: time)
         }
     }
@@ -407,6 +411,8 @@ actor Node {
     /// Marks the node stopped: every wait on it ends (`wait(for:until:)`).
     func markStopped() {
         stopped = true
+        timerSleeper?.cancel()
+        timerSleeper = nil
         endAllWaits()
     }
 
