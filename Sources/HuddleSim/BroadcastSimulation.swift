@@ -148,14 +148,14 @@ public struct BroadcastSimulation {
                                                  deps: Dictionary(uniqueKeysWithValues: m.deps.map { ($0.member.description, $0.seq) })))
     }
 
-    private mutating func apply(_ i: Int, _ actions: [CausalBroadcast.Action]) {
+    private mutating func apply(_ i: Int, _ effects: [CausalBroadcast.Effect]) {
         var replies = 0
         defer {
             // An application answers after it has seen what was delivered, never in the middle of it.
             for _ in 0..<replies { broadcast(i, body: Array("re".utf8)) }
         }
-        for action in actions {
-            switch action {
+        for effect in effects {
+            switch effect {
             case let .deliver(signed):
                 record(i, signed.message)
                 if now < scenario.sendFor, rng.unit() < scenario.replyProbability { replies += 1 }

@@ -10,8 +10,8 @@ private func signed(_ m: WireMessage) -> SignedMessage {
     MessageBatch.sign([m], identity: identities[m.from] ?? .generate())[0]
 }
 
-private func delivered(_ actions: [CausalBroadcast.Action]) -> [String] {
-    actions.compactMap { if case let .deliver(s) = $0 { s.message.id } else { nil } }
+private func delivered(_ effects: [CausalBroadcast.Effect]) -> [String] {
+    effects.compactMap { if case let .deliver(s) = $0 { s.message.id } else { nil } }
 }
 
 private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadcast {
@@ -98,7 +98,7 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     }
     // Bob is always ten messages ahead of carol (a stream in flight): carol's deliveries keep moving,
     // so however long she lags, she asks for nothing.
-    var asked: [CausalBroadcast.Action] = []
+    var asked: [CausalBroadcast.Effect] = []
     for step in 0..<30 {
         for m in stream[0...(step + 10)] { _ = bob.receive(m) }
         _ = carol.receive(stream[step])
@@ -115,9 +115,9 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     #expect(first.isEmpty && second.isEmpty, "the stall has not lasted the repair delay yet")
     let due = carol.receiveDigest(bob.digest(), from: b, now: 3.4)
     #expect(due == [.request(peer: b, origin: a, from: 31, to: 31), .request(peer: b, origin: a, from: 33, to: 35)])
-    var out: [CausalBroadcast.Action] = []
-    for action in due {
-        guard case let .request(_, origin, from, to) = action else { continue }
+    var out: [CausalBroadcast.Effect] = []
+    for effect in due {
+        guard case let .request(_, origin, from, to) = effect else { continue }
         for m in bob.stored(origin: origin, from: from, to: to) { out += carol.receive(m) }
     }
     #expect(carol.delivered[a] == 36)
@@ -288,7 +288,7 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     // Digests show bob carol's broadcasts; after the repair delay he asks carol, who still stores them.
     _ = bob.receiveDigest(carol.digest(), from: c, now: 0)
     let asks = bob.receiveDigest(carol.digest(), from: c, now: 5)
-    var out: [CausalBroadcast.Action] = []
+    var out: [CausalBroadcast.Effect] = []
     for case let .request(_, origin, from, to) in asks {
         for m in carol.stored(origin: origin, from: from, to: to) { out += bob.receive(m) }
     }
@@ -312,7 +312,7 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     _ = carol.receiveDigest(alice.digest(), from: a, now: 30)
     let ask = carol.receiveDigest(alice.digest(), from: a, now: 31)
     #expect(ask == [.request(peer: a, origin: a, from: 1, to: 5)])
-    var repaired: [CausalBroadcast.Action] = []
+    var repaired: [CausalBroadcast.Effect] = []
     for m in alice.stored(origin: a, from: 1, to: 5) { repaired += carol.receive(m) }
     #expect(delivered(repaired) == sent.map(\.message.id))
     _ = alice.receiveDigest(carol.digest(), from: c, now: 32)

@@ -10,8 +10,8 @@ private let identities = [a: Identity(seed: [UInt8](repeating: 1, count: 32)), b
 
 private func signed(_ m: WireMessage) -> SignedMessage { MessageBatch.sign([m], identity: identities[m.from]!)[0] }
 
-private func delivered(_ actions: [CausalBroadcast.Action]) -> [UInt64] {
-    actions.compactMap { if case let .deliver(s) = $0 { s.message.seq } else { nil } }
+private func delivered(_ effects: [CausalBroadcast.Effect]) -> [UInt64] {
+    effects.compactMap { if case let .deliver(s) = $0 { s.message.seq } else { nil } }
 }
 
 private func info(_ id: MemberID) -> MemberInfo {
@@ -117,10 +117,10 @@ private func pair(limits: SessionCore.Limits = .init()) -> (a: SessionCore, b: S
     settings.memberLimit = 4
     var swim = SWIMInstance(local: info(a), settings: settings, seed: 1, signer: UncheckedMembershipSigner())
     let fakes = (10..<20).map { MemberInfo(id: MemberID(raw: UInt64($0)), node: [UInt8](repeating: UInt8($0), count: 32), name: "fake", addr: testAddr("f", port: $0)) }
-    let actions = swim.receivePushPull(fakes, join: false, from: testAddr("f", port: 10), now: 1)
+    let effects = swim.receivePushPull(fakes, join: false, from: testAddr("f", port: 10), now: 1)
     #expect(swim.members.count == 4, "self and three others")
     #expect(swim.refusals[.memberTableFull] == 7)
-    #expect(actions.filter { if case .refused(.memberTableFull) = $0 { true } else { false } }.count == 1, "reported once")
+    #expect(effects.filter { if case .refused(.memberTableFull) = $0 { true } else { false } }.count == 1, "reported once")
     // A member that failed makes room for a new one.
     let known = swim.members.keys.filter { $0 != a }.sorted()
     // (Another member's claim only starts a suspicion: this member's own timer fails the member.)

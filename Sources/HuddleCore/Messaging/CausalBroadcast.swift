@@ -108,7 +108,7 @@ public struct CausalBroadcast: Sendable {
         public init() {}
     }
 
-    public enum Action: Sendable, Equatable {
+    public enum Effect: Sendable, Equatable {
         case deliver(SignedMessage)
         /// `origin`'s broadcasts `from...to` will never be delivered here: no member stores them
         /// any more. `nonApplicationThrough` is the origin's count of non-message broadcasts up to
@@ -355,7 +355,7 @@ public struct CausalBroadcast: Sendable {
 
     /// `origin` said on its new link that `peer`'s deliveries from it start after `seq` (its
     /// `helloSeq(for:)`), which holds if nothing earlier set a baseline.
-    public mutating func linkHello(origin: MemberID, seq: UInt64) -> [Action] {
+    public mutating func linkHello(origin: MemberID, seq: UInt64) -> [Effect] {
         guard origin != local, delivered[origin] == nil else { return [] }
         delivered[origin] = seq
         baseline[origin] = seq
@@ -365,7 +365,7 @@ public struct CausalBroadcast: Sendable {
     }
 
     /// The sponsor's clock when this member joined.
-    public mutating func adoptBaseline(_ clock: [MemberID: UInt64]) -> [Action] {
+    public mutating func adoptBaseline(_ clock: [MemberID: UInt64]) -> [Effect] {
         for (origin, seq) in clock where origin != local {
             let start = max(delivered[origin] ?? 0, seq)
             delivered[origin] = start
@@ -386,7 +386,7 @@ public struct CausalBroadcast: Sendable {
     /// The members that count for stability (alive or suspect), self excluded or not, at `now`.
     /// A member that drops out of the set is taken to have failed: messages are kept for it for
     /// `retainForFailed` (`memberLeft` ends that for a member that left for good).
-    public mutating func setMembers(_ live: Set<MemberID>, now: Double) -> [Action] {
+    public mutating func setMembers(_ live: Set<MemberID>, now: Double) -> [Effect] {
         let live = live.subtracting([local])
         // Membership news that leaves the set as it was (a suspicion, an update) changes nothing here.
         guard live != members else { return [] }
@@ -432,7 +432,7 @@ public struct CausalBroadcast: Sendable {
     // MARK: receiving
 
     /// A verified message from its origin or a relay.
-    public mutating func receive(_ signed: SignedMessage) -> [Action] {
+    public mutating func receive(_ signed: SignedMessage) -> [Effect] {
         let m = signed.message
         guard m.from != local else { return [] }
         if let cutoff = cutoffs[m.from], m.seq == 0 || m.seq > cutoff {
@@ -594,7 +594,7 @@ public struct CausalBroadcast: Sendable {
 
     /// Starts the wait of newly noted unknown origins at `now`, and gives up on those waited for
     /// `unknownOriginWait`: messages depending on them are released.
-    private mutating func expireUnknownOrigins(now: Double) -> [Action] {
+    private mutating func expireUnknownOrigins(now: Double) -> [Effect] {
         guard !unknownOrigins.isEmpty else { return [] }
         var expired = false
         for (origin, since) in unknownOrigins {
@@ -610,7 +610,7 @@ public struct CausalBroadcast: Sendable {
 
     /// Delivers `signed`, the next broadcast of its origin: advances the origin's clock and keeps
     /// the message for repair.
-    private mutating func accept(_ signed: SignedMessage) -> Action {
+    private mutating func accept(_ signed: SignedMessage) -> Effect {
         delivered[signed.message.from] = signed.message.seq
         // Delivered after all (or past it): a gap given up on is off, and its wait starts again.
         if !lostThrough.isEmpty { lostThrough[signed.message.from] = nil }
@@ -620,9 +620,9 @@ public struct CausalBroadcast: Sendable {
     }
 
     /// Delivers everything whose predecessors and dependencies are delivered, until nothing moves.
-    private mutating func release() -> [Action] {
+    private mutating func release() -> [Effect] {
         guard !awaitingBaseline else { return [] }
-        var out: [Action] = []
+        var out: [Effect] = []
         var progress = true
         while progress {
             progress = false
@@ -694,7 +694,7 @@ public struct CausalBroadcast: Sendable {
     /// `origin` was removed: its broadcasts after `seq` never count here (raised only: the highest
     /// cut-off any removing change gives wins). Drops what is held of it above the cut-off, and
     /// its held directed messages; releases what waited on it.
-    public mutating func setCutoff(_ origin: MemberID, through seq: UInt64) -> [Action] {
+    public mutating func setCutoff(_ origin: MemberID, through seq: UInt64) -> [Effect] {
         guard origin != local, seq > cutoffs[origin] ?? 0 || cutoffs[origin] == nil else { return [] }
         cutoffs[origin] = seq
         if var queue = held[origin] {
@@ -732,7 +732,7 @@ public struct CausalBroadcast: Sendable {
     /// member to process. A member asks for a gap only once its deliveries from that origin have
     /// stalled for `repairDelay` while a peer shows more, and then asks only for the seqs it does
     /// not hold (held-back messages are not fetched again).
-    public mutating func receiveDigest(_ digest: Digest, from peer: MemberID, now: Double) -> [Action] {
+    public mutating func receiveDigest(_ digest: Digest, from peer: MemberID, now: Double) -> [Effect] {
         if !heldCounts.isEmpty || !heldWaiting.isEmpty || !heldContinuously.isEmpty { expireHeld(now: now) }
         if members.contains(peer) || retained[peer] != nil {
             acks[peer] = digest.delivered
@@ -753,7 +753,7 @@ public struct CausalBroadcast: Sendable {
         if !lostThrough.isEmpty {
             for (origin, lost) in lostThrough where now - lost.at >= 3 * settings.gapDelay { lostThrough[origin] = nil }
         }
-        var requests: [Action] = []
+        var requests: [Effect] = []
         // Each origin's rule stands alone; requests are put in member order after (sorting every
         // digest's clock cost more than the rest of the loop).
         for (origin, shown) in digest.delivered where origin != local {
@@ -786,8 +786,8 @@ public struct CausalBroadcast: Sendable {
         return out + requests
     }
 
-    private static func requestOrder(_ action: Action) -> (MemberID, UInt64) {
-        if case let .request(_, origin, from, _) = action { (origin, from) } else { (MemberID(raw: 0), 0) }
+    private static func requestOrder(_ effect: Effect) -> (MemberID, UInt64) {
+        if case let .request(_, origin, from, _) = effect { (origin, from) } else { (MemberID(raw: 0), 0) }
     }
 
     // MARK: gaps
@@ -799,7 +799,7 @@ public struct CausalBroadcast: Sendable {
     /// below the lowest one a peer stores are given up on — only as far as the origin itself
     /// shows it made them (its own digest, or a broadcast of it held here): a member's claim
     /// about another member's messages never ends a gap by itself.
-    private mutating func noteOffer(_ origin: MemberID, storedFrom offered: UInt64, by peer: MemberID, now: Double) -> [Action] {
+    private mutating func noteOffer(_ origin: MemberID, storedFrom offered: UInt64, by peer: MemberID, now: Double) -> [Effect] {
         guard let mine = delivered[origin] else { return [] }
         // An offer of the next seq by a peer asked for it for `gapDelay` that never sent it is not
         // believed: it neither ends the wait nor counts as where a gap would end.
@@ -807,7 +807,7 @@ public struct CausalBroadcast: Sendable {
            now - since >= settings.gapDelay {
             return []
         }
-        func served() -> [Action] {
+        func served() -> [Effect] {
             unserved[origin] = nil
             lostThrough[origin] = nil
             return []
@@ -862,7 +862,7 @@ public struct CausalBroadcast: Sendable {
 
     /// Closes `origin`'s pending gap when the origin's own digest gave its count exactly there
     /// (it stores nothing past the gap: the gap reaches its last broadcast).
-    private mutating func closeFromOrigin(_ origin: MemberID) -> [Action] {
+    private mutating func closeFromOrigin(_ origin: MemberID) -> [Effect] {
         guard let lost = lostThrough[origin], let report = originCounts[origin], report.seq == lost.to,
               let mine = delivered[origin], lost.to > mine else { return [] }
         return closeGap(origin, through: lost.to, count: report.count) + release()
@@ -880,7 +880,7 @@ public struct CausalBroadcast: Sendable {
     }
 
     /// Gives up on `origin`'s broadcasts after `delivered` through `to`: deliveries continue after `to`.
-    private mutating func closeGap(_ origin: MemberID, through to: UInt64, count: UInt64?) -> [Action] {
+    private mutating func closeGap(_ origin: MemberID, through to: UInt64, count: UInt64?) -> [Effect] {
         guard let mine = delivered[origin], to > mine, to <= WireReader.madeCountLimit else { return [] }
         delivered[origin] = to
         lostThrough[origin] = nil

@@ -318,10 +318,10 @@ public struct SessionCore: Sendable {
     }
 
     /// Carries out what membership decided, and its consequences for the other cores.
-    mutating func membership(_ actions: [SWIMAction], now: Double) -> [SessionEffect] {
+    mutating func membership(_ effects: [SWIMEffect], now: Double) -> [SessionEffect] {
         var out: [SessionEffect] = []
-        for action in actions {
-            switch action {
+        for effect in effects {
+            switch effect {
             case let .send(message, to): if let datagram = datagram(message, to: to) { out.append(datagram) }
             case let .pushPull(addr, join):
                 // Re-merge retries a failed member's address; a removed member's is never dialled.
@@ -497,10 +497,10 @@ public struct SessionCore: Sendable {
 
     /// What broadcast decided: application messages are delivered by the shell, journal entries
     /// are applied to the journal here, repair requests go to their peer.
-    mutating func broadcastEffects(_ actions: [CausalBroadcast.Action], now: Double) -> [SessionEffect] {
+    mutating func broadcastEffects(_ effects: [CausalBroadcast.Effect], now: Double) -> [SessionEffect] {
         var out: [SessionEffect] = []
-        for action in actions {
-            switch action {
+        for effect in effects {
+            switch effect {
             case let .deliver(signed):
                 noteDelivered(signed.message)
                 switch signed.message.kind {
