@@ -37,9 +37,9 @@ struct HostileMember {
 
         let (theirs, key) = foreignManifest(round: round, uploader: victim)
 
-        let impersonation = MessageBatch.sign([WireMessage(from: victim.id, counter: 1 << 40 + r, seq: 1, to: nil, body: [0x66])], identity: identity)[0]
+        let impersonation = MessageBatch.sign([WireMessage(origin: victim.id, counter: 1 << 40 + r, seq: 1, to: nil, body: [0x66])], identity: identity)[0]
         if directed[peer.id] == nil {
-            directed[peer.id] = MessageBatch.sign([WireMessage(from: info.id, counter: 1 << 41, seq: 0, to: [peer.id], body: Array("once".utf8))],
+            directed[peer.id] = MessageBatch.sign([WireMessage(origin: info.id, counter: 1 << 41, seq: 0, to: [peer.id], body: Array("once".utf8))],
                                                   identity: identity)[0]
         }
         return [

@@ -1045,15 +1045,15 @@ public final class SessionSimulation {
         // The slot, not `cores[i]!.core`: a copy of the core retains and releases every table per delivery.
         let slot = cores[i]!
         let m = slot.core.applicationView(delivered)
-        trace?.record(.delivery, at: now, UInt64(i), m.from.raw, m.seq, m.counter)
-        for dep in m.deps where !(dep.member == m.from && m.seq != 0 && dep.seq < m.seq) {
+        trace?.record(.delivery, at: now, UInt64(i), m.origin.raw, m.seq, m.counter)
+        for dep in m.deps where !(dep.member == m.origin && m.seq != 0 && dep.seq < m.seq) {
             let baseline = slot.core.broadcast.baseline[dep.member].map { slot.core.applicationSeqs.applicationSeq(dep.member, $0) } ?? 0
             if dep.seq > max(clocks[i][dep.member] ?? 0, baseline) {
                 report.dependencyViolations.append("\(infos[i].id): \(m.id) delivered before its dependency \(dep.member)#\(dep.seq)")
             }
         }
-        if m.seq != 0 { clocks[i][m.from] = max(clocks[i][m.from] ?? 0, m.seq) }
-        logs[i].deliveries.append(DeliveryRecord(msg: m.id, from: m.from.description, seq: m.seq == 0 ? nil : m.seq, deps: [:]))
+        if m.seq != 0 { clocks[i][m.origin] = max(clocks[i][m.origin] ?? 0, m.seq) }
+        logs[i].deliveries.append(DeliveryRecord(msg: m.id, from: m.origin.description, seq: m.seq == 0 ? nil : m.seq, deps: [:]))
     }
 
     private func finish(_ end: Double) -> SessionReport {
@@ -1193,7 +1193,7 @@ extension SessionSimulation {
 
         func deliver(_ message: WireMessage, reliable: Bool, own: Bool) {
             guard reliable else {
-                if message.from != sim.infos[i].id { sim.report.unreliableDelivered += 1 }
+                if message.origin != sim.infos[i].id { sim.report.unreliableDelivered += 1 }
                 return
             }
             sim.record(i, message)

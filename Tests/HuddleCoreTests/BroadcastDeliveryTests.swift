@@ -7,7 +7,7 @@ private let a = MemberID(raw: 1), b = MemberID(raw: 2), c = MemberID(raw: 3)
 private let identities = [a: Identity.generate(), b: Identity.generate(), c: Identity.generate()]
 
 private func signed(_ m: WireMessage) -> SignedMessage {
-    MessageBatch.sign([m], identity: identities[m.from] ?? .generate())[0]
+    MessageBatch.sign([m], identity: identities[m.origin] ?? .generate())[0]
 }
 
 private func delivered(_ effects: [CausalBroadcast.Effect]) -> [String] {
@@ -444,8 +444,8 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     weak var firstTree: BatchTree?
     do {
         let identity = identities[a]!
-        let first = MessageBatch.sign((1...2).map { WireMessage(from: a, counter: $0, seq: $0, to: nil, body: [1]) }, identity: identity)
-        let second = MessageBatch.sign([WireMessage(from: a, counter: 3, seq: 3, to: nil, body: [2])], identity: identity)
+        let first = MessageBatch.sign((1...2).map { WireMessage(origin: a, counter: $0, seq: $0, to: nil, body: [1]) }, identity: identity)
+        let second = MessageBatch.sign([WireMessage(origin: a, counter: 3, seq: 3, to: nil, body: [2])], identity: identity)
         firstTree = first[0].proof.tree
         for m in first + second { _ = run.append(m, bytes: { _ in 1 }) }
     }

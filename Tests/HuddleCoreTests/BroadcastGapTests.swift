@@ -9,7 +9,7 @@ private let a = MemberID(raw: 1), b = MemberID(raw: 2), c = MemberID(raw: 3), h 
 private let identities = [a: Identity.generate(), b: Identity.generate(), c: Identity.generate()]
 
 private func signed(_ m: WireMessage) -> SignedMessage {
-    MessageBatch.sign([m], identity: identities[m.from] ?? .generate())[0]
+    MessageBatch.sign([m], identity: identities[m.origin] ?? .generate())[0]
 }
 
 private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadcast {

@@ -8,7 +8,7 @@ private let a = MemberID(raw: 1), b = MemberID(raw: 2), c = MemberID(raw: 3)
 private let identities = [a: Identity(seed: [UInt8](repeating: 1, count: 32)), b: Identity(seed: [UInt8](repeating: 2, count: 32)),
                           c: Identity(seed: [UInt8](repeating: 3, count: 32))]
 
-private func signed(_ m: WireMessage) -> SignedMessage { MessageBatch.sign([m], identity: identities[m.from]!)[0] }
+private func signed(_ m: WireMessage) -> SignedMessage { MessageBatch.sign([m], identity: identities[m.origin]!)[0] }
 
 private func delivered(_ effects: [CausalBroadcast.Effect]) -> [UInt64] {
     effects.compactMap { if case let .deliver(s) = $0 { s.message.seq } else { nil } }
@@ -82,7 +82,7 @@ private func pair(limits: SessionCore.Limits = .init()) -> (a: SessionCore, b: S
     #expect(receiver.heldBytes[a] == 3 * size)
     var other = CausalBroadcast(local: c, awaitingBaseline: false)
     let released = receiver.receive(signed(other.makeBroadcast(body: [9])))
-    #expect(released.contains { if case let .deliver(s) = $0 { s.message.seq == 0 && s.message.from == a } else { false } },
+    #expect(released.contains { if case let .deliver(s) = $0 { s.message.seq == 0 && s.message.origin == a } else { false } },
             "the directed message is delivered once its dependency is")
 }
 

@@ -61,7 +61,7 @@ private struct FuzzInput: Sendable {
     }
 
     var wire: WireMessage {
-        WireMessage(from: member(0), counter: number(1), seq: number(2), kind: number(3) % 2 == 0 ? .application : .journal,
+        WireMessage(origin: member(0), counter: number(1), seq: number(2), kind: number(3) % 2 == 0 ? .application : .journal,
                     deps: (0..<count(4, max: 3)).map { .init(member: member(5 + $0), seq: number(6 + $0)) },
                     to: number(7) % 2 == 0 ? nil : [member(8)], body: bytes)
     }
@@ -269,7 +269,7 @@ private struct Cores {
         // An acknowledgement drops only what was sent to its sender, never past this member's counter.
         case let .directedAck(through): broadcast.directedAcknowledged(by: peer, through: through)
         // What the core checks before it delivers one: its origin and body, as a datagram's.
-        case let .unreliable(m): _ = m.from == peer && m.seq == 0 && m.body.count <= SessionCore.Limits.unreliableCeiling
+        case let .unreliable(m): _ = m.origin == peer && m.seq == 0 && m.body.count <= SessionCore.Limits.unreliableCeiling
         }
     }
 

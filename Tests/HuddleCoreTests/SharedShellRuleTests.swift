@@ -56,7 +56,7 @@ private final class RecordingShell: SessionShell {
     let (free, backed) = (MemberID(raw: 7), MemberID(raw: 9))
     shell.queued[backed] = RecordingShell.unreliableLinkBacklog + 1
     shell.queued[free] = RecordingShell.unreliableLinkBacklog
-    let message = WireMessage(from: me.id, counter: 1, seq: 0, to: nil, body: [1])
+    let message = WireMessage(origin: me.id, counter: 1, seq: 0, to: nil, body: [1])
     shell.perform([.sendLink(backed, .unreliable(message)), .sendLink(free, .unreliable(message)), .sendLink(backed, .hello(since: 0, nonApplication: 0))])
     #expect(shell.sent.map(\.1) == [free, backed], "the unreliable one to the free link, the reliable one to both")
     #expect(shell.notes == [.unreliableDropped(peer: backed)])

@@ -98,7 +98,7 @@ public enum MessageBatch {
 
     /// Signs up to `BatchProof.maximumBatch` messages of one origin with one signature.
     public static func sign(_ messages: [WireMessage], identity: Identity) -> [SignedMessage] {
-        guard let origin = messages.first?.from else { return [] }
+        guard let origin = messages.first?.origin else { return [] }
         var leaves = [UInt8](repeating: 0, count: messages.count * BatchTree.hashLength)
         var scratch = WireWriter(capacity: 512)
         leaves.withUnsafeMutableBytes { out in
@@ -119,7 +119,7 @@ public enum MessageBatch {
         guard let root = BatchTree.root(leaf: leafHash(signed.message), index: Int(signed.proof.index), count: Int(signed.proof.count), path: signed.proof.path) else {
             return false
         }
-        return verify(origin: signed.message.from, root: root, signature: signed.proof.signature, originKey: originKey, cache: &cache)
+        return verify(origin: signed.message.origin, root: root, signature: signed.proof.signature, originKey: originKey, cache: &cache)
     }
 
     /// Whether a whole batch, as received from a link, was signed by the holder of `originKey`.

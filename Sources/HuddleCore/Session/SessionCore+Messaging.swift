@@ -147,9 +147,9 @@ extension SessionCore {
     /// A message from its origin or a relay: verified against the origin's node key, then to broadcast.
     mutating func receiveSigned(_ signed: SignedMessage, from peer: MemberID, now: Double) -> [SessionEffect] {
         guard fitsReceiveLimit(signed.message) else { return refuse(.bodyTooLarge) }
-        guard let key = swim.members[signed.message.from]?.node else { return catchUpMembership(from: peer, now: now) }
+        guard let key = swim.members[signed.message.origin]?.node else { return catchUpMembership(from: peer, now: now) }
         guard MessageBatch.verify(signed, originKey: key, cache: &verifiedRoots) else {
-            return [.forged(origin: signed.message.from, count: 1)]
+            return [.forged(origin: signed.message.origin, count: 1)]
         }
         let noted = broadcast.unknownOriginsNoted
         let out = broadcastEffects(broadcast.receive(signed), now: now)

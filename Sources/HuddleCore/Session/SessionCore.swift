@@ -506,13 +506,13 @@ public struct SessionCore: Sendable {
                 switch signed.message.kind {
                 case .application: out.append(.deliver(signed))
                 case .journal:
-                    applicationSeqs.noteNonApplication(signed.message.from, signed.message.seq)
+                    applicationSeqs.noteNonApplication(signed.message.origin, signed.message.seq)
                     if let entry = try? JournalEntry.decode(signed.message.body) {
-                        out += applyJournalEntry(entry, announcedBy: signed.message.from, now: now)
+                        out += applyJournalEntry(entry, announcedBy: signed.message.origin, now: now)
                     } else {
-                        out.append(.unreadable(signed.message.from, what: "journal entry"))
+                        out.append(.unreadable(signed.message.origin, what: "journal entry"))
                     }
-                case .activity: applicationSeqs.noteNonApplication(signed.message.from, signed.message.seq)  // not sent as broadcasts today
+                case .activity: applicationSeqs.noteNonApplication(signed.message.origin, signed.message.seq)  // not sent as broadcasts today
                 }
             case let .request(peer, origin, from, to): out.append(.repairRequest(peer: peer, origin: origin, from: from, to: to))
             case let .gap(origin, from, to, count):
