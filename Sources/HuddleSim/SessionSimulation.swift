@@ -577,7 +577,7 @@ public final class SessionSimulation {
             guard isUp(i), let l = leaving[i] else { return }
             let done = cores[i]!.core.handedOff(l.pushed)
             guard done == l.pushed.count || now >= l.until else {
-                // The node waits for the receivers' announcements; the simulator looks again shortly.
+                // The node waits for the receivers' `have`s; the simulator looks again shortly.
                 queue.schedule(.leaveWaits(i), at: now + 0.05)
                 return
             }
@@ -586,7 +586,7 @@ public final class SessionSimulation {
             queue.schedule(.leaveEnds(i), at: now + SessionCore.leaveLinger)
         case let .leaveEnds(i):
             guard isUp(i) else { return }
-            // The node closes its links and exits: for the others, as gone as a crash, but announced.
+            // The node closes its links and exits: for the others, as gone as a crash, but it said it was leaving.
             crashed[i] = true
             leftMembers.insert(i)
             forgetCircuitEnds(of: i)

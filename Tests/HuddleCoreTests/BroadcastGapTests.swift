@@ -3,7 +3,7 @@ import Testing
 @testable import HuddleCore
 
 /// Pure tests of gaps (CONTROL.md, `gap`): broadcasts that no member stores any more are given up on
-/// once no peer has offered them for `gapDelay`, announced once with the origin's own count of
+/// once no peer has offered them for `gapDelay`, reported once with the origin's own count of
 /// non-message broadcasts, and never skipped while any peer still offers them.
 private let a = MemberID(raw: 1), b = MemberID(raw: 2), c = MemberID(raw: 3), h = MemberID(raw: 4)
 private let identities = [a: Identity.generate(), b: Identity.generate(), c: Identity.generate()]

@@ -186,14 +186,14 @@ private func digests(_ effects: [SessionEffect]) -> Int {
 @Test func theSponsorPassesAJoinersSignedRecordOnOverEveryLinkOnce() {
     var c = core()
     let joiner = info(9, "joiner")
-    func announced(_ effects: [SessionEffect]) -> [MemberInfo] {
+    func forwarded(_ effects: [SessionEffect]) -> [MemberInfo] {
         effects.flatMap { effect -> [MemberInfo] in
             guard case let .sendToLinks(.swim(message)) = effect else { return [] }
             return message.gossip.compactMap { if case let .alive(record) = $0 { record } else { nil } }
         }
     }
     let first = c.linkPushPull(SWIMPushPull(join: true, members: [joiner]), from: joiner.id, addr: testAddr("joiner"), now: 1)
-    #expect(announced(first) == [joiner], "the record as the joiner signed it")
+    #expect(forwarded(first) == [joiner], "the record as the joiner signed it")
     let again = c.linkPushPull(SWIMPushPull(join: true, members: [joiner]), from: joiner.id, addr: testAddr("joiner"), now: 2)
-    #expect(announced(again).isEmpty, "once per member, however many push-pulls")
+    #expect(forwarded(again).isEmpty, "once per member, however many push-pulls")
 }

@@ -232,7 +232,7 @@ public struct SessionCore: Sendable {
             digestAt = now
             out += digests(now: now)
         }
-        out += announceParticipants()
+        out += sendParticipantRecord()
         out += reachReports(now: now) + publishReach(now: now) + relayTick(now: now) + punchTick(now: now) + udpPathTick(now: now)
             + membershipCatchUpTick(now: now)
         return out + epochTick(now: now) + congestionCleared(since: congested)
@@ -295,7 +295,7 @@ public struct SessionCore: Sendable {
         if !state.more {
             out += SWIMPushPull.parts(join: state.join, members: swim.pushPullState()).map { .sendLink(peer, .pushPullReply($0)) }
         }
-        return out + merged + announceJoiner(peer, joined: merged)
+        return out + merged + forwardJoiner(peer, joined: merged)
     }
 
     /// The sponsor of a joiner that this push-pull made known passes the joiner's signed record on
@@ -304,7 +304,7 @@ public struct SessionCore: Sendable {
     /// that depends on an origin it has not heard of: at N = 100 starting within 1 s, an attachment
     /// reached every member 3.6 s after it was added instead of 0.16 s. Once per member (only when
     /// it is first known), so repeated push-pulls are not multiplied.
-    private func announceJoiner(_ peer: MemberID, joined effects: [SessionEffect]) -> [SessionEffect] {
+    private func forwardJoiner(_ peer: MemberID, joined effects: [SessionEffect]) -> [SessionEffect] {
         for case let .member(.joined, info) in effects where info.id == peer {
             return [.sendToLinks(.swim(SWIMMessage(sender: local, kind: .gossip, gossip: [.alive(info)])))]
         }
@@ -332,7 +332,7 @@ public struct SessionCore: Sendable {
                 // A removed node key's records (gossiped on by members that have not heard yet)
                 // show nothing and bring no link back.
                 if epochs.removedNodes[info.node] != nil {
-                    out += evict(info, announce: false, now: now)
+                    out += evict(info, report: false, now: now)
                     continue
                 }
                 out.append(.member(change, info))
@@ -561,7 +561,7 @@ public struct SessionCore: Sendable {
             guard catchUpFrom.contains(peer) else { out = refuse(.unsolicitedCatchUp); break }
             out = entries.flatMap { applyJournalEntry($0, announcedBy: nil, now: now) }
         case let .have(id, have, offer):
-            journal.peerAnnounced(peer, id: id, have: have, offer: offer)
+            journal.receiveHave(peer, id: id, have: have, offer: offer)
             out = []
         case let .chunkRequest(id, index):
             let serve = journal.admitServe(id, Int(index), to: peer)

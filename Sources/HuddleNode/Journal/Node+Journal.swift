@@ -298,8 +298,8 @@ extension Node {
     // MARK: leaving
 
     /// A graceful leave's hand-off, as the core plans it (`SessionCore.beginLeave`): pushes every
-    /// chunk no other live member holds to a live member, and waits (bounded) until the receivers
-    /// announce them. Returns how many chunks were handed off.
+    /// chunk no other live member holds to a live member, and waits (bounded) until the receivers'
+    /// `have`s show them. Returns how many chunks were handed off.
     func handOff(_ cause: LeaveCause) async -> Int {
         let leave = core.beginLeave(cause)
         execute(leave.effects)
