@@ -187,7 +187,7 @@ public struct BroadcastSimulation {
             guard live[to], joined[to] else { return }
             switch packet {
             case let .message(signed):
-                guard MessageBatch.verify(signed, originKey: identities[Int(signed.message.origin.raw) - 1].publicKey, cache: &verified) else { return }
+                guard MessageBatch.verify(signed, originNodeKey: identities[Int(signed.message.origin.raw) - 1].publicKey, cache: &verified) else { return }
                 apply(to, cores[to].receive(signed))
             case let .digest(d):
                 apply(to, cores[to].receiveDigest(d, from: ids[from], now: now))

@@ -56,7 +56,7 @@ struct HostileMember {
     func foreignManifest(round: Int, uploader: MemberInfo) -> (Manifest, [UInt8]) {
         let key = [UInt8](repeating: UInt8(truncatingIfNeeded: round), count: 32)
         var theirs = Manifest(name: "not mine \(round)", size: 1, chunkSize: 256 * 1024, chunkHashes: [[UInt8](repeating: 1, count: 32)], meta: [],
-                              uploader: uploader.id, uploaderNode: uploader.node, signature: [])
+                              uploader: uploader.id, uploaderNodeKey: uploader.node, signature: [])
         theirs.sign(with: identity, key: key)
         return (theirs, key)
     }

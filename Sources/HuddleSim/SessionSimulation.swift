@@ -542,7 +542,7 @@ public final class SessionSimulation {
             let count = max(1, (a.size + Self.chunkSize - 1) / Self.chunkSize)
             let hashes = (0..<count).map { k in BLAKE2b.hash(Array("sim chunk".utf8) + withUnsafeBytes(of: (scenario.seed &+ UInt64(k)).littleEndian) { Array($0) }, length: 32) }
             var m = Manifest(name: "sim.bin", size: UInt64(a.size), chunkSize: UInt32(Self.chunkSize), chunkHashes: hashes, meta: [],
-                             uploader: infos[a.uploader].id, uploaderNode: infos[a.uploader].node, signature: [])
+                             uploader: infos[a.uploader].id, uploaderNodeKey: infos[a.uploader].node, signature: [])
             var key: [UInt8] = []
             for _ in 0..<4 { withUnsafeBytes(of: rng.next()) { key += $0 } }
             m.sign(with: identities[a.uploader], key: key)

@@ -76,7 +76,7 @@ public struct SwarmSimulation {
         let uploader = Identity.generate()
         var manifest = Manifest(name: "sim", size: UInt64(s.chunks) * UInt64(Manifest.defaultChunkSize), chunkSize: UInt32(Manifest.defaultChunkSize),
                                 chunkHashes: (0..<s.chunks).map { index in (0..<32).map { UInt8(truncatingIfNeeded: index >> ($0 % 4 * 8)) } },
-                                meta: [], uploader: ids[0], uploaderNode: uploader.publicKey, signature: [])
+                                meta: [], uploader: ids[0], uploaderNodeKey: uploader.publicKey, signature: [])
         let key = [UInt8](repeating: 1, count: 32)
         manifest.sign(with: uploader, key: key)
         entry = .add(manifest, key: key)

@@ -179,16 +179,16 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     var cb = CausalBroadcast(local: a, awaitingBaseline: false)
     let batch = MessageBatch.sign((0..<5).map { _ in cb.makeBroadcast(body: [1, 2]) }, identity: alice)
     var cache = VerifiedRoots()
-    #expect(batch.allSatisfy { MessageBatch.verify($0, originKey: alice.publicKey, cache: &cache) })
+    #expect(batch.allSatisfy { MessageBatch.verify($0, originNodeKey: alice.publicKey, cache: &cache) })
     var tampered = batch[2]
     tampered.message.body = [9]
-    #expect(!MessageBatch.verify(tampered, originKey: alice.publicKey, cache: &cache))
+    #expect(!MessageBatch.verify(tampered, originNodeKey: alice.publicKey, cache: &cache))
     let forged = MessageBatch.sign([batch[0].message], identity: .generate())[0]
     var fresh = VerifiedRoots()
-    #expect(!MessageBatch.verify(forged, originKey: alice.publicKey, cache: &fresh))
+    #expect(!MessageBatch.verify(forged, originNodeKey: alice.publicKey, cache: &fresh))
     var wrongIndex = batch[1]
     wrongIndex.proof.index = 3
-    #expect(!MessageBatch.verify(wrongIndex, originKey: alice.publicKey, cache: &fresh))
+    #expect(!MessageBatch.verify(wrongIndex, originNodeKey: alice.publicKey, cache: &fresh))
 }
 
 /// A batch crosses a link as one message: the receiver gets what is for it plus the leaf hashes of
@@ -207,23 +207,23 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     #expect(received == forBob)
     #expect(received.messages.map(\.message.id) == messages.filter { $0.to?.contains(b) ?? true }.map(\.id))
     var cache = VerifiedRoots()
-    #expect(MessageBatch.verify(received, originKey: alice.publicKey, cache: &cache))
+    #expect(MessageBatch.verify(received, originNodeKey: alice.publicKey, cache: &cache))
     // Relayed alone, with the path derived from the receiver's rebuilt tree.
     var fresh = VerifiedRoots()
     for signed in received.messages {
         guard case let .message(relayed) = try LinkMessage.decode(LinkMessage.message(signed).encoded()) else {
             Issue.record("a relayed message did not decode as one"); return
         }
-        #expect(MessageBatch.verify(relayed, originKey: alice.publicKey, cache: &fresh))
+        #expect(MessageBatch.verify(relayed, originNodeKey: alice.publicKey, cache: &fresh))
     }
     // A message changed in flight, or a batch signed by someone else, fails as a whole.
     var bytes = LinkMessage.batch(forBob).encoded()
     let hello = try #require(bytes.firstRange(of: Array("hello".utf8)))
     bytes[hello.lowerBound] ^= 1
     guard case let .batch(tampered) = try LinkMessage.decode(bytes) else { Issue.record("the changed batch did not decode"); return }
-    #expect(!MessageBatch.verify(tampered, originKey: alice.publicKey, cache: &fresh))
+    #expect(!MessageBatch.verify(tampered, originNodeKey: alice.publicKey, cache: &fresh))
     let forged = try #require(SignedBatch(of: MessageBatch.sign(messages, identity: .generate()), for: b))
-    #expect(!MessageBatch.verify(forged, originKey: alice.publicKey, cache: &fresh))
+    #expect(!MessageBatch.verify(forged, originNodeKey: alice.publicKey, cache: &fresh))
     // Nothing for a member that is neither a target nor a broadcast recipient: no batch at all.
     #expect(SignedBatch(of: MessageBatch.sign([messages[2]], identity: alice), for: b) == nil)
 }
@@ -236,16 +236,16 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     var cb = CausalBroadcast(local: a, awaitingBaseline: false)
     let messages = (0..<4).map { _ in cb.makeBroadcast(body: Array("hi".utf8)) }
     let batch = try #require(SignedBatch(of: MessageBatch.sign(messages, identity: alice), for: b))
-    let checked = try #require(MessageBatch.check(batch, originKey: alice.publicKey))
-    #expect(checked.origin == a && checked.originKey == alice.publicKey)
-    #expect(MessageBatch.check(batch, originKey: Identity.generate().publicKey) == nil, "another key")
+    let checked = try #require(MessageBatch.check(batch, originNodeKey: alice.publicKey))
+    #expect(checked.origin == a && checked.originNodeKey == alice.publicKey)
+    #expect(MessageBatch.check(batch, originNodeKey: Identity.generate().publicKey) == nil, "another key")
     let forged = try #require(SignedBatch(of: MessageBatch.sign(messages, identity: .generate()), for: b))
-    #expect(MessageBatch.check(forged, originKey: alice.publicKey) == nil, "another signer")
+    #expect(MessageBatch.check(forged, originNodeKey: alice.publicKey) == nil, "another signer")
     var cache = VerifiedRoots()
     cache.insert(checked.verified)
     // Remembered: the core's check of this batch is then a cache hit, even with a key it would refuse.
-    #expect(MessageBatch.verify(batch, originKey: Identity.generate().publicKey, cache: &cache))
-    #expect(!MessageBatch.verify(forged, originKey: alice.publicKey, cache: &cache), "only that batch")
+    #expect(MessageBatch.verify(batch, originNodeKey: Identity.generate().publicKey, cache: &cache))
+    #expect(!MessageBatch.verify(forged, originNodeKey: alice.publicKey, cache: &cache), "only that batch")
 }
 
 @Test func activityConvergesWhateverTheOrder() {

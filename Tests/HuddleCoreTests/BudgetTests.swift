@@ -139,7 +139,7 @@ private func heldAttachment(chunks: Int, local: MemberID, limit: Int = Journal.d
     let identity = identities[local] ?? .generate()
     var m = Manifest(name: "f", size: UInt64(chunks * Manifest.defaultChunkSize), chunkSize: UInt32(Manifest.defaultChunkSize),
                      chunkHashes: (0..<chunks).map { [UInt8](repeating: UInt8($0), count: 32) }, meta: [],
-                     uploader: local, uploaderNode: identity.publicKey, signature: [])
+                     uploader: local, uploaderNodeKey: identity.publicKey, signature: [])
     let key = [UInt8](repeating: 5, count: 32)
     m.sign(with: identity, key: key)
     var journal = Journal(local: local, seed: 1, storeLimitBytes: limit)
@@ -197,7 +197,7 @@ private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Ma
     let chunk = Manifest.defaultChunkSize + AEAD.tagLength
     let identity = identities[c]!
     var m = Manifest(name: "f", size: UInt64(6 * Manifest.defaultChunkSize), chunkSize: UInt32(Manifest.defaultChunkSize),
-                     chunkHashes: (0..<6).map { [UInt8](repeating: UInt8($0), count: 32) }, meta: [], uploader: c, uploaderNode: identity.publicKey, signature: [])
+                     chunkHashes: (0..<6).map { [UInt8](repeating: UInt8($0), count: 32) }, meta: [], uploader: c, uploaderNodeKey: identity.publicKey, signature: [])
     let key = [UInt8](repeating: 5, count: 32)
     m.sign(with: identity, key: key)
     var journal = Journal(local: a, seed: 1, storeLimitBytes: chunks * chunk)

@@ -35,7 +35,7 @@ private func largeAttachment(_ i: Int, by uploader: MemberInfo, _ identity: Iden
     let key = [UInt8](repeating: UInt8(i + 1), count: 32)
     var m = Manifest(name: "large-\(i)", size: UInt64(chunks * 1024), chunkSize: 1024,
                      chunkHashes: (0..<chunks).map { [UInt8](repeating: UInt8(truncatingIfNeeded: $0 &+ i), count: 32) },
-                     meta: [UInt8](repeating: UInt8(ascii: "x"), count: Manifest.maximumMeta), uploader: uploader.id, uploaderNode: uploader.node, signature: [])
+                     meta: [UInt8](repeating: UInt8(ascii: "x"), count: Manifest.maximumMeta), uploader: uploader.id, uploaderNodeKey: uploader.node, signature: [])
     m.sign(with: identity, key: key)
     return (m, key)
 }

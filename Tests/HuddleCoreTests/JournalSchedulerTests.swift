@@ -120,7 +120,7 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
 @Test func manifestsAreSignedAndTamperingIsCaught() throws {
     let id = Identity.generate()
     var m = Manifest(name: "a.png", size: 300_000, chunkSize: 262_144, chunkHashes: [[UInt8](repeating: 1, count: 32), [UInt8](repeating: 2, count: 32)],
-                     meta: Array("{\"location\":[1,2]}".utf8), uploader: me, uploaderNode: id.publicKey, signature: [])
+                     meta: Array("{\"location\":[1,2]}".utf8), uploader: me, uploaderNodeKey: id.publicKey, signature: [])
     m.sign(with: id, key: [UInt8](repeating: 3, count: 32))
     #expect(m.isValid())
     #expect(m.plainLength(of: 0) == 262_144 && m.plainLength(of: 1) == 300_000 - 262_144)

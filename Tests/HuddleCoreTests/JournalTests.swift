@@ -10,7 +10,7 @@ private let uploaderIdentity = Identity.generate()
 private func manifest(chunks: Int, from origin: MemberID = uploader, name: String = "f") -> Manifest {
     var m = Manifest(name: name, size: UInt64(chunks) * UInt64(Manifest.defaultChunkSize), chunkSize: UInt32(Manifest.defaultChunkSize),
                      chunkHashes: (0..<chunks).map { [UInt8](repeating: UInt8($0), count: 32) }, meta: [],
-                     uploader: origin, uploaderNode: uploaderIdentity.publicKey, signature: [])
+                     uploader: origin, uploaderNodeKey: uploaderIdentity.publicKey, signature: [])
     m.sign(with: uploaderIdentity, key: key)
     return m
 }

@@ -127,7 +127,7 @@ private struct FuzzInput: Sendable {
         let key = Array((bytes + [UInt8](repeating: 5, count: 32)).prefix(32))
         var manifest = Manifest(name: "m", size: number(0), chunkSize: UInt32(truncatingIfNeeded: number(1)),
                                 chunkHashes: (0..<count(2, max: 4)).map { _ in [UInt8](repeating: 1, count: 32) }, meta: bytes,
-                                uploader: member(3), uploaderNode: signer.publicKey, signature: [])
+                                uploader: member(3), uploaderNodeKey: signer.publicKey, signature: [])
         manifest.sign(with: signer, key: key)
         return JournalEntry.add(manifest, key: key).encoded()
     }

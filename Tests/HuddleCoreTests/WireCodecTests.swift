@@ -42,7 +42,7 @@ private let samples: [LinkMessage] = [
     .epochGrant(EpochGrant(session: [UInt8](repeating: 1, count: 8), epoch: 2, head: [UInt8](repeating: 2, count: 32),
                            recipient: [UInt8](repeating: 3, count: 32), sealedKey: [UInt8](repeating: 5, count: EpochChange.sealedKeyLength))),
     .epochChanges([EpochChange(session: [UInt8](repeating: 1, count: 8), epoch: 1, parent: [UInt8](repeating: 2, count: 32), maker: MemberID(raw: 3),
-                               makerNode: [UInt8](repeating: 3, count: 32), removed: [[UInt8](repeating: 9, count: 32)], keyCheck: [UInt8](repeating: 6, count: 32),
+                               makerNodeKey: [UInt8](repeating: 3, count: 32), removed: [[UInt8](repeating: 9, count: 32)], keyCheck: [UInt8](repeating: 6, count: 32),
                                recipients: [.init(node: [UInt8](repeating: 3, count: 32), sealedKey: [UInt8](repeating: 7, count: EpochChange.sealedKeyLength))],
                                signature: [UInt8](repeating: 8, count: 64))]),
 ]

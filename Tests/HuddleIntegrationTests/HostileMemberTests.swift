@@ -176,7 +176,7 @@ struct HostileMemberTests {
         // A baseline that would skip b's first 50 broadcasts, and a journal with mallory's attachment.
         let key = [UInt8](repeating: 7, count: 32)
         var manifest = Manifest(name: "x", size: 1, chunkSize: UInt32(Manifest.defaultChunkSize), chunkHashes: [[UInt8](repeating: 1, count: 32)],
-                                meta: [], uploader: mallory.info.id, uploaderNode: mallory.identity.publicKey, signature: [])
+                                meta: [], uploader: mallory.info.id, uploaderNodeKey: mallory.identity.publicKey, signature: [])
         manifest.sign(with: mallory.identity, key: key)
         try mallory.link.write(.baseline([bID: 50], nonApplication: [:]))
         try mallory.link.write(.journal([.add(manifest, key: key)]))

@@ -599,7 +599,7 @@ public struct SessionCore: Sendable {
     mutating func applyJournalEntry(_ entry: JournalEntry, announcedBy origin: MemberID?, now: Double) -> [SessionEffect] {
         switch entry {
         case let .add(manifest, _):
-            let pinned = swim.members[manifest.uploader].map { $0.node == manifest.uploaderNode } ?? true
+            let pinned = swim.members[manifest.uploader].map { $0.node == manifest.uploaderNodeKey } ?? true
             guard pinned, origin.map({ $0 == manifest.uploader }) ?? true else {
                 return refuse(.journalNotByUploader)
             }

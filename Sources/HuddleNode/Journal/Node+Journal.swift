@@ -40,7 +40,7 @@ extension Node {
             throw ControlError(code: .ioError, message: "cannot read \(path): \(error)")
         }
         var manifest = Manifest(name: name ?? (path as NSString).lastPathComponent, size: imported.size, chunkSize: UInt32(Manifest.defaultChunkSize),
-                                chunkHashes: imported.hashes, meta: metaBytes, uploader: local.id, uploaderNode: local.node, signature: [])
+                                chunkHashes: imported.hashes, meta: metaBytes, uploader: local.id, uploaderNodeKey: local.node, signature: [])
         manifest.sign(with: security.identity, key: imported.key)
         let id = manifest.id
         try await Self.fileWork { () throws(ControlError) in
