@@ -22,7 +22,7 @@ public struct LinkHandshake: Sendable {
     private var staticKey: NoiseKeyPair?
     /// The identity binding and app payload, made when this side first writes `s` (`prepareLocal`).
     private(set) var localPayload: [UInt8]?
-    private var remotePayload: (identity: [UInt8], app: [UInt8])?
+    private var remotePayload: (nodeKey: [UInt8], app: [UInt8])?
     public private(set) var result: LinkHandshakeResult?
 
     /// `staticKey` (the Noise static key, fresh per link) is made when first needed unless given.
@@ -68,7 +68,7 @@ public struct LinkHandshake: Sendable {
         if state.isComplete {
             guard let remote = remotePayload else { throw CryptoError("link handshake finished without the peer's identity") }
             let (send, receive) = try state.split()
-            result = LinkHandshakeResult(remoteIdentity: remote.identity, remoteAppPayload: remote.app, send: send, receive: receive,
+            result = LinkHandshakeResult(remoteNodeKey: remote.nodeKey, remoteAppPayload: remote.app, send: send, receive: receive,
                                          handshakeHash: state.handshakeHash, datagramKeys: try PairDatagramKeys.derive(from: state))
         }
         return reply
@@ -77,19 +77,19 @@ public struct LinkHandshake: Sendable {
     private mutating func verify(_ payload: [UInt8]) throws {
         guard let remoteStatic = state.remoteStaticKey else { throw CryptoError("link handshake payload before the peer's static key") }
         guard payload.count >= 96 else { throw CryptoError("link handshake payload too short for an identity binding") }
-        let identity = Array(payload[0..<32])
+        let nodeKey = Array(payload[0..<32])
         let signature = Array(payload[32..<96])
-        guard Identity.verify(signature: signature, message: Self.bindingContext + remoteStatic, publicKey: identity) else {
+        guard Identity.verify(signature: signature, message: Self.bindingContext + remoteStatic, publicKey: nodeKey) else {
             throw CryptoError("peer's identity signature does not cover its Noise static key")
         }
-        remotePayload = (identity, Array(payload[96...]))
+        remotePayload = (nodeKey, Array(payload[96...]))
     }
 }
 
-/// What a finished link handshake yields: the peer's verified identity and app payload, and the
+/// What a finished link handshake yields: the peer's verified node key and app payload, and the
 /// transport ciphers and datagram keys for this side.
 public struct LinkHandshakeResult: Sendable {
-    public let remoteIdentity: [UInt8]
+    public let remoteNodeKey: [UInt8]
     public let remoteAppPayload: [UInt8]
     public var send: NoiseCipherState
     public var receive: NoiseCipherState

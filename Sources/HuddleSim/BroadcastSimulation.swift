@@ -143,19 +143,19 @@ public struct BroadcastSimulation {
     }
 
     private mutating func record(_ i: Int, _ m: WireMessage) {
-        trace?.record(.delivery, at: now, UInt64(i), m.from.raw, m.seq, m.counter)
-        logs[i].deliveries.append(DeliveryRecord(msg: m.id, from: m.from.description, seq: m.seq == 0 ? nil : m.seq,
+        trace?.record(.delivery, at: now, UInt64(i), m.origin.raw, m.seq, m.counter)
+        logs[i].deliveries.append(DeliveryRecord(msg: m.id, from: m.origin.description, seq: m.seq == 0 ? nil : m.seq,
                                                  deps: Dictionary(uniqueKeysWithValues: m.deps.map { ($0.member.description, $0.seq) })))
     }
 
-    private mutating func apply(_ i: Int, _ actions: [CausalBroadcast.Action]) {
+    private mutating func apply(_ i: Int, _ effects: [CausalBroadcast.Effect]) {
         var replies = 0
         defer {
             // An application answers after it has seen what was delivered, never in the middle of it.
             for _ in 0..<replies { broadcast(i, body: Array("re".utf8)) }
         }
-        for action in actions {
-            switch action {
+        for effect in effects {
+            switch effect {
             case let .deliver(signed):
                 record(i, signed.message)
                 if now < scenario.sendFor, rng.unit() < scenario.replyProbability { replies += 1 }
@@ -187,7 +187,7 @@ public struct BroadcastSimulation {
             guard live[to], joined[to] else { return }
             switch packet {
             case let .message(signed):
-                guard MessageBatch.verify(signed, originKey: identities[Int(signed.message.from.raw) - 1].publicKey, cache: &verified) else { return }
+                guard MessageBatch.verify(signed, originNodeKey: identities[Int(signed.message.origin.raw) - 1].publicKey, cache: &verified) else { return }
                 apply(to, cores[to].receive(signed))
             case let .digest(d):
                 apply(to, cores[to].receiveDigest(d, from: ids[from], now: now))

@@ -37,9 +37,9 @@ struct HostileMember {
 
         let (theirs, key) = foreignManifest(round: round, uploader: victim)
 
-        let impersonation = MessageBatch.sign([WireMessage(from: victim.id, counter: 1 << 40 + r, seq: 1, to: nil, body: [0x66])], identity: identity)[0]
+        let impersonation = MessageBatch.sign([WireMessage(origin: victim.id, counter: 1 << 40 + r, seq: 1, to: nil, body: [0x66])], identity: identity)[0]
         if directed[peer.id] == nil {
-            directed[peer.id] = MessageBatch.sign([WireMessage(from: info.id, counter: 1 << 41, seq: 0, to: [peer.id], body: Array("once".utf8))],
+            directed[peer.id] = MessageBatch.sign([WireMessage(origin: info.id, counter: 1 << 41, seq: 0, to: [peer.id], body: Array("once".utf8))],
                                                   identity: identity)[0]
         }
         return [
@@ -56,7 +56,7 @@ struct HostileMember {
     func foreignManifest(round: Int, uploader: MemberInfo) -> (Manifest, [UInt8]) {
         let key = [UInt8](repeating: UInt8(truncatingIfNeeded: round), count: 32)
         var theirs = Manifest(name: "not mine \(round)", size: 1, chunkSize: 256 * 1024, chunkHashes: [[UInt8](repeating: 1, count: 32)], meta: [],
-                              uploader: uploader.id, uploaderNode: uploader.node, signature: [])
+                              uploader: uploader.id, uploaderNodeKey: uploader.node, signature: [])
         theirs.sign(with: identity, key: key)
         return (theirs, key)
     }

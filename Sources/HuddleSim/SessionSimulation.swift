@@ -541,7 +541,7 @@ public final class SessionSimulation {
             let count = max(1, (a.size + Self.chunkSize - 1) / Self.chunkSize)
             let hashes = (0..<count).map { k in BLAKE2b.hash(Array("sim chunk".utf8) + withUnsafeBytes(of: (scenario.seed &+ UInt64(k)).littleEndian) { Array($0) }, length: 32) }
             var m = Manifest(name: "sim.bin", size: UInt64(a.size), chunkSize: UInt32(Self.chunkSize), chunkHashes: hashes, meta: [],
-                             uploader: infos[a.uploader].id, uploaderNode: infos[a.uploader].node, signature: [])
+                             uploader: infos[a.uploader].id, uploaderNodeKey: infos[a.uploader].node, signature: [])
             var key: [UInt8] = []
             for _ in 0..<4 { withUnsafeBytes(of: rng.next()) { key += $0 } }
             m.sign(with: identities[a.uploader], key: key)
@@ -577,7 +577,7 @@ public final class SessionSimulation {
             guard isUp(i), leaving.contains(i) else { return }
             switch shell(i).handOffProgress() {
             case let .waiting(until):
-                // The node waits for the receivers' announcements; the simulator looks again shortly.
+                // The node waits for the receivers' `have`s; the simulator looks again shortly.
                 queue.schedule(.leaveWaits(i), at: min(until, now + 0.05))
             case let .done(handedOff):
                 report.handedOff += handedOff
@@ -585,7 +585,7 @@ public final class SessionSimulation {
             }
         case let .leaveEnds(i):
             guard isUp(i) else { return }
-            // The node closes its links and exits: for the others, as gone as a crash, but announced.
+            // The node closes its links and exits: for the others, as gone as a crash, but it said it was leaving.
             crashed[i] = true
             leftMembers.insert(i)
             forgetCircuitEnds(of: i)
@@ -1037,15 +1037,15 @@ public final class SessionSimulation {
         // The slot, not `cores[i]!.core`: a copy of the core retains and releases every table per delivery.
         let slot = cores[i]!
         let m = slot.core.applicationView(delivered)
-        trace?.record(.delivery, at: now, UInt64(i), m.from.raw, m.seq, m.counter)
-        for dep in m.deps where !(dep.member == m.from && m.seq != 0 && dep.seq < m.seq) {
+        trace?.record(.delivery, at: now, UInt64(i), m.origin.raw, m.seq, m.counter)
+        for dep in m.deps where !(dep.member == m.origin && m.seq != 0 && dep.seq < m.seq) {
             let baseline = slot.core.broadcast.baseline[dep.member].map { slot.core.applicationSeqs.applicationSeq(dep.member, $0) } ?? 0
             if dep.seq > max(clocks[i][dep.member] ?? 0, baseline) {
                 report.dependencyViolations.append("\(infos[i].id): \(m.id) delivered before its dependency \(dep.member)#\(dep.seq)")
             }
         }
-        if m.seq != 0 { clocks[i][m.from] = max(clocks[i][m.from] ?? 0, m.seq) }
-        logs[i].deliveries.append(DeliveryRecord(msg: m.id, from: m.from.description, seq: m.seq == 0 ? nil : m.seq, deps: [:]))
+        if m.seq != 0 { clocks[i][m.origin] = max(clocks[i][m.origin] ?? 0, m.seq) }
+        logs[i].deliveries.append(DeliveryRecord(msg: m.id, from: m.origin.description, seq: m.seq == 0 ? nil : m.seq, deps: [:]))
     }
 
     private func finish(_ end: Double) -> SessionReport {
@@ -1185,7 +1185,7 @@ extension SessionSimulation {
 
         func deliver(_ message: WireMessage, reliable: Bool, own: Bool) {
             guard reliable else {
-                if message.from != sim.infos[i].id { sim.report.unreliableDelivered += 1 }
+                if message.origin != sim.infos[i].id { sim.report.unreliableDelivered += 1 }
                 return
             }
             sim.record(i, message)

@@ -178,11 +178,11 @@ public struct Simulation: Sendable {
         }
     }
 
-    /// Executes a node's actions: datagrams through the lossy network, push-pulls over reliable
+    /// Executes a node's effects: datagrams through the lossy network, push-pulls over reliable
     /// links, events into the metrics; then schedules the node's next tick.
-    mutating func perform(_ i: Int, _ actions: [SWIMAction]) {
-        for action in actions {
-            switch action {
+    mutating func perform(_ i: Int, _ effects: [SWIMEffect]) {
+        for effect in effects {
+            switch effect {
             case let .send(message, addr):
                 let bytes = message.encode()
                 metrics.countDatagram(bytes: bytes.count, at: now, from: scenario.measureFrom)

@@ -43,7 +43,7 @@ public struct SwarmSimulation {
         case tick
         case request(from: Int, to: Int, index: Int)
         case chunk(from: Int, to: Int, index: Int)
-        case announce(from: Int, to: Int, have: Bitfield, offer: Bitfield)
+        case have(from: Int, to: Int, have: Bitfield, offer: Bitfield)
     }
 
     private let s: SwarmScenario
@@ -76,7 +76,7 @@ public struct SwarmSimulation {
         let uploader = Identity.generate()
         var manifest = Manifest(name: "sim", size: UInt64(s.chunks) * UInt64(Manifest.defaultChunkSize), chunkSize: UInt32(Manifest.defaultChunkSize),
                                 chunkHashes: (0..<s.chunks).map { index in (0..<32).map { UInt8(truncatingIfNeeded: index >> ($0 % 4 * 8)) } },
-                                meta: [], uploader: ids[0], uploaderNode: uploader.publicKey, signature: [])
+                                meta: [], uploader: ids[0], uploaderNodeKey: uploader.publicKey, signature: [])
         let key = [UInt8](repeating: 1, count: 32)
         manifest.sign(with: uploader, key: key)
         entry = .add(manifest, key: key)
@@ -125,9 +125,9 @@ public struct SwarmSimulation {
             let valid = s.corruptServer != from
             if !valid { badFrom.insert([index, from, to]) }
             if journals[to].chunkArrived(id, index, from: ids[from], valid: valid) { _ = journals[to].stored(id, now: now) }
-        case let .announce(from, to, have, offer):
+        case let .have(from, to, have, offer):
             guard live[to], live[from] else { return }
-            journals[to].peerAnnounced(ids[from], id: id, have: have, offer: offer)
+            journals[to].receiveHave(ids[from], id: id, have: have, offer: offer)
         }
     }
 
@@ -153,7 +153,7 @@ public struct SwarmSimulation {
                     queue.schedule(.request(from: i, to: j, index: index), at: now + s.latency)
                 case let .sendHave(peer, _, have, offer):
                     guard let j = ids.firstIndex(of: peer) else { continue }
-                    queue.schedule(.announce(from: i, to: j, have: have, offer: offer), at: now + s.latency)
+                    queue.schedule(.have(from: i, to: j, have: have, offer: offer), at: now + s.latency)
                 case .emit, .deleteStored, .changed, .storeFull, .refused:
                     break
                 }

@@ -80,7 +80,7 @@ final class FloodingAttacker: Sendable {
             while !stopped.isSet {
                 let batch = (0..<64).map { _ in
                     seq += 1
-                    return WireMessage(from: me.id, counter: seq, seq: seq, to: nil, body: [0x41])
+                    return WireMessage(origin: me.id, counter: seq, seq: seq, to: nil, body: [0x41])
                 }
                 for signed in MessageBatch.sign(batch, identity: identity) { try send(LinkMessage.message(signed).encoded()) }
             }
@@ -117,7 +117,7 @@ final class FloodingAttacker: Sendable {
 
     private func flood(_ me: MemberInfo, _ identity: Identity, attachment: String, chunks: Int, _ send: ([UInt8]) throws -> Void) throws {
         // A 1 MiB body (the limit is 64 KiB), signed by the attacker as its own broadcast.
-        let oversized = MessageBatch.sign([WireMessage(from: me.id, counter: 1, seq: 1, to: nil, body: [UInt8](repeating: 0x41, count: 1 << 20))],
+        let oversized = MessageBatch.sign([WireMessage(origin: me.id, counter: 1, seq: 1, to: nil, body: [UInt8](repeating: 0x41, count: 1 << 20))],
                                           identity: identity)[0]
         let huge = LinkMessage.message(oversized).encoded()
         var round = 0

@@ -67,7 +67,7 @@ private struct Trio {
     mutating func aAddsAnAttachment(_ n: UInt8) -> String {
         let key = [UInt8](repeating: n, count: 32)
         var manifest = Manifest(name: "f\(n)", size: 10, chunkSize: 1 << 20, chunkHashes: [[UInt8](repeating: n, count: 32)], meta: [],
-                                uploader: aInfo.id, uploaderNode: aInfo.node, signature: [])
+                                uploader: aInfo.id, uploaderNodeKey: aInfo.node, signature: [])
         manifest.sign(with: aIdentity, key: key)
         _ = deliver(from: aInfo.id, a.addAttachment(manifest, key: key, now: 2), now: 2)
         return manifest.id

@@ -8,7 +8,7 @@ private let a = MemberID(raw: 1), b = MemberID(raw: 2), c = MemberID(raw: 3), x 
 private let identities = [a: Identity.generate(), b: Identity.generate(), c: Identity.generate(), x: Identity.generate()]
 
 private func signed(_ m: WireMessage) -> SignedMessage {
-    MessageBatch.sign([m], identity: identities[m.from] ?? .generate())[0]
+    MessageBatch.sign([m], identity: identities[m.origin] ?? .generate())[0]
 }
 
 private func member(_ id: MemberID, knowing others: [MemberID], settings: CausalBroadcast.Settings) -> CausalBroadcast {

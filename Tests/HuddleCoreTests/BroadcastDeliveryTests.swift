@@ -7,11 +7,11 @@ private let a = MemberID(raw: 1), b = MemberID(raw: 2), c = MemberID(raw: 3)
 private let identities = [a: Identity.generate(), b: Identity.generate(), c: Identity.generate()]
 
 private func signed(_ m: WireMessage) -> SignedMessage {
-    MessageBatch.sign([m], identity: identities[m.from] ?? .generate())[0]
+    MessageBatch.sign([m], identity: identities[m.origin] ?? .generate())[0]
 }
 
-private func delivered(_ actions: [CausalBroadcast.Action]) -> [String] {
-    actions.compactMap { if case let .deliver(s) = $0 { s.message.id } else { nil } }
+private func delivered(_ effects: [CausalBroadcast.Effect]) -> [String] {
+    effects.compactMap { if case let .deliver(s) = $0 { s.message.id } else { nil } }
 }
 
 private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadcast {
@@ -98,7 +98,7 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     }
     // Bob is always ten messages ahead of carol (a stream in flight): carol's deliveries keep moving,
     // so however long she lags, she asks for nothing.
-    var asked: [CausalBroadcast.Action] = []
+    var asked: [CausalBroadcast.Effect] = []
     for step in 0..<30 {
         for m in stream[0...(step + 10)] { _ = bob.receive(m) }
         _ = carol.receive(stream[step])
@@ -115,9 +115,9 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     #expect(first.isEmpty && second.isEmpty, "the stall has not lasted the repair delay yet")
     let due = carol.receiveDigest(bob.digest(), from: b, now: 3.4)
     #expect(due == [.request(peer: b, origin: a, from: 31, to: 31), .request(peer: b, origin: a, from: 33, to: 35)])
-    var out: [CausalBroadcast.Action] = []
-    for action in due {
-        guard case let .request(_, origin, from, to) = action else { continue }
+    var out: [CausalBroadcast.Effect] = []
+    for effect in due {
+        guard case let .request(_, origin, from, to) = effect else { continue }
         for m in bob.stored(origin: origin, from: from, to: to) { out += carol.receive(m) }
     }
     #expect(carol.delivered[a] == 36)
@@ -179,16 +179,16 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     var cb = CausalBroadcast(local: a, awaitingBaseline: false)
     let batch = MessageBatch.sign((0..<5).map { _ in cb.makeBroadcast(body: [1, 2]) }, identity: alice)
     var cache = VerifiedRoots()
-    #expect(batch.allSatisfy { MessageBatch.verify($0, originKey: alice.publicKey, cache: &cache) })
+    #expect(batch.allSatisfy { MessageBatch.verify($0, originNodeKey: alice.publicKey, cache: &cache) })
     var tampered = batch[2]
     tampered.message.body = [9]
-    #expect(!MessageBatch.verify(tampered, originKey: alice.publicKey, cache: &cache))
+    #expect(!MessageBatch.verify(tampered, originNodeKey: alice.publicKey, cache: &cache))
     let forged = MessageBatch.sign([batch[0].message], identity: .generate())[0]
     var fresh = VerifiedRoots()
-    #expect(!MessageBatch.verify(forged, originKey: alice.publicKey, cache: &fresh))
+    #expect(!MessageBatch.verify(forged, originNodeKey: alice.publicKey, cache: &fresh))
     var wrongIndex = batch[1]
     wrongIndex.proof.index = 3
-    #expect(!MessageBatch.verify(wrongIndex, originKey: alice.publicKey, cache: &fresh))
+    #expect(!MessageBatch.verify(wrongIndex, originNodeKey: alice.publicKey, cache: &fresh))
 }
 
 /// A batch crosses a link as one message: the receiver gets what is for it plus the leaf hashes of
@@ -207,23 +207,23 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     #expect(received == forBob)
     #expect(received.messages.map(\.message.id) == messages.filter { $0.to?.contains(b) ?? true }.map(\.id))
     var cache = VerifiedRoots()
-    #expect(MessageBatch.verify(received, originKey: alice.publicKey, cache: &cache))
+    #expect(MessageBatch.verify(received, originNodeKey: alice.publicKey, cache: &cache))
     // Relayed alone, with the path derived from the receiver's rebuilt tree.
     var fresh = VerifiedRoots()
     for signed in received.messages {
         guard case let .message(relayed) = try LinkMessage.decode(LinkMessage.message(signed).encoded()) else {
             Issue.record("a relayed message did not decode as one"); return
         }
-        #expect(MessageBatch.verify(relayed, originKey: alice.publicKey, cache: &fresh))
+        #expect(MessageBatch.verify(relayed, originNodeKey: alice.publicKey, cache: &fresh))
     }
     // A message changed in flight, or a batch signed by someone else, fails as a whole.
     var bytes = LinkMessage.batch(forBob).encoded()
     let hello = try #require(bytes.firstRange(of: Array("hello".utf8)))
     bytes[hello.lowerBound] ^= 1
     guard case let .batch(tampered) = try LinkMessage.decode(bytes) else { Issue.record("the changed batch did not decode"); return }
-    #expect(!MessageBatch.verify(tampered, originKey: alice.publicKey, cache: &fresh))
+    #expect(!MessageBatch.verify(tampered, originNodeKey: alice.publicKey, cache: &fresh))
     let forged = try #require(SignedBatch(of: MessageBatch.sign(messages, identity: .generate()), for: b))
-    #expect(!MessageBatch.verify(forged, originKey: alice.publicKey, cache: &fresh))
+    #expect(!MessageBatch.verify(forged, originNodeKey: alice.publicKey, cache: &fresh))
     // Nothing for a member that is neither a target nor a broadcast recipient: no batch at all.
     #expect(SignedBatch(of: MessageBatch.sign([messages[2]], identity: alice), for: b) == nil)
 }
@@ -236,16 +236,16 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     var cb = CausalBroadcast(local: a, awaitingBaseline: false)
     let messages = (0..<4).map { _ in cb.makeBroadcast(body: Array("hi".utf8)) }
     let batch = try #require(SignedBatch(of: MessageBatch.sign(messages, identity: alice), for: b))
-    let checked = try #require(MessageBatch.check(batch, originKey: alice.publicKey))
-    #expect(checked.origin == a && checked.originKey == alice.publicKey)
-    #expect(MessageBatch.check(batch, originKey: Identity.generate().publicKey) == nil, "another key")
+    let checked = try #require(MessageBatch.check(batch, originNodeKey: alice.publicKey))
+    #expect(checked.origin == a && checked.originNodeKey == alice.publicKey)
+    #expect(MessageBatch.check(batch, originNodeKey: Identity.generate().publicKey) == nil, "another key")
     let forged = try #require(SignedBatch(of: MessageBatch.sign(messages, identity: .generate()), for: b))
-    #expect(MessageBatch.check(forged, originKey: alice.publicKey) == nil, "another signer")
+    #expect(MessageBatch.check(forged, originNodeKey: alice.publicKey) == nil, "another signer")
     var cache = VerifiedRoots()
     cache.insert(checked.verified)
     // Remembered: the core's check of this batch is then a cache hit, even with a key it would refuse.
-    #expect(MessageBatch.verify(batch, originKey: Identity.generate().publicKey, cache: &cache))
-    #expect(!MessageBatch.verify(forged, originKey: alice.publicKey, cache: &cache), "only that batch")
+    #expect(MessageBatch.verify(batch, originNodeKey: Identity.generate().publicKey, cache: &cache))
+    #expect(!MessageBatch.verify(forged, originNodeKey: alice.publicKey, cache: &cache), "only that batch")
 }
 
 @Test func activityConvergesWhateverTheOrder() {
@@ -288,7 +288,7 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     // Digests show bob carol's broadcasts; after the repair delay he asks carol, who still stores them.
     _ = bob.receiveDigest(carol.digest(), from: c, now: 0)
     let asks = bob.receiveDigest(carol.digest(), from: c, now: 5)
-    var out: [CausalBroadcast.Action] = []
+    var out: [CausalBroadcast.Effect] = []
     for case let .request(_, origin, from, to) in asks {
         for m in carol.stored(origin: origin, from: from, to: to) { out += bob.receive(m) }
     }
@@ -312,7 +312,7 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     _ = carol.receiveDigest(alice.digest(), from: a, now: 30)
     let ask = carol.receiveDigest(alice.digest(), from: a, now: 31)
     #expect(ask == [.request(peer: a, origin: a, from: 1, to: 5)])
-    var repaired: [CausalBroadcast.Action] = []
+    var repaired: [CausalBroadcast.Effect] = []
     for m in alice.stored(origin: a, from: 1, to: 5) { repaired += carol.receive(m) }
     #expect(delivered(repaired) == sent.map(\.message.id))
     _ = alice.receiveDigest(carol.digest(), from: c, now: 32)
@@ -444,8 +444,8 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     weak var firstTree: BatchTree?
     do {
         let identity = identities[a]!
-        let first = MessageBatch.sign((1...2).map { WireMessage(from: a, counter: $0, seq: $0, to: nil, body: [1]) }, identity: identity)
-        let second = MessageBatch.sign([WireMessage(from: a, counter: 3, seq: 3, to: nil, body: [2])], identity: identity)
+        let first = MessageBatch.sign((1...2).map { WireMessage(origin: a, counter: $0, seq: $0, to: nil, body: [1]) }, identity: identity)
+        let second = MessageBatch.sign([WireMessage(origin: a, counter: 3, seq: 3, to: nil, body: [2])], identity: identity)
         firstTree = first[0].proof.tree
         for m in first + second { _ = run.append(m, bytes: { _ in 1 }) }
     }

@@ -3,13 +3,13 @@ import Testing
 @testable import HuddleCore
 
 /// Pure tests of gaps (CONTROL.md, `gap`): broadcasts that no member stores any more are given up on
-/// once no peer has offered them for `gapDelay`, announced once with the origin's own count of
+/// once no peer has offered them for `gapDelay`, reported once with the origin's own count of
 /// non-message broadcasts, and never skipped while any peer still offers them.
 private let a = MemberID(raw: 1), b = MemberID(raw: 2), c = MemberID(raw: 3), h = MemberID(raw: 4)
 private let identities = [a: Identity.generate(), b: Identity.generate(), c: Identity.generate()]
 
 private func signed(_ m: WireMessage) -> SignedMessage {
-    MessageBatch.sign([m], identity: identities[m.from] ?? .generate())[0]
+    MessageBatch.sign([m], identity: identities[m.origin] ?? .generate())[0]
 }
 
 private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadcast {
@@ -19,16 +19,16 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     return cb
 }
 
-private func gaps(_ actions: [CausalBroadcast.Action]) -> [(MemberID, ClosedRange<UInt64>, UInt64?)] {
-    actions.compactMap { if case let .gap(origin, from, to, count) = $0 { (origin, from...to, count) } else { nil } }
+private func gaps(_ effects: [CausalBroadcast.Effect]) -> [(MemberID, ClosedRange<UInt64>, UInt64?)] {
+    effects.compactMap { if case let .gap(origin, from, to, count) = $0 { (origin, from...to, count) } else { nil } }
 }
 
-private func delivered(_ actions: [CausalBroadcast.Action]) -> [UInt64] {
-    actions.compactMap { if case let .deliver(s) = $0 { s.message.seq } else { nil } }
+private func delivered(_ effects: [CausalBroadcast.Effect]) -> [UInt64] {
+    effects.compactMap { if case let .deliver(s) = $0 { s.message.seq } else { nil } }
 }
 
-private func requests(_ actions: [CausalBroadcast.Action]) -> [(MemberID, ClosedRange<UInt64>)] {
-    actions.compactMap { if case let .request(peer, _, from, to) = $0 { (peer, from...to) } else { nil } }
+private func requests(_ effects: [CausalBroadcast.Effect]) -> [(MemberID, ClosedRange<UInt64>)] {
+    effects.compactMap { if case let .request(peer, _, from, to) = $0 { (peer, from...to) } else { nil } }
 }
 
 /// Alice's broadcasts 1...10, the fifth a journal entry (a non-message broadcast).
@@ -58,7 +58,7 @@ private func alicesTen() -> (CausalBroadcast, [SignedMessage]) {
     let bobs = CausalBroadcast.Digest(delivered: [a: 10, b: 0], storedFrom: [a: 8, b: 1])
     // Alice's own digest backs the gap's end (she made 10): Bob's word alone would not.
     let alices = CausalBroadcast.Digest(delivered: [a: 10], storedFrom: [a: 8], ownNonApplication: 1)
-    var out: [CausalBroadcast.Action] = []
+    var out: [CausalBroadcast.Effect] = []
     var t = 0.0
     while t < 4.9 {
         out += carol.receiveDigest(bobs, from: b, now: t)
@@ -71,7 +71,7 @@ private func alicesTen() -> (CausalBroadcast, [SignedMessage]) {
     out = carol.receiveDigest(bobs, from: b, now: 5.4)
     #expect(requests(out).map(\.1) == [8...10], "repair asks for what follows the gap")
     #expect(carol.delivered[a] == 2)
-    var after: [CausalBroadcast.Action] = []
+    var after: [CausalBroadcast.Effect] = []
     for m in sent[7...] { after += carol.receive(m) }
     let found = gaps(after)
     #expect(found.count == 1 && found.first?.1 == 3...7 && found.first?.2 == 1, "one gap, 3...7, with Alice's signed count (the journal entry at 5)")
@@ -88,7 +88,7 @@ private func alicesTen() -> (CausalBroadcast, [SignedMessage]) {
     // A hostile member claims to store only from 9; Bob still stores from 3.
     let lie = CausalBroadcast.Digest(delivered: [a: 10], storedFrom: [a: 9])
     let bobs = CausalBroadcast.Digest(delivered: [a: 10, b: 0], storedFrom: [a: 3, b: 1])
-    var out: [CausalBroadcast.Action] = []
+    var out: [CausalBroadcast.Effect] = []
     var t = 0.0
     while t < 30 {
         out += carol.receiveDigest(lie, from: h, now: t)
@@ -110,7 +110,7 @@ private func alicesTen() -> (CausalBroadcast, [SignedMessage]) {
     let lie = CausalBroadcast.Digest(delivered: [a: 10], storedFrom: [a: 3])
     let bobs = CausalBroadcast.Digest(delivered: [a: 10, b: 0], storedFrom: [a: 8, b: 1])
     let alices = CausalBroadcast.Digest(delivered: [a: 10], storedFrom: [a: 8], ownNonApplication: 1)
-    var out: [CausalBroadcast.Action] = []
+    var out: [CausalBroadcast.Effect] = []
     var t = 0.0
     /// One round: each member's digest, a tenth of a second apart from the next round.
     func exchangeDigests() {
@@ -128,7 +128,7 @@ private func alicesTen() -> (CausalBroadcast, [SignedMessage]) {
     while t < 30 && !movedToBob() { exchangeDigests() }
     #expect(movedToBob(), "repair moves past the gap to Bob")
     #expect(t < 12, "the gap is declared within two gap delays of the first ask (at \(t) s)")
-    var after: [CausalBroadcast.Action] = []
+    var after: [CausalBroadcast.Effect] = []
     for m in sent[7...] { after += carol.receive(m) }
     let found = gaps(out + after)
     #expect(found.count == 1 && found.first?.1 == 3...7, "one gap, 3...7, although a member kept offering 3: \(found)")
@@ -143,7 +143,7 @@ private func alicesTen() -> (CausalBroadcast, [SignedMessage]) {
     let digest = alice.digest()
     #expect(digest.ownNonApplication == 1 && digest.delivered[a] == 10)
     let alices = CausalBroadcast.Digest(delivered: [a: 10], storedFrom: [a: 11], ownNonApplication: 1)
-    var out: [CausalBroadcast.Action] = []
+    var out: [CausalBroadcast.Effect] = []
     let bobs = CausalBroadcast.Digest(delivered: [a: 10, b: 0], storedFrom: [a: 11, b: 1])
     for step in 0...60 {
         out += carol.receiveDigest(alices, from: a, now: Double(step) * 0.1)
@@ -165,7 +165,7 @@ private func alicesTen() -> (CausalBroadcast, [SignedMessage]) {
     // Bob (not the origin) says Alice stores nothing past 10 and that her count is 7: only Alice's
     // own digest or broadcast may say that, so the gap stays open.
     let bobs = CausalBroadcast.Digest(delivered: [a: 10, b: 0], storedFrom: [a: 11, b: 1], ownNonApplication: 7)
-    var out: [CausalBroadcast.Action] = []
+    var out: [CausalBroadcast.Effect] = []
     for step in 0...90 { out += carol.receiveDigest(bobs, from: b, now: Double(step) * 0.1) }
     #expect(gaps(out).isEmpty && carol.delivered[a] == 2)
 }
@@ -203,7 +203,7 @@ private func alicesTen() -> (CausalBroadcast, [SignedMessage]) {
     // Alice is gone, and nobody stores her broadcasts any more.
     _ = carol.setMembers([b, c], now: 0)
     let bobs = CausalBroadcast.Digest(delivered: [a: 10, b: 1], storedFrom: [a: 11, b: 1])
-    var out: [CausalBroadcast.Action] = []
+    var out: [CausalBroadcast.Effect] = []
     for step in 0...120 { out += carol.receiveDigest(bobs, from: b, now: Double(step) * 0.1) }
     let found = gaps(out)
     #expect(found.count == 1 && found.first?.1 == 3...10 && found.first.map { $0.2 == nil } == true)
@@ -215,14 +215,14 @@ private func alicesTen() -> (CausalBroadcast, [SignedMessage]) {
     var carol = member(c, knowing: [a, b])
     for m in sent[0..<2] { _ = carol.receive(m) }
     let alices = CausalBroadcast.Digest(delivered: [a: 10], storedFrom: [a: 8], ownNonApplication: 1)
-    var out: [CausalBroadcast.Action] = []
+    var out: [CausalBroadcast.Effect] = []
     // Bob (live) sends no digest: the wait holds until six times gapDelay.
     for step in 0...350 { out += carol.receiveDigest(alices, from: a, now: Double(step) * 0.1) }
     #expect(requests(out).contains { $0.1.lowerBound == 8 }, "given up on at last: repair asks for what follows")
     // A broadcast inside the gap comes after all (relayed late): the gap is off and it is delivered.
     let third = carol.receive(sent[2])
     #expect(delivered(third) == [3] && gaps(third).isEmpty)
-    var after: [CausalBroadcast.Action] = []
+    var after: [CausalBroadcast.Effect] = []
     for m in sent[7...] { after += carol.receive(m) }
     #expect(gaps(after).isEmpty && delivered(after).isEmpty, "nothing skipped once the gap is off")
     _ = alice
@@ -247,7 +247,7 @@ private func alicesTen() -> (CausalBroadcast, [SignedMessage]) {
     let huge = WireReader.maximumCount
     let alices = CausalBroadcast.Digest(delivered: [a: huge], storedFrom: [:], ownNonApplication: 0)
     let bobs = CausalBroadcast.Digest(delivered: [a: huge, b: 0], storedFrom: [a: huge], ownNonApplication: 0)
-    var out: [CausalBroadcast.Action] = []
+    var out: [CausalBroadcast.Effect] = []
     for step in 0...400 {
         out += carol.receiveDigest(alices, from: a, now: Double(step) * 0.1)
         out += carol.receiveDigest(bobs, from: b, now: Double(step) * 0.1 + 0.01)

@@ -8,10 +8,10 @@ private let a = MemberID(raw: 1), b = MemberID(raw: 2), c = MemberID(raw: 3)
 private let identities = [a: Identity(seed: [UInt8](repeating: 1, count: 32)), b: Identity(seed: [UInt8](repeating: 2, count: 32)),
                           c: Identity(seed: [UInt8](repeating: 3, count: 32))]
 
-private func signed(_ m: WireMessage) -> SignedMessage { MessageBatch.sign([m], identity: identities[m.from]!)[0] }
+private func signed(_ m: WireMessage) -> SignedMessage { MessageBatch.sign([m], identity: identities[m.origin]!)[0] }
 
-private func delivered(_ actions: [CausalBroadcast.Action]) -> [UInt64] {
-    actions.compactMap { if case let .deliver(s) = $0 { s.message.seq } else { nil } }
+private func delivered(_ effects: [CausalBroadcast.Effect]) -> [UInt64] {
+    effects.compactMap { if case let .deliver(s) = $0 { s.message.seq } else { nil } }
 }
 
 private func info(_ id: MemberID) -> MemberInfo {
@@ -82,7 +82,7 @@ private func pair(limits: SessionCore.Limits = .init()) -> (a: SessionCore, b: S
     #expect(receiver.heldBytes[a] == 3 * size)
     var other = CausalBroadcast(local: c, awaitingBaseline: false)
     let released = receiver.receive(signed(other.makeBroadcast(body: [9])))
-    #expect(released.contains { if case let .deliver(s) = $0 { s.message.seq == 0 && s.message.from == a } else { false } },
+    #expect(released.contains { if case let .deliver(s) = $0 { s.message.seq == 0 && s.message.origin == a } else { false } },
             "the directed message is delivered once its dependency is")
 }
 
@@ -117,10 +117,10 @@ private func pair(limits: SessionCore.Limits = .init()) -> (a: SessionCore, b: S
     settings.memberLimit = 4
     var swim = SWIMInstance(local: info(a), settings: settings, seed: 1, signer: UncheckedMembershipSigner())
     let fakes = (10..<20).map { MemberInfo(id: MemberID(raw: UInt64($0)), node: [UInt8](repeating: UInt8($0), count: 32), name: "fake", addr: testAddr("f", port: $0)) }
-    let actions = swim.receivePushPull(fakes, join: false, from: testAddr("f", port: 10), now: 1)
+    let effects = swim.receivePushPull(fakes, join: false, from: testAddr("f", port: 10), now: 1)
     #expect(swim.members.count == 4, "self and three others")
     #expect(swim.refusals[.memberTableFull] == 7)
-    #expect(actions.filter { if case .refused(.memberTableFull) = $0 { true } else { false } }.count == 1, "reported once")
+    #expect(effects.filter { if case .refused(.memberTableFull) = $0 { true } else { false } }.count == 1, "reported once")
     // A member that failed makes room for a new one.
     let known = swim.members.keys.filter { $0 != a }.sorted()
     // (Another member's claim only starts a suspicion: this member's own timer fails the member.)
@@ -139,7 +139,7 @@ private func heldAttachment(chunks: Int, local: MemberID, limit: Int = Journal.d
     let identity = identities[local] ?? .generate()
     var m = Manifest(name: "f", size: UInt64(chunks * Manifest.defaultChunkSize), chunkSize: UInt32(Manifest.defaultChunkSize),
                      chunkHashes: (0..<chunks).map { [UInt8](repeating: UInt8($0), count: 32) }, meta: [],
-                     uploader: local, uploaderNode: identity.publicKey, signature: [])
+                     uploader: local, uploaderNodeKey: identity.publicKey, signature: [])
     let key = [UInt8](repeating: 5, count: 32)
     m.sign(with: identity, key: key)
     var journal = Journal(local: local, seed: 1, storeLimitBytes: limit)
@@ -197,7 +197,7 @@ private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Ma
     let chunk = Manifest.defaultChunkSize + AEAD.tagLength
     let identity = identities[c]!
     var m = Manifest(name: "f", size: UInt64(6 * Manifest.defaultChunkSize), chunkSize: UInt32(Manifest.defaultChunkSize),
-                     chunkHashes: (0..<6).map { [UInt8](repeating: UInt8($0), count: 32) }, meta: [], uploader: c, uploaderNode: identity.publicKey, signature: [])
+                     chunkHashes: (0..<6).map { [UInt8](repeating: UInt8($0), count: 32) }, meta: [], uploader: c, uploaderNodeKey: identity.publicKey, signature: [])
     let key = [UInt8](repeating: 5, count: 32)
     m.sign(with: identity, key: key)
     var journal = Journal(local: a, seed: 1, storeLimitBytes: chunks * chunk)
@@ -210,8 +210,8 @@ private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Ma
     let (start, m, chunk) = storeLimitedJournal(chunks: 2)
     var journal = start
     let all = Bitfield(count: 6, full: true)
-    journal.peerAnnounced(b, id: m.id, have: all, offer: all)
-    journal.peerAnnounced(c, id: m.id, have: all, offer: all)
+    journal.receiveHave(b, id: m.id, have: all, offer: all)
+    journal.receiveHave(c, id: m.id, have: all, offer: all)
     let first = journal.requests(now: 1)
     let asked = first.compactMap { if case let .requestChunk(_, _, index) = $0 { index } else { nil } }
     #expect(asked.count == 2, "two chunks fit")
@@ -236,7 +236,7 @@ private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Ma
     #expect(journal.admitChunk(m.id, 4, now: 1).admitted, "one unasked chunk fits")
     #expect(!journal.admitChunk(m.id, 5, now: 1).admitted, "a second one, while the first is written, does not")
     let all = Bitfield(count: 6, full: true)
-    journal.peerAnnounced(b, id: m.id, have: all, offer: all)
+    journal.receiveHave(b, id: m.id, have: all, offer: all)
     let asked = journal.requests(now: 1.5).compactMap { if case let .requestChunk(_, _, index) = $0 { index } else { nil } }
     #expect(!asked.contains(4), "the chunk being written is not asked for")
     #expect(asked.isEmpty, "the store is spent")
@@ -252,7 +252,7 @@ private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Ma
     let (start, m, chunk) = storeLimitedJournal(chunks: 3)
     var journal = start
     let all = Bitfield(count: 6, full: true)
-    journal.peerAnnounced(b, id: m.id, have: all, offer: all)
+    journal.receiveHave(b, id: m.id, have: all, offer: all)
     let asked = journal.requests(now: 1).compactMap { if case let .requestChunk(_, _, index) = $0 { index } else { nil } }
     #expect(asked.count == 3, "three chunks fit")
     for index in asked { #expect(journal.admitChunk(m.id, index, now: 2).admitted) }
@@ -260,7 +260,7 @@ private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Ma
     #expect(!journal.admitChunk(m.id, asked[0], now: 2).admitted, "a second copy of a chunk being written is dropped")
     // The writes take longer than the request timeout, and b leaves while they run.
     journal.setPeers([a, c])
-    journal.peerAnnounced(c, id: m.id, have: all, offer: all)
+    journal.receiveHave(c, id: m.id, have: all, offer: all)
     let later = journal.requests(now: 1 + 3 * journal.swarm.settings.requestTimeout)
     #expect(later.filter { if case .requestChunk = $0 { true } else { false } }.isEmpty, "nothing is asked for in their place")
     #expect(journal.swarm.requestedBytes == 3 * chunk)
@@ -279,12 +279,12 @@ private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Ma
 @Test func aFakeHaveNeverSparesAChunkItsHandOff() {
     var (journal, m) = heldAttachment(chunks: 4, local: a)
     let all = Bitfield(count: 4, full: true)
-    journal.peerAnnounced(b, id: m.id, have: all, offer: all)  // b claims everything, proves nothing
+    journal.receiveHave(b, id: m.id, have: all, offer: all)  // b claims everything, proves nothing
     let (plan, effects) = journal.handOffPlan(to: [b, c])
     #expect(plan.map(\.index) == [0, 1, 2, 3], "every chunk is handed off")
     #expect(effects == [.refused(.unverifiedHolder)] && journal.refusals[.unverifiedHolder] == 4)
     // c serves chunk 2 intact and says it holds it: that copy counts.
-    journal.peerAnnounced(c, id: m.id, have: Bitfield(count: 4, full: true), offer: all)
+    journal.receiveHave(c, id: m.id, have: Bitfield(count: 4, full: true), offer: all)
     _ = journal.chunkArrived(m.id, 2, from: c, valid: true)
     #expect(journal.handOffPlan(to: [b, c]).plan.map(\.index) == [0, 1, 3])
     // A copy that failed its hash proves nothing.

@@ -138,7 +138,7 @@ private func datagrams(_ effects: [SessionEffect]) -> [(DatagramPayload, String,
         swim(x.id, .ping(seq: 8, target: me.id), gossip: [suspicion], counter: 3),
         swim(x.id, .pingReq(seq: 9, target: y.id, targetAddr: testAddr("y")), counter: 4),
         swim(x.id, .nack(seq: 1), counter: 5),
-        DatagramPayload(sender: x.id, counter: 6, content: .message(WireMessage(from: x.id, counter: 1, seq: 0, to: nil, body: [1]))),
+        DatagramPayload(sender: x.id, counter: 6, content: .message(WireMessage(origin: x.id, counter: 1, seq: 0, to: nil, body: [1]))),
     ]
     for payload in refused {
         #expect(datagrams(c.receiveDatagram(sessionKeyed(payload), from: testAddr("x"), now: 2)).isEmpty, "\(payload)")

@@ -92,7 +92,7 @@ private func receive(_ x: inout SessionCore, _ messages: [LinkMessage], from: Me
     var out = DirectedOutbox()
     let (identity, info) = member(53, "c")
     let messages = (1...4).map { i in
-        MessageBatch.sign([WireMessage(from: info.id, counter: UInt64(i), seq: 0, to: [aInfo.id, bInfo.id], body: [UInt8(i)])], identity: identity)[0]
+        MessageBatch.sign([WireMessage(origin: info.id, counter: UInt64(i), seq: 0, to: [aInfo.id, bInfo.id], body: [UInt8(i)])], identity: identity)[0]
     }
     for m in messages { out.keep(m, for: [aInfo.id, bInfo.id, aInfo.id], size: 100) }
     #expect(out.bytes == 800, "each recipient's copy counts once")

@@ -240,19 +240,19 @@ import Testing
         for i in [Self.honest, Self.other] {
             g.deliver([higher], to: [i], now: 1)
             g.deliver([lower], to: [i], now: 1)
-            #expect(g.members[i].head == lower.hash && g.members[i].lockout?.maker == lower.makerNode)
+            #expect(g.members[i].head == lower.hash && g.members[i].lockout?.maker == lower.makerNodeKey)
         }
         // The first counter-change removes the lower capture's maker and loses to the higher capture.
         let counter = try #require(g.members[Self.honest].counter(members: g.view(Self.honest), now: 31, using: &g.rng))
-        #expect(counter.parent == g.genesis.head && counter.removed == [lower.makerNode])
+        #expect(counter.parent == g.genesis.head && counter.removed == [lower.makerNodeKey])
         #expect(bytesPrecede(higher.hash, counter.hash), "seed: the counter-change must hash above the captures")
-        #expect(g.members[Self.honest].head == higher.hash && g.members[Self.honest].lockout?.maker == higher.makerNode)
+        #expect(g.members[Self.honest].head == higher.hash && g.members[Self.honest].lockout?.maker == higher.makerNodeKey)
         let retry = try #require(g.members[Self.honest].counterDeadline)
         #expect(retry >= 31 + 30, "not tried again at once (\(retry))")
         #expect(g.members[Self.honest].counter(members: g.view(Self.honest), now: 32, using: &g.rng) == nil)
         // After the delay it removes the second maker on top of its own counter-change.
         let again = try #require(g.members[Self.honest].counter(members: g.view(Self.honest), now: 61, using: &g.rng))
-        #expect(again.parent == counter.hash && again.removed == [higher.makerNode])
+        #expect(again.parent == counter.hash && again.removed == [higher.makerNodeKey])
         #expect(g.members[Self.honest].equivocators.isEmpty && !g.members[Self.honest].isRemoved)
         #expect(g.members[Self.honest].head == again.hash && g.members[Self.honest].current != nil)
         let key = try #require(g.members[Self.honest].current)

@@ -25,7 +25,7 @@ import Testing
             let flood = try Self.onGenesis(&g, by: 2, madeAt: 1_005_000 + UInt64(k))
             #expect(g.members[0].receive(flood, now: 1_000) == .waiting)
         }
-        let held = g.members[0].delayed.filter { $0.change.makerNode == g.node(2) }.count
+        let held = g.members[0].delayed.filter { $0.change.makerNodeKey == g.node(2) }.count
         #expect(held <= g.members[0].settings.changeBurst + 1, "the flooding maker holds \(held) slots")
         #expect(g.members[0].delayed.contains { $0.hash == honest.hash }, "the honest change still waits")
         _ = g.members[0].releaseDelayed(now: 1_005)

@@ -77,11 +77,11 @@ extension EpochFuzzInput {
         case 1: change.removed = Array(repeating: key32, count: Int(number(2) % 3))
         case 2: change.recipients = Array(change.recipients.prefix(Int(number(2) % 3)))
         // The admin set: none, a stranger's, the maker's alone, or a duplicate (not canonical).
-        case 3: change.admins = [[], [key32], [change.makerNode], [key32, key32]][Int(number(2) % 4)]
+        case 3: change.admins = [[], [key32], [change.makerNodeKey], [key32, key32]][Int(number(2) % 4)]
         default: break
         }
         // Half the time signed again by its maker, so the change gets past the signature to the rules.
-        if number(6) % 2 == 0, let maker = (pool.group.members + pool.adminGroup.members).first(where: { $0.nodeKey == change.makerNode }) {
+        if number(6) % 2 == 0, let maker = (pool.group.members + pool.adminGroup.members).first(where: { $0.nodeKey == change.makerNodeKey }) {
             change.signature = maker.identity.sign(change.signedBytes())
         }
         var bytes = change.encoded()
@@ -130,8 +130,8 @@ extension EpochFuzzInput {
         }
         if let change = try? EpochChange.decode(bytes) {
             _ = core.receive(change, now: now)
-            _ = core.admission(of: change.makerNode, holding: change.parent, now: now)
-            _ = core.handover(to: change.makerNode, holding: change.parent, now: now, using: &rng)
+            _ = core.admission(of: change.makerNodeKey, holding: change.parent, now: now)
+            _ = core.handover(to: change.makerNodeKey, holding: change.parent, now: now, using: &rng)
         }
         if let grant = try? EpochGrant.decode(bytes) { _ = core.receive(grant, now: now) }
         _ = core.reissue(members: pool.group.nodes, now: now, using: &rng)

@@ -37,7 +37,7 @@ import Testing
             // Some messages travel, in random order; across the partition they wait for the heal.
             var next: [(to: Int, change: EpochChange)] = []
             for message in held {
-                let from = g.members.firstIndex { $0.nodeKey == message.change.makerNode } ?? 0
+                let from = g.members.firstIndex { $0.nodeKey == message.change.makerNodeKey } ?? 0
                 if connected(from, message.to, step), rng.index(2) == 0 { inbox[message.to].append(message.change) } else { next.append(message) }
             }
             held = next

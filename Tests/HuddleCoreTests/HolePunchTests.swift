@@ -138,9 +138,9 @@ private let lowAddr = "198.51.100.1:7400", highAddr = "198.51.100.3:7400"
     for i in 0..<200 {
         let now = Double(i)
         let attempt = UInt32(i + 1)
-        for action in high.receive(.connect, attempt: attempt, from: m(1), peerAddresses: signed, own: [highAddr], now: now)
+        for effect in high.receive(.connect, attempt: attempt, from: m(1), peerAddresses: signed, own: [highAddr], now: now)
             + high.receive(.sync, attempt: attempt, from: m(1), peerAddresses: signed, own: [highAddr], now: now + 0.1) {
-            if case let .dial(_, addrs, _) = action { dials.append(addrs) }
+            if case let .dial(_, addrs, _) = effect { dials.append(addrs) }
         }
     }
     // 4 at once, then one per 15 s: 4 + 199 / 15 = 17 in 200 s, whatever the peer sends.
@@ -175,9 +175,9 @@ private let lowAddr = "198.51.100.1:7400", highAddr = "198.51.100.3:7400"
 @Test func theDialBudgetOutlivesForgetAndAllPeersShareANodeWideCap() {
     var high = HolePunch(local: m(3))
     func dialed(_ p: inout HolePunch, from peer: MemberID, attempt: UInt32, now: Double) -> Int {
-        let actions = p.receive(.connect, attempt: attempt, from: peer, peerAddresses: [lowAddr], own: [highAddr], now: now)
+        let effects = p.receive(.connect, attempt: attempt, from: peer, peerAddresses: [lowAddr], own: [highAddr], now: now)
             + p.receive(.sync, attempt: attempt, from: peer, peerAddresses: [lowAddr], own: [highAddr], now: now + 0.1)
-        return actions.count { if case .dial = $0 { true } else { false } }
+        return effects.count { if case .dial = $0 { true } else { false } }
     }
     var dials = 0
     for i in 0..<10 {

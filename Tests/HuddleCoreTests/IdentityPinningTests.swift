@@ -20,7 +20,7 @@ private func core(_ info: MemberInfo, _ identity: Identity, joining: Bool = fals
 
 private func manifest(by uploader: MemberInfo, signedWith identity: Identity, key: [UInt8]) -> Manifest {
     var m = Manifest(name: "f", size: 10, chunkSize: 1 << 20, chunkHashes: [[UInt8](repeating: 4, count: 32)], meta: [],
-                     uploader: uploader.id, uploaderNode: uploader.node, signature: [])
+                     uploader: uploader.id, uploaderNodeKey: uploader.node, signature: [])
     m.sign(with: identity, key: key)
     return m
 }
@@ -96,7 +96,7 @@ private func manifest(by uploader: MemberInfo, signedWith identity: Identity, ke
     // Mallory's manifest claims a as uploader, signed with her own key (which it names).
     let key = [UInt8](repeating: 9, count: 32)
     var forged = Manifest(name: "f", size: 10, chunkSize: 1 << 20, chunkHashes: [[UInt8](repeating: 4, count: 32)], meta: [],
-                          uploader: aInfo.id, uploaderNode: attacker.publicKey, signature: [])
+                          uploader: aInfo.id, uploaderNodeKey: attacker.publicKey, signature: [])
     forged.sign(with: attacker, key: key)
     #expect(forged.isValid(), "consistent in itself: only the pinned key shows the forgery")
     _ = joiner.receiveLink(.journal([.add(forged, key: key)]), from: aInfo.id, addr: testAddr("a"), now: 2)

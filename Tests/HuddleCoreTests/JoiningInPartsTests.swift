@@ -35,7 +35,7 @@ private func largeAttachment(_ i: Int, by uploader: MemberInfo, _ identity: Iden
     let key = [UInt8](repeating: UInt8(i + 1), count: 32)
     var m = Manifest(name: "large-\(i)", size: UInt64(chunks * 1024), chunkSize: 1024,
                      chunkHashes: (0..<chunks).map { [UInt8](repeating: UInt8(truncatingIfNeeded: $0 &+ i), count: 32) },
-                     meta: [UInt8](repeating: UInt8(ascii: "x"), count: Manifest.maximumMeta), uploader: uploader.id, uploaderNode: uploader.node, signature: [])
+                     meta: [UInt8](repeating: UInt8(ascii: "x"), count: Manifest.maximumMeta), uploader: uploader.id, uploaderNodeKey: uploader.node, signature: [])
     m.sign(with: identity, key: key)
     return (m, key)
 }
@@ -219,7 +219,7 @@ private func sentTo(_ peer: MemberID, _ effects: [SessionEffect]) -> [LinkMessag
     var swim = SWIMInstance(local: member(1).info, settings: .lan, seed: 1, signer: UncheckedMembershipSigner())
     let target = member(2).info
     _ = swim.receivePushPull([target], join: false, from: testAddr("seed"), now: 0)
-    func sends(_ actions: [SWIMAction]) -> [String] { actions.compactMap { if case let .send(_, to) = $0 { to } else { nil } } }
+    func sends(_ effects: [SWIMEffect]) -> [String] { effects.compactMap { if case let .send(_, to) = $0 { to } else { nil } } }
     let stranger = swim.receive(SWIMMessage(sender: member(3).info.id, kind: .pingReq(seq: 1, target: member(9).info.id, targetAddr: testAddr("victim"))),
                                 from: testAddr("m3"), now: 1)
     #expect(sends(stranger).isEmpty, "no ping for a member this node does not know: \(stranger)")
@@ -228,9 +228,9 @@ private func sentTo(_ peer: MemberID, _ effects: [SessionEffect]) -> [LinkMessag
     #expect(sends(elsewhere) == [target.addr], "the known member is pinged at its own address: \(sends(elsewhere))")
     var relayed = 1
     for seq in UInt32(3)..<UInt32(3 + SWIMInstance.maximumRelays + 10) {
-        let actions = swim.receive(SWIMMessage(sender: member(3).info.id, kind: .pingReq(seq: seq, target: target.id, targetAddr: target.addr)),
+        let effects = swim.receive(SWIMMessage(sender: member(3).info.id, kind: .pingReq(seq: seq, target: target.id, targetAddr: target.addr)),
                                    from: testAddr("m3"), now: 1)
-        relayed += sends(actions).filter { $0 == target.addr }.count
+        relayed += sends(effects).filter { $0 == target.addr }.count
     }
     #expect(relayed == SWIMInstance.maximumRelays, "relays waiting at once: \(relayed)")
     #expect(swim.refusals[.pingReqOverflow] == 11, "the 11 ping-reqs past the cap (1 + 266 asked, 256 relayed)")

@@ -21,7 +21,7 @@ private func core(_ member: MemberInfo, knowing others: [MemberInfo]) -> Session
     return c
 }
 
-private func signed(_ m: WireMessage) -> SignedMessage { MessageBatch.sign([m], identity: identity(m.from.raw))[0] }
+private func signed(_ m: WireMessage) -> SignedMessage { MessageBatch.sign([m], identity: identity(m.origin.raw))[0] }
 
 /// The push-pull parts (not a join's) sent to `peer`.
 private func asks(_ effects: [SessionEffect], of peer: MemberID) -> Int {
@@ -32,10 +32,10 @@ private func asks(_ effects: [SessionEffect], of peer: MemberID) -> Int {
     let me = info(5, "me"), relay = info(9, "relay"), stranger = info(13, "stranger")
     var c = core(me, knowing: [relay])
     _ = c.linkUp(relay.id)
-    let first = signed(WireMessage(from: stranger.id, counter: 1, seq: 1, to: nil, body: [1]))
+    let first = signed(WireMessage(origin: stranger.id, counter: 1, seq: 1, to: nil, body: [1]))
     #expect(asks(c.receiveLink(.message(first), from: relay.id, addr: relay.addr, now: 2), of: relay.id) == 1)
     // Within the gap: not again, whatever arrives.
-    let second = signed(WireMessage(from: stranger.id, counter: 2, seq: 2, to: nil, body: [2]))
+    let second = signed(WireMessage(origin: stranger.id, counter: 2, seq: 2, to: nil, body: [2]))
     #expect(asks(c.receiveLink(.message(second), from: relay.id, addr: relay.addr, now: 2 + SessionCore.membershipAskGap / 2), of: relay.id) == 0)
     #expect(asks(c.receiveLink(.message(second), from: relay.id, addr: relay.addr, now: 2 + SessionCore.membershipAskGap), of: relay.id) == 1)
 
@@ -53,10 +53,10 @@ private func asks(_ effects: [SessionEffect], of peer: MemberID) -> Int {
     _ = c.linkUp(peer.id)
     _ = c.linkHello(from: peer.id, since: 0, nonApplication: 0, now: 1)
     // Depends on a member in membership but not linked yet: the link will come, nothing to ask.
-    let onKnown = signed(WireMessage(from: peer.id, counter: 1, seq: 1, deps: [.init(member: known.id, seq: 1)], to: nil, body: [1]))
+    let onKnown = signed(WireMessage(origin: peer.id, counter: 1, seq: 1, deps: [.init(member: known.id, seq: 1)], to: nil, body: [1]))
     #expect(asks(c.receiveLink(.message(onKnown), from: peer.id, addr: peer.addr, now: 2), of: peer.id) == 0)
     // Depends on a member nobody told this one of: the peer is asked.
-    let onStranger = signed(WireMessage(from: peer.id, counter: 2, seq: 2, deps: [.init(member: stranger.id, seq: 1)], to: nil, body: [2]))
+    let onStranger = signed(WireMessage(origin: peer.id, counter: 2, seq: 2, deps: [.init(member: stranger.id, seq: 1)], to: nil, body: [2]))
     #expect(asks(c.receiveLink(.message(onStranger), from: peer.id, addr: peer.addr, now: 2), of: peer.id) == 1)
 }
 
@@ -78,7 +78,7 @@ private func asks(_ effects: [SessionEffect], of peer: MemberID) -> Int {
         _ = c.linkUp(peer.id)
         _ = c.linkHello(from: peer.id, since: 0, nonApplication: 0, now: 1)
     }
-    let waiting = signed(WireMessage(from: a.id, counter: 1, seq: 1, deps: [.init(member: stranger.id, seq: 1)], to: nil, body: [1]))
+    let waiting = signed(WireMessage(origin: a.id, counter: 1, seq: 1, deps: [.init(member: stranger.id, seq: 1)], to: nil, body: [1]))
     #expect(asks(c.receiveLink(.message(waiting), from: a.id, addr: a.addr, now: 2), of: a.id) == 1)
     func asked(at now: Double) -> [MemberID] {
         c.tick(now: now).compactMap { if case let .sendLink(to, .pushPull(state)) = $0, !state.join { to } else { nil } }

@@ -57,7 +57,7 @@ private func changes(_ effects: [SessionEffect]) -> [ParticipantChange] {
     let joined = try t.a.joinProgram(7, activity: "draw")
     #expect(changes(joined) == [ParticipantChange(.joined, member: t.aInfo.id, program: ProgramPresence(id: 7, activity: "draw"))])
     let sent = try Trio.records(joined, to: t.bInfo.id)
-    #expect(sent.count == 1, "announced at once to the linked member")
+    #expect(sent.count == 1, "sent at once to the linked member")
     #expect(changes(t.b.receiveLink(sent[0], from: t.aInfo.id, addr: testAddr("a"), now: 2))
             == [ParticipantChange(.joined, member: t.aInfo.id, program: ProgramPresence(id: 7, activity: "draw"))])
     #expect(Trio.shown(t.b) == [t.aInfo.id: [7]])

@@ -20,7 +20,7 @@ private func boundHolds<T>(_ what: String, limit: UInt64 = top, _ make: (UInt64)
 }
 
 private func message(seq: UInt64 = 1, counter: UInt64 = 1, dep: UInt64 = 1) -> WireMessage {
-    WireMessage(from: a, counter: counter, seq: seq, deps: [.init(member: b, seq: dep)], to: nil, body: [1])
+    WireMessage(origin: a, counter: counter, seq: seq, deps: [.init(member: b, seq: dep)], to: nil, body: [1])
 }
 
 @Test func everyDecoderRefusesACountAboveItsLimit() {

@@ -61,7 +61,7 @@ private struct FuzzInput: Sendable {
     }
 
     var wire: WireMessage {
-        WireMessage(from: member(0), counter: number(1), seq: number(2), kind: number(3) % 2 == 0 ? .application : .journal,
+        WireMessage(origin: member(0), counter: number(1), seq: number(2), kind: number(3) % 2 == 0 ? .application : .journal,
                     deps: (0..<count(4, max: 3)).map { .init(member: member(5 + $0), seq: number(6 + $0)) },
                     to: number(7) % 2 == 0 ? nil : [member(8)], body: bytes)
     }
@@ -127,7 +127,7 @@ private struct FuzzInput: Sendable {
         let key = Array((bytes + [UInt8](repeating: 5, count: 32)).prefix(32))
         var manifest = Manifest(name: "m", size: number(0), chunkSize: UInt32(truncatingIfNeeded: number(1)),
                                 chunkHashes: (0..<count(2, max: 4)).map { _ in [UInt8](repeating: 1, count: 32) }, meta: bytes,
-                                uploader: member(3), uploaderNode: signer.publicKey, signature: [])
+                                uploader: member(3), uploaderNodeKey: signer.publicKey, signature: [])
         manifest.sign(with: signer, key: key)
         return JournalEntry.add(manifest, key: key).encoded()
     }
@@ -234,7 +234,7 @@ private struct Cores {
             let next = ActivityRecord.make(lamport: activity.nextLamport(wallClock: 0), setBy: local, value: [1], identity: signer)
             check(LinkMessage.activity(next).encoded(), "activity at \(next.lamport)", LinkMessage.decode)
         case let .journal(entries): for e in entries { _ = journal.apply(e, now: now) }
-        case let .have(id, have, offer): journal.peerAnnounced(peer, id: id, have: have, offer: offer)
+        case let .have(id, have, offer): journal.receiveHave(peer, id: id, have: have, offer: offer)
         case let .chunkRequest(id, index), let .chunkCorrupt(id, index): _ = journal.holds(id, Int(index))
         case .chunkHeader, .epochChanges, .epochGrant, .epochHead: break  // epochs: EpochInputFuzzTests
         // A request whose wall time is taken as this member's own (a clock anywhere in range), then
@@ -269,7 +269,7 @@ private struct Cores {
         // An acknowledgement drops only what was sent to its sender, never past this member's counter.
         case let .directedAck(through): broadcast.directedAcknowledged(by: peer, through: through)
         // What the core checks before it delivers one: its origin and body, as a datagram's.
-        case let .unreliable(m): _ = m.from == peer && m.seq == 0 && m.body.count <= SessionCore.Limits.unreliableCeiling
+        case let .unreliable(m): _ = m.origin == peer && m.seq == 0 && m.body.count <= SessionCore.Limits.unreliableCeiling
         }
     }
 

@@ -58,9 +58,9 @@ private func signed(_ raw: UInt64, reach: [String], incarnation: UInt64 = 1) -> 
     let forged = s.receivePushPull([moved], join: false, from: first.addr, now: 2)
     #expect(s.members[first.id]?.reach == [], "a record whose reach was changed without its member's signature is refused: \(forged)")
     let resigned = moved.signed(by: identity)
-    let actions = s.receivePushPull([resigned], join: false, from: first.addr, now: 3)
+    let effects = s.receivePushPull([resigned], join: false, from: first.addr, now: 3)
     #expect(s.members[first.id]?.reach == ["198.51.100.1:7400"])
-    #expect(actions.emitted(about: 9) == [.updated])
+    #expect(effects.emitted(about: 9) == [.updated])
 }
 
 @Test func aMemberBehindAnEasyNATPutsItsMappingInItsRecordAndOnlyThen() {

@@ -86,7 +86,7 @@ private struct Quartet {
 
     mutating func note(_ effects: [SessionEffect], at i: Int) {
         for case let .deliver(signed) in effects {
-            if signed.message.from == infos[Self.removed].id { deliveredFromRemoved[i].append(signed.message.seq) } else { deliveredHonest[i].append(signed.message.body) }
+            if signed.message.origin == infos[Self.removed].id { deliveredFromRemoved[i].append(signed.message.seq) } else { deliveredHonest[i].append(signed.message.body) }
         }
         for case let .closeLink(peer) in effects { _ = cores[i].linkDown(peer, settled: false, now: 0) }
     }

@@ -16,7 +16,7 @@ func swimInstance(_ n: UInt64 = 1, knowing others: [UInt64], settings: SWIMSetti
     return s
 }
 
-extension Array where Element == SWIMAction {
+extension Array where Element == SWIMEffect {
     var sent: [(message: SWIMMessage, to: String)] {
         compactMap { if case let .send(m, to) = $0 { (m, to) } else { nil } }
     }

@@ -86,9 +86,9 @@ import Testing
 }
 
 @Test func swimTheSameSeedGivesTheSameRun() {
-    func run() -> [SWIMAction] {
+    func run() -> [SWIMEffect] {
         var s = swimInstance(knowing: Array(2...30), seed: 42)
-        var all: [SWIMAction] = []
+        var all: [SWIMEffect] = []
         var t = 0.0
         while t < 5 { all += s.tick(now: t); t += 0.05 }
         return all

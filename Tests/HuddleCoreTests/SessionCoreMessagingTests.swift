@@ -182,7 +182,7 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     var p = Pair()
     let aIdentity = Identity(seed: [UInt8](repeating: 1, count: 32))
     var manifest = Manifest(name: "f", size: 10, chunkSize: 1 << 20, chunkHashes: [[UInt8](repeating: 4, count: 32)], meta: [],
-                            uploader: p.aInfo.id, uploaderNode: p.aInfo.node, signature: [])
+                            uploader: p.aInfo.id, uploaderNodeKey: p.aInfo.node, signature: [])
     manifest.sign(with: aIdentity, key: [UInt8](repeating: 5, count: 32))
     let added = p.a.addAttachment(manifest, key: [UInt8](repeating: 5, count: 32), now: 2)
     #expect(added.contains(.journal(.emit(.added, id: manifest.id))))

@@ -63,7 +63,7 @@ private func changes(_ effects: [SessionEffect]) -> [MemberChange] { effects.com
     var c = core(joining: true)
     let origin = MemberID(raw: 9)
     _ = c.linkHello(from: origin, since: 0, nonApplication: 0, now: 1)
-    let m = SignedMessage(message: WireMessage(from: origin, counter: 1, seq: 3, to: nil, body: [1]),
+    let m = SignedMessage(message: WireMessage(origin: origin, counter: 1, seq: 3, to: nil, body: [1]),
                           proof: BatchProof(signature: [UInt8](repeating: 0, count: 64), index: 0, count: 1, path: []))
     #expect(c.receive(verified: m, now: 1).isEmpty, "held until the sponsor's baseline arrives")
     let released = c.adoptBaseline([origin: 2], nonApplication: [:], now: 1)
@@ -163,22 +163,22 @@ private func digests(_ effects: [SessionEffect]) -> Int {
     func keyed(_ sender: MemberID, _ counter: UInt64, _ m: WireMessage, serial: UInt64 = 1) -> OpenedDatagram {
         OpenedDatagram(DatagramPayload(sender: sender, counter: counter, content: .message(m)), form: .link(serial: serial))
     }
-    let mine = WireMessage(from: peer.id, counter: 1, seq: 0, to: nil, body: [1])
+    let mine = WireMessage(origin: peer.id, counter: 1, seq: 0, to: nil, body: [1])
     #expect(c.receiveDatagram(keyed(peer.id, 1, mine), from: testAddr("peer"), now: 2) == [.deliverUnreliable(mine)])
     #expect(c.receiveDatagram(keyed(peer.id, 1, mine), from: testAddr("peer"), now: 2) == [.refused(.replayedDatagram)], "a replay")
     #expect(c.receiveDatagram(keyed(peer.id, 1, mine), from: testAddr("peer"), now: 2).isEmpty, "counted, reported once")
     #expect(c.refusals[.replayedDatagram] == 2)
-    let spoofed = WireMessage(from: MemberID(raw: 77), counter: 2, seq: 0, to: nil, body: [1])
+    let spoofed = WireMessage(origin: MemberID(raw: 77), counter: 2, seq: 0, to: nil, body: [1])
     #expect(c.receiveDatagram(keyed(peer.id, 2, spoofed), from: testAddr("peer"), now: 2).isEmpty)
-    let forSomeoneElse = WireMessage(from: peer.id, counter: 3, seq: 0, to: [MemberID(raw: 77)], body: [1])
+    let forSomeoneElse = WireMessage(origin: peer.id, counter: 3, seq: 0, to: [MemberID(raw: 77)], body: [1])
     #expect(c.receiveDatagram(keyed(peer.id, 3, forSomeoneElse), from: testAddr("peer"), now: 2).isEmpty)
-    let stranger = WireMessage(from: MemberID(raw: 78), counter: 1, seq: 0, to: nil, body: [1])
-    c.installDatagramKeys(PairDatagramKeys(seed: [78]), for: stranger.from, current: true, now: 1)
-    #expect(c.receiveDatagram(keyed(stranger.from, 1, stranger, serial: 2), from: testAddr("x"), now: 2).isEmpty, "not a live member")
+    let stranger = WireMessage(origin: MemberID(raw: 78), counter: 1, seq: 0, to: nil, body: [1])
+    c.installDatagramKeys(PairDatagramKeys(seed: [78]), for: stranger.origin, current: true, now: 1)
+    #expect(c.receiveDatagram(keyed(stranger.origin, 1, stranger, serial: 2), from: testAddr("x"), now: 2).isEmpty, "not a live member")
     // Under the session key, the same message is refused even from its live origin.
     let unkeyed = info(10, "unkeyed")
     _ = c.receivePushPull(SWIMPushPull(join: false, members: [unkeyed]), from: testAddr("unkeyed"), now: 1)
-    let plain = WireMessage(from: unkeyed.id, counter: 1, seq: 0, to: nil, body: [1])
+    let plain = WireMessage(origin: unkeyed.id, counter: 1, seq: 0, to: nil, body: [1])
     let session = OpenedDatagram(DatagramPayload(sender: unkeyed.id, counter: 1, content: .message(plain)), form: .session)
     #expect(c.receiveDatagram(session, from: testAddr("unkeyed"), now: 2) == [.refused(.unauthenticatedDatagram)])
 }
@@ -186,14 +186,14 @@ private func digests(_ effects: [SessionEffect]) -> Int {
 @Test func theSponsorPassesAJoinersSignedRecordOnOverEveryLinkOnce() {
     var c = core()
     let joiner = info(9, "joiner")
-    func announced(_ effects: [SessionEffect]) -> [MemberInfo] {
+    func forwarded(_ effects: [SessionEffect]) -> [MemberInfo] {
         effects.flatMap { effect -> [MemberInfo] in
             guard case let .sendToLinks(.swim(message)) = effect else { return [] }
             return message.gossip.compactMap { if case let .alive(record) = $0 { record } else { nil } }
         }
     }
     let first = c.linkPushPull(SWIMPushPull(join: true, members: [joiner]), from: joiner.id, addr: testAddr("joiner"), now: 1)
-    #expect(announced(first) == [joiner], "the record as the joiner signed it")
+    #expect(forwarded(first) == [joiner], "the record as the joiner signed it")
     let again = c.linkPushPull(SWIMPushPull(join: true, members: [joiner]), from: joiner.id, addr: testAddr("joiner"), now: 2)
-    #expect(announced(again).isEmpty, "once per member, however many push-pulls")
+    #expect(forwarded(again).isEmpty, "once per member, however many push-pulls")
 }

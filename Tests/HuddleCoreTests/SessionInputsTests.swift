@@ -86,7 +86,7 @@ private func uploaded() -> (a: SessionCore, b: SessionCore, manifest: Manifest) 
     let key = [UInt8](repeating: 9, count: 32)
     var manifest = Manifest(name: "f", size: UInt64(Manifest.defaultChunkSize + 10), chunkSize: UInt32(Manifest.defaultChunkSize),
                             chunkHashes: [[UInt8](repeating: 1, count: 32), [UInt8](repeating: 2, count: 32)], meta: [],
-                            uploader: aInfo.id, uploaderNode: aInfo.node, signature: [])
+                            uploader: aInfo.id, uploaderNodeKey: aInfo.node, signature: [])
     manifest.sign(with: aIdentity, key: key)
     let sent = a.addAttachment(manifest, key: key, now: 2) + a.flushBatch()
     for batch in batches(sent) { _ = b.receiveLink(.batch(batch), from: aInfo.id, addr: aInfo.addr, now: 2) }

@@ -62,7 +62,7 @@ final class RecordingShell: SessionShell {
     let (free, backed) = (MemberID(raw: 7), MemberID(raw: 9))
     shell.queued[backed] = RecordingShell.unreliableLinkBacklog + 1
     shell.queued[free] = RecordingShell.unreliableLinkBacklog
-    let message = WireMessage(from: me.id, counter: 1, seq: 0, to: nil, body: [1])
+    let message = WireMessage(origin: me.id, counter: 1, seq: 0, to: nil, body: [1])
     shell.perform([.sendLink(backed, .unreliable(message)), .sendLink(free, .unreliable(message)), .sendLink(backed, .hello(since: 0, nonApplication: 0))])
     #expect(shell.sent.map(\.1) == [free, backed], "the unreliable one to the free link, the reliable one to both")
     #expect(shell.notes == [.unreliableDropped(peer: backed)])
@@ -82,7 +82,7 @@ final class RecordingShell: SessionShell {
     // An attachment of three chunks only this member holds.
     let hashes = (0..<3).map { BLAKE2b.hash([UInt8($0)], length: 32) }
     var manifest = Manifest(name: "f", size: 3 * 262_144, chunkSize: 262_144, chunkHashes: hashes, meta: [], uploader: ids[0],
-                            uploaderNode: keys[0].publicKey, signature: [])
+                            uploaderNodeKey: keys[0].publicKey, signature: [])
     manifest.sign(with: keys[0], key: [UInt8](repeating: 7, count: 32))
     _ = core.addAttachment(manifest, key: [UInt8](repeating: 7, count: 32), now: 0)
 

@@ -54,17 +54,17 @@ private func datagramRecipients(_ effects: [SessionEffect]) -> [MemberID] {
 @Test func theLinkFormIsHeldToTheDatagramFormsRules() {
     let me = info(5, "me"), peer = info(9, "peer"), third = info(13, "third")
     var n = core(peer, knowing: [me, third])
-    let fine = WireMessage(from: me.id, counter: 1, seq: 0, to: nil, body: [1])
+    let fine = WireMessage(origin: me.id, counter: 1, seq: 0, to: nil, body: [1])
     #expect(n.receiveLink(.unreliable(fine), from: me.id, addr: me.addr, now: 2) == [.deliverUnreliable(fine)])
     // Not its own origin, a seq (a reliable message's), or for someone else: nothing delivered.
-    let forged = WireMessage(from: third.id, counter: 1, seq: 0, to: nil, body: [1])
+    let forged = WireMessage(origin: third.id, counter: 1, seq: 0, to: nil, body: [1])
     #expect(n.receiveLink(.unreliable(forged), from: me.id, addr: me.addr, now: 2).isEmpty)
-    let sequenced = WireMessage(from: me.id, counter: 2, seq: 4, to: nil, body: [1])
+    let sequenced = WireMessage(origin: me.id, counter: 2, seq: 4, to: nil, body: [1])
     #expect(n.receiveLink(.unreliable(sequenced), from: me.id, addr: me.addr, now: 2).isEmpty)
-    let elsewhere = WireMessage(from: me.id, counter: 3, seq: 0, to: [third.id], body: [1])
+    let elsewhere = WireMessage(origin: me.id, counter: 3, seq: 0, to: [third.id], body: [1])
     #expect(n.receiveLink(.unreliable(elsewhere), from: me.id, addr: me.addr, now: 2).isEmpty)
     // A body no datagram could carry (a link message could): refused and counted.
-    let huge = WireMessage(from: me.id, counter: 4, seq: 0, to: nil, body: [UInt8](repeating: 0, count: SessionCore.Limits.unreliableCeiling + 1))
+    let huge = WireMessage(origin: me.id, counter: 4, seq: 0, to: nil, body: [UInt8](repeating: 0, count: SessionCore.Limits.unreliableCeiling + 1))
     #expect(n.receiveLink(.unreliable(huge), from: me.id, addr: me.addr, now: 2).contains(.refused(.bodyTooLarge)))
     #expect(n.refusals[.bodyTooLarge] == 1)
 }

@@ -22,9 +22,9 @@ private let samples: [LinkMessage] = [
     .pushPull(SWIMPushPull(join: true, members: [member(1), member(2, state: .failed)])),
     .pushPullReply(SWIMPushPull(join: false, members: [])),
     .swim(SWIMMessage(sender: MemberID(raw: 3), kind: .ping(seq: 7, target: MemberID(raw: 4)), gossip: [.left(MemberID(raw: 5), incarnation: 2)])),
-    .message(SignedMessage(message: WireMessage(from: MemberID(raw: 7), counter: 9, seq: 3, deps: [.init(member: MemberID(raw: 1), seq: 5)], to: nil, body: Array("hi".utf8)),
+    .message(SignedMessage(message: WireMessage(origin: MemberID(raw: 7), counter: 9, seq: 3, deps: [.init(member: MemberID(raw: 1), seq: 5)], to: nil, body: Array("hi".utf8)),
                            proof: BatchProof(signature: [UInt8](repeating: 1, count: 64), index: 1, count: 3, path: [[UInt8](repeating: 2, count: 32)]))),
-    .message(SignedMessage(message: WireMessage(from: MemberID(raw: 7), counter: 10, seq: 0, kind: .activity, to: [MemberID(raw: 1), MemberID(raw: 2)], body: [UInt8](repeating: 0xAB, count: 70_000)),
+    .message(SignedMessage(message: WireMessage(origin: MemberID(raw: 7), counter: 10, seq: 0, kind: .activity, to: [MemberID(raw: 1), MemberID(raw: 2)], body: [UInt8](repeating: 0xAB, count: 70_000)),
                            proof: BatchProof(signature: [UInt8](repeating: 1, count: 64), index: 0, count: 1, path: []))),
     .digest(CausalBroadcast.Digest(delivered: [MemberID(raw: 1): 4], storedFrom: [MemberID(raw: 1): 2], ownNonApplication: 3), activity: ActivityStamp(lamport: 3, member: MemberID(raw: 1))),
     .digest(CausalBroadcast.Digest(delivered: [:], storedFrom: [:]), activity: nil),
@@ -42,7 +42,7 @@ private let samples: [LinkMessage] = [
     .epochGrant(EpochGrant(session: [UInt8](repeating: 1, count: 8), epoch: 2, head: [UInt8](repeating: 2, count: 32),
                            recipient: [UInt8](repeating: 3, count: 32), sealedKey: [UInt8](repeating: 5, count: EpochChange.sealedKeyLength))),
     .epochChanges([EpochChange(session: [UInt8](repeating: 1, count: 8), epoch: 1, parent: [UInt8](repeating: 2, count: 32), maker: MemberID(raw: 3),
-                               makerNode: [UInt8](repeating: 3, count: 32), removed: [[UInt8](repeating: 9, count: 32)], keyCheck: [UInt8](repeating: 6, count: 32),
+                               makerNodeKey: [UInt8](repeating: 3, count: 32), removed: [[UInt8](repeating: 9, count: 32)], keyCheck: [UInt8](repeating: 6, count: 32),
                                recipients: [.init(node: [UInt8](repeating: 3, count: 32), sealedKey: [UInt8](repeating: 7, count: EpochChange.sealedKeyLength))],
                                signature: [UInt8](repeating: 8, count: 64))]),
 ]
@@ -70,7 +70,7 @@ private let samples: [LinkMessage] = [
 }
 
 @Test func datagramPayloadRoundTrips() throws {
-    let payload = DatagramPayload(sender: MemberID(raw: 5), counter: 77, content: .message(WireMessage(from: MemberID(raw: 5), counter: 1, seq: 0, to: nil, body: [1, 2, 3])))
+    let payload = DatagramPayload(sender: MemberID(raw: 5), counter: 77, content: .message(WireMessage(origin: MemberID(raw: 5), counter: 1, seq: 0, to: nil, body: [1, 2, 3])))
     #expect(try DatagramPayload.decode(payload.encoded()) == payload)
     let swim = DatagramPayload(sender: MemberID(raw: 5), counter: 78, content: .swim(SWIMMessage(sender: MemberID(raw: 5), kind: .ack(seq: 3))))
     #expect(try DatagramPayload.decode(swim.encoded()) == swim)

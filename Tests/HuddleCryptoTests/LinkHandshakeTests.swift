@@ -16,7 +16,7 @@ private func runHandshake(_ a: inout LinkHandshake, _ b: inout LinkHandshake) th
     var b = try LinkHandshake(role: .responder, sessionKey: key, identity: bob, appPayload: Array("bob".utf8))
     try runHandshake(&a, &b)
     guard var ra = a.result, var rb = b.result else { Issue.record("handshake did not complete"); return }
-    #expect(ra.remoteIdentity == bob.publicKey && rb.remoteIdentity == alice.publicKey)
+    #expect(ra.remoteNodeKey == bob.publicKey && rb.remoteNodeKey == alice.publicKey)
     #expect(ra.remoteAppPayload == Array("bob".utf8) && rb.remoteAppPayload == Array("alice".utf8))
     #expect(ra.handshakeHash == rb.handshakeHash)
     for i in 0..<5 {

@@ -142,13 +142,13 @@ struct BudgetProcessTests {
         }
         let big = [UInt8](repeating: 0x41, count: 1 << 20)
         for seq in 2...101 {
-            let m = WireMessage(from: info.id, counter: UInt64(seq), seq: UInt64(seq), to: nil, body: big)
+            let m = WireMessage(origin: info.id, counter: UInt64(seq), seq: UInt64(seq), to: nil, body: big)
             try link.write(.message(MessageBatch.sign([m], identity: mallory)[0]))
         }
         try await eventually("a to refuse the 100 oversized bodies", within: 60) { try await refused(a, "body_too_large") >= 100 }
         let gap = [UInt8](repeating: 0x42, count: 60 * 1024)
         for seq in 102...601 {
-            let m = WireMessage(from: info.id, counter: UInt64(seq), seq: UInt64(seq), to: nil, body: gap)
+            let m = WireMessage(origin: info.id, counter: UInt64(seq), seq: UInt64(seq), to: nil, body: gap)
             try link.write(.message(MessageBatch.sign([m], identity: mallory)[0]))
         }
         try await eventually("a to refuse what passes mallory's hold-back budget", within: 60) { try await refused(a, "held_bytes") >= 300 }

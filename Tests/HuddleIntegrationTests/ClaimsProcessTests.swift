@@ -81,7 +81,7 @@ struct ClaimsProcessTests {
     /// the uploader adds a second attachment nobody else can have fetched a chunk of it. The
     /// uploader leaves: it must push that attachment's 12 chunks, and — since a `have` alone is
     /// only a claim (issue 20) and nobody ever served the uploader a copy — the first attachment's
-    /// 8 chunks too, report `handed_off` = 20 once the others announce them, and a member that
+    /// 8 chunks too, report `handed_off` = 20 once the others' `have`s show them, and a member that
     /// joins after it is gone must still get the file byte for byte.
     @Test func leavingHandsOffExactlyTheChunksOnlyTheLeaverHolds() async throws {
         let cluster = try TestCluster("handoff")

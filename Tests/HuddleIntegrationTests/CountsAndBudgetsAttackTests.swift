@@ -185,7 +185,7 @@ struct CountsAndBudgetsAttackTests {
         let link = try await hostileLink(to: a, key: cluster.key, identity: identity, id: id)
         link.patience = 120  // a loaded machine may read 50,000 messages slowly; they must all go
         try link.write(.hello(since: 0, nonApplication: 0))
-        let flood = (2...50_001).map { WireMessage(from: id, counter: UInt64($0), seq: UInt64($0), deps: [], to: nil, body: [1]) }
+        let flood = (2...50_001).map { WireMessage(origin: id, counter: UInt64($0), seq: UInt64($0), deps: [], to: nil, body: [1]) }
         var sent = 0
         do {
             for part in stride(from: 0, to: flood.count, by: 200) {

@@ -41,7 +41,7 @@ import Testing
             gossip(4, .left(bID, incarnation: top + 1)),
             gossip(8, .suspect(aID, incarnation: top, from: mallory)),
             gossip(.max, .suspect(bID, incarnation: 1, from: mallory)),
-            DatagramPayload(sender: mallory, counter: 6, content: .message(WireMessage(from: mallory, counter: .max, seq: 0, to: nil, body: [1]))),
+            DatagramPayload(sender: mallory, counter: 6, content: .message(WireMessage(origin: mallory, counter: .max, seq: 0, to: nil, body: [1]))),
         ]
         try sendSealed(refused, to: a.addr)
         try await eventually("a to count the refused datagrams") {

@@ -20,8 +20,8 @@ struct ForgedMessageTests {
         let link = try AdversaryLink(addr: a.addr, key: try SessionKey.load(from: cluster.key), identity: mallory, info: info)
         defer { link.close() }
         // Signed by mallory, claiming to be b's next broadcast and a directed message from b.
-        let lie = WireMessage(from: victim, counter: 999, seq: 1, to: nil, body: Array("transfer all funds".utf8))
-        let directed = WireMessage(from: victim, counter: 1000, seq: 0, to: [MemberID(a.member) ?? victim], body: Array("psst".utf8))
+        let lie = WireMessage(origin: victim, counter: 999, seq: 1, to: nil, body: Array("transfer all funds".utf8))
+        let directed = WireMessage(origin: victim, counter: 1000, seq: 0, to: [MemberID(a.member) ?? victim], body: Array("psst".utf8))
         let flush = MessageBatch.sign([lie, directed], identity: mallory)
         for signed in flush { try link.write(.message(signed)) }
         // And the same lies as a whole batch, the way an origin sends its flushes.

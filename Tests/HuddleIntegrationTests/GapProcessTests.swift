@@ -5,7 +5,7 @@ import HuddleTestSupport
 import Testing
 
 /// CONTROL.md, Restart and `gap`: messages a member missed while it was down, past what the others
-/// retain, are announced by exactly one `gap` event with the right range (in the seqs every member
+/// retain, are reported by exactly one `gap` event with the right range (in the seqs every member
 /// gives those messages), and deliveries go on right after it.
 @Suite(.timeLimit(.minutes(10)))
 struct GapProcessTests {
@@ -14,7 +14,7 @@ struct GapProcessTests {
         return members.first { $0["member"]?.stringValue == member }?["state"]?.stringValue
     }
 
-    @Test func messagesNobodyRetainsAnyMoreAreAnnouncedByOneGapAndDeliveriesGoOnAfterIt() async throws {
+    @Test func messagesNobodyRetainsAnyMoreAreReportedByOneGapAndDeliveriesGoOnAfterIt() async throws {
         let cluster = try TestCluster("gap")
         defer { cluster.shutdown() }
         let a = try await cluster.start("a")
@@ -59,7 +59,7 @@ struct GapProcessTests {
         let back = try await cluster.start("c", join: [a.addr])
         #expect(try await back.request("status")["resumed"] == .bool(true))
         let after = try await EventCollector.subscribe(back, topics: ["messages"], since: resumeFrom)
-        try await eventually("c to announce the gap", within: 60) { await after.events.contains { $0["event"]?.stringValue == "gap" } }
+        try await eventually("c to report the gap", within: 60) { await after.events.contains { $0["event"]?.stringValue == "gap" } }
         for i in 0..<3 { _ = try await a.request("send", ["text": .string("late-\(i)")]) }
         try await eventually("c to deliver what a sent after its restart", within: 60) {
             await after.events.contains { $0["text"]?.stringValue == "late-2" }

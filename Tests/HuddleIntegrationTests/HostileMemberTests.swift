@@ -52,7 +52,7 @@ private struct Mallory {
     /// `hello` that tells the node where her broadcasts start.
     func broadcast(_ entry: JournalEntry) throws {
         try link.write(.hello(since: 0, nonApplication: 0))
-        let message = WireMessage(from: info.id, counter: 1, seq: 1, kind: .journal, to: nil, body: entry.encoded())
+        let message = WireMessage(origin: info.id, counter: 1, seq: 1, kind: .journal, to: nil, body: entry.encoded())
         try link.write(.message(MessageBatch.sign([message], identity: identity)[0]))
     }
 }
@@ -176,13 +176,13 @@ struct HostileMemberTests {
         // A baseline that would skip b's first 50 broadcasts, and a journal with mallory's attachment.
         let key = [UInt8](repeating: 7, count: 32)
         var manifest = Manifest(name: "x", size: 1, chunkSize: UInt32(Manifest.defaultChunkSize), chunkHashes: [[UInt8](repeating: 1, count: 32)],
-                                meta: [], uploader: mallory.info.id, uploaderNode: mallory.identity.publicKey, signature: [])
+                                meta: [], uploader: mallory.info.id, uploaderNodeKey: mallory.identity.publicKey, signature: [])
         manifest.sign(with: mallory.identity, key: key)
         try mallory.link.write(.baseline([bID: 50], nonApplication: [:]))
         try mallory.link.write(.journal([.add(manifest, key: key)]))
         // Mallory's own directed message to a, written three times.
-        let once = MessageBatch.sign([WireMessage(from: mallory.info.id, counter: 1, seq: 0, to: [aID], body: Array("once".utf8))], identity: mallory.identity)
-        let marker = MessageBatch.sign([WireMessage(from: mallory.info.id, counter: 2, seq: 0, to: [aID], body: Array("marker".utf8))], identity: mallory.identity)
+        let once = MessageBatch.sign([WireMessage(origin: mallory.info.id, counter: 1, seq: 0, to: [aID], body: Array("once".utf8))], identity: mallory.identity)
+        let marker = MessageBatch.sign([WireMessage(origin: mallory.info.id, counter: 2, seq: 0, to: [aID], body: Array("marker".utf8))], identity: mallory.identity)
         for _ in 0..<3 { try mallory.link.write(.message(once[0])) }
         try mallory.link.write(.message(marker[0]))
 

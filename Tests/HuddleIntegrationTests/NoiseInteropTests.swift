@@ -104,13 +104,13 @@ private func expectNodeSide(of result: [String: Any], message: Int, node a: Test
         Issue.record("no message \(message) payload and static key: \(result)")
         return false
     }
-    let remoteIdentity = Array(payload[0..<32])
+    let remoteNodeKey = Array(payload[0..<32])
     let signature = Array(payload[32..<96])
-    #expect(remoteIdentity == nodeKey, "message \(message) names identity \(hexString(remoteIdentity)), a's status \(hexString(nodeKey))")
-    #expect(Identity.verify(signature: signature, message: bindingContext + remoteStatic, publicKey: remoteIdentity),
+    #expect(remoteNodeKey == nodeKey, "message \(message) names identity \(hexString(remoteNodeKey)), a's status \(hexString(nodeKey))")
+    #expect(Identity.verify(signature: signature, message: bindingContext + remoteStatic, publicKey: remoteNodeKey),
             "a's signature in message \(message) does not cover the Noise static key noiseprotocol received")
     // The check can fail: the same signature does not cover another static key, nor verify under another identity.
-    #expect(!Identity.verify(signature: signature, message: bindingContext + NoiseKeyPair.generate().publicKey, publicKey: remoteIdentity))
+    #expect(!Identity.verify(signature: signature, message: bindingContext + NoiseKeyPair.generate().publicKey, publicKey: remoteNodeKey))
     #expect(!Identity.verify(signature: signature, message: bindingContext + remoteStatic, publicKey: Identity.generate().publicKey))
     let record = try MemberInfo.decode(Array(payload[96...]))
     #expect(record.id.description == a.member && record.node == nodeKey && record.name == "a" && record.addr == a.addr, "\(record)")

@@ -23,7 +23,7 @@ struct RemovedOriginProcessTests {
     /// Mallory's broadcasts `seqs`, signed by her node key, one link message each.
     private func broadcasts(_ seqs: ClosedRange<UInt64>, by identity: Identity, _ info: MemberInfo) -> [LinkMessage] {
         seqs.map { seq in
-            let message = WireMessage(from: info.id, counter: seq, seq: seq, to: nil, body: Array("mallory \(seq)".utf8))
+            let message = WireMessage(origin: info.id, counter: seq, seq: seq, to: nil, body: Array("mallory \(seq)".utf8))
             return MessageBatch.sign([message], identity: identity).map(LinkMessage.message)[0]
         }
     }

@@ -52,7 +52,7 @@ struct SpoofedDatagramProcessTests {
         func asB(_ counter: UInt64, _ kind: SWIMMessage.Kind, _ gossip: [SWIMGossip] = []) -> DatagramPayload {
             DatagramPayload(sender: bID, counter: counter, content: .swim(SWIMMessage(sender: bID, kind: kind, gossip: gossip)))
         }
-        let spoofedMessage = WireMessage(from: bID, counter: 1, seq: 0, to: nil, body: Array("spoofed".utf8))
+        let spoofedMessage = WireMessage(origin: bID, counter: 1, seq: 0, to: nil, body: Array("spoofed".utf8))
         let underSessionKey = [
             asB(1, .gossip, [.suspect(bID, incarnation: 0, from: aID)]),
             asB(2, .gossip, [.left(bID, incarnation: 1)]),

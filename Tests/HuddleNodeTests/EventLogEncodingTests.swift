@@ -16,7 +16,7 @@ import Testing
     }
 
     private func message(_ n: UInt64, body: [UInt8]) -> WireMessage {
-        WireMessage(from: MemberID(raw: 0xAA), counter: n, seq: n, deps: [.init(member: MemberID(raw: 0xBB), seq: n)], to: nil, body: body)
+        WireMessage(origin: MemberID(raw: 0xAA), counter: n, seq: n, deps: [.init(member: MemberID(raw: 0xBB), seq: n)], to: nil, body: body)
     }
 
     /// What the connection's writer would take now, as one byte string, and each item apart.

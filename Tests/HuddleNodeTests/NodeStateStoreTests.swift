@@ -66,7 +66,7 @@ import Testing
         let io = NodeIO()
         defer { io.blockingRun { store.close() } }
         let identity = Identity(seed: [UInt8](repeating: 5, count: 32))
-        let signed = MessageBatch.sign((1...9).map { WireMessage(from: MemberID(raw: 7), counter: UInt64($0), seq: UInt64($0), to: nil, body: [UInt8]($0...$0 + 40)) },
+        let signed = MessageBatch.sign((1...9).map { WireMessage(origin: MemberID(raw: 7), counter: UInt64($0), seq: UInt64($0), to: nil, body: [UInt8]($0...$0 + 40)) },
                                        identity: identity)
         try io.blockingRun {
             try store.commit(events: [], firstRetained: 1, lastCursor: 0, point: point(4), own: Array(signed[0..<4]), ownFrom: 1, parts: [])
@@ -86,7 +86,7 @@ import Testing
         #expect(NodeStateStore.OwnBatch(first: 1, last: 3, data: [0, 0, 0, 9, 1]).messages() == nil, "a length past the end")
         #expect(NodeStateStore.OwnBatch.batches([]).isEmpty)
         // A commit of large messages writes them as several batches of about `batchBytes`.
-        let large = MessageBatch.sign((1...5).map { WireMessage(from: MemberID(raw: 7), counter: UInt64($0), seq: UInt64($0), to: nil, body: [UInt8](repeating: 1, count: 100 << 10)) },
+        let large = MessageBatch.sign((1...5).map { WireMessage(origin: MemberID(raw: 7), counter: UInt64($0), seq: UInt64($0), to: nil, body: [UInt8](repeating: 1, count: 100 << 10)) },
                                       identity: identity)
         let batches = NodeStateStore.OwnBatch.batches(large)
         #expect(batches.map(\.first) == [1, 4] && batches.map(\.last) == [3, 5])

@@ -56,7 +56,7 @@ public struct EpochChange: Sendable, Equatable {
     public var epoch: UInt64
     public var parent: [UInt8]
     public var maker: MemberID
-    public var makerNode: [UInt8]
+    public var makerNodeKey: [UInt8]
     /// The maker's signed wall-clock time, milliseconds since 1970 (see above).
     public var madeAt: UInt64
     public var removed: [[UInt8]]
@@ -82,9 +82,9 @@ public struct EpochChange: Sendable, Equatable {
     static let signingDomain = Array("huddle-epoch-change v1".utf8)
     static let hashDomain = Array("huddle-epoch-change-hash v1".utf8)
 
-    public init(session: [UInt8], epoch: UInt64, parent: [UInt8], maker: MemberID, makerNode: [UInt8], madeAt: UInt64 = 0,
+    public init(session: [UInt8], epoch: UInt64, parent: [UInt8], maker: MemberID, makerNodeKey: [UInt8], madeAt: UInt64 = 0,
                 removed: [[UInt8]], cutoffs: [Cutoff] = [], keyCheck: [UInt8], recipients: [Recipient], admins: [[UInt8]] = [], signature: [UInt8]) {
-        self.session = session; self.epoch = epoch; self.parent = parent; self.maker = maker; self.makerNode = makerNode
+        self.session = session; self.epoch = epoch; self.parent = parent; self.maker = maker; self.makerNodeKey = makerNodeKey
         self.madeAt = madeAt; self.removed = removed; self.cutoffs = cutoffs
         self.keyCheck = keyCheck; self.recipients = recipients; self.admins = admins; self.signature = signature
     }
@@ -111,7 +111,7 @@ public struct EpochChange: Sendable, Equatable {
             let seed = BLAKE2b.hash(node, length: 32, key: sealSeed)
             recipients.append(Recipient(node: node, sealedKey: try SealedBox.seal(plaintext, to: node, ephemeralSeed: seed)))
         }
-        var change = EpochChange(session: session, epoch: epoch, parent: parent, maker: maker, makerNode: identity.publicKey, madeAt: madeAt,
+        var change = EpochChange(session: session, epoch: epoch, parent: parent, maker: maker, makerNodeKey: identity.publicKey, madeAt: madeAt,
                                  removed: sortedUnique(removed), cutoffs: canonical(cutoffs), keyCheck: SessionKey.keyCheck(key), recipients: recipients,
                                  admins: sortedUnique(admins), signature: [])
         change.signature = identity.sign(change.signedBytes())
@@ -143,14 +143,14 @@ public struct EpochChange: Sendable, Equatable {
         guard isSortedUnique(removed), isSortedUnique(roster), isSortedUnique(admins), admins.count <= SessionKey.maxAdmins,
               admins.allSatisfy({ $0.count == Self.nodeKeyLength }) else { return .epochMalformed }
         let roster = Set(self.roster)
-        guard roster.contains(makerNode), !removed.contains(where: roster.contains) else { return .epochMalformed }
+        guard roster.contains(makerNodeKey), !removed.contains(where: roster.contains) else { return .epochMalformed }
         // Cut-offs: one per origin, in member order, each of a node key this change removes.
         guard zip(cutoffs, cutoffs.dropFirst()).allSatisfy({ $0.origin < $1.origin }) else { return .epochMalformed }
         if !cutoffs.isEmpty {
             let removed = Set(self.removed)
             guard cutoffs.allSatisfy({ removed.contains($0.node) }) else { return .epochMalformed }
         }
-        guard Identity.verify(signature: signature, message: signedBytes(), publicKey: makerNode) else { return .epochBadSignature }
+        guard Identity.verify(signature: signature, message: signedBytes(), publicKey: makerNodeKey) else { return .epochBadSignature }
         return nil
     }
 
@@ -164,7 +164,7 @@ public struct EpochChange: Sendable, Equatable {
     }
 
     private func encodeUnsigned(into w: inout WireWriter) {
-        w.u8(admins.isEmpty ? Self.version : Self.adminsVersion); w.raw(session); w.u64(epoch); w.raw(parent); w.member(maker); w.raw(makerNode); w.u64(madeAt)
+        w.u8(admins.isEmpty ? Self.version : Self.adminsVersion); w.raw(session); w.u64(epoch); w.raw(parent); w.member(maker); w.raw(makerNodeKey); w.u64(madeAt)
         w.u16(UInt16(truncatingIfNeeded: removed.count)); for node in removed { w.raw(node) }
         w.u16(UInt16(truncatingIfNeeded: cutoffs.count)); for c in cutoffs { w.member(c.origin); w.raw(c.node); w.u64(c.seq) }
         w.raw(keyCheck)
@@ -193,7 +193,7 @@ public struct EpochChange: Sendable, Equatable {
         let epoch = try r.count("epoch")
         let parent = try r.raw(SessionKey.headLength, "parent")
         let maker = try r.member("maker")
-        let makerNode = try r.raw(nodeKeyLength, "maker node key")
+        let makerNodeKey = try r.raw(nodeKeyLength, "maker node key")
         let madeAt = try r.madeCount("made at")
         let removedCount = try r.count16(minItemSize: nodeKeyLength, "removed")
         guard removedCount <= maxRemoved else { throw WireError("an epoch change removing \(removedCount) node keys (at most \(maxRemoved))") }
@@ -223,7 +223,7 @@ public struct EpochChange: Sendable, Equatable {
             for _ in 0..<adminCount { admins.append(try r.raw(nodeKeyLength, "admin node key")) }
         }
         let signature = try r.raw(64, "epoch change signature")
-        return EpochChange(session: session, epoch: epoch, parent: parent, maker: maker, makerNode: makerNode, madeAt: madeAt,
+        return EpochChange(session: session, epoch: epoch, parent: parent, maker: maker, makerNodeKey: makerNodeKey, madeAt: madeAt,
                            removed: removed, cutoffs: cutoffs, keyCheck: keyCheck, recipients: recipients, admins: admins, signature: signature)
     }
 

@@ -20,13 +20,13 @@ public struct EpochEquivocation: Sendable, Equatable {
     }
 
     /// The node key that equivocated.
-    public var maker: [UInt8] { first.makerNode }
+    public var maker: [UInt8] { first.makerNodeKey }
 
     /// Whether `a` and `b` prove that their maker equivocated in session `session`: both of the
     /// session, both well formed and signed by the same node key, on the same parent, and not the
     /// same change.
     public static func verify(_ a: EpochChange, _ b: EpochChange, session: [UInt8]) -> Bool {
-        a.session == session && b.session == session && a.makerNode == b.makerNode && a.parent == b.parent
+        a.session == session && b.session == session && a.makerNodeKey == b.makerNodeKey && a.parent == b.parent
             && a.hash != b.hash && a.validate() == nil && b.validate() == nil
     }
 }

@@ -40,7 +40,7 @@ extension EpochHistory {
     func rosterLetsIn(_ node: [UInt8], _ hash: [UInt8]) -> Bool {
         var cursor: [UInt8]? = hash
         while let h = cursor, let entry = entries[h], entry.roster?.contains(node) == true {
-            guard let maker = entry.makerNode, removedNodes[maker] != nil || equivocators.contains(maker) else { return true }
+            guard let maker = entry.makerNodeKey, removedNodes[maker] != nil || equivocators.contains(maker) else { return true }
             cursor = entry.parent
         }
         return false

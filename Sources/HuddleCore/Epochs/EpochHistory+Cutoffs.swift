@@ -46,7 +46,7 @@ extension EpochHistory {
     mutating func collectCutoffs() {
         var table = rememberedCutoffs
         for entry in entries.values {
-            guard let change = entry.change, !change.cutoffs.isEmpty, !equivocators.contains(change.makerNode) else { continue }
+            guard let change = entry.change, !change.cutoffs.isEmpty, !equivocators.contains(change.makerNodeKey) else { continue }
             let removedBefore = ancestryRemovals(of: change.parent)
             for c in change.cutoffs where !removedBefore.contains(c.node) {
                 let key = CutoffKey(origin: c.origin, node: c.node)
@@ -58,7 +58,7 @@ extension EpochHistory {
 
     /// Keeps the cut-offs of a change about to be forgotten (not an equivocator's), within `maxRemembered`.
     mutating func rememberCutoffs(of entry: Entry) {
-        guard let change = entry.change, !change.cutoffs.isEmpty, !equivocators.contains(change.makerNode) else { return }
+        guard let change = entry.change, !change.cutoffs.isEmpty, !equivocators.contains(change.makerNodeKey) else { return }
         let removedBefore = ancestryRemovals(of: change.parent)
         for c in change.cutoffs where !removedBefore.contains(c.node) { rememberCutoff(c) }
     }

@@ -24,7 +24,7 @@ extension EpochHistory {
     /// above). A member granted the head's key is still locked out of making the next epoch (only
     /// the roster makes it): its `remove` goes on the parent; it makes no counter-change by itself.
     public var lockout: (parent: [UInt8], maker: [UInt8])? {
-        guard !isRemoved, let entry = entries[head], let parent = entry.parent, let roster = entry.roster, let maker = entry.makerNode,
+        guard !isRemoved, let entry = entries[head], let parent = entry.parent, let roster = entry.roster, let maker = entry.makerNodeKey,
               maker != nodeKey, !roster.contains(nodeKey), !entry.removed.contains(nodeKey), keys[parent] != nil,
               entries[parent]?.roster?.contains(nodeKey) ?? true, mayMake(nodeKey, at: parent) else { return nil }
         return (parent, maker)

@@ -84,7 +84,7 @@ extension EpochHistory {
         let makers = entries.values.filter { entry in
             entry.removed.contains(where: pending.contains)
                 || demotions(by: entry).contains(where: demoted.contains)
-        }.compactMap(\.makerNode).filter(able.contains)
+        }.compactMap(\.makerNodeKey).filter(able.contains)
         return (makers.isEmpty ? Array(able) : makers).min(by: bytesPrecede)
     }
 
@@ -169,7 +169,7 @@ extension EpochHistory {
     /// then removes both makers, and both captures are excluded. Opens its key there when needed.
     mutating func ownTip(from base: [UInt8]) -> [UInt8] {
         var tip = base
-        while let mine = entries[tip]?.children.first(where: { entries[$0]?.makerNode == nodeKey }) { tip = mine }
+        while let mine = entries[tip]?.children.first(where: { entries[$0]?.makerNodeKey == nodeKey }) { tip = mine }
         if tip != base, keys[tip] == nil, let key = entries[tip]?.change?.openKey(with: identity) { keys[tip] = key }
         return tip
     }

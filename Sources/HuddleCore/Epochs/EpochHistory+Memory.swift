@@ -129,7 +129,7 @@ extension EpochHistory {
         // A change that was not taken up again (it lies below the root key) still removed whom it removed.
         collectRemovals()
         for change in memory.changes {
-            for node in change.removed where removedNodes[node] == nil { rememberedRemovals.append((node, change.makerNode)) }
+            for node in change.removed where removedNodes[node] == nil { rememberedRemovals.append((node, change.makerNodeKey)) }
         }
         trimRememberedRemovals()
         collectRemovals()

@@ -36,7 +36,7 @@ extension EpochHistory {
         var times: [UInt64] = []
         var cursor: [UInt8]? = change.parent
         while let h = cursor, let entry = entries[h] {
-            if entry.makerNode == change.makerNode, let madeAt = entry.change?.madeAt { times.append(madeAt) }
+            if entry.makerNodeKey == change.makerNodeKey, let madeAt = entry.change?.madeAt { times.append(madeAt) }
             cursor = entry.parent
         }
         return release(at: change.madeAt, after: times.reversed())
@@ -68,7 +68,7 @@ extension EpochHistory {
         var times: [UInt64] = []
         var cursor: [UInt8]? = base
         while let h = cursor, let entry = entries[h] {
-            if entry.makerNode == nodeKey, let madeAt = entry.change?.madeAt { times.append(madeAt) }
+            if entry.makerNodeKey == nodeKey, let madeAt = entry.change?.madeAt { times.append(madeAt) }
             cursor = entry.parent
         }
         let madeAt = min(times.first.map { max(ms, $0 &+ 1) } ?? ms, WireReader.madeCountLimit)
@@ -84,10 +84,10 @@ extension EpochHistory {
         guard !delayed.contains(where: { $0.hash == hash }) else { return }
         delayed.append((hash, change, release))
         var held: [[UInt8]: Int] = [:]
-        for entry in delayed { held[entry.change.makerNode, default: 0] += 1 }
+        for entry in delayed { held[entry.change.makerNodeKey, default: 0] += 1 }
         let over: [UInt8]?
-        if (held[change.makerNode] ?? 0) > delayedPerMaker {
-            over = change.makerNode
+        if (held[change.makerNodeKey] ?? 0) > delayedPerMaker {
+            over = change.makerNodeKey
         } else if delayed.count > settings.maxWaiting {
             // The maker holding the most slots (ties: the lowest node key, the same at every member).
             over = held.max { $0.value != $1.value ? $0.value < $1.value : bytesPrecede($1.key, $0.key) }?.key
@@ -95,7 +95,7 @@ extension EpochHistory {
             over = nil
         }
         guard let over else { return }
-        let theirs = delayed.indices.filter { delayed[$0].change.makerNode == over }
+        let theirs = delayed.indices.filter { delayed[$0].change.makerNodeKey == over }
         if let latest = theirs.max(by: { delayed[$0].release != delayed[$1].release ? delayed[$0].release < delayed[$1].release : bytesPrecede(delayed[$0].hash, delayed[$1].hash) }) {
             delayed.remove(at: latest)
         }

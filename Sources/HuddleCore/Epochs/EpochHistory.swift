@@ -111,7 +111,7 @@ public struct EpochHistory: Sendable {
         /// Nil for a root whose roster is not known (epoch 0, or an epoch loaded from a key file).
         var roster: Set<[UInt8]>?
         var removed: [[UInt8]]
-        var makerNode: [UInt8]?
+        var makerNodeKey: [UInt8]?
         /// The epoch's admin set (sorted; empty: every member may make the next epoch).
         var admins: [[UInt8]] = []
         var children: [[UInt8]] = []
@@ -185,7 +185,7 @@ public struct EpochHistory: Sendable {
         root = key.head
         head = key.head
         chain = [key.head]
-        entries[key.head] = Entry(change: nil, epoch: key.epoch, parent: nil, roster: nil, removed: [], makerNode: nil, admins: key.admins)
+        entries[key.head] = Entry(change: nil, epoch: key.epoch, parent: nil, roster: nil, removed: [], makerNodeKey: nil, admins: key.admins)
         keys[key.head] = key
     }
 
@@ -275,11 +275,11 @@ public struct EpochHistory: Sendable {
         guard change.epoch == parent.epoch &+ 1 else { return .epochMalformed }
         if let ended = endedAt[change.parent], now - ended > settings.grace { return .epochStale }
         let before = ancestryRemovals(of: change.parent)
-        if before.contains(change.makerNode) { return .epochMakerRemoved }
-        if let roster = parent.roster, !roster.contains(change.makerNode) { return .epochMakerNotOnRoster }
+        if before.contains(change.makerNodeKey) { return .epochMakerRemoved }
+        if let roster = parent.roster, !roster.contains(change.makerNodeKey) { return .epochMakerNotOnRoster }
         // Admins (issue 33): the parent epoch's admin set decides who may make the change, and
         // whether it may carry another (never into or out of a session without admins).
-        if !parent.admins.isEmpty && !parent.admins.contains(change.makerNode) { return .epochNotAdmin }
+        if !parent.admins.isEmpty && !parent.admins.contains(change.makerNodeKey) { return .epochNotAdmin }
         if change.admins != parent.admins && (parent.admins.isEmpty || change.admins.isEmpty) { return .epochAdminsChanged }
         if change.roster.contains(where: before.contains) { return .epochReaddsRemoved }
         // The maker's rate (`EpochHistory+Rate`): kept aside until its release when above the rate.
@@ -288,7 +288,7 @@ public struct EpochHistory: Sendable {
             delay(change, hash: hash, release: release)
             return nil
         }
-        let twins = parent.children.filter { entries[$0]?.makerNode == change.makerNode }
+        let twins = parent.children.filter { entries[$0]?.makerNodeKey == change.makerNodeKey }
         if let twin = twins.first.flatMap({ entries[$0]?.change }) { noteEquivocation(twin, change) }
         // Two changes by one maker on one parent are the evidence; of more, the two lowest hashes are kept.
         if twins.count >= 2, let highest = twins.max(by: bytesPrecede) {
@@ -296,7 +296,7 @@ public struct EpochHistory: Sendable {
             drop(subtree: highest)
         }
         entries[hash] = Entry(change: change, epoch: change.epoch, parent: change.parent, roster: Set(change.roster),
-                              removed: change.removed, makerNode: change.makerNode, admins: change.admins)
+                              removed: change.removed, makerNodeKey: change.makerNodeKey, admins: change.admins)
         entries[change.parent]?.children.append(hash)
         return nil
     }
@@ -388,7 +388,7 @@ public struct EpochHistory: Sendable {
         let effects = children.map(subtreeEffect)
         func rank(_ i: Int) -> Int {
             let mine = effects[i]
-            let maker = entries[children[i]]?.makerNode ?? []
+            let maker = entries[children[i]]?.makerNodeKey ?? []
             let others = effects.indices.filter { $0 != i }
             let excluded = equivocators.contains(maker) || others.contains { effects[$0].removed.contains(maker) || effects[$0].demoted.contains(maker) }
             let undoes = others.contains { j in
@@ -430,7 +430,7 @@ public struct EpochHistory: Sendable {
         let others = entries.filter { !onChain.contains($0.key) }
             .sorted { $0.value.epoch != $1.value.epoch ? $0.value.epoch < $1.value.epoch : bytesPrecede($0.key, $1.key) }
         for entry in chain.compactMap({ entries[$0] }) + others.map(\.value) {
-            for node in entry.removed where all[node] == nil || all[node] == [] { all[node] = entry.makerNode ?? [] }
+            for node in entry.removed where all[node] == nil || all[node] == [] { all[node] = entry.makerNodeKey ?? [] }
         }
         removedNodes = all
     }
@@ -519,7 +519,7 @@ public struct EpochHistory: Sendable {
     mutating func forget(subtree hash: [UInt8]) {
         guard let entry = entries[hash] else { return }
         rememberCutoffs(of: entry)
-        let by = entry.makerNode ?? []
+        let by = entry.makerNodeKey ?? []
         for node in entry.removed {
             // Each node key once; a remover that is not an equivocator replaces one that is (those
             // go first when the list is trimmed, and the removal must not go with them).

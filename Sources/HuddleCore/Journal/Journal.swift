@@ -153,8 +153,8 @@ public struct Journal: Sendable {
     /// fetches is answered with this member's own at the next tick, not after `haveRefresh`: the
     /// peer may have dropped this member's earlier `have` (it came before the peer knew the
     /// attachment, or knew this member as live), and until it hears one it asks nothing of it.
-    public mutating func peerAnnounced(_ peer: MemberID, id: String, have: Bitfield, offer: Bitfield) {
-        if swarm.peerAnnounced(peer, id: id, have: have, offer: offer), !have.isFull { sentHave[peer]?[id] = nil }
+    public mutating func receiveHave(_ peer: MemberID, id: String, have: Bitfield, offer: Bitfield) {
+        if swarm.receiveHave(peer, id: id, have: have, offer: offer), !have.isFull { sentHave[peer]?[id] = nil }
     }
 
     // MARK: time

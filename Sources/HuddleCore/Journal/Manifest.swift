@@ -17,7 +17,7 @@ public struct Manifest: Sendable, Equatable {
     /// Metadata as JSON text.
     public var meta: [UInt8] { didSet { id = Self.id(of: signedFields()) } }
     public var uploader: MemberID { didSet { id = Self.id(of: signedFields()) } }
-    public var uploaderNode: [UInt8] { didSet { id = Self.id(of: signedFields()) } }
+    public var uploaderNodeKey: [UInt8] { didSet { id = Self.id(of: signedFields()) } }
     /// BLAKE2b-256 of the attachment key (`keyHash(_:)`), set by `sign(with:key:)`.
     public var keyHash: [UInt8] { didSet { id = Self.id(of: signedFields()) } }
     public var signature: [UInt8]
@@ -26,9 +26,9 @@ public struct Manifest: Sendable, Equatable {
     /// every chunk read and write, and hashing every chunk hash each time cost a receiver's CPU).
     public private(set) var id: String = ""
 
-    public init(name: String, size: UInt64, chunkSize: UInt32, chunkHashes: [[UInt8]], meta: [UInt8], uploader: MemberID, uploaderNode: [UInt8], keyHash: [UInt8] = [], signature: [UInt8]) {
+    public init(name: String, size: UInt64, chunkSize: UInt32, chunkHashes: [[UInt8]], meta: [UInt8], uploader: MemberID, uploaderNodeKey: [UInt8], keyHash: [UInt8] = [], signature: [UInt8]) {
         self.name = name; self.size = size; self.chunkSize = chunkSize; self.chunkHashes = chunkHashes
-        self.meta = meta; self.uploader = uploader; self.uploaderNode = uploaderNode; self.keyHash = keyHash; self.signature = signature
+        self.meta = meta; self.uploader = uploader; self.uploaderNodeKey = uploaderNodeKey; self.keyHash = keyHash; self.signature = signature
         id = Self.id(of: signedFields())
     }
 
@@ -49,7 +49,7 @@ public struct Manifest: Sendable, Equatable {
         w.string16(name); w.u64(size); w.u32(chunkSize)
         w.u32(UInt32(chunkHashes.count))
         for h in chunkHashes { w.raw(h) }
-        w.bytes32(meta); w.member(uploader); w.raw(uploaderNode); w.raw(keyHash)
+        w.bytes32(meta); w.member(uploader); w.raw(uploaderNodeKey); w.raw(keyHash)
         return w.bytes
     }
 
@@ -69,8 +69,8 @@ public struct Manifest: Sendable, Equatable {
     public func isValid() -> Bool {
         guard size <= UInt64(Self.maximumSize), chunkSize > 0, meta.count <= Self.maximumMeta,
               chunkHashes.count == Int((size + UInt64(chunkSize) - 1) / UInt64(chunkSize)),
-              chunkHashes.allSatisfy({ $0.count == 32 }), uploaderNode.count == 32, keyHash.count == 32 else { return false }
-        return Identity.verify(signature: signature, message: signedFields(), publicKey: uploaderNode)
+              chunkHashes.allSatisfy({ $0.count == 32 }), uploaderNodeKey.count == 32, keyHash.count == 32 else { return false }
+        return Identity.verify(signature: signature, message: signedFields(), publicKey: uploaderNodeKey)
     }
 
     func encode(into w: inout WireWriter) {
@@ -91,7 +91,7 @@ public struct Manifest: Sendable, Equatable {
         let node = try r.raw(32, "uploader key")
         let keyHash = try r.raw(32, "attachment key hash")
         let signature = try r.raw(64, "manifest signature")
-        return Manifest(name: name, size: size, chunkSize: chunkSize, chunkHashes: hashes, meta: meta, uploader: uploader, uploaderNode: node, keyHash: keyHash, signature: signature)
+        return Manifest(name: name, size: size, chunkSize: chunkSize, chunkHashes: hashes, meta: meta, uploader: uploader, uploaderNodeKey: node, keyHash: keyHash, signature: signature)
     }
 }
 

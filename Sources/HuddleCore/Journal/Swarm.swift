@@ -81,7 +81,7 @@ public struct Swarm: Sendable {
 
     // MARK: attachments and peers
 
-    /// Starts tracking an attachment. Until the uploader announces otherwise it is presumed to
+    /// Starts tracking an attachment. Until the uploader's `have` says otherwise it is presumed to
     /// hold every chunk (it announced the attachment), so nothing looks unavailable too early.
     /// `chunkBytes`: what one sealed chunk takes in the store (0: not counted against a budget).
     /// `recalled`: known from before a restart (see `isSettled`).
@@ -136,7 +136,7 @@ public struct Swarm: Sendable {
     /// `have`s for `id` kept here (since it was last live here); one from a peer that is not live
     /// here, for an attachment not known here, or of the wrong size is dropped (false).
     @discardableResult
-    public mutating func peerAnnounced(_ peer: MemberID, id: String, have: Bitfield, offer: Bitfield) -> Bool {
+    public mutating func receiveHave(_ peer: MemberID, id: String, have: Bitfield, offer: Bitfield) -> Bool {
         guard live.contains(peer), var t = transfers[id], have.count == t.chunkCount, offer.count == t.chunkCount else { return false }
         let first = t.peerHave[peer] == nil
         t.peerHave[peer] = have

@@ -68,7 +68,7 @@ public struct HolePunch: Sendable {
     }
 
     /// What the shell is to do.
-    public enum Action: Sendable, Equatable {
+    public enum Effect: Sendable, Equatable {
         /// Send `punch(attempt, step)` to `peer` over its (relayed) link.
         case send(MemberID, attempt: UInt32, step: Step)
         /// Dial `addrs` from the listening port; `initiator`: this member starts the link handshake.
@@ -154,8 +154,8 @@ public struct HolePunch: Sendable {
     /// What is due at `now`. `relayed`: the peers whose link runs through a relay, each with its
     /// signed record's reach addresses; `own`: the addresses this member offers (its record's
     /// reach addresses and a tentative one, `SessionCore.punchAddresses`).
-    public mutating func tick(relayed: [MemberID: [String]], own: [String], now: Double) -> [Action] {
-        var out: [Action] = []
+    public mutating func tick(relayed: [MemberID: [String]], own: [String], now: Double) -> [Effect] {
+        var out: [Effect] = []
         // A forgotten peer's entry, not relayed, whose dial budget is whole again: nothing left to keep.
         pairs = pairs.filter { peer, p in
             relayed[peer] != nil || p.busy
@@ -224,7 +224,7 @@ public struct HolePunch: Sendable {
     /// member offers (none: its NAT is `hard` or unknown, and it answers no `connect` until it has
     /// one — a pair is dialed only when both ends offer an address).
     public mutating func receive(_ step: Step, attempt: UInt32, from peer: MemberID, peerAddresses: [String]?, offered: [String] = [],
-                                 own: [String], now: Double) -> [Action] {
+                                 own: [String], now: Double) -> [Effect] {
         guard peer != local, let peerAddresses else { return refuse() }
         let offered = Array(offered.prefix(MemberInfo.maximumReach))
         var p = pairs[peer] ?? fresh(now)
@@ -270,7 +270,7 @@ public struct HolePunch: Sendable {
         }
     }
 
-    private mutating func refuse() -> [Action] {
+    private mutating func refuse() -> [Effect] {
         refused &+= 1
         return []
     }

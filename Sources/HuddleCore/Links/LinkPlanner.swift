@@ -8,7 +8,7 @@
 /// is still dialed at its address (both ends: the one behind a NAT reaches a public one), at once
 /// and then at intervals that double from `redialInterval` up to `relayedRedialMaximum`: a relayed
 /// link is a fallback, never a reason to stop trying the direct path (issue 36: public ↔ any ends
-/// direct). Pure: time comes in as `now`, dials go out as actions.
+/// direct). Pure: time comes in as `now`, dials go out as effects.
 public struct LinkPlanner: Sendable {
     public struct Dial: Sendable, Equatable {
         public let member: MemberID

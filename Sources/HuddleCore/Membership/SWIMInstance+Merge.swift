@@ -8,22 +8,22 @@ extension SWIMInstance {
     /// pinned node key, a `suspect` or `failed` the signature of a known claimer over the
     /// incarnation the member itself signed. A claim at a higher incarnation than the record held
     /// here is ignored (the record that would justify it has not arrived yet), never adopted.
-    mutating func apply(_ update: SWIMGossip, now: Double, into actions: inout [SWIMAction]) {
+    mutating func apply(_ update: SWIMGossip, now: Double, into effects: inout [SWIMEffect]) {
         switch update {
-        case let .alive(info): applyAlive(info, now: now, into: &actions)
+        case let .alive(info): applyAlive(info, now: now, into: &effects)
         case let .suspect(id, inc, from, signature):
-            applyClaim(failed: false, about: id, incarnation: inc, from: from, signature: signature, checked: false, now: now, into: &actions)
+            applyClaim(failed: false, about: id, incarnation: inc, from: from, signature: signature, checked: false, now: now, into: &effects)
         case let .failed(id, inc, from, signature):
-            applyClaim(failed: true, about: id, incarnation: inc, from: from, signature: signature, checked: false, now: now, into: &actions)
-        case let .left(id, inc, signature): applyLeft(id, incarnation: inc, signature: signature, now: now, into: &actions)
+            applyClaim(failed: true, about: id, incarnation: inc, from: from, signature: signature, checked: false, now: now, into: &effects)
+        case let .left(id, inc, signature): applyLeft(id, incarnation: inc, signature: signature, now: now, into: &effects)
         }
     }
 
-    mutating func applyAlive(_ info: MemberInfo, now: Double, into actions: inout [SWIMAction]) {
+    mutating func applyAlive(_ info: MemberInfo, now: Double, into effects: inout [SWIMEffect]) {
         guard info.id != local.id else { return }  // only we speak for ourselves
         // An address is dialled and sent to: a hostname would make this member ask DNS for a peer.
         guard HostPort.isNumeric(info.addr) else {
-            refuse(.hostnameAddress, into: &actions)
+            refuse(.hostnameAddress, into: &effects)
             return
         }
         var record = info
@@ -32,28 +32,28 @@ extension SWIMInstance {
         guard let old = members[info.id] else {
             // First sight pins the node key: the record must be signed by the key it names.
             guard signer.verify(record.proof, of: MembershipStatement.alive(record), by: record.node) else {
-                refuse(.unsignedRecord, into: &actions)
+                refuse(.unsignedRecord, into: &effects)
                 return
             }
             guard makeRoomForMember() else {
-                refuse(.memberTableFull, into: &actions)
+                refuse(.memberTableFull, into: &effects)
                 return
             }
             members[info.id] = record
             liveCount += 1
             addToProbeOrder(info.id)
             broadcasts.enqueue(.alive(record))
-            actions.append(.emit(.joined, record))
+            effects.append(.emit(.joined, record))
             return
         }
         guard old.state != .left, info.incarnation > old.incarnation else { return }
         // The node key is pinned at first sight: a member id never changes hands.
         guard old.node == info.node else {
-            refuse(.keyChange, into: &actions)
+            refuse(.keyChange, into: &effects)
             return
         }
         guard signer.verify(record.proof, of: MembershipStatement.alive(record), by: old.node) else {
-            refuse(.unsignedRecord, into: &actions)
+            refuse(.unsignedRecord, into: &effects)
             return
         }
         members[info.id] = record
@@ -67,8 +67,8 @@ extension SWIMInstance {
         broadcasts.enqueue(.alive(record))
         let metadataChanged = old.name != record.name || old.addr != record.addr || old.reach != record.reach
         switch old.state {
-        case .suspect, .failed: actions.append(.emit(.alive, record))
-        case .alive: if metadataChanged { actions.append(.emit(.updated, record)) }
+        case .suspect, .failed: effects.append(.emit(.alive, record))
+        case .alive: if metadataChanged { effects.append(.emit(.updated, record)) }
         case .left: break
         }
     }
@@ -80,10 +80,10 @@ extension SWIMInstance {
     }
 
     /// This member's own claim that `id` is suspect (or failed) at the incarnation held here.
-    mutating func applyOwnClaim(failed: Bool, about id: MemberID, now: Double, into actions: inout [SWIMAction]) {
+    mutating func applyOwnClaim(failed: Bool, about id: MemberID, now: Double, into effects: inout [SWIMEffect]) {
         guard let m = members[id] else { return }
         let signature = signer.sign(MembershipStatement.claim(failed: failed, about: id, incarnation: m.incarnation, by: local.id))
-        applyClaim(failed: failed, about: id, incarnation: m.incarnation, from: local.id, signature: signature, checked: true, now: now, into: &actions)
+        applyClaim(failed: failed, about: id, incarnation: m.incarnation, from: local.id, signature: signature, checked: true, now: now, into: &effects)
     }
 
     /// `from` claims `id` suspect (`failed` false) or failed at `incarnation`; `checked` when the
@@ -105,7 +105,7 @@ extension SWIMInstance {
     /// member's state here: it may be live elsewhere, and a refutation is the safe answer; only a
     /// live claimer's claim within its rate worsens local health.
     mutating func applyClaim(failed: Bool, about id: MemberID, incarnation: UInt64, from: MemberID, signature: [UInt8],
-                             checked: Bool, now: Double, into actions: inout [SWIMAction]) {
+                             checked: Bool, now: Double, into effects: inout [SWIMEffect]) {
         func verifies() -> Bool {
             guard !checked else { return true }
             guard let claimer = members[from] else { return false }
@@ -114,8 +114,8 @@ extension SWIMInstance {
         if id == local.id {
             guard incarnation >= local.incarnation else { return }  // refuted already
             // Only this member raises its incarnation: a claim above it names a record that never was.
-            guard incarnation == local.incarnation else { refuse(.claimAboveIncarnation, into: &actions); return }
-            guard verifies() else { refuse(.unsignedClaim, into: &actions); return }
+            guard incarnation == local.incarnation else { refuse(.claimAboveIncarnation, into: &effects); return }
+            guard verifies() else { refuse(.unsignedClaim, into: &effects); return }
             // Refuted whatever its claimer's rate (others may believe it), but only a live
             // claimer's claim within its rate is a hint that this member is the slow one: a hostile
             // member's stream of claims cannot stretch this member's probing eightfold.
@@ -126,12 +126,12 @@ extension SWIMInstance {
         // `checked`: this member's own claim. One in its name from elsewhere is an echo (or a forgery).
         let own = checked
         if !own && from == local.id {
-            if !verifies() { refuse(.unsignedClaim, into: &actions) }
+            if !verifies() { refuse(.unsignedClaim, into: &effects) }
             return
         }
         guard var m = members[id], incarnation == m.incarnation, Self.isLive(m.state) else { return }
         if !own, let claimer = members[from], !Self.isLive(claimer.state) {
-            refuse(.claimerNotLive, into: &actions)
+            refuse(.claimerNotLive, into: &effects)
             return
         }
         let gossip: SWIMGossip = failed ? .failed(id, incarnation: incarnation, from: from, signature: signature)
@@ -145,23 +145,23 @@ extension SWIMInstance {
             downSince[id] = now
             liveCount -= 1
             broadcasts.enqueue(gossip)
-            actions.append(.emit(.failed, m))
+            effects.append(.emit(.failed, m))
             return
         }
         switch m.state {
         case .suspect:
             // Lifeguard §IV.B: an independent suspecter shortens the timeout; pass it on once.
             guard var s = suspicions[id], !s.suspecters.contains(from) else { return }
-            guard verifies() else { refuse(.unsignedClaim, into: &actions); return }
+            guard verifies() else { refuse(.unsignedClaim, into: &effects); return }
             if s.confirm(from) {
                 suspicions[id] = s
                 broadcasts.enqueue(gossip)
             }
         case .alive:
-            guard verifies() else { refuse(.unsignedClaim, into: &actions); return }
+            guard verifies() else { refuse(.unsignedClaim, into: &effects); return }
             let bounds = suspicionBounds
             guard own || admitsSuspicion(by: from, of: id, now: now) else {
-                refuse(.claimRate, into: &actions)
+                refuse(.claimRate, into: &effects)
                 return
             }
             m.state = .suspect
@@ -173,17 +173,17 @@ extension SWIMInstance {
             let k = liveCount - 2 < settings.suspicionConfirmations ? 0 : settings.suspicionConfirmations
             suspicions[id] = SWIMSuspicion(from: from, k: k, min: bounds.min, max: bounds.max, now: now)
             broadcasts.enqueue(gossip)
-            actions.append(.emit(.suspect, m))
+            effects.append(.emit(.suspect, m))
         case .failed, .left:
             break
         }
     }
 
-    mutating func applyLeft(_ id: MemberID, incarnation: UInt64, signature: [UInt8], now: Double, into actions: inout [SWIMAction]) {
+    mutating func applyLeft(_ id: MemberID, incarnation: UInt64, signature: [UInt8], now: Double, into effects: inout [SWIMEffect]) {
         guard id != local.id else { return }  // only we could sign our leave, and we have not left
         guard var m = members[id], m.state != .left, incarnation >= m.incarnation else { return }
         guard signer.verify(signature, of: MembershipStatement.left(id, incarnation: incarnation), by: m.node) else {
-            refuse(.unsignedRecord, into: &actions)
+            refuse(.unsignedRecord, into: &effects)
             return
         }
         if Self.isLive(m.state) { liveCount -= 1 }
@@ -195,12 +195,12 @@ extension SWIMInstance {
         suspicions[id] = nil
         downSince[id] = now
         broadcasts.enqueue(.left(id, incarnation: incarnation, signature: signature))
-        actions.append(.emit(.left, m))
+        effects.append(.emit(.left, m))
     }
 
-    /// Counts a refused record; the first of its reason is reported (`SWIMAction.refused`).
-    mutating func refuse(_ reason: Refusal, into actions: inout [SWIMAction]) {
-        if refusals.add(reason) { actions.append(.refused(reason)) }
+    /// Counts a refused record; the first of its reason is reported (`SWIMEffect.refused`).
+    mutating func refuse(_ reason: Refusal, into effects: inout [SWIMEffect]) {
+        if refusals.add(reason) { effects.append(.refused(reason)) }
     }
 
     /// Whether `claimer` may start a suspicion of `subject` now (its rate, `SWIMClaimLimits`);

@@ -1,18 +1,18 @@
 extension SWIMInstance {
     /// Handles one datagram from `from` (the `host:port` it came from; replies go there).
     /// Piggybacked updates are applied first, so an ack already carries a refutation they caused.
-    public mutating func receive(_ message: SWIMMessage, from: String, now: Double) -> [SWIMAction] {
+    public mutating func receive(_ message: SWIMMessage, from: String, now: Double) -> [SWIMEffect] {
         start(now)
         guard local.state != .left else { return [] }
-        var actions: [SWIMAction] = []
+        var effects: [SWIMEffect] = []
         let incarnation = local.incarnation
-        for update in message.gossip { apply(update, now: now, into: &actions) }
+        for update in message.gossip { apply(update, now: now, into: &effects) }
         // Unless we refuted just now (the refutation is queued, and an ack below carries it).
-        if local.incarnation == incarnation { correctStaleClaims(in: message, from: from, into: &actions) }
+        if local.incarnation == incarnation { correctStaleClaims(in: message, from: from, into: &effects) }
         switch message.kind {
         case let .ping(seq, target):
             // A ping for another member id (an earlier run of the node at this address) stays unanswered.
-            if target == local.id { actions.append(self.message(.ack(seq: seq), to: from)) }
+            if target == local.id { effects.append(self.message(.ack(seq: seq), to: from)) }
         case let .ack(seq):
             if let p = probe, p.seq == seq {
                 probe = nil
@@ -20,12 +20,12 @@ extension SWIMInstance {
                 probeCounts.acked += 1
                 probeCounts.lastRoundTrip = max(0, now - p.sentAt)
             } else if let relay = relays.removeValue(forKey: seq) {
-                actions.append(self.message(.ack(seq: relay.seq), to: relay.requester))
+                effects.append(self.message(.ack(seq: relay.seq), to: relay.requester))
             }
         case let .pingReq(seq, target, targetAddr):
             guard target != local.id else { break }
             guard HostPort.isNumeric(targetAddr) else {
-                refuse(.hostnameAddress, into: &actions)
+                refuse(.hostnameAddress, into: &effects)
                 break
             }
             // Only a member this node knows, at the address of its own signed record: a ping-req
@@ -34,12 +34,12 @@ extension SWIMInstance {
             // ping for another member id does; the prober's other helpers answer.
             guard let known = members[target], known.state != .left else { break }
             guard relays.count < Self.maximumRelays else {
-                refuse(.pingReqOverflow, into: &actions)
+                refuse(.pingReqOverflow, into: &effects)
                 break
             }
             self.seq &+= 1
             relays[self.seq] = Relay(requester: from, target: target, seq: seq, nackAt: now + settings.probeTimeout * settings.nackFraction)
-            actions.append(self.message(.ping(seq: self.seq, target: target), to: known.addr))
+            effects.append(self.message(.ping(seq: self.seq, target: target), to: known.addr))
         case let .nack(seq):
             if var p = probe, p.seq == seq {
                 p.nacks += 1
@@ -48,7 +48,7 @@ extension SWIMInstance {
         case .gossip:
             break
         }
-        return actions
+        return effects
     }
 
     /// Answers suspect/failed claims older than what we know (the member refuted since, or left)
@@ -56,7 +56,7 @@ extension SWIMInstance {
     /// member misses a refutation, and without this it would declare a live member failed when its
     /// suspicion timer ran out. The claim it keeps gossiping reaches members that know better, and
     /// they tell it at once (targeted anti-entropy; memberlist waits for the next push-pull instead).
-    private mutating func correctStaleClaims(in message: SWIMMessage, from: String, into actions: inout [SWIMAction]) {
+    private mutating func correctStaleClaims(in message: SWIMMessage, from: String, into effects: inout [SWIMEffect]) {
         var corrections: [SWIMGossip] = []
         var size = SWIMMessage(sender: local.id, kind: .gossip).headerSize
         for update in message.gossip {
@@ -79,7 +79,7 @@ extension SWIMInstance {
             }
         }
         if !corrections.isEmpty {
-            actions.append(.send(SWIMMessage(sender: local.id, kind: .gossip, gossip: corrections), to: from))
+            effects.append(.send(SWIMMessage(sender: local.id, kind: .gossip, gossip: corrections), to: from))
         }
     }
 
@@ -100,29 +100,29 @@ extension SWIMInstance {
     /// left to our own probes: never an instant failure. A claim is passed on to its member only
     /// when its claimer is live here (nothing from a failed or left member counts); the member
     /// checks the signature itself.
-    public mutating func receivePushPull(_ state: [MemberInfo], join: Bool, from: String, now: Double) -> [SWIMAction] {
+    public mutating func receivePushPull(_ state: [MemberInfo], join: Bool, from: String, now: Double) -> [SWIMEffect] {
         start(now)
         guard local.state != .left else { return [] }
         seeds = []
-        var actions: [SWIMAction] = []
+        var effects: [SWIMEffect] = []
         var told = 0
         for info in state {
             let failed = info.state == .failed
             if info.id == local.id {
                 if let claim = info.claim, info.state == .suspect || failed {
                     applyClaim(failed: failed, about: local.id, incarnation: info.incarnation, from: claim.from,
-                               signature: claim.signature, checked: false, now: now, into: &actions)
+                               signature: claim.signature, checked: false, now: now, into: &effects)
                 }
                 continue
             }
             switch info.state {
             case .alive:
-                applyAlive(info, now: now, into: &actions)
+                applyAlive(info, now: now, into: &effects)
             case .suspect, .failed:
                 if let known = members[info.id] {
                     if info.incarnation > known.incarnation {
                         // The member's own newer record; the claim on it is left to our own probes.
-                        applyAlive(info, now: now, into: &actions)
+                        applyAlive(info, now: now, into: &effects)
                     } else if info.incarnation == known.incarnation, known.state == .alive, let claim = info.claim,
                               members[claim.from].map({ Self.isLive($0.state) }) ?? false,
                               told < Self.claimsToldPerPushPull,
@@ -136,16 +136,16 @@ extension SWIMInstance {
                         let gossip: SWIMGossip = failed
                             ? .failed(info.id, incarnation: info.incarnation, from: claim.from, signature: claim.signature)
                             : .suspect(info.id, incarnation: info.incarnation, from: claim.from, signature: claim.signature)
-                        actions.append(.send(SWIMMessage(sender: local.id, kind: .gossip, gossip: [gossip]), to: known.addr))
+                        effects.append(.send(SWIMMessage(sender: local.id, kind: .gossip, gossip: [gossip]), to: known.addr))
                     }
                 } else if info.state == .suspect {
-                    applyAlive(info, now: now, into: &actions)
+                    applyAlive(info, now: now, into: &effects)
                 }
             case .left:
-                applyLeft(info.id, incarnation: info.incarnation, signature: info.proof, now: now, into: &actions)
+                applyLeft(info.id, incarnation: info.incarnation, signature: info.proof, now: now, into: &effects)
             }
         }
-        return actions
+        return effects
     }
 
     /// Most members told of a claim about them by one push-pull (a healed partition's far half).

@@ -9,28 +9,28 @@ import Darwin
 extension SWIMInstance {
     /// Drives everything timed: probe timeouts and indirect probes, nacks for relayed probes,
     /// suspicion expiry, the next probe, gossip rounds, push-pull, re-merge, join retries and reaping.
-    public mutating func tick(now: Double) -> [SWIMAction] {
+    public mutating func tick(now: Double) -> [SWIMEffect] {
         start(now)
-        var actions: [SWIMAction] = []
+        var effects: [SWIMEffect] = []
         if local.state == .left {
-            gossipRound(now: now, into: &actions)
-            return actions
+            gossipRound(now: now, into: &effects)
+            return effects
         }
-        probeTimers(now: now, into: &actions)
-        relayTimers(now: now, into: &actions)
-        suspicionTimers(now: now, into: &actions)
+        probeTimers(now: now, into: &effects)
+        relayTimers(now: now, into: &effects)
+        suspicionTimers(now: now, into: &effects)
         if now >= nextProbeAt {
             nextProbeAt = now + awareness.scale(settings.probeInterval)
-            startProbe(now: now, into: &actions)
+            startProbe(now: now, into: &effects)
         }
-        gossipRound(now: now, into: &actions)
-        periodicWork(now: now, into: &actions)
-        return actions
+        gossipRound(now: now, into: &effects)
+        periodicWork(now: now, into: &effects)
+        return effects
     }
 
     // MARK: Probing (SWIM §3, Lifeguard §IV.A)
 
-    private mutating func probeTimers(now: Double, into actions: inout [SWIMAction]) {
+    private mutating func probeTimers(now: Double, into effects: inout [SWIMEffect]) {
         guard var p = probe else { return }
         if now > p.deadline + settings.probeInterval {
             // This member was not running when the answer was due (paused, starved of CPU): the
@@ -41,12 +41,12 @@ extension SWIMInstance {
         } else if now >= p.deadline {
             probe = nil
             probeCounts.failed += 1
-            probeFailed(p, now: now, into: &actions)
+            probeFailed(p, now: now, into: &effects)
         } else if !p.indirectSent, now >= p.timeoutAt {
             p.indirectSent = true
             if let target = members[p.target] {
                 for helper in randomMembers(settings.indirectChecks, excluding: p.target, recentlyFailed: false, now: now) {
-                    actions.append(message(.pingReq(seq: p.seq, target: p.target, targetAddr: target.addr), to: helper.addr))
+                    effects.append(message(.pingReq(seq: p.seq, target: p.target, targetAddr: target.addr), to: helper.addr))
                     p.expectedNacks += 1
                 }
             }
@@ -56,13 +56,13 @@ extension SWIMInstance {
 
     /// No ack by the end of the period: adjust local health by the missed nacks (or by one when no
     /// helper could be asked), as memberlist's `probeNode` does, then suspect the target.
-    private mutating func probeFailed(_ p: Probe, now: Double, into actions: inout [SWIMAction]) {
+    private mutating func probeFailed(_ p: Probe, now: Double, into effects: inout [SWIMEffect]) {
         awareness.apply(p.expectedNacks > 0 ? max(0, p.expectedNacks - p.nacks) : 1)
         guard let target = members[p.target], Self.isLive(target.state) else { return }
-        applyOwnClaim(failed: false, about: p.target, now: now, into: &actions)
+        applyOwnClaim(failed: false, about: p.target, now: now, into: &effects)
     }
 
-    private mutating func startProbe(now: Double, into actions: inout [SWIMAction]) {
+    private mutating func startProbe(now: Double, into effects: inout [SWIMEffect]) {
         guard let target = nextProbeTarget() else { return }
         seq &+= 1
         probe = Probe(target: target.id, seq: seq,
@@ -76,7 +76,7 @@ extension SWIMInstance {
         } else {
             buddy = target.state == .suspect ? [ownClaim(failed: false, about: target.id, incarnation: target.incarnation)] : []
         }
-        actions.append(message(.ping(seq: seq, target: target.id), to: target.addr, prefix: buddy))
+        effects.append(message(.ping(seq: seq, target: target.id), to: target.addr, prefix: buddy))
     }
 
     /// The next live member to probe: one revived on a record first (`probeNext`), else the next in
@@ -102,16 +102,16 @@ extension SWIMInstance {
     }
 
     /// A helper that heard nothing from the target tells the requester so (nack).
-    private mutating func relayTimers(now: Double, into actions: inout [SWIMAction]) {
+    private mutating func relayTimers(now: Double, into effects: inout [SWIMEffect]) {
         guard !relays.isEmpty else { return }
         for key in relays.keys.sorted() {
             guard let relay = relays[key], relay.nackAt <= now else { continue }
             relays[key] = nil
-            actions.append(message(.nack(seq: relay.seq), to: relay.requester))
+            effects.append(message(.nack(seq: relay.seq), to: relay.requester))
         }
     }
 
-    private mutating func suspicionTimers(now: Double, into actions: inout [SWIMAction]) {
+    private mutating func suspicionTimers(now: Double, into effects: inout [SWIMEffect]) {
         guard !suspicions.isEmpty else { return }
         for id in suspicions.keys.sorted() {
             guard var s = suspicions[id], s.deadline <= now else { continue }
@@ -125,7 +125,7 @@ extension SWIMInstance {
                 suspicions[id] = s
                 continue
             }
-            applyOwnClaim(failed: true, about: id, now: now, into: &actions)
+            applyOwnClaim(failed: true, about: id, now: now, into: &effects)
         }
     }
 
@@ -133,14 +133,14 @@ extension SWIMInstance {
 
     /// Every `gossipInterval`, pending updates go to `gossipFanout` random members, recently failed
     /// ones included so a falsely failed member learns it and refutes.
-    mutating func gossipRound(now: Double, into actions: inout [SWIMAction]) {
+    mutating func gossipRound(now: Double, into effects: inout [SWIMEffect]) {
         guard now >= nextGossipAt else { return }
         nextGossipAt = now + settings.gossipInterval
         guard !broadcasts.isEmpty else { return }
         for target in randomMembers(settings.gossipFanout, excluding: nil, recentlyFailed: true, now: now) {
             let gossip = broadcasts.take(budget: settings.maxMessageBytes - 11, limit: retransmitLimit)
             if gossip.isEmpty { break }
-            actions.append(.send(SWIMMessage(sender: local.id, kind: .gossip, gossip: gossip), to: target.addr))
+            effects.append(.send(SWIMMessage(sender: local.id, kind: .gossip, gossip: gossip), to: target.addr))
         }
     }
 
@@ -153,11 +153,11 @@ extension SWIMInstance {
         return settings.pushPullInterval * (ceil(log2(n) - log2(32)) + 1)
     }
 
-    private mutating func periodicWork(now: Double, into actions: inout [SWIMAction]) {
+    private mutating func periodicWork(now: Double, into effects: inout [SWIMEffect]) {
         if now >= nextPushPullAt {
             nextPushPullAt = now + pushPullIntervalScaled
             if let peer = randomMembers(1, excluding: nil, recentlyFailed: false, now: now).first {
-                actions.append(.pushPull(to: peer.addr, join: false))
+                effects.append(.pushPull(to: peer.addr, join: false))
             }
         }
         if now >= nextRemergeAt {
@@ -166,13 +166,13 @@ extension SWIMInstance {
                 members[id]?.state == .failed && now - since <= settings.remergeWindow
             }.keys.sorted()
             if !candidates.isEmpty, let m = members[candidates[rng.index(candidates.count)]] {
-                actions.append(.pushPull(to: m.addr, join: false))
+                effects.append(.pushPull(to: m.addr, join: false))
             }
         }
         if !seeds.isEmpty, now >= nextJoinRetryAt {
             joinBackoff = min(joinBackoff * 2, 30)
             nextJoinRetryAt = now + joinBackoff
-            for seed in seeds { actions.append(.pushPull(to: seed, join: true)) }
+            for seed in seeds { effects.append(.pushPull(to: seed, join: true)) }
         }
         if now >= nextReapAt {
             nextReapAt = now + 60
@@ -217,12 +217,12 @@ extension SWIMInstance {
     /// bring the timeout to its minimum, and a crashed process is failed one suspicion minimum
     /// after it died. A live member refutes as usual. A paused or partitioned member keeps its
     /// connections open, so this never shortens the pause a member survives.
-    public mutating func linkLost(_ member: MemberID, now: Double) -> [SWIMAction] {
+    public mutating func linkLost(_ member: MemberID, now: Double) -> [SWIMEffect] {
         start(now)
         guard local.state != .left, member != local.id, let m = members[member], m.state == .alive else { return [] }
-        var actions: [SWIMAction] = []
+        var effects: [SWIMEffect] = []
         _ = m
-        applyOwnClaim(failed: false, about: member, now: now, into: &actions)
-        return actions
+        applyOwnClaim(failed: false, about: member, now: now, into: &effects)
+        return effects
     }
 }

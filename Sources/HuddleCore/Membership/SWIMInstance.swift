@@ -10,7 +10,7 @@ import Darwin
 /// (SWIM, Das et al. 2002; Lifeguard, arXiv 1707.00788; behaviour modelled on hashicorp/memberlist).
 ///
 /// Events go in (`join`, `tick`, `receive`, `receivePushPull`, `leave`, `update`) with the current
-/// time `now` in seconds; `SWIMAction`s come out. It reads no clock and no socket, and its only
+/// time `now` in seconds; `SWIMEffect`s come out. It reads no clock and no socket, and its only
 /// randomness is a `SWIMRandom` seeded at `init`, so a run is reproducible from its inputs.
 ///
 /// Guarantees:
@@ -189,7 +189,7 @@ public struct SWIMInstance: Sendable {
     // MARK: - Commands
 
     /// Contacts `seeds` (addresses) with a push-pull join; retried with backoff until one answers.
-    public mutating func join(seeds: [String], now: Double) -> [SWIMAction] {
+    public mutating func join(seeds: [String], now: Double) -> [SWIMEffect] {
         start(now)
         let targets = seeds.filter { $0 != local.addr }
         self.seeds = targets
@@ -200,7 +200,7 @@ public struct SWIMInstance: Sendable {
 
     /// Leaves gracefully: gossips `left` at a higher incarnation to a few members at once and keeps
     /// gossiping it on `tick` (the shell should keep ticking for a few gossip intervals before it exits).
-    public mutating func leave(now: Double) -> [SWIMAction] {
+    public mutating func leave(now: Double) -> [SWIMEffect] {
         start(now)
         guard local.state != .left else { return [] }
         local.incarnation += 1
@@ -212,18 +212,18 @@ public struct SWIMInstance: Sendable {
         relays = [:]
         seeds = []
         broadcasts.enqueue(.left(local.id, incarnation: local.incarnation, signature: local.proof))
-        var actions: [SWIMAction] = []
+        var effects: [SWIMEffect] = []
         for target in randomMembers(2 * settings.gossipFanout, excluding: nil, recentlyFailed: false, now: now) {
             let gossip = broadcasts.take(budget: settings.maxMessageBytes - 11, limit: retransmitLimit)
             if gossip.isEmpty { break }
-            actions.append(.send(SWIMMessage(sender: local.id, kind: .gossip, gossip: gossip), to: target.addr))
+            effects.append(.send(SWIMMessage(sender: local.id, kind: .gossip, gossip: gossip), to: target.addr))
         }
         nextGossipAt = now + settings.gossipInterval
-        return actions
+        return effects
     }
 
     /// Changes this member's name, address and/or reach addresses; others report `updated`.
-    public mutating func update(name: String? = nil, addr: String? = nil, reach: [String]? = nil, now: Double) -> [SWIMAction] {
+    public mutating func update(name: String? = nil, addr: String? = nil, reach: [String]? = nil, now: Double) -> [SWIMEffect] {
         start(now)
         guard local.state != .left else { return [] }
         if let name { local.name = name }
@@ -264,7 +264,7 @@ public struct SWIMInstance: Sendable {
     static func isLive(_ state: MemberState) -> Bool { state == .alive || state == .suspect }
 
     /// A message to `addr` with `prefix` updates first, then as many pending updates as fit.
-    mutating func message(_ kind: SWIMMessage.Kind, to addr: String, prefix: [SWIMGossip] = []) -> SWIMAction {
+    mutating func message(_ kind: SWIMMessage.Kind, to addr: String, prefix: [SWIMGossip] = []) -> SWIMEffect {
         var m = SWIMMessage(sender: local.id, kind: kind, gossip: prefix)
         let budget = settings.maxMessageBytes - m.encodedSize
         if budget >= SWIMGossip.minimumEncodedSize {

@@ -41,7 +41,7 @@ public struct ApplicationSeqs: Sendable, Equatable {
     /// `m` as the control protocol shows it: its seq and its dependencies' seqs in application seqs.
     public func view(_ m: WireMessage) -> WireMessage {
         var shown = m
-        if m.seq != 0 { shown.seq = applicationSeq(m.from, m.seq) }
+        if m.seq != 0 { shown.seq = applicationSeq(m.origin, m.seq) }
         if m.deps.contains(where: { applicationSeq($0.member, $0.seq) != $0.seq }) {
             shown.deps = m.deps.map { WireMessage.Dependency(member: $0.member, seq: applicationSeq($0.member, $0.seq)) }
         }

@@ -108,7 +108,7 @@ public struct CausalBroadcast: Sendable {
         public init() {}
     }
 
-    public enum Action: Sendable, Equatable {
+    public enum Effect: Sendable, Equatable {
         case deliver(SignedMessage)
         /// `origin`'s broadcasts `from...to` will never be delivered here: no member stores them
         /// any more. `nonApplicationThrough` is the origin's count of non-message broadcasts up to
@@ -282,20 +282,20 @@ public struct CausalBroadcast: Sendable {
         }
         deps.sort { $0.member < $1.member }
         delivered[local] = ownSeq
-        return WireMessage(from: local, counter: counter, seq: ownSeq, kind: kind, nonApplicationBefore: nonApplicationBefore, deps: deps, to: nil, body: body)
+        return WireMessage(origin: local, counter: counter, seq: ownSeq, kind: kind, nonApplicationBefore: nonApplicationBefore, deps: deps, to: nil, body: body)
     }
 
     /// A directed send: no seq; deps are everything delivered here past the baselines (own broadcasts included).
     public mutating func makeDirected(body: [UInt8], to: [MemberID], kind: WireMessage.Kind = .application) -> WireMessage {
         counter += 1
         let deps = delivered.filter { $0.value > (baseline[$0.key] ?? 0) }.map { WireMessage.Dependency(member: $0.key, seq: $0.value) }.sorted { $0.member < $1.member }
-        return WireMessage(from: local, counter: counter, seq: 0, kind: kind, deps: deps, to: to, body: body)
+        return WireMessage(origin: local, counter: counter, seq: 0, kind: kind, deps: deps, to: to, body: body)
     }
 
     /// An unreliable send: a message id and nothing else.
     public mutating func makeUnreliable(body: [UInt8], to: [MemberID]?) -> WireMessage {
         counter += 1
-        return WireMessage(from: local, counter: counter, seq: 0, to: to, body: body)
+        return WireMessage(origin: local, counter: counter, seq: 0, to: to, body: body)
     }
 
     /// Keeps this member's own signed broadcast for repair until every member has it, and its own
@@ -338,7 +338,7 @@ public struct CausalBroadcast: Sendable {
         self.baseline = baseline
         awaitingBaseline = false
         depsAtLastBroadcast = [:]
-        for signed in ownMessages where signed.message.from == local && signed.message.seq > 0 && signed.message.seq <= ownSeq {
+        for signed in ownMessages where signed.message.origin == local && signed.message.seq > 0 && signed.message.seq <= ownSeq {
             storedBytes += Self.storedSize(signed)
             storedBytes -= store[local, default: MessageRun()].append(signed, bytes: Self.storedSize)
         }
@@ -355,7 +355,7 @@ public struct CausalBroadcast: Sendable {
 
     /// `origin` said on its new link that `peer`'s deliveries from it start after `seq` (its
     /// `helloSeq(for:)`), which holds if nothing earlier set a baseline.
-    public mutating func linkHello(origin: MemberID, seq: UInt64) -> [Action] {
+    public mutating func linkHello(origin: MemberID, seq: UInt64) -> [Effect] {
         guard origin != local, delivered[origin] == nil else { return [] }
         delivered[origin] = seq
         baseline[origin] = seq
@@ -365,7 +365,7 @@ public struct CausalBroadcast: Sendable {
     }
 
     /// The sponsor's clock when this member joined.
-    public mutating func adoptBaseline(_ clock: [MemberID: UInt64]) -> [Action] {
+    public mutating func adoptBaseline(_ clock: [MemberID: UInt64]) -> [Effect] {
         for (origin, seq) in clock where origin != local {
             let start = max(delivered[origin] ?? 0, seq)
             delivered[origin] = start
@@ -386,7 +386,7 @@ public struct CausalBroadcast: Sendable {
     /// The members that count for stability (alive or suspect), self excluded or not, at `now`.
     /// A member that drops out of the set is taken to have failed: messages are kept for it for
     /// `retainForFailed` (`memberLeft` ends that for a member that left for good).
-    public mutating func setMembers(_ live: Set<MemberID>, now: Double) -> [Action] {
+    public mutating func setMembers(_ live: Set<MemberID>, now: Double) -> [Effect] {
         let live = live.subtracting([local])
         // Membership news that leaves the set as it was (a suspicion, an update) changes nothing here.
         guard live != members else { return [] }
@@ -432,10 +432,10 @@ public struct CausalBroadcast: Sendable {
     // MARK: receiving
 
     /// A verified message from its origin or a relay.
-    public mutating func receive(_ signed: SignedMessage) -> [Action] {
+    public mutating func receive(_ signed: SignedMessage) -> [Effect] {
         let m = signed.message
-        guard m.from != local else { return [] }
-        if let cutoff = cutoffs[m.from], m.seq == 0 || m.seq > cutoff {
+        guard m.origin != local else { return [] }
+        if let cutoff = cutoffs[m.origin], m.seq == 0 || m.seq > cutoff {
             refusals.add(.afterRemoval)
             return []
         }
@@ -445,33 +445,33 @@ public struct CausalBroadcast: Sendable {
                 refusedForRoom += 1
                 return []
             }
-            if directedSeen[m.from] == nil, directedSeen.count >= Self.directedOriginLimit {
+            if directedSeen[m.origin] == nil, directedSeen.count >= Self.directedOriginLimit {
                 directedSeen = directedSeen.filter { members.contains($0.key) }
             }
             // A replay is a duplicate; the counter counts as seen only once the message is held.
-            var seen = directedSeen[m.from, default: ReplayWindow()]
+            var seen = directedSeen[m.origin, default: ReplayWindow()]
             guard seen.accept(m.counter) else {
                 duplicates += 1
                 return []
             }
             guard makeRoom(signed, evictingAbove: 0) else { return [] }
-            directedSeen[m.from] = seen
+            directedSeen[m.origin] = seen
             heldDirected.append(signed)
             hold(signed)
             noteUnknownDependencies(m)
             return release()
         }
-        if let d = delivered[m.from], m.seq <= d {
+        if let d = delivered[m.origin], m.seq <= d {
             duplicates += 1
             return []
         }
-        if held[m.from]?.index(forKey: m.seq) != nil {
+        if held[m.origin]?.index(forKey: m.seq) != nil {
             duplicates += 1
             return []
         }
         // A full hold-back still takes the message that is next in line: it leaves at once.
-        let deliverableNow = !awaitingBaseline && delivered[m.from].map { m.seq == $0 + 1 } == true && depsSatisfied(m)
-        if deliverableNow && held[m.from] == nil {
+        let deliverableNow = !awaitingBaseline && delivered[m.origin].map { m.seq == $0 + 1 } == true && depsSatisfied(m)
+        if deliverableNow && held[m.origin] == nil {
             // The common case (in order, nothing held from this origin): delivered without passing
             // through the hold-back; what waited on it is released after it.
             var out = [accept(signed)]
@@ -484,11 +484,11 @@ public struct CausalBroadcast: Sendable {
         }
         guard deliverableNow || makeRoom(signed, evictingAbove: m.seq) else { return [] }
         // A broadcast inside a gap given up on came after all: the gap is off.
-        if let lost = lostThrough[m.from], m.seq <= lost.to {
-            lostThrough[m.from] = nil
-            unserved[m.from] = nil
+        if let lost = lostThrough[m.origin], m.seq <= lost.to {
+            lostThrough[m.origin] = nil
+            unserved[m.origin] = nil
         }
-        held[m.from, default: [:]][m.seq] = signed
+        held[m.origin, default: [:]][m.seq] = signed
         hold(signed)
         noteUnknownDependencies(m)
         return release()
@@ -497,14 +497,14 @@ public struct CausalBroadcast: Sendable {
     /// Counts a message into the hold-back (`held` or `heldDirected` already has it).
     private mutating func hold(_ signed: SignedMessage) {
         heldCount += 1
-        heldBytes[signed.message.from, default: 0] += Self.storedSize(signed)
-        heldCounts[signed.message.from, default: 0] += 1
+        heldBytes[signed.message.origin, default: 0] += Self.storedSize(signed)
+        heldCounts[signed.message.origin, default: 0] += 1
     }
 
     /// Counts a message out of the hold-back (`held` or `heldDirected` no longer has it).
     private mutating func unhold(_ signed: SignedMessage) {
         heldCount -= 1
-        let origin = signed.message.from
+        let origin = signed.message.origin
         let left = (heldBytes[origin] ?? 0) - Self.storedSize(signed)
         heldBytes[origin] = left > 0 ? left : nil
         let count = (heldCounts[origin] ?? 0) - 1
@@ -528,7 +528,7 @@ public struct CausalBroadcast: Sendable {
                 refusals.add(.heldExpired)
             }
             let (expired, kept) = heldDirected.reduce(into: ([SignedMessage](), [SignedMessage]())) {
-                if $1.message.from == origin { $0.0.append($1) } else { $0.1.append($1) }
+                if $1.message.origin == origin { $0.0.append($1) } else { $0.1.append($1) }
             }
             heldDirected = kept
             for signed in expired {
@@ -543,7 +543,7 @@ public struct CausalBroadcast: Sendable {
     /// message), highest first: they are repaired later, while what is lower is needed sooner.
     /// Refused (counted) when it still does not fit.
     private mutating func makeRoom(_ signed: SignedMessage, evictingAbove seq: UInt64) -> Bool {
-        let origin = signed.message.from, size = Self.storedSize(signed)
+        let origin = signed.message.origin, size = Self.storedSize(signed)
         let budget = settings.holdbackBytesPerOrigin, countBudget = settings.holdbackCountPerOrigin
         func over() -> Bool { (heldBytes[origin] ?? 0) + size > budget || (heldCounts[origin] ?? 0) + 1 > countBudget }
         // Sorted only when something above `seq` is held: a flood above everything held costs one scan.
@@ -594,7 +594,7 @@ public struct CausalBroadcast: Sendable {
 
     /// Starts the wait of newly noted unknown origins at `now`, and gives up on those waited for
     /// `unknownOriginWait`: messages depending on them are released.
-    private mutating func expireUnknownOrigins(now: Double) -> [Action] {
+    private mutating func expireUnknownOrigins(now: Double) -> [Effect] {
         guard !unknownOrigins.isEmpty else { return [] }
         var expired = false
         for (origin, since) in unknownOrigins {
@@ -610,19 +610,19 @@ public struct CausalBroadcast: Sendable {
 
     /// Delivers `signed`, the next broadcast of its origin: advances the origin's clock and keeps
     /// the message for repair.
-    private mutating func accept(_ signed: SignedMessage) -> Action {
-        delivered[signed.message.from] = signed.message.seq
+    private mutating func accept(_ signed: SignedMessage) -> Effect {
+        delivered[signed.message.origin] = signed.message.seq
         // Delivered after all (or past it): a gap given up on is off, and its wait starts again.
-        if !lostThrough.isEmpty { lostThrough[signed.message.from] = nil }
-        if !heldWaiting.isEmpty { heldWaiting[signed.message.from] = nil }
+        if !lostThrough.isEmpty { lostThrough[signed.message.origin] = nil }
+        if !heldWaiting.isEmpty { heldWaiting[signed.message.origin] = nil }
         keep(signed)
         return .deliver(signed)
     }
 
     /// Delivers everything whose predecessors and dependencies are delivered, until nothing moves.
-    private mutating func release() -> [Action] {
+    private mutating func release() -> [Effect] {
         guard !awaitingBaseline else { return [] }
-        var out: [Action] = []
+        var out: [Effect] = []
         var progress = true
         while progress {
             progress = false
@@ -647,7 +647,7 @@ public struct CausalBroadcast: Sendable {
                 if depsSatisfied(heldDirected[index].message) {
                     let signed = heldDirected.remove(at: index)
                     unhold(signed)
-                    let origin = signed.message.from
+                    let origin = signed.message.origin
                     directedDelivered[origin] = max(directedDelivered[origin] ?? 0, signed.message.counter)
                     out.append(.deliver(signed))
                     progress = true
@@ -686,7 +686,7 @@ public struct CausalBroadcast: Sendable {
     private mutating func keep(_ signed: SignedMessage) {
         guard !members.isEmpty || !retained.isEmpty else { return }
         storedBytes += Self.storedSize(signed)
-        storedBytes -= store[signed.message.from, default: MessageRun()].append(signed, bytes: Self.storedSize)
+        storedBytes -= store[signed.message.origin, default: MessageRun()].append(signed, bytes: Self.storedSize)
     }
 
     // MARK: removed origins
@@ -694,7 +694,7 @@ public struct CausalBroadcast: Sendable {
     /// `origin` was removed: its broadcasts after `seq` never count here (raised only: the highest
     /// cut-off any removing change gives wins). Drops what is held of it above the cut-off, and
     /// its held directed messages; releases what waited on it.
-    public mutating func setCutoff(_ origin: MemberID, through seq: UInt64) -> [Action] {
+    public mutating func setCutoff(_ origin: MemberID, through seq: UInt64) -> [Effect] {
         guard origin != local, seq > cutoffs[origin] ?? 0 || cutoffs[origin] == nil else { return [] }
         cutoffs[origin] = seq
         if var queue = held[origin] {
@@ -703,9 +703,9 @@ public struct CausalBroadcast: Sendable {
             }
             held[origin] = queue.isEmpty ? nil : queue
         }
-        let directed = heldDirected.filter { $0.message.from == origin }
+        let directed = heldDirected.filter { $0.message.origin == origin }
         if !directed.isEmpty {
-            heldDirected.removeAll { $0.message.from == origin }
+            heldDirected.removeAll { $0.message.origin == origin }
             for signed in directed { unhold(signed) }
         }
         if let lost = lostThrough[origin], lost.to > seq { lostThrough[origin] = nil; unserved[origin] = nil }
@@ -732,7 +732,7 @@ public struct CausalBroadcast: Sendable {
     /// member to process. A member asks for a gap only once its deliveries from that origin have
     /// stalled for `repairDelay` while a peer shows more, and then asks only for the seqs it does
     /// not hold (held-back messages are not fetched again).
-    public mutating func receiveDigest(_ digest: Digest, from peer: MemberID, now: Double) -> [Action] {
+    public mutating func receiveDigest(_ digest: Digest, from peer: MemberID, now: Double) -> [Effect] {
         if !heldCounts.isEmpty || !heldWaiting.isEmpty || !heldContinuously.isEmpty { expireHeld(now: now) }
         if members.contains(peer) || retained[peer] != nil {
             acks[peer] = digest.delivered
@@ -753,7 +753,7 @@ public struct CausalBroadcast: Sendable {
         if !lostThrough.isEmpty {
             for (origin, lost) in lostThrough where now - lost.at >= 3 * settings.gapDelay { lostThrough[origin] = nil }
         }
-        var requests: [Action] = []
+        var requests: [Effect] = []
         // Each origin's rule stands alone; requests are put in member order after (sorting every
         // digest's clock cost more than the rest of the loop).
         for (origin, shown) in digest.delivered where origin != local {
@@ -786,8 +786,8 @@ public struct CausalBroadcast: Sendable {
         return out + requests
     }
 
-    private static func requestOrder(_ action: Action) -> (MemberID, UInt64) {
-        if case let .request(_, origin, from, _) = action { (origin, from) } else { (MemberID(raw: 0), 0) }
+    private static func requestOrder(_ effect: Effect) -> (MemberID, UInt64) {
+        if case let .request(_, origin, from, _) = effect { (origin, from) } else { (MemberID(raw: 0), 0) }
     }
 
     // MARK: gaps
@@ -799,7 +799,7 @@ public struct CausalBroadcast: Sendable {
     /// below the lowest one a peer stores are given up on — only as far as the origin itself
     /// shows it made them (its own digest, or a broadcast of it held here): a member's claim
     /// about another member's messages never ends a gap by itself.
-    private mutating func noteOffer(_ origin: MemberID, storedFrom offered: UInt64, by peer: MemberID, now: Double) -> [Action] {
+    private mutating func noteOffer(_ origin: MemberID, storedFrom offered: UInt64, by peer: MemberID, now: Double) -> [Effect] {
         guard let mine = delivered[origin] else { return [] }
         // An offer of the next seq by a peer asked for it for `gapDelay` that never sent it is not
         // believed: it neither ends the wait nor counts as where a gap would end.
@@ -807,7 +807,7 @@ public struct CausalBroadcast: Sendable {
            now - since >= settings.gapDelay {
             return []
         }
-        func served() -> [Action] {
+        func served() -> [Effect] {
             unserved[origin] = nil
             lostThrough[origin] = nil
             return []
@@ -862,7 +862,7 @@ public struct CausalBroadcast: Sendable {
 
     /// Closes `origin`'s pending gap when the origin's own digest gave its count exactly there
     /// (it stores nothing past the gap: the gap reaches its last broadcast).
-    private mutating func closeFromOrigin(_ origin: MemberID) -> [Action] {
+    private mutating func closeFromOrigin(_ origin: MemberID) -> [Effect] {
         guard let lost = lostThrough[origin], let report = originCounts[origin], report.seq == lost.to,
               let mine = delivered[origin], lost.to > mine else { return [] }
         return closeGap(origin, through: lost.to, count: report.count) + release()
@@ -880,7 +880,7 @@ public struct CausalBroadcast: Sendable {
     }
 
     /// Gives up on `origin`'s broadcasts after `delivered` through `to`: deliveries continue after `to`.
-    private mutating func closeGap(_ origin: MemberID, through to: UInt64, count: UInt64?) -> [Action] {
+    private mutating func closeGap(_ origin: MemberID, through to: UInt64, count: UInt64?) -> [Effect] {
         guard let mine = delivered[origin], to > mine, to <= WireReader.madeCountLimit else { return [] }
         delivered[origin] = to
         lostThrough[origin] = nil

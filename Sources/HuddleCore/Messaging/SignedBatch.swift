@@ -18,7 +18,7 @@ public struct SignedBatch: Sendable, Equatable {
         guard let first = flush.first, let tree = first.proof.tree else { return nil }
         let carried = flush.filter { $0.message.to?.contains(recipient) ?? true }
         guard !carried.isEmpty else { return nil }
-        origin = first.message.from
+        origin = first.message.origin
         signature = first.proof.signature
         self.tree = tree
         messages = carried
@@ -63,7 +63,7 @@ public struct SignedBatch: Sendable, Equatable {
             case 1:
                 let start = r.offset
                 let message = try WireMessage.decode(from: &r)
-                guard message.from == origin else { throw WireError("batch of \(origin) carries a message from \(message.from)") }
+                guard message.origin == origin else { throw WireError("batch of \(origin) carries a message from \(message.origin)") }
                 r.withBytes(from: start) { encoded in
                     leaves.withUnsafeMutableBytes { BatchTree.leafHash(ofEncoded: encoded, into: UnsafeMutableRawBufferPointer(rebasing: $0[slot])) }
                 }

@@ -98,7 +98,7 @@ public enum MessageBatch {
 
     /// Signs up to `BatchProof.maximumBatch` messages of one origin with one signature.
     public static func sign(_ messages: [WireMessage], identity: Identity) -> [SignedMessage] {
-        guard let origin = messages.first?.from else { return [] }
+        guard let origin = messages.first?.origin else { return [] }
         var leaves = [UInt8](repeating: 0, count: messages.count * BatchTree.hashLength)
         var scratch = WireWriter(capacity: 512)
         leaves.withUnsafeMutableBytes { out in
@@ -113,25 +113,25 @@ public enum MessageBatch {
         }
     }
 
-    /// Whether `signed` (typically relayed alone) was made by the holder of `originKey`. Verified
+    /// Whether `signed` (typically relayed alone) was made by the holder of `originNodeKey`. Verified
     /// roots are remembered in `cache`, so the rest of a batch costs one hash path each.
-    public static func verify(_ signed: SignedMessage, originKey: [UInt8], cache: inout VerifiedRoots) -> Bool {
+    public static func verify(_ signed: SignedMessage, originNodeKey: [UInt8], cache: inout VerifiedRoots) -> Bool {
         guard let root = BatchTree.root(leaf: leafHash(signed.message), index: Int(signed.proof.index), count: Int(signed.proof.count), path: signed.proof.path) else {
             return false
         }
-        return verify(origin: signed.message.from, root: root, signature: signed.proof.signature, originKey: originKey, cache: &cache)
+        return verify(origin: signed.message.origin, root: root, signature: signed.proof.signature, originNodeKey: originNodeKey, cache: &cache)
     }
 
-    /// Whether a whole batch, as received from a link, was signed by the holder of `originKey`.
-    public static func verify(_ batch: SignedBatch, originKey: [UInt8], cache: inout VerifiedRoots) -> Bool {
-        verify(origin: batch.origin, root: batch.tree.root, signature: batch.signature, originKey: originKey, cache: &cache)
+    /// Whether a whole batch, as received from a link, was signed by the holder of `originNodeKey`.
+    public static func verify(_ batch: SignedBatch, originNodeKey: [UInt8], cache: inout VerifiedRoots) -> Bool {
+        verify(origin: batch.origin, root: batch.tree.root, signature: batch.signature, originNodeKey: originNodeKey, cache: &cache)
     }
 
-    private static func verify(origin: MemberID, root: [UInt8], signature: [UInt8], originKey: [UInt8], cache: inout VerifiedRoots) -> Bool {
+    private static func verify(origin: MemberID, root: [UInt8], signature: [UInt8], originNodeKey: [UInt8], cache: inout VerifiedRoots) -> Bool {
         let signed = signedBytes(origin: origin, root: root)
         let key = signed + signature
         if cache.contains(key) { return true }
-        guard Identity.verify(signature: signature, message: signed, publicKey: originKey) else { return false }
+        guard Identity.verify(signature: signature, message: signed, publicKey: originNodeKey) else { return false }
         cache.insert(key)
         return true
     }
@@ -143,18 +143,18 @@ public enum MessageBatch {
 /// only when that key is the one it holds for the origin.
 public struct CheckedSignature: Sendable {
     let origin: MemberID
-    let originKey: [UInt8]
+    let originNodeKey: [UInt8]
     /// What `VerifiedRoots` remembers: the signed bytes and the signature.
     let verified: [UInt8]
 }
 
 extension MessageBatch {
-    /// Checks `batch`'s signature against `originKey` (its Ed25519 check, off the core); nil when
+    /// Checks `batch`'s signature against `originNodeKey` (its Ed25519 check, off the core); nil when
     /// it does not verify.
-    public static func check(_ batch: SignedBatch, originKey: [UInt8]) -> CheckedSignature? {
+    public static func check(_ batch: SignedBatch, originNodeKey: [UInt8]) -> CheckedSignature? {
         let signed = signedBytes(origin: batch.origin, root: batch.tree.root)
-        guard Identity.verify(signature: batch.signature, message: signed, publicKey: originKey) else { return nil }
-        return CheckedSignature(origin: batch.origin, originKey: originKey, verified: signed + batch.signature)
+        guard Identity.verify(signature: batch.signature, message: signed, publicKey: originNodeKey) else { return nil }
+        return CheckedSignature(origin: batch.origin, originNodeKey: originNodeKey, verified: signed + batch.signature)
     }
 }
 

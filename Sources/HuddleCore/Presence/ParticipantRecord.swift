@@ -19,7 +19,7 @@ public struct ProgramPresence: Sendable, Hashable, Comparable {
 }
 
 /// A member's whole set of participating programs, signed by that member's node key: what it
-/// announces to each linked peer (`LinkMessage.participants`). A newer record (higher `version`)
+/// sends to each linked peer (`LinkMessage.participants`). A newer record (higher `version`)
 /// replaces the older one whole.
 ///
 /// Guarantees: `verify` accepts only a record signed by the node key given, over the domain, the

@@ -13,7 +13,7 @@ public struct ParticipantChange: Sendable, Equatable {
 }
 
 /// Which programs take part in activities, on this member's node and on the others: the records
-/// peers announced, this member's own programs, and what is shown (`SessionCore+Participants`
+/// peers sent, this member's own programs, and what is shown (`SessionCore+Participants`
 /// decides what goes in; this value only keeps it).
 ///
 /// Guarantees: at most `maximumPerMember` programs and `maximumRecordBytes` per member (records
@@ -21,9 +21,9 @@ public struct ParticipantChange: Sendable, Equatable {
 /// only through `show`, which returns exactly the difference as changes, in program order, so the
 /// events a member emits add up to what it shows.
 public struct ParticipantTable: Sendable {
-    /// Most programs one member may announce.
+    /// Most programs one member's record may list.
     public static let maximumPerMember = 64
-    /// Largest record one member may announce (encoded, signature included).
+    /// Largest record one member may send (encoded, signature included).
     public static let maximumRecordBytes = 16 * 1024
 
     /// This member's programs, by id.
@@ -31,7 +31,7 @@ public struct ParticipantTable: Sendable {
     /// This member's current record (nil before its first program joined).
     public private(set) var localRecord: ParticipantRecord?
     private var localVersion: UInt64 = 0
-    /// The record each linked peer last announced (kept while its link is up).
+    /// The record each linked peer last sent (kept while its link is up).
     public internal(set) var records: [MemberID: ParticipantRecord] = [:]
     /// The programs shown per member: what the events so far add up to.
     public private(set) var shown: [MemberID: Set<ProgramPresence>] = [:]

@@ -21,7 +21,7 @@ extension SessionCore {
     func mayRemoveAttachment(_ manifest: Manifest, by member: MemberID) -> Bool {
         if member == manifest.uploader { return true }
         guard let node = member == local ? identity.publicKey : swim.members[member]?.node else { return false }
-        return node == manifest.uploaderNode || isAdmin(node)
+        return node == manifest.uploaderNodeKey || isAdmin(node)
     }
 
     /// Whether `node` is an admin of the session in the current epoch (admins may remove any

@@ -75,7 +75,7 @@ extension SessionCore {
     /// only from a live member as its own origin, when it is for this member, and within the
     /// largest unreliable body any member may send (a datagram cannot be larger; a link message could).
     mutating func receiveUnreliable(_ m: WireMessage, from sender: MemberID) -> [SessionEffect] {
-        guard m.from == sender, m.seq == 0, isLive(m.from), m.to?.contains(local) ?? true else { return [] }
+        guard m.origin == sender, m.seq == 0, isLive(m.origin), m.to?.contains(local) ?? true else { return [] }
         guard m.body.count <= Limits.unreliableCeiling else { return refuse(.bodyTooLarge) }
         return [.deliverUnreliable(m)]
     }

@@ -311,7 +311,7 @@ extension SessionCore {
         var out: [SessionEffect] = []
         for info in swim.members.values.sorted(by: { $0.id < $1.id })
         where info.id != local && !removedMembers.contains(info.id) && epochs.removedNodes[info.node] != nil {
-            out += evict(info, announce: true, now: now)
+            out += evict(info, report: true, now: now)
         }
         // Links up to peers not in the member table yet (a joiner) whose node key is removed.
         for (peer, link) in epochLinks.sorted(by: { $0.key < $1.key }) where swim.members[peer] == nil && epochs.removedNodes[link.node] != nil {
@@ -333,7 +333,7 @@ extension SessionCore {
     }
 
     /// Takes a member whose node key is removed out of the session (see the note above).
-    mutating func evict(_ info: MemberInfo, announce: Bool, now: Double) -> [SessionEffect] {
+    mutating func evict(_ info: MemberInfo, report: Bool, now: Double) -> [SessionEffect] {
         guard info.id != local, removedMembers.insert(info.id).inserted else { return [] }
         // Its broadcasts after its cut-off never count; with none known, after what is delivered here.
         let cutoff = epochs.cutoff(of: info.id, node: info.node) ?? broadcast.delivered[info.id] ?? 0
@@ -347,7 +347,7 @@ extension SessionCore {
         journal.setPeers(live, now: now)
         out.append(.closeLink(info.id))
         out += forgetParticipants(of: info.id)
-        if announce {
+        if report {
             out.append(.memberRemoved(info, by: memberID(of: epochs.removedNodes[info.node] ?? [])))
         }
         return out

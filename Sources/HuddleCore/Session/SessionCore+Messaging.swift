@@ -123,7 +123,7 @@ extension SessionCore {
     /// when the key each was checked against is the node key this core holds for its origin: the
     /// batches they sign are then not checked again here.
     public mutating func signaturesChecked(_ checked: [CheckedSignature]) {
-        for c in checked where swim.members[c.origin]?.node == c.originKey { verifiedRoots.insert(c.verified) }
+        for c in checked where swim.members[c.origin]?.node == c.originNodeKey { verifiedRoots.insert(c.verified) }
     }
 
     /// A batch from its origin: its signature checked once against the origin's node key, then each message to broadcast.
@@ -135,7 +135,7 @@ extension SessionCore {
         guard oversized == 0 else { return refuse(.bodyTooLarge, oversized) }
         // From a member not heard of: dropped (its key is unknown), and its record asked for.
         guard let key = swim.members[batch.origin]?.node else { return catchUpMembership(from: peer, now: now) }
-        guard MessageBatch.verify(batch, originKey: key, cache: &verifiedRoots) else {
+        guard MessageBatch.verify(batch, originNodeKey: key, cache: &verifiedRoots) else {
             return [.forged(origin: batch.origin, count: batch.messages.count)]
         }
         let noted = broadcast.unknownOriginsNoted
@@ -147,9 +147,9 @@ extension SessionCore {
     /// A message from its origin or a relay: verified against the origin's node key, then to broadcast.
     mutating func receiveSigned(_ signed: SignedMessage, from peer: MemberID, now: Double) -> [SessionEffect] {
         guard fitsReceiveLimit(signed.message) else { return refuse(.bodyTooLarge) }
-        guard let key = swim.members[signed.message.from]?.node else { return catchUpMembership(from: peer, now: now) }
-        guard MessageBatch.verify(signed, originKey: key, cache: &verifiedRoots) else {
-            return [.forged(origin: signed.message.from, count: 1)]
+        guard let key = swim.members[signed.message.origin]?.node else { return catchUpMembership(from: peer, now: now) }
+        guard MessageBatch.verify(signed, originNodeKey: key, cache: &verifiedRoots) else {
+            return [.forged(origin: signed.message.origin, count: 1)]
         }
         let noted = broadcast.unknownOriginsNoted
         let out = broadcastEffects(broadcast.receive(signed), now: now)

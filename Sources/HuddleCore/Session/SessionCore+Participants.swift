@@ -5,7 +5,7 @@ import HuddleCrypto
 ///
 /// - A program joins on its member's node (`joinProgram`) and is gone when it leaves
 ///   (`leaveProgram`; the node calls it too when the program's control connection closes).
-/// - Each member announces its whole set as one record signed by its node key
+/// - Each member sends its whole set as one record signed by its node key
 ///   (`ParticipantRecord`), on every link: at once when it changes, and to a link that has not had
 ///   the current version at the next tick (a new link, or one that came back).
 /// - A record is believed only from the link of the member it is about, signed by that member's
@@ -41,11 +41,11 @@ extension SessionCore {
         guard let version = presence.setLocal(id, activity: activity) else { return [] }
         let programs = presence.localPrograms.map { ProgramPresence(id: $0.key, activity: $0.value) }
         presence.setLocalRecord(ParticipantRecord.make(member: local, version: version, programs: programs, identity: identity))
-        return showParticipants(of: local) + announceParticipants()
+        return showParticipants(of: local) + sendParticipantRecord()
     }
 
     /// This member's record to every link that has not had its current version.
-    mutating func announceParticipants() -> [SessionEffect] {
+    mutating func sendParticipantRecord() -> [SessionEffect] {
         guard let record = presence.localRecord else { return [] }
         var out: [SessionEffect] = []
         for peer in planner.linked.sorted() where presence.sentTo[peer] != record.version {

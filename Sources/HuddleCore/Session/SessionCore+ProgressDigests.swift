@@ -28,8 +28,8 @@ extension SessionCore {
     mutating func noteDelivered(_ message: WireMessage) {
         guard message.seq != 0 else { return }  // directed messages are acknowledged on their own (`directedAck`)
         let threshold = progressDigestBytes
-        let bytes = min(deliveredSinceDigest[message.from] ?? 0, threshold) + message.body.count
-        deliveredSinceDigest[message.from] = bytes
+        let bytes = min(deliveredSinceDigest[message.origin] ?? 0, threshold) + message.body.count
+        deliveredSinceDigest[message.origin] = bytes
         if bytes >= threshold { progressDigestDue = true }
     }
 

@@ -41,7 +41,7 @@ extension SessionCore {
     /// Attempts due (from `tick`).
     mutating func punchTick(now: Double) -> [SessionEffect] {
         let own = punchAddresses
-        return punch.tick(relayed: relayedReach, own: own, now: now).map { Self.effect($0, own: own) }
+        return punch.tick(relayed: relayedReach, own: own, now: now).map { Self.sessionEffect($0, own: own) }
     }
 
     /// A `punch` step from `peer`, with the addresses it offers (`addrs`: only those another host
@@ -50,12 +50,12 @@ extension SessionCore {
         let addresses = relayedLinks[peer] != nil && isLive(peer) ? dialableReach(of: peer) : nil
         let own = punchAddresses
         return punch.receive(step, attempt: attempt, from: peer, peerAddresses: addresses, offered: addrs.filter(HostPort.isRemoteUnicast),
-                             own: own, now: now).map { Self.effect($0, own: own) }
+                             own: own, now: now).map { Self.sessionEffect($0, own: own) }
     }
 
     /// `own`: what this member's `connect` and `reply` offer (a `sync` offers nothing).
-    private static func effect(_ action: HolePunch.Action, own: [String]) -> SessionEffect {
-        switch action {
+    private static func sessionEffect(_ effect: HolePunch.Effect, own: [String]) -> SessionEffect {
+        switch effect {
         case let .send(peer, attempt, step): .sendLink(peer, .punch(attempt: attempt, step: step, addrs: step == .sync ? [] : own))
         case let .dial(peer, addrs, initiator): .punchDial(peer: peer, addrs: addrs, initiator: initiator)
         }

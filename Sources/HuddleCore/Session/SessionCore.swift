@@ -232,7 +232,7 @@ public struct SessionCore: Sendable {
             digestAt = now
             out += digests(now: now)
         }
-        out += announceParticipants()
+        out += sendParticipantRecord()
         out += reachReports(now: now) + publishReach(now: now) + relayTick(now: now) + punchTick(now: now) + udpPathTick(now: now)
             + membershipCatchUpTick(now: now)
         return out + epochTick(now: now) + congestionCleared(since: congested)
@@ -295,7 +295,7 @@ public struct SessionCore: Sendable {
         if !state.more {
             out += SWIMPushPull.parts(join: state.join, members: swim.pushPullState()).map { .sendLink(peer, .pushPullReply($0)) }
         }
-        return out + merged + announceJoiner(peer, joined: merged)
+        return out + merged + forwardJoiner(peer, joined: merged)
     }
 
     /// The sponsor of a joiner that this push-pull made known passes the joiner's signed record on
@@ -304,7 +304,7 @@ public struct SessionCore: Sendable {
     /// that depends on an origin it has not heard of: at N = 100 starting within 1 s, an attachment
     /// reached every member 3.6 s after it was added instead of 0.16 s. Once per member (only when
     /// it is first known), so repeated push-pulls are not multiplied.
-    private func announceJoiner(_ peer: MemberID, joined effects: [SessionEffect]) -> [SessionEffect] {
+    private func forwardJoiner(_ peer: MemberID, joined effects: [SessionEffect]) -> [SessionEffect] {
         for case let .member(.joined, info) in effects where info.id == peer {
             return [.sendToLinks(.swim(SWIMMessage(sender: local, kind: .gossip, gossip: [.alive(info)])))]
         }
@@ -318,10 +318,10 @@ public struct SessionCore: Sendable {
     }
 
     /// Carries out what membership decided, and its consequences for the other cores.
-    mutating func membership(_ actions: [SWIMAction], now: Double) -> [SessionEffect] {
+    mutating func membership(_ effects: [SWIMEffect], now: Double) -> [SessionEffect] {
         var out: [SessionEffect] = []
-        for action in actions {
-            switch action {
+        for effect in effects {
+            switch effect {
             case let .send(message, to): if let datagram = datagram(message, to: to) { out.append(datagram) }
             case let .pushPull(addr, join):
                 // Re-merge retries a failed member's address; a removed member's is never dialled.
@@ -332,7 +332,7 @@ public struct SessionCore: Sendable {
                 // A removed node key's records (gossiped on by members that have not heard yet)
                 // show nothing and bring no link back.
                 if epochs.removedNodes[info.node] != nil {
-                    out += evict(info, announce: false, now: now)
+                    out += evict(info, report: false, now: now)
                     continue
                 }
                 out.append(.member(change, info))
@@ -497,22 +497,22 @@ public struct SessionCore: Sendable {
 
     /// What broadcast decided: application messages are delivered by the shell, journal entries
     /// are applied to the journal here, repair requests go to their peer.
-    mutating func broadcastEffects(_ actions: [CausalBroadcast.Action], now: Double) -> [SessionEffect] {
+    mutating func broadcastEffects(_ effects: [CausalBroadcast.Effect], now: Double) -> [SessionEffect] {
         var out: [SessionEffect] = []
-        for action in actions {
-            switch action {
+        for effect in effects {
+            switch effect {
             case let .deliver(signed):
                 noteDelivered(signed.message)
                 switch signed.message.kind {
                 case .application: out.append(.deliver(signed))
                 case .journal:
-                    applicationSeqs.noteNonApplication(signed.message.from, signed.message.seq)
+                    applicationSeqs.noteNonApplication(signed.message.origin, signed.message.seq)
                     if let entry = try? JournalEntry.decode(signed.message.body) {
-                        out += applyJournalEntry(entry, announcedBy: signed.message.from, now: now)
+                        out += applyJournalEntry(entry, announcedBy: signed.message.origin, now: now)
                     } else {
-                        out.append(.unreadable(signed.message.from, what: "journal entry"))
+                        out.append(.unreadable(signed.message.origin, what: "journal entry"))
                     }
-                case .activity: applicationSeqs.noteNonApplication(signed.message.from, signed.message.seq)  // not sent as broadcasts today
+                case .activity: applicationSeqs.noteNonApplication(signed.message.origin, signed.message.seq)  // not sent as broadcasts today
                 }
             case let .request(peer, origin, from, to): out.append(.repairRequest(peer: peer, origin: origin, from: from, to: to))
             case let .gap(origin, from, to, count):
@@ -561,7 +561,7 @@ public struct SessionCore: Sendable {
             guard catchUpFrom.contains(peer) else { out = refuse(.unsolicitedCatchUp); break }
             out = entries.flatMap { applyJournalEntry($0, announcedBy: nil, now: now) }
         case let .have(id, have, offer):
-            journal.peerAnnounced(peer, id: id, have: have, offer: offer)
+            journal.receiveHave(peer, id: id, have: have, offer: offer)
             out = []
         case let .chunkRequest(id, index):
             let serve = journal.admitServe(id, Int(index), to: peer)
@@ -599,7 +599,7 @@ public struct SessionCore: Sendable {
     mutating func applyJournalEntry(_ entry: JournalEntry, announcedBy origin: MemberID?, now: Double) -> [SessionEffect] {
         switch entry {
         case let .add(manifest, _):
-            let pinned = swim.members[manifest.uploader].map { $0.node == manifest.uploaderNode } ?? true
+            let pinned = swim.members[manifest.uploader].map { $0.node == manifest.uploaderNodeKey } ?? true
             guard pinned, origin.map({ $0 == manifest.uploader }) ?? true else {
                 return refuse(.journalNotByUploader)
             }

@@ -36,7 +36,7 @@ public enum LinkMessage: Sendable, Equatable {
     case chunkRequest(id: String, index: UInt32)
     /// The copy of a chunk the receiver of this message sent failed its hash: it should check its own.
     case chunkCorrupt(id: String, index: UInt32)
-    /// Announces `length` bytes of chunk `index` that follow as raw frames: the body is already
+    /// Heads the `length` bytes of chunk `index` that follow as raw frames: the body is already
     /// encrypted by its uploader and checked against the manifest, so the link does not encrypt
     /// it again; this header is encrypted and authenticated like every link message.
     case chunkHeader(id: String, index: UInt32, length: UInt32)

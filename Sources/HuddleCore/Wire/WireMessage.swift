@@ -1,7 +1,8 @@
 /// One application message as it crosses the wire, on a link (reliable) or in a datagram (unreliable).
 public struct WireMessage: Sendable, Equatable {
-    public var from: MemberID
-    /// Per-origin counter over every message it sends; with `from` it names the message (`msg`).
+    /// The member that made the message and signed it.
+    public var origin: MemberID
+    /// Per-origin counter over every message it sends; with `origin` it names the message (`msg`).
     public var counter: UInt64
     /// Broadcast sequence number, 0 for directed and unreliable sends.
     public var seq: UInt64
@@ -26,21 +27,21 @@ public struct WireMessage: Sendable, Equatable {
         public init(member: MemberID, seq: UInt64) { self.member = member; self.seq = seq }
     }
 
-    public init(from: MemberID, counter: UInt64, seq: UInt64, kind: Kind = .application, nonApplicationBefore: UInt64 = 0,
+    public init(origin: MemberID, counter: UInt64, seq: UInt64, kind: Kind = .application, nonApplicationBefore: UInt64 = 0,
                 deps: [Dependency] = [], to: [MemberID]?, body: [UInt8]) {
-        self.from = from; self.counter = counter; self.seq = seq; self.kind = kind
+        self.origin = origin; self.counter = counter; self.seq = seq; self.kind = kind
         self.nonApplicationBefore = seq == 0 ? 0 : min(nonApplicationBefore, seq - 1)
         self.deps = deps; self.to = to; self.body = body
     }
 
     /// The control protocol's `msg` string.
-    public var id: String { "\(from)-\(counter)" }
+    public var id: String { "\(origin)-\(counter)" }
 
     /// Largest body any decoder accepts; the node enforces its own, lower, configured limit on send.
     public static let maximumBody = 1 << 20
 
     func encode(into w: inout WireWriter) {
-        w.member(from); w.u64(counter); w.u64(seq); w.u8(kind.rawValue)
+        w.member(origin); w.u64(counter); w.u64(seq); w.u8(kind.rawValue)
         if seq != 0 { w.u64(nonApplicationBefore) }
         w.u16(UInt16(truncatingIfNeeded: deps.count))
         for d in deps { w.member(d.member); w.u64(d.seq) }
@@ -54,7 +55,7 @@ public struct WireMessage: Sendable, Equatable {
     }
 
     static func decode(from r: inout WireReader) throws(WireError) -> WireMessage {
-        let from = try r.member("origin")
+        let origin = try r.member("origin")
         let counter = try r.count("counter")
         let seq = try r.madeCount("seq")
         guard let kind = Kind(rawValue: try r.u8("message kind")) else { throw WireError("unknown message kind") }
@@ -79,6 +80,6 @@ public struct WireMessage: Sendable, Equatable {
         default: throw WireError("bad target flag")
         }
         let body = try r.bytes32(limit: maximumBody, "message body")
-        return WireMessage(from: from, counter: counter, seq: seq, kind: kind, nonApplicationBefore: nonApplicationBefore, deps: deps, to: to, body: body)
+        return WireMessage(origin: origin, counter: counter, seq: seq, kind: kind, nonApplicationBefore: nonApplicationBefore, deps: deps, to: to, body: body)
     }
 }

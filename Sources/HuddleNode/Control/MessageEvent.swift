@@ -9,7 +9,7 @@ enum MessageEvent {
     /// Appends the frame of `m`'s `message` event at `cursor`.
     static func writeFrame(_ m: WireMessage, reliable: Bool, cursor: Int64, into out: inout [UInt8]) {
         m.body.withUnsafeBufferPointer { body in
-            MessageFrame.write(cursor: UInt64(clamping: cursor), from: m.from.raw, counter: m.counter, seq: m.seq, reliable: reliable,
+            MessageFrame.write(cursor: UInt64(clamping: cursor), from: m.origin.raw, counter: m.counter, seq: m.seq, reliable: reliable,
                                deps: m.deps.lazy.map { ($0.member.raw, $0.seq) }, to: m.to?.map(\.raw), body: body, into: &out)
         }
     }

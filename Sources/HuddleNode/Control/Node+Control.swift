@@ -166,7 +166,7 @@ extension Node {
             // was left on the actor (`IOThreads`; issue 35, item 4).
             "blocking_file_io": .int(Int64(IOThreads.offThreadCalls)),
             // Batch signatures checked on links' readers, not on the actor (`Node.checkSignatures`).
-            "signatures_checked_off_actor": .int(Int64(originKeys.checkedOffActor.load(ordering: .relaxed))),
+            "signatures_checked_off_actor": .int(Int64(originNodeKeys.checkedOffActor.load(ordering: .relaxed))),
         ]
     }
 

@@ -40,7 +40,7 @@ extension Node {
             throw ControlError(code: .ioError, message: "cannot read \(path): \(error)")
         }
         var manifest = Manifest(name: name ?? (path as NSString).lastPathComponent, size: imported.size, chunkSize: UInt32(Manifest.defaultChunkSize),
-                                chunkHashes: imported.hashes, meta: metaBytes, uploader: local.id, uploaderNode: local.node, signature: [])
+                                chunkHashes: imported.hashes, meta: metaBytes, uploader: local.id, uploaderNodeKey: local.node, signature: [])
         manifest.sign(with: security.identity, key: imported.key)
         let id = manifest.id
         try await Self.fileWork { () throws(ControlError) in
@@ -299,7 +299,7 @@ extension Node {
 
     /// A graceful leave's hand-off, as the shared shell runs it (`SessionShell+Leave`): pushes
     /// every chunk no other live member holds to a live member, and waits (bounded) until the
-    /// receivers announce them. Returns how many chunks were handed off.
+    /// receivers' `have`s show them. Returns how many chunks were handed off.
     func handOff(_ cause: LeaveCause) async -> Int {
         shell.beginLeave(cause)
         let store = self.store

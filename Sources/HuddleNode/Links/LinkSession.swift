@@ -103,7 +103,7 @@ enum LinkSession {
                 timeout.cancel()
                 ticket?.release()
                 let peer = try MemberInfo.decode(result.remoteAppPayload)
-                guard peer.node == result.remoteIdentity else { throw NodeError("peer's member record names another node key") }
+                guard peer.node == result.remoteNodeKey else { throw NodeError("peer's member record names another node key") }
                 let link = LinkHandle(peer: peer, dialer: role == .initiator ? node.local.id : peer.id, channel: channel.channel, via: via)
                 guard await node.register(link, datagramKeys: result.datagramKeys, keyHead: done.keyHead) else {
                     registered?.resume(.success(peer.id))

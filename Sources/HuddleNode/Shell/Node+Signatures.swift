@@ -6,7 +6,7 @@ import Synchronization
 /// pinned to their member (never replaced), and the core takes a check only when the key it was
 /// made with is the one it holds (`SessionCore.signaturesChecked`): a stale or missing entry only
 /// means the core checks that batch itself. Bounded: at most `limit` origins (emptied when full).
-final class OriginKeys: Sendable {
+final class OriginNodeKeys: Sendable {
     static let limit = 4096
     private let keys = Mutex<[MemberID: [UInt8]]>([:])
     /// Batch signatures a link's reader checked and passed (`stats.signatures_checked_off_actor`).
@@ -31,17 +31,17 @@ extension Node {
     nonisolated func checkSignatures(_ messages: [LinkMessage]) -> [CheckedSignature] {
         var checked: [CheckedSignature] = []
         for case let .batch(batch) in messages {
-            guard let key = originKeys.key(batch.origin), let check = MessageBatch.check(batch, originKey: key) else { continue }
+            guard let key = originNodeKeys.key(batch.origin), let check = MessageBatch.check(batch, originNodeKey: key) else { continue }
             checked.append(check)
         }
-        if !checked.isEmpty { originKeys.checkedOffActor.add(checked.count, ordering: .relaxed) }
+        if !checked.isEmpty { originNodeKeys.checkedOffActor.add(checked.count, ordering: .relaxed) }
         return checked
     }
 
     /// After the core took `messages`: the node keys of their batches' origins, for the next check.
-    func learnOriginKeys(_ messages: [LinkMessage]) {
-        for case let .batch(batch) in messages where !originKeys.contains(batch.origin) {
-            if let key = swim.members[batch.origin]?.node { originKeys.set(batch.origin, key) }
+    func learnOriginNodeKeys(_ messages: [LinkMessage]) {
+        for case let .batch(batch) in messages where !originNodeKeys.contains(batch.origin) {
+            if let key = swim.members[batch.origin]?.node { originNodeKeys.set(batch.origin, key) }
         }
     }
 }

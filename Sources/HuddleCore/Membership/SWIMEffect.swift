@@ -1,7 +1,7 @@
 /// What a `SWIMInstance` asks its shell (the node, or the simulator) to do.
 ///
 /// The instance never performs I/O; every effect is one of these, returned in order.
-public enum SWIMAction: Sendable, Equatable {
+public enum SWIMEffect: Sendable, Equatable {
     /// Send this message as one datagram to `host:port` (best effort; loss is expected).
     case send(SWIMMessage, to: String)
     /// Exchange full state with `host:port` over a reliable link: send `pushPullState()`, have the

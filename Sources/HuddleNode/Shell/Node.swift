@@ -89,7 +89,7 @@ actor Node {
     /// The data directory's writes and the key file's (`NodeIO`): never on this actor.
     nonisolated let io = NodeIO()
     /// The origins' node keys a link's reader checks batches with (`checkSignatures`).
-    nonisolated let originKeys = OriginKeys()
+    nonisolated let originNodeKeys = OriginNodeKeys()
     /// Commits taken (handed to `io`) and completed, counted from 1 (`requestCommit`).
     var commitsTaken: UInt64 = 0
     var commitsDone: UInt64 = 0
@@ -242,7 +242,7 @@ actor Node {
         defer { batchArrived = nil }
         events.beginDeferring()
         if !checked.isEmpty { core.signaturesChecked(checked) }
-        defer { learnOriginKeys(messages) }
+        defer { learnOriginNodeKeys(messages) }
         for message in messages {
             handle(message, on: link)
             // A relayed circuit over its budget: the link's reader waits (`paceCircuits`).
