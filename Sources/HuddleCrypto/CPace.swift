@@ -9,7 +9,7 @@ import CSodium
 /// Guarantees: both parties derive the same 64-byte ISK exactly when their password (PRS), channel
 /// identifier (CI) and session id (sid) match and each saw the other's message; a peer message
 /// that does not decode to a group element, or that makes the shared point the identity, throws
-/// (`CPaceError`) and never traps.
+/// (`CryptoError`) and never traps.
 public enum CPace {
     public static let dsi = Array("CPaceRistretto255".utf8)
     /// SHA-512's input block size: the generator string's zero padding fills one block.
@@ -52,7 +52,7 @@ public enum CPace {
     }
 
     /// `encode(y · decode(point))`; throws when `point` does not decode or the result is the identity.
-    static func scalarMult(_ scalar: [UInt8], _ point: [UInt8]) throws(CPaceError) -> [UInt8] {
+    static func scalarMult(_ scalar: [UInt8], _ point: [UInt8]) throws(CryptoError) -> [UInt8] {
         guard point.count == 32 else { throw .invalidPoint }
         guard crypto_core_ristretto255_is_valid_point(point) == 1 else { throw .invalidPoint }
         var out = [UInt8](repeating: 0, count: 32)
@@ -84,7 +84,7 @@ public enum CPace {
         public let message: [UInt8]
 
         /// `scalar`: injected only by tests (32 bytes, little endian); otherwise sampled.
-        public init(password: [UInt8], channelIdentifier: [UInt8], sessionID: [UInt8], associatedData: [UInt8] = [], scalar: [UInt8]? = nil) throws(CPaceError) {
+        public init(password: [UInt8], channelIdentifier: [UInt8], sessionID: [UInt8], associatedData: [UInt8] = [], scalar: [UInt8]? = nil) throws(CryptoError) {
             let y = scalar ?? CPace.sampleScalar()
             guard y.count == 32 else { throw .invalidScalar }
             self.scalar = y
@@ -94,7 +94,7 @@ public enum CPace {
         }
 
         /// The ISK, from the responder's message Yb and associated data ADb.
-        public func finish(peerMessage: [UInt8], peerAssociatedData: [UInt8] = []) throws(CPaceError) -> [UInt8] {
+        public func finish(peerMessage: [UInt8], peerAssociatedData: [UInt8] = []) throws(CryptoError) -> [UInt8] {
             let shared = try CPace.scalarMult(scalar, peerMessage)
             return CPace.isk(sessionID: sessionID, shared: shared, initiatorMessage: message, initiatorData: associatedData,
                              responderMessage: peerMessage, responderData: peerAssociatedData)
@@ -108,7 +108,7 @@ public enum CPace {
         public let isk: [UInt8]
 
         public init(password: [UInt8], channelIdentifier: [UInt8], sessionID: [UInt8], peerMessage: [UInt8], peerAssociatedData: [UInt8] = [],
-                    associatedData: [UInt8] = [], scalar: [UInt8]? = nil) throws(CPaceError) {
+                    associatedData: [UInt8] = [], scalar: [UInt8]? = nil) throws(CryptoError) {
             let y = scalar ?? CPace.sampleScalar()
             guard y.count == 32 else { throw .invalidScalar }
             message = try CPace.scalarMult(y, CPace.generator(password: password, channelIdentifier: channelIdentifier, sessionID: sessionID))
@@ -117,14 +117,4 @@ public enum CPace {
                             responderMessage: message, responderData: associatedData)
         }
     }
-}
-
-/// Why a CPace step failed.
-public enum CPaceError: Error, Sendable, Equatable {
-    /// The peer's message is not the encoding of a ristretto255 element.
-    case invalidPoint
-    /// The shared point is the identity: the draft says abort.
-    case identityElement
-    /// An injected scalar that is not 32 bytes.
-    case invalidScalar
 }

@@ -33,7 +33,7 @@ public enum PairingHandshake {
         public let message: [UInt8]
     }
 
-    public static func parseHello(_ frame: [UInt8]) throws(PairingError) -> Hello {
+    public static func parseHello(_ frame: [UInt8]) throws(CryptoError) -> Hello {
         let expected = magic.count + 4 + sessionIDLength + CPace.messageLength
         guard isHello(frame), frame.count == expected else { throw .malformed("a pairing hello is \(expected) bytes, not \(frame.count)") }
         var at = magic.count
@@ -63,7 +63,7 @@ public enum PairingHandshake {
         var isk: [UInt8]?
 
         /// `password`: the invitation code in its normalised form; `nameplate`: the number it starts with.
-        public init(nameplate: UInt32, password: [UInt8], sessionID: [UInt8] = SecureRandom.bytes(16), scalar: [UInt8]? = nil) throws(PairingError) {
+        public init(nameplate: UInt32, password: [UInt8], sessionID: [UInt8] = SecureRandom.bytes(16), scalar: [UInt8]? = nil) throws(CryptoError) {
             self.nameplate = nameplate
             self.sessionID = sessionID
             do {
@@ -77,7 +77,7 @@ public enum PairingHandshake {
 
         /// The member's answer: checks its confirmation and returns the joiner's. Throws
         /// `.refused` with the member's reason, or `.wrongCode` when the confirmation does not check.
-        public mutating func receiveAnswer(_ frame: [UInt8]) throws(PairingError) -> [UInt8] {
+        public mutating func receiveAnswer(_ frame: [UInt8]) throws(CryptoError) -> [UInt8] {
             if frame.starts(with: refusalMagic) { throw .refused(String(decoding: frame.dropFirst(refusalMagic.count), as: UTF8.self)) }
             guard frame.count == CPace.messageLength + 32 else { throw .malformed("a pairing answer is \(CPace.messageLength + 32) bytes, not \(frame.count)") }
             let isk: [UInt8]
@@ -92,7 +92,7 @@ public enum PairingHandshake {
         /// record with them as malformed). A
         /// record of the key and epoch alone (before epochs were carried whole) is accepted at
         /// epoch 0, where the key names its own session id and head.
-        public func receiveKey(_ frame: [UInt8]) throws(PairingError) -> SessionKey {
+        public func receiveKey(_ frame: [UInt8]) throws(CryptoError) -> SessionKey {
             guard let isk else { throw .malformed("a key before the answer") }
             guard frame.count > AEAD.nonceLength else { throw .malformed("a sealed key of \(frame.count) bytes") }
             let plain: [UInt8]
@@ -111,14 +111,14 @@ public enum PairingHandshake {
             let epoch = plain[SessionKey.length..<base].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
             do {
                 guard plain.count > base else {
-                    guard epoch == 0 else { throw PairingError.malformed("an epoch \(epoch) key without its session id and head") }
+                    guard epoch == 0 else { throw CryptoError.malformed("an epoch \(epoch) key without its session id and head") }
                     return try SessionKey(bytes: bytes)
                 }
                 let session = Array(plain[base..<(base + SessionKey.sessionIDLength)])
                 let head = Array(plain[(base + SessionKey.sessionIDLength)..<whole])
                 let admins = stride(from: whole, to: plain.count, by: SessionKey.adminKeyLength).map { Array(plain[$0..<($0 + SessionKey.adminKeyLength)]) }
                 return try SessionKey(bytes: bytes, epoch: epoch, sessionID: session, head: head, admins: admins)
-            } catch let error as PairingError { throw error } catch { throw .malformed("the session key record: \(error)") }
+            } catch let error as CryptoError where error.code == .malformed { throw error } catch { throw .malformed("the session key record: \(error)") }
         }
     }
 
@@ -128,7 +128,7 @@ public enum PairingHandshake {
         /// The answer frame.
         public let answer: [UInt8]
 
-        public init(hello: Hello, password: [UInt8], scalar: [UInt8]? = nil) throws(PairingError) {
+        public init(hello: Hello, password: [UInt8], scalar: [UInt8]? = nil) throws(CryptoError) {
             let responder: CPace.Responder
             do {
                 responder = try CPace.Responder(password: password, channelIdentifier: PairingHandshake.channelIdentifier(nameplate: hello.nameplate),
@@ -148,24 +148,6 @@ public enum PairingHandshake {
         public func sealKey(_ key: SessionKey, nonce: [UInt8] = AEAD.randomNonce()) -> [UInt8] {
             let plain = key.bytes + withUnsafeBytes(of: key.epoch.bigEndian) { Array($0) } + key.sessionID + key.head + key.admins.joined()
             return nonce + AEAD.seal(plain, ad: magic, nonce: nonce, key: sealingKey(isk))
-        }
-    }
-}
-
-/// Why a pairing failed, in one line a person can act on.
-public enum PairingError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The member refused before the exchange (its reason: unknown, expired, used up, burned).
-    case refused(String)
-    /// The key confirmation failed: the code is wrong (or mistyped), or someone is in between.
-    case wrongCode
-    /// A frame that does not follow the protocol.
-    case malformed(String)
-
-    public var description: String {
-        switch self {
-        case let .refused(reason): "the member refused the invitation: \(reason)"
-        case .wrongCode: "the code is wrong (check it with the person who made it; each wrong try counts, and 3 burn the invitation)"
-        case let .malformed(what): "pairing failed: \(what)"
         }
     }
 }

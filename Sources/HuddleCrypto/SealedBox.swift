@@ -1,27 +1,5 @@
 import CSodium
 
-/// Why a sealed box could not be made or opened. Never a trap: every bad input is one of these.
-public enum SealedBoxError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The node key is not 32 bytes, or not an Ed25519 point that converts to an X25519 key
-    /// (small order, off the curve): nothing can be sealed to it.
-    case badNodeKey
-    /// An ephemeral seed that is not 32 bytes.
-    case badSeed
-    /// A box shorter than its overhead (`SealedBox.overhead`).
-    case tooShort(Int)
-    /// The box was not sealed to this identity, or was changed on the way.
-    case doesNotOpen
-
-    public var description: String {
-        switch self {
-        case .badNodeKey: "not a node key that can be sealed to"
-        case .badSeed: "an ephemeral seed is 32 bytes"
-        case let .tooShort(n): "a sealed box of \(n) bytes is shorter than its \(SealedBox.overhead)-byte overhead"
-        case .doesNotOpen: "the sealed box does not open with this identity"
-        }
-    }
-}
-
 /// Anonymous public-key encryption to a member's node key: libsodium's sealed box
 /// (`crypto_box_seal`: an ephemeral X25519 key, XSalsa20-Poly1305) to the X25519 key converted
 /// from the Ed25519 node key (`crypto_sign_ed25519_pk_to_curve25519`).
@@ -41,7 +19,7 @@ public enum SealedBox {
     /// Bytes a box adds to its plaintext: the ephemeral public key (32) and the tag (16).
     public static let overhead = 48
 
-    public static func seal(_ plaintext: [UInt8], to nodeKey: [UInt8], ephemeralSeed: [UInt8]? = nil) throws(SealedBoxError) -> [UInt8] {
+    public static func seal(_ plaintext: [UInt8], to nodeKey: [UInt8], ephemeralSeed: [UInt8]? = nil) throws(CryptoError) -> [UInt8] {
         Sodium.initialize()
         let recipient = try x25519PublicKey(nodeKey)
         guard let seed = ephemeralSeed else {
@@ -60,7 +38,7 @@ public enum SealedBox {
     }
 
     /// Opens a box sealed to `identity`'s node key.
-    public static func open(_ box: [UInt8], with identity: Identity) throws(SealedBoxError) -> [UInt8] {
+    public static func open(_ box: [UInt8], with identity: Identity) throws(CryptoError) -> [UInt8] {
         Sodium.initialize()
         guard box.count >= overhead else { throw .tooShort(box.count) }
         let publicKey = try x25519PublicKey(identity.publicKey)
@@ -77,7 +55,7 @@ public enum SealedBox {
     }
 
     /// The X25519 public key of an Ed25519 node key; `.badNodeKey` for anything that does not convert.
-    static func x25519PublicKey(_ nodeKey: [UInt8]) throws(SealedBoxError) -> [UInt8] {
+    static func x25519PublicKey(_ nodeKey: [UInt8]) throws(CryptoError) -> [UInt8] {
         guard nodeKey.count == 32 else { throw .badNodeKey }
         var out = [UInt8](repeating: 0, count: 32)
         guard crypto_sign_ed25519_pk_to_curve25519(&out, nodeKey) == 0 else { throw .badNodeKey }

@@ -6,13 +6,6 @@ public enum Sodium {
     public static func initialize() { _ = initialized }
 }
 
-/// A crypto failure, described in one line with its context.
-public struct CryptoError: Error, CustomStringConvertible, Sendable, Equatable {
-    public let message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
-}
-
 /// Bytes from the operating system's secure random source.
 public enum SecureRandom {
     public static func bytes(_ n: Int) -> [UInt8] {

@@ -64,9 +64,9 @@ private let expectedISK = hex("""
     let s = hex("7cd0e075fa7955ba52c02759a6c90dbbfc10e6d40aea8d283e407d88cf538a05")
     let x = hex("2c3c6b8c4f3800e7aef6864025b4ed79bd599117e427c41bd47d93d654b4a51c")
     #expect(try CPace.scalarMult(s, x) == hex("7c13645fe790a468f62c39beb7388e541d8405d1ade69d1778c5fe3e7f6b600e"))
-    #expect(throws: CPaceError.invalidPoint) { try CPace.scalarMult(s, hex("2b3c6b8c4f3800e7aef6864025b4ed79bd599117e427c41bd47d93d654b4a51c")) }
+    #expect(throws: CryptoError.invalidPoint) { try CPace.scalarMult(s, hex("2b3c6b8c4f3800e7aef6864025b4ed79bd599117e427c41bd47d93d654b4a51c")) }
     // The identity's encoding decodes, but the product is the identity: abort.
-    #expect(throws: CPaceError.identityElement) { try CPace.scalarMult(s, [UInt8](repeating: 0, count: 32)) }
+    #expect(throws: CryptoError.identityElement) { try CPace.scalarMult(s, [UInt8](repeating: 0, count: 32)) }
     let a = try CPace.Initiator(password: prs, channelIdentifier: ci, sessionID: sid)
     for garbage in [[], [UInt8](repeating: 0xff, count: 32), [UInt8](repeating: 1, count: 31), [UInt8](repeating: 0, count: 33)] as [[UInt8]] {
         #expect(throws: (any Error).self) { _ = try a.finish(peerMessage: garbage) }

@@ -22,7 +22,7 @@ final class KeyFileHardeningTests {
             _ = try SessionKey.load(from: path)
             return nil
         } catch let error as CryptoError {
-            return error.message
+            return error.context
         } catch {
             return "\(error)"
         }

@@ -25,11 +25,11 @@ private func exchange(joinerPassword: [UInt8], memberPassword: [UInt8]) throws -
 
 @Test func aWrongCodeIsDetectedOnBothSidesBeforeTheKeyIsSent() throws {
     var (joiner, member, answer) = try exchange(joinerPassword: Array("7-abandon-ability-zoo-zone".utf8), memberPassword: password)
-    #expect(throws: PairingError.wrongCode) { _ = try joiner.receiveAnswer(answer) }
+    #expect(throws: CryptoError.wrongCode) { _ = try joiner.receiveAnswer(answer) }
     // A joiner that sends a confirmation anyway (it cannot compute the right one) is refused.
     #expect(!member.confirms([UInt8](repeating: 0, count: 32)))
     #expect(!member.confirms(answer.suffix(32).map { $0 }), "the member's own confirmation is not the joiner's")
-    #expect(throws: PairingError.malformed("a key before the answer")) { _ = try joiner.receiveKey([UInt8](repeating: 0, count: 80)) }
+    #expect(throws: CryptoError.malformed("a key before the answer")) { _ = try joiner.receiveKey([UInt8](repeating: 0, count: 80)) }
 }
 
 @Test func neitherTheCodeNorTheKeyCrossesInTheFrames() throws {
@@ -44,9 +44,9 @@ private func exchange(joinerPassword: [UInt8], memberPassword: [UInt8]) throws -
 
 @Test func refusalsAndMalformedFramesAreTypedErrors() throws {
     var joiner = try PairingHandshake.Joiner(nameplate: 7, password: password)
-    #expect(throws: PairingError.refused("the invitation expired")) { _ = try joiner.receiveAnswer(PairingHandshake.refusal("the invitation expired")) }
+    #expect(throws: CryptoError.refused("the invitation expired")) { _ = try joiner.receiveAnswer(PairingHandshake.refusal("the invitation expired")) }
     #expect(throws: (any Error).self) { _ = try joiner.receiveAnswer([1, 2, 3]) }
-    #expect(throws: PairingError.wrongCode) { _ = try joiner.receiveAnswer([UInt8](repeating: 0xff, count: 64)) }
+    #expect(throws: CryptoError.wrongCode) { _ = try joiner.receiveAnswer([UInt8](repeating: 0xff, count: 64)) }
     #expect(throws: (any Error).self) { _ = try PairingHandshake.parseHello(PairingHandshake.magic + [0, 0, 0, 7]) }
     var bad = try PairingHandshake.parseHello(joiner.hello)
     bad = PairingHandshake.Hello(nameplate: bad.nameplate, sessionID: bad.sessionID, message: [UInt8](repeating: 0xff, count: 32))

@@ -30,7 +30,7 @@ import Testing
 
     @Test func anotherIdentityFailsCleanly() throws {
         let box = try SealedBox.seal(secret, to: alice.publicKey, ephemeralSeed: [UInt8](repeating: 3, count: 32))
-        #expect(throws: SealedBoxError.doesNotOpen) { try SealedBox.open(box, with: bob) }
+        #expect(throws: CryptoError.doesNotOpen) { try SealedBox.open(box, with: bob) }
     }
 
     @Test func aChangedBoxDoesNotOpen() throws {
@@ -38,10 +38,10 @@ import Testing
         for i in [0, 31, 32, box.count - 1] {
             var damaged = box
             damaged[i] ^= 0x40
-            #expect(throws: SealedBoxError.doesNotOpen) { try SealedBox.open(damaged, with: alice) }
+            #expect(throws: CryptoError.doesNotOpen) { try SealedBox.open(damaged, with: alice) }
         }
-        #expect(throws: SealedBoxError.tooShort(47)) { try SealedBox.open(Array(box.prefix(47)), with: alice) }
-        #expect(throws: SealedBoxError.tooShort(0)) { try SealedBox.open([], with: alice) }
+        #expect(throws: CryptoError.tooShort(47)) { try SealedBox.open(Array(box.prefix(47)), with: alice) }
+        #expect(throws: CryptoError.tooShort(0)) { try SealedBox.open([], with: alice) }
     }
 
     @Test func badNodeKeysAndSeedsAreTypedErrors() {
@@ -51,11 +51,11 @@ import Testing
         var identityPoint = [UInt8](repeating: 0, count: 32)
         identityPoint[0] = 1
         for key in [[UInt8](repeating: 9, count: 31), [], identityPoint, [UInt8](repeating: 0, count: 32), offCurve] {
-            #expect(throws: SealedBoxError.badNodeKey) { try SealedBox.seal(secret, to: key) }
-            #expect(throws: SealedBoxError.badNodeKey) { try SealedBox.seal(secret, to: key, ephemeralSeed: [UInt8](repeating: 1, count: 32)) }
+            #expect(throws: CryptoError.badNodeKey) { try SealedBox.seal(secret, to: key) }
+            #expect(throws: CryptoError.badNodeKey) { try SealedBox.seal(secret, to: key, ephemeralSeed: [UInt8](repeating: 1, count: 32)) }
             #expect(!SealedBox.canSeal(to: key))
         }
         #expect(SealedBox.canSeal(to: alice.publicKey))
-        #expect(throws: SealedBoxError.badSeed) { try SealedBox.seal(secret, to: alice.publicKey, ephemeralSeed: [1]) }
+        #expect(throws: CryptoError.badSeed) { try SealedBox.seal(secret, to: alice.publicKey, ephemeralSeed: [1]) }
     }
 }

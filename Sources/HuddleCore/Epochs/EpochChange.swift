@@ -104,7 +104,7 @@ public struct EpochChange: Sendable, Equatable {
     /// `cutoffs` in any order (sorted here; one per origin, the highest kept); `admins` likewise
     /// (sorted and made unique here).
     public static func make(session: [UInt8], epoch: UInt64, parent: [UInt8], maker: MemberID, identity: Identity, madeAt: UInt64 = 0,
-                     removed: [[UInt8]], cutoffs: [Cutoff] = [], roster: [[UInt8]], admins: [[UInt8]] = [], key: [UInt8], sealSeed: [UInt8]) throws(SealedBoxError) -> EpochChange {
+                     removed: [[UInt8]], cutoffs: [Cutoff] = [], roster: [[UInt8]], admins: [[UInt8]] = [], key: [UInt8], sealSeed: [UInt8]) throws(CryptoError) -> EpochChange {
         let plaintext = key + bigEndian(epoch)
         var recipients: [Recipient] = []
         for node in sortedUnique(roster) {

@@ -32,7 +32,7 @@ enum PairingSession {
     }
 
     /// The new host's side: connects to a member at `addr` and returns the session key it sent.
-    /// Throws `PairingError` (a wrong code, a refusal) or `NodeError` (no connection) in one line.
+    /// Throws `CryptoError` (a wrong code, a refusal) or `NodeError` (no connection) in one line.
     static func join(addr: String, nameplate: UInt32, password: [UInt8]) async throws -> SessionKey {
         let channel = try await LinkSession.connect(try await PeerAddress.resolveUserAddress(addr), timeout: .seconds(10))
         return try await channel.executeThenClose { inbound, outbound in

@@ -181,7 +181,7 @@ public enum NodeRunner {
 
     /// Pairs with the member at `addr` by invitation `code` and writes the session key it hands
     /// over to `keyOut` (mode 0600; an existing file is refused before anything crosses the
-    /// network). Returns the session's fingerprint. Errors are one line (`NodeError`, `PairingError`).
+    /// network). Returns the session's fingerprint. Errors are one line (`NodeError`, `CryptoError`).
     public static func pair(code text: String, with addr: String, keyOut: String) async throws -> String {
         try ProcessHardening.apply()
         let code: InvitationCode
