@@ -129,7 +129,7 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     /// The settings file's keys under the flags given; a bad one is one line naming it.
-    func settings() throws(SettingError) -> RunSettings {
+    func settings() throws(NodeError) -> RunSettings {
         guard let config else { return try RunSettings.resolve(flags: flags) }
         return try RunSettings.resolve(file: try SettingsFile.load(config), filePath: config, flags: flags)
     }

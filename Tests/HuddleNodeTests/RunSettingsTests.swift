@@ -32,7 +32,7 @@ import Testing
         metrics = "127.0.0.1:9464"
         """
 
-    func resolve(_ text: String, flags: [(String, SettingValue)] = []) throws(SettingError) -> RunSettings {
+    func resolve(_ text: String, flags: [(String, SettingValue)] = []) throws(NodeError) -> RunSettings {
         try RunSettings.resolve(file: try SettingsFile.parse(Array(text.utf8), file: "/etc/huddle/h.toml"), filePath: "/etc/huddle/h.toml", flags: flags)
     }
 

@@ -4,7 +4,7 @@ import Testing
 /// The settings file (`SettingsFile`, TOML through TOMLKit): what it takes, with the line of each
 /// key, and one line for what it refuses.
 @Suite struct SettingsFileTests {
-    func parse(_ text: String) throws(SettingError) -> [SettingsFileEntry] { try SettingsFile.parse(Array(text.utf8), file: "h.toml") }
+    func parse(_ text: String) throws(NodeError) -> [SettingsFileEntry] { try SettingsFile.parse(Array(text.utf8), file: "h.toml") }
 
     @Test func takesEveryValueKindWithCommentsAndLines() throws {
         let entries = try parse("""
@@ -67,7 +67,7 @@ import Testing
         ("name = \"a\"\u{0}\nmax-members = 1", "h.toml: contains a NUL byte: not a text file"),
     ])
     func refusesWithOneLineNamingTheLine(text: String, expected: String) {
-        #expect(throws: SettingError.self) { try parse(text) }
+        #expect(throws: NodeError.self) { try parse(text) }
         do {
             _ = try parse(text)
         } catch {

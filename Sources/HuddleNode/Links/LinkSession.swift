@@ -65,12 +65,6 @@ enum LinkSession {
         }
     }
 
-    /// A link handshake that did not finish (a wrong key, a closed connection, a bad message): a
-    /// dialer tries the next older key it holds (the peer may not have heard of the newest epoch).
-    struct HandshakeFailed: Error, CustomStringConvertible {
-        let description: String
-    }
-
     /// Runs one link from handshake to close. `registered` learns the peer once the node has the
     /// link (or why it never will); `ticket`, the accepted connection's handshake slot, is given
     /// back as soon as the handshake has ended either way. A dialer uses `key`; a responder tries
@@ -97,7 +91,7 @@ enum LinkSession {
                     guard let finished = try await handshake(role: role, key: key, node: node, frames: &frames, write: writeFrame, remote: remote) else { return }
                     done = finished
                 } catch {
-                    throw HandshakeFailed(description: "\(error)")
+                    throw NodeError(.handshake, "\(error)")
                 }
                 let result = done.result
                 timeout.cancel()
@@ -114,7 +108,7 @@ enum LinkSession {
             }
         } catch {
             _ = node.counters.handshakeFailures.wrappingAdd(1, ordering: .relaxed)
-            if let failed = error as? HandshakeFailed {
+            if let failed = error as? NodeError, failed.code == .handshake {
                 registered?.resume(.failure(failed))
             } else {
                 registered?.resume(.failure(NodeError("handshake with \(remote) failed: \(error)")))
@@ -389,7 +383,7 @@ extension Node {
                         once.resume(.failure(NodeError("the node is stopping")))
                     }
                 }
-            } catch let error as LinkSession.HandshakeFailed {
+            } catch let error as NodeError where error.code == .handshake {
                 // A wrong key and a wrong admin set look alike here (issue 33: the admin set is bound
                 // into every subkey), so the line names both, and the session as this node holds it.
                 failure = NodeError("handshake with \(addr) failed (\(error)): the peer is not in session \(key.fingerprint) as this node holds it (another session key, or another admin set)")

@@ -68,7 +68,7 @@ public struct RunSettings: Sendable, Equatable {
 
     /// Defaults, then `file`'s entries (read from `filePath`), then `flags`; then the rules that
     /// tie options together.
-    public static func resolve(file entries: [SettingsFileEntry] = [], filePath: String = "", flags: [(String, SettingValue)]) throws(SettingError) -> RunSettings {
+    public static func resolve(file entries: [SettingsFileEntry] = [], filePath: String = "", flags: [(String, SettingValue)]) throws(NodeError) -> RunSettings {
         var settings = RunSettings()
         let directory = (filePath as NSString).deletingLastPathComponent
         for entry in entries {
@@ -84,7 +84,7 @@ public struct RunSettings: Sendable, Equatable {
     }
 
     /// Sets one option, checking its type and range.
-    public mutating func set(_ key: String, _ value: SettingValue, from place: SettingPlace) throws(SettingError) {
+    public mutating func set(_ key: String, _ value: SettingValue, from place: SettingPlace) throws(NodeError) {
         let setting = Setting(key: key, value: value, place: place)
         switch key {
         case "key": self.key = try setting.string()
@@ -120,17 +120,17 @@ public struct RunSettings: Sendable, Equatable {
             do { _ = try NodeConfiguration.parseListen(text) } catch { throw setting.error("\(error)") }
             metrics = text
         default:
-            throw SettingError(place: place.name(key), message: "unknown key (the keys are the long options of `huddle run --help`: \(Self.keys.joined(separator: ", ")))")
+            throw NodeError.setting(place: place.name(key), message: "unknown key (the keys are the long options of `huddle run --help`: \(Self.keys.joined(separator: ", ")))")
         }
     }
 
     /// The rules between options: a key file, or an invitation and whom to pair with.
-    func checkTogether() throws(SettingError) {
+    func checkTogether() throws(NodeError) {
         if invite != nil {
-            guard !join.isEmpty else { throw SettingError(place: "--invite", message: "needs --join HOST:PORT (or join in the config file): the member that made the code") }
+            guard !join.isEmpty else { throw NodeError.setting(place: "--invite", message: "needs --join HOST:PORT (or join in the config file): the member that made the code") }
         } else {
-            guard key != nil else { throw SettingError(place: "--key", message: "a session key file is required (--key FILE or key in the config file; or pair with --invite CODE --join HOST:PORT)") }
-            guard keyOut == nil else { throw SettingError(place: "--key-out", message: "goes with --invite") }
+            guard key != nil else { throw NodeError.setting(place: "--key", message: "a session key file is required (--key FILE or key in the config file; or pair with --invite CODE --join HOST:PORT)") }
+            guard keyOut == nil else { throw NodeError.setting(place: "--key-out", message: "goes with --invite") }
         }
     }
 
@@ -173,34 +173,34 @@ private struct Setting {
     let value: SettingValue
     let place: SettingPlace
 
-    func error(_ message: String) -> SettingError { SettingError(place: place.name(key), message: message) }
+    func error(_ message: String) -> NodeError { NodeError.setting(place: place.name(key), message: message) }
 
-    func string() throws(SettingError) -> String {
+    func string() throws(NodeError) -> String {
         guard case let .string(s) = value else { throw error("must be a string (in quotes), not \(value.written)") }
         guard !s.isEmpty else { throw error("must not be empty") }
         return s
     }
 
-    func bool() throws(SettingError) -> Bool {
+    func bool() throws(NodeError) -> Bool {
         guard case let .bool(b) = value else { throw error("must be true or false, not \(value.written)") }
         return b
     }
 
-    func strings() throws(SettingError) -> [String] {
+    func strings() throws(NodeError) -> [String] {
         guard case let .array(items) = value else { throw error("must be an array of strings, e.g. [\"10.0.0.1:7400\"], not \(value.written)") }
-        return try items.map { item throws(SettingError) in
+        return try items.map { item throws(NodeError) in
             guard case let .string(s) = item, !s.isEmpty else { throw error("must be an array of strings, not \(value.written)") }
             return s
         }
     }
 
-    func integer(_ range: ClosedRange<Int>, why: String = "") throws(SettingError) -> Int {
+    func integer(_ range: ClosedRange<Int>, why: String = "") throws(NodeError) -> Int {
         guard case let .integer(n) = value else { throw error("must be an integer, not \(value.written)") }
         guard range.contains(n) else { throw error(Self.between(range, got: value) + why) }
         return n
     }
 
-    func seconds(_ range: ClosedRange<Double>) throws(SettingError) -> Double {
+    func seconds(_ range: ClosedRange<Double>) throws(NodeError) -> Double {
         let x: Double
         switch value {
         case let .integer(n): x = Double(n)
@@ -212,7 +212,7 @@ private struct Setting {
     }
 
     /// A duration of at least 1 s: a string such as `"10m"`, or an integer of seconds.
-    func duration(example: String) throws(SettingError) -> Double {
+    func duration(example: String) throws(NodeError) -> Double {
         let seconds: Double?
         switch value {
         case let .string(s): seconds = parseDuration(s)

@@ -43,26 +43,26 @@ public enum SettingsFile {
     public static let maximumBytes = 1 << 20
 
     /// Reads and parses the file at `path`.
-    public static func load(_ path: String) throws(SettingError) -> [SettingsFileEntry] {
+    public static func load(_ path: String) throws(NodeError) -> [SettingsFileEntry] {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw SettingError(place: path, message: "cannot read the config file")
+            throw NodeError.setting(place: path, message: "cannot read the config file")
         }
-        guard data.count <= maximumBytes else { throw SettingError(place: path, message: "is larger than \(maximumBytes) bytes: not a config file") }
+        guard data.count <= maximumBytes else { throw NodeError.setting(place: path, message: "is larger than \(maximumBytes) bytes: not a config file") }
         return try parse(Array(data), file: path)
     }
 
     /// Parses the text of a settings file; `file` names it in errors. Entries in file order.
-    public static func parse(_ bytes: [UInt8], file: String) throws(SettingError) -> [SettingsFileEntry] {
+    public static func parse(_ bytes: [UInt8], file: String) throws(NodeError) -> [SettingsFileEntry] {
         // toml++ reads a C string: a NUL would end the file early, silently.
-        guard !bytes.contains(0) else { throw SettingError(place: file, message: "contains a NUL byte: not a text file") }
-        guard let text = String(validating: bytes, as: UTF8.self) else { throw SettingError(place: file, message: "is not UTF-8 text") }
+        guard !bytes.contains(0) else { throw NodeError.setting(place: file, message: "contains a NUL byte: not a text file") }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw NodeError.setting(place: file, message: "is not UTF-8 text") }
         let table: TOMLTable
         do {
             table = try TOMLTable(string: text)
         } catch let error as TOMLParseError {
-            throw SettingError(place: "\(file):\(error.source.begin.line):\(error.source.begin.column)", message: notTOML(error.description))
+            throw NodeError.setting(place: "\(file):\(error.source.begin.line):\(error.source.begin.column)", message: notTOML(error.description))
         } catch {
-            throw SettingError(place: file, message: "not TOML: \(error)")
+            throw NodeError.setting(place: file, message: "not TOML: \(error)")
         }
         let lines = SettingsKeyLines(text)
         var entries: [SettingsFileEntry] = []
@@ -70,7 +70,7 @@ public enum SettingsFile {
             guard let value = table[key]?.tomlValue else { continue }
             let line = lines.line(of: key)
             if value.type == .table {
-                throw SettingError(place: line.map { "\(file):\($0)" } ?? file,
+                throw NodeError.setting(place: line.map { "\(file):\($0)" } ?? file,
                                    message: "\(key): tables ([name]) and dotted keys (a.b) are not used: write every key at the top level")
             }
             entries.append(SettingsFileEntry(key: key, value: SettingValue(value), line: line))
