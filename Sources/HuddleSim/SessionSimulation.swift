@@ -217,18 +217,18 @@ public struct SessionReport: Sendable {
     /// Links that came up over a relay, and punch dials that reached a peer's NAT and connected.
     public var relayedLinksMade = 0
     public var punchedLinks = 0
-    /// Link admission's duplicate rule at work: ends that refused a second direct link to a member
-    /// they were linked to (`LinkDecision.duplicate`), and ends where the second replaced the first
-    /// (`admitted(replaces: true)`). Both ends of a pair decide, so a crossing counts at each.
+    /// Link admission's duplicate rule at work: ends that refused another direct link to a member
+    /// they were linked to (`LinkDecision.duplicate`), and ends where the new link replaced the one
+    /// up (`admitted(replaces: true)`). Both ends of a pair decide, so a crossing counts at each.
     public var duplicateLinksRefused = 0
     public var duplicateLinksReplaced = 0
-    /// Direct links made while the pair had one on the wire already (a crossing dial's second).
+    /// Direct links made while the pair had one on the wire already (crossing dials).
     public var secondLinks = 0
     /// Times a pair's ends, once every handshake between them had ended, held different direct
     /// links (or one held one and the other none): the duplicate rule must pick the same at both.
     public var linkEndsDisagreed = 0
-    /// At the end: pairs of survivors whose ends hold different links, pairs with two direct links
-    /// still on the wire, and survivors whose core's linked members (`LinkPlanner.linked`) are not
+    /// At the end: pairs of survivors whose ends hold different links, pairs with more than one
+    /// direct link still on the wire, and survivors whose core's linked members (`LinkPlanner.linked`) are not
     /// the members its link table holds.
     public var linkEndsDifferAtEnd = 0
     public var pairsWithTwoLinksAtEnd = 0
@@ -333,9 +333,10 @@ public final class SessionSimulation {
     /// Members whose own removal reached them.
     private var removed: Set<Int> = []
     private var links: [Int: Link] = [:]  // key: lower index * members + higher index
-    /// A second direct link of a pair (same key), made while the first was on the wire (a crossing
-    /// dial): the duplicate rule closes one of the two; when the first closes, this one takes its place.
-    private var crossing: [Int: Link] = [:]
+    /// Direct links of a pair (same key) made while its first was on the wire (crossing dials; the
+    /// first may be closing, replaced), oldest first: the duplicate rule closes all but one; when
+    /// the first closes, the oldest of these takes its place.
+    private var crossing: [Int: [Link]] = [:]
     /// Links over a circuit through a relay (same key): a pair may hold one of each for a moment,
     /// until the direct one replaces it (`LinkPlanner.keepsNewLink`).
     private var relayed: [Int: Link] = [:]
@@ -532,12 +533,6 @@ public final class SessionSimulation {
             guard isUp(dialer), isUp(peer), reachable(dialer, peer), nat.kind(peer) == .public else { return }
             // As the node: a dial to a member linked already completes its handshake too (a crossing
             // dial); the wire holds the new link beside the first, and the duplicate rule picks one.
-            // A third waits for one of the two to close.
-            let wire = linkKey(dialer, peer)
-            if links[wire] != nil, crossing[wire] != nil {
-                linked = direct(at: dialer, to: peer) != nil
-                return
-            }
             linked = establish(dialer: dialer, peer: peer, via: nil, punched: false)
         case let .linkAccepted(dialer, peer, gen, candidate):
             // The responder's end of a direct link's handshake (`establish`): it decides now.
@@ -849,25 +844,23 @@ public final class SessionSimulation {
         return nil
     }
 
-    /// The direct link between `a` and `b` that `a`'s table holds (of the pair's one or two on the wire).
+    /// The direct link between `a` and `b` that `a`'s table holds (of the pair's links on the wire).
     private func direct(at a: Int, to b: Int) -> Link? {
         let key = linkKey(a, b)
         if let link = links[key], link.ends.contains(a) { return link }
-        if let link = crossing[key], link.ends.contains(a) { return link }
-        return nil
+        return crossing[key]?.first { $0.ends.contains(a) }
     }
 
     /// The pair's direct link `generation` on the wire, if it is still there.
     private func directLink(_ key: Int, _ generation: UInt64) -> Link? {
         if let link = links[key], link.generation == generation { return link }
-        if let link = crossing[key], link.generation == generation { return link }
-        return nil
+        return crossing[key]?.first { $0.generation == generation }
     }
 
     /// Changes the pair's link `generation` on the wire (direct, or over a relay).
     private func updateLink(_ key: Int, _ generation: UInt64, _ change: (inout Link) -> Void) {
         if links[key]?.generation == generation { change(&links[key]!) }
-        else if crossing[key]?.generation == generation { change(&crossing[key]!) }
+        else if let n = crossing[key]?.firstIndex(where: { $0.generation == generation }) { change(&crossing[key]![n]) }
         else if relayed[key]?.generation == generation { change(&relayed[key]!) }
     }
 
@@ -888,7 +881,7 @@ public final class SessionSimulation {
     /// link, or none: the duplicate rule decides alike at both (`SessionReport.linkEndsDisagreed`).
     private func checkLinkEnds(_ a: Int, _ b: Int) {
         let key = linkKey(a, b)
-        guard isUp(a), isUp(b), links[key]?.awaiting == nil, crossing[key]?.awaiting == nil else { return }
+        guard isUp(a), isUp(b), links[key]?.awaiting == nil, !(crossing[key] ?? []).contains(where: { $0.awaiting != nil }) else { return }
         if direct(at: a, to: b)?.generation != direct(at: b, to: a)?.generation { report.linkEndsDisagreed += 1 }
     }
 
@@ -956,7 +949,7 @@ public final class SessionSimulation {
         if via != nil { relayed[wire] = Link(generation: gen, via: via) }
         else if links[wire] == nil { links[wire] = Link(generation: gen, awaiting: responderLater ? peer : nil) }
         else {
-            crossing[wire] = Link(generation: gen, awaiting: responderLater ? peer : nil)
+            crossing[wire, default: []].append(Link(generation: gen, awaiting: responderLater ? peer : nil))
             report.secondLinks += 1
         }
         trace?.record(.linkUp, at: now, UInt64(dialer), UInt64(peer))
@@ -990,7 +983,9 @@ public final class SessionSimulation {
         let decision = shell(a).linkEstablished(candidate, install: {
             if via == nil {
                 updateDirect(wire, gen) { _ = $0.ends.insert(a) }
-                for other in [links[wire], crossing[wire]] { if let other, other.generation != gen { updateDirect(wire, other.generation) { _ = $0.ends.remove(a) } } }
+                for other in [links[wire]].compactMap({ $0 }) + (crossing[wire] ?? []) where other.generation != gen {
+                    updateDirect(wire, other.generation) { _ = $0.ends.remove(a) }
+                }
                 _ = relayed[wire]?.ends.remove(a)
             } else {
                 _ = relayed[wire]?.ends.insert(a)
@@ -1009,18 +1004,17 @@ public final class SessionSimulation {
 
     /// The pair's direct link `generation` closes at both ends (nil: every direct link of the
     /// pair; a crash, a partition, or a core's `closeLink`); each end that holds it in its table
-    /// is told (`SessionShell.linkClosed`). When the first of two closes, the second takes its place.
+    /// is told (`SessionShell.linkClosed`). When the first closes, the oldest later one takes its place.
     private func closeLink(_ a: Int, _ b: Int, generation: UInt64? = nil) {
         let key = linkKey(a, b)
-        var closed: [Link] = []
-        if let link = crossing[key], generation == nil || link.generation == generation {
-            closed.append(link)
-            crossing[key] = nil
-        }
+        var later = crossing.removeValue(forKey: key) ?? []
+        var closed = later.filter { generation == nil || $0.generation == generation }
+        later.removeAll { generation == nil || $0.generation == generation }
         if let link = links[key], generation == nil || link.generation == generation {
             closed.append(link)
-            links[key] = crossing.removeValue(forKey: key)
+            links[key] = later.isEmpty ? nil : later.removeFirst()
         }
+        if !later.isEmpty { crossing[key] = later }
         guard !closed.isEmpty else { return }
         // The line's queues empty with its last link (a second one's messages stay in order behind the first's).
         if links[key] == nil {
