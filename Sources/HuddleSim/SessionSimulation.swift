@@ -70,6 +70,11 @@ public struct SessionScenario: Sendable {
     /// When set, at this time the member relaying the most links (the lowest index of a tie)
     /// crashes: its relayed pairs must move to another relay or a direct path.
     public var relayCrashAt: Double?
+    /// Crossing dials (issue 35, item 3: link admission's duplicates): at `at`, members `a` and `b`
+    /// dial each other at once (`a`'s dial first), linked already or not. Each dial that completes
+    /// makes a link of its own, so the pair holds two for a moment and the core's duplicate rule
+    /// (`SessionCore.linkEstablished`, `LinkPlanner.keepsNewLink`) picks the one both ends keep.
+    public var crossingDials: [(a: Int, b: Int, at: Double)] = []
     public init() {}
 
     /// `easy` and `hard` NATted members: the highest indices, `easy` of them easy and the last
@@ -212,6 +217,28 @@ public struct SessionReport: Sendable {
     /// Links that came up over a relay, and punch dials that reached a peer's NAT and connected.
     public var relayedLinksMade = 0
     public var punchedLinks = 0
+    /// Link admission's duplicate rule at work: ends that refused another direct link to a member
+    /// they were linked to (`LinkDecision.duplicate`), and ends where the new link replaced the one
+    /// up (`admitted(replaces: true)`). Both ends of a pair decide, so a crossing counts at each.
+    public var duplicateLinksRefused = 0
+    public var duplicateLinksReplaced = 0
+    /// Direct links made while the pair had one on the wire already (crossing dials).
+    public var secondLinks = 0
+    /// Times a pair's ends, once every handshake between them had ended, held different direct
+    /// links (or one held one and the other none): the duplicate rule must pick the same at both.
+    public var linkEndsDisagreed = 0
+    /// At the end: pairs of survivors whose ends hold different links, pairs with more than one
+    /// direct link still on the wire, and survivors whose core's linked members (`LinkPlanner.linked`) are not
+    /// the members its link table holds.
+    public var linkEndsDifferAtEnd = 0
+    public var pairsWithTwoLinksAtEnd = 0
+    public var linkTableMismatches = 0
+    /// The pairs `SessionScenario.crossingDials` made dial each other (both surviving), and how
+    /// many of them end on one link that both ends hold.
+    public var crossedPairs = 0
+    public var crossedPairsLinkedOnce = 0
+    /// Directed messages between survivors that their recipient never delivered.
+    public var directedUndelivered: [String] = []
     /// The relay that crashed (`SessionScenario.relayCrashAt`), the pairs relayed through it then,
     /// and how many of those (both ends surviving) end linked again, relayed or direct.
     public var relayCrashed: Int?
@@ -247,6 +274,8 @@ public final class SessionSimulation {
         case tick(Int)
         case datagram(to: Int, from: Int, [UInt8])
         case linkOpen(dialer: Int, peer: Int)
+        case linkAccepted(dialer: Int, peer: Int, generation: UInt64, LinkCandidate)
+        case crossingDial(Int)
         case link(to: Int, from: Int, generation: UInt64, LinkMessage)
         case chunk(to: Int, from: Int, generation: UInt64, id: String, index: Int, hash: [UInt8])
         case send(Int)
@@ -270,6 +299,11 @@ public final class SessionSimulation {
         var ends: Set<Int> = []
         /// The relay, for a link over a circuit.
         var via: Int?
+        /// Ends that closed it (`SessionShell.closeLink`): what they send on it now is refused, as
+        /// a closed outbox refuses it; it goes once what was queued has arrived (`closeAfterQueued`).
+        var closing: Set<Int> = []
+        /// The responder of a direct link's handshake while its end has not decided yet (`linkAccepted`).
+        var awaiting: Int?
     }
 
     private static let chunkSize = 256 * 1024
@@ -299,6 +333,10 @@ public final class SessionSimulation {
     /// Members whose own removal reached them.
     private var removed: Set<Int> = []
     private var links: [Int: Link] = [:]  // key: lower index * members + higher index
+    /// Direct links of a pair (same key) made while its first was on the wire (crossing dials; the
+    /// first may be closing, replaced), oldest first: the duplicate rule closes all but one; when
+    /// the first closes, the oldest of these takes its place.
+    private var crossing: [Int: [Link]] = [:]
     /// Links over a circuit through a relay (same key): a pair may hold one of each for a moment,
     /// until the direct one replaces it (`LinkPlanner.keepsNewLink`).
     private var relayed: [Int: Link] = [:]
@@ -333,6 +371,10 @@ public final class SessionSimulation {
     private var hostile: HostileMember?
     /// Links from member ids nobody knows that the hostile member holds open (`admissionLies`).
     private var strangersOpen: [(member: Int, stranger: MemberID)] = []
+    /// Directed sends (message id, sender, recipient), checked at the end against the recipient's log.
+    private var directedSent: [(id: String, from: Int, to: Int)] = []
+    /// The pairs `SessionScenario.crossingDials` made dial each other (link keys).
+    private var crossed: Set<Int> = []
 
     public static func run(_ scenario: SessionScenario) -> SessionReport {
         let sim = SessionSimulation(scenario)
@@ -440,6 +482,7 @@ public final class SessionSimulation {
         }
         if let a = scenario.attachment { queue.schedule(.attach, at: a.at) }
         if let at = scenario.relayCrashAt { queue.schedule(.relayCrash, at: at) }
+        for (k, c) in scenario.crossingDials.enumerated() where max(c.a, c.b) < scenario.members && c.a != c.b { queue.schedule(.crossingDial(k), at: c.at) }
         for (k, change) in scenario.epochChanges.enumerated() { queue.schedule(.epochChange(k), at: change.at) }
         if let h = scenario.hostile, h < scenario.members {
             hostile = HostileMember(info: infos[h], identity: identities[h])
@@ -487,11 +530,26 @@ public final class SessionSimulation {
             defer { if isUp(dialer) { shell(dialer).dialFinished(infos[peer].addr, peer: linked ? infos[peer].id : nil) } }
             // A NATted member is dialed only by a hole punch (`punchArrives`).
             guard isUp(dialer), isUp(peer), reachable(dialer, peer), nat.kind(peer) == .public else { return }
-            if let link = links[linkKey(dialer, peer)] {
-                linked = link.ends.contains(dialer)
-                return
-            }
+            // As the node: a dial to a member linked already completes its handshake too (a crossing
+            // dial); the wire holds the new link beside the first, and the duplicate rule picks one.
             linked = establish(dialer: dialer, peer: peer, via: nil, punched: false)
+        case let .linkAccepted(dialer, peer, gen, candidate):
+            // The responder's end of a direct link's handshake (`establish`): it decides now.
+            let wire = linkKey(dialer, peer)
+            guard directLink(wire, gen)?.awaiting == peer else { return }
+            updateDirect(wire, gen) { $0.awaiting = nil }
+            if isUp(peer) {
+                _ = takeUp(peer, candidate, generation: gen, other: dialer, via: nil)
+            } else {
+                closeLink(dialer, peer, generation: gen)
+            }
+            checkLinkEnds(dialer, peer)
+        case let .crossingDial(k):
+            let c = scenario.crossingDials[k]
+            guard isUp(c.a), isUp(c.b) else { return }
+            crossed.insert(linkKey(c.a, c.b))
+            shell(c.a).dial(infos[c.b].addr, pushPull: nil)
+            shell(c.b).dial(infos[c.a].addr, pushPull: nil)
         case let .link(to, from, gen, message):
             guard isUp(to), isCurrent(gen, at: to, from: from) else { return }
             // As the node's link reader: whether this end's queue to the sender is backlogged, and
@@ -591,7 +649,7 @@ public final class SessionSimulation {
             forgetCircuitEnds(of: i)
             for j in linkedPeers(of: i) { closeLink(i, j); closeRelayed(i, j) }
         case let .closeAfterQueued(a, b, gen):
-            if links[linkKey(a, b)]?.generation == gen { closeLink(a, b) }
+            closeLink(a, b, generation: gen)
             if relayed[linkKey(a, b)]?.generation == gen { closeRelayed(a, b) }
         case let .punchArrives(from, to): punchArrives(from: from, to: to)
         case let .circuitHandshake(initiator, peer, via): circuitHandshake(initiator: initiator, peer: peer, via: via)
@@ -699,8 +757,9 @@ public final class SessionSimulation {
     private func send(_ i: Int, to: [MemberID]?) {
         let body = Array("m\(i)@\(now)".utf8)
         do {
-            let (_, effects) = try cores[i]!.core.send(body: body, to: to, reliable: true)
+            let (message, effects) = try cores[i]!.core.send(body: body, to: to, reliable: true)
             report.sent += 1
+            for peer in to ?? [] { if let j = indexByID[peer] { directedSent.append((message.id, i, j)) } }
             execute(i, effects)
         } catch {
             // busy or a recipient that just failed: the application would try later
@@ -779,16 +838,50 @@ public final class SessionSimulation {
     /// The link between `a` and `b` if `a`'s end took it up: the direct one, else one over a relay.
     private func link(at a: Int, to b: Int) -> Link? {
         guard a != b else { return nil }
-        if let link = links[linkKey(a, b)], link.ends.contains(a) { return link }
+        if let link = direct(at: a, to: b) { return link }
         if let link = relayed[linkKey(a, b)], link.ends.contains(a) { return link }
         return nil
     }
 
-    /// Whether link `generation` is the link between `to` and `from` at `to`'s end (what a
-    /// replaced relayed link still carries is dropped, as the node drops reads of a replaced link).
+    /// The direct link between `a` and `b` that `a`'s table holds (of the pair's links on the wire).
+    private func direct(at a: Int, to b: Int) -> Link? {
+        let key = linkKey(a, b)
+        if let link = links[key], link.ends.contains(a) { return link }
+        return crossing[key]?.first { $0.ends.contains(a) }
+    }
+
+    /// The pair's direct link `generation` on the wire, if it is still there.
+    private func directLink(_ key: Int, _ generation: UInt64) -> Link? {
+        if let link = links[key], link.generation == generation { return link }
+        return crossing[key]?.first { $0.generation == generation }
+    }
+
+    /// Changes the pair's link `generation` on the wire (direct, or over a relay).
+    private func updateLink(_ key: Int, _ generation: UInt64, _ change: (inout Link) -> Void) {
+        if links[key]?.generation == generation { change(&links[key]!) }
+        else if let n = crossing[key]?.firstIndex(where: { $0.generation == generation }) { change(&crossing[key]![n]) }
+        else if relayed[key]?.generation == generation { change(&relayed[key]!) }
+    }
+
+    private func updateDirect(_ key: Int, _ generation: UInt64, _ change: (inout Link) -> Void) {
+        guard directLink(key, generation) != nil else { return }
+        updateLink(key, generation, change)
+    }
+
+    /// Whether link `generation` is the link between `to` and `from` at `to`'s end: what a link
+    /// carries once that end's table no longer holds it (replaced by another) is dropped, as the
+    /// node drops reads of a link that is not the one in its table.
     private func isCurrent(_ generation: UInt64, at to: Int, from: Int) -> Bool {
-        if links[linkKey(to, from)]?.generation == generation { return true }
-        return relayed[linkKey(to, from)]?.generation == generation && links[linkKey(to, from)]?.ends.contains(to) != true
+        if let link = directLink(linkKey(to, from), generation) { return link.ends.contains(to) }
+        return relayed[linkKey(to, from)]?.generation == generation && direct(at: to, to: from) == nil
+    }
+
+    /// Once no handshake between `a` and `b` is under way, their ends must hold the same direct
+    /// link, or none: the duplicate rule decides alike at both (`SessionReport.linkEndsDisagreed`).
+    private func checkLinkEnds(_ a: Int, _ b: Int) {
+        let key = linkKey(a, b)
+        guard isUp(a), isUp(b), links[key]?.awaiting == nil, !(crossing[key] ?? []).contains(where: { $0.awaiting != nil }) else { return }
+        if direct(at: a, to: b)?.generation != direct(at: b, to: a)?.generation { report.linkEndsDisagreed += 1 }
     }
 
     /// Whether a datagram from `i` to `addr` gets to member `j`: a public member at its address; a
@@ -823,7 +916,7 @@ public final class SessionSimulation {
     }
 
     private func sendLink(from a: Int, to b: Int, _ message: LinkMessage) {
-        guard let link = link(at: a, to: b) else { return }
+        guard let link = link(at: a, to: b), !link.closing.contains(a) else { return }
         report.linkMessages += 1
         if let via = link.via { return sendOverCircuit(from: a, to: b, via: via, message) }
         queue.schedule(.link(to: b, from: a, generation: link.generation, message), at: arrival(from: a, to: b, bytes: Self.linkMessageBytes))
@@ -838,7 +931,10 @@ public final class SessionSimulation {
 
     /// A link's handshake between `dialer` and `peer` (over a connection; over a circuit through
     /// `via`; `punched`: a hole punch's simultaneous open from both listening ports), then each
-    /// end's decision. True when both ends took it up.
+    /// end's decision. True when both ends took it up; for a dialed connection, when the dialer's
+    /// end did: the peer's end, the handshake's responder, decides a wire delay later
+    /// (`linkAccepted`), when the dialer's last handshake message reaches it. So two crossing dials
+    /// reach the two ends in either order, and the duplicate rule must pick the same link at both.
     private func establish(dialer: Int, peer: Int, via: Int?, punched: Bool) -> Bool {
         // As the link handshake: the dialer tries its dial keys in turn, the peer every key it holds.
         let offered = cores[peer]!.core.handshakeKeys(now: now).map(\.head)
@@ -846,8 +942,15 @@ public final class SessionSimulation {
         // As the handshake's exporter: one key per direction that only these two ends hold.
         let keys = linkDatagramKeys()
         generation += 1
+        let gen = generation
         let wire = linkKey(dialer, peer)
-        if via == nil { links[wire] = Link(generation: generation) } else { relayed[wire] = Link(generation: generation, via: via) }
+        let responderLater = via == nil && !punched
+        if via != nil { relayed[wire] = Link(generation: gen, via: via) }
+        else if links[wire] == nil { links[wire] = Link(generation: gen, awaiting: responderLater ? peer : nil) }
+        else {
+            crossing[wire, default: []].append(Link(generation: gen, awaiting: responderLater ? peer : nil))
+            report.secondLinks += 1
+        }
         trace?.record(.linkUp, at: now, UInt64(dialer), UInt64(peer))
         // What each end's socket says: the dialer's end leaves from an ephemeral port (a punch from
         // the listening port) through its NAT; a link over a circuit has no addresses.
@@ -855,32 +958,98 @@ public final class SessionSimulation {
         let dialed = punched ? nat.mapped(peer, toward: dialer) : infos[peer].addr
         let ends = via != nil ? [("", ""), ("", "")]
             : [(dialed, "\(SimNATMap.host(dialer)):\(port)"), (nat.mapped(dialer, toward: peer, port: port), punched ? "\(SimNATMap.host(peer)):\(SimNATMap.listenPort)" : infos[peer].addr)]
-        // Each end decides and takes the link up as `Node.register` does (the shared shell's
-        // `linkEstablished`); an end that refuses closes it, and an end that took it up sees it close.
-        for (n, (a, b, k)) in [(dialer, peer, keys), (peer, dialer, keys.reversed)].enumerated() {
-            let candidate = LinkCandidate(peer: infos[b], keyHead: key.head, datagramKeys: k, dialer: infos[dialer].id, via: via.map { infos[$0].id },
-                                          remote: ends[n].0, local: ends[n].1)
-            guard case .admitted = shell(a).linkEstablished(candidate, install: {
-                // A direct link takes the relayed one's place in this end's table (that one closes, replaced).
-                if via == nil { _ = links[wire]?.ends.insert(a); _ = relayed[wire]?.ends.remove(a) } else { _ = relayed[wire]?.ends.insert(a) }
-            }) else {
-                if via == nil { closeLink(dialer, peer) } else { closeRelayed(dialer, peer) }
-                return false
-            }
+        let candidates = [(dialer, peer, keys), (peer, dialer, keys.reversed)].enumerated().map { n, end in
+            LinkCandidate(peer: infos[end.1], keyHead: key.head, datagramKeys: end.2, dialer: infos[dialer].id, via: via.map { infos[$0].id },
+                          remote: ends[n].0, local: ends[n].1)
         }
+        guard takeUp(dialer, candidates[0], generation: gen, other: peer, via: via) else { return false }
+        if responderLater {
+            queue.schedule(.linkAccepted(dialer: dialer, peer: peer, generation: gen, candidates[1]), at: now + scenario.linkDelay)
+            return true
+        }
+        guard takeUp(peer, candidates[1], generation: gen, other: dialer, via: via) else { return false }
         if via != nil { report.relayedLinksMade += 1 } else if punched { report.punchedLinks += 1 }
         return true
     }
 
-    /// The link closes at both ends (a crash, a partition, or a core's `closeLink`); each end that
-    /// took it up is told (`SessionShell.linkClosed`).
-    private func closeLink(_ a: Int, _ b: Int) {
-        guard let link = links.removeValue(forKey: linkKey(a, b)) else { return }
-        trace?.record(.linkDown, at: now, UInt64(a), UInt64(b))
-        lastArrival[a * scenario.members + b] = nil
-        lastArrival[b * scenario.members + a] = nil
-        for (x, y) in [(a, b), (b, a)] where isUp(x) && link.ends.contains(x) {
-            shell(x).linkClosed(infos[y].id)
+    /// End `a` decides on link `gen` to `b` and takes it up as `Node.register` does (the shared
+    /// shell's `linkEstablished`): in its table it takes the place of the link it replaces (a
+    /// direct link's place, or a relayed one's; that one closes, replaced, and its end there is
+    /// not told). An end that refuses closes the new link, and an end that took it up sees it close.
+    private func takeUp(_ a: Int, _ candidate: LinkCandidate, generation gen: UInt64, other b: Int, via: Int?) -> Bool {
+        let wire = linkKey(a, b)
+        let hadDirect = direct(at: a, to: b) != nil
+        let decision = shell(a).linkEstablished(candidate, install: {
+            if via == nil {
+                updateDirect(wire, gen) { _ = $0.ends.insert(a) }
+                for other in [links[wire]].compactMap({ $0 }) + (crossing[wire] ?? []) where other.generation != gen {
+                    updateDirect(wire, other.generation) { _ = $0.ends.remove(a) }
+                }
+                _ = relayed[wire]?.ends.remove(a)
+            } else {
+                _ = relayed[wire]?.ends.insert(a)
+            }
+        })
+        switch decision {
+        case let .admitted(replaces, _, _, _):
+            if replaces, via == nil, hadDirect { report.duplicateLinksReplaced += 1 }
+            return true
+        case .duplicate, .refused:
+            if case .duplicate = decision, via == nil { report.duplicateLinksRefused += 1 }
+            if via == nil { closeLink(a, b, generation: gen) } else { closeRelayed(a, b) }
+            return false
+        }
+    }
+
+    /// The pair's direct link `generation` closes at both ends (nil: every direct link of the
+    /// pair; a crash, a partition, or a core's `closeLink`); each end that holds it in its table
+    /// is told (`SessionShell.linkClosed`). When the first closes, the oldest later one takes its place.
+    private func closeLink(_ a: Int, _ b: Int, generation: UInt64? = nil) {
+        let key = linkKey(a, b)
+        var later = crossing.removeValue(forKey: key) ?? []
+        var closed = later.filter { generation == nil || $0.generation == generation }
+        later.removeAll { generation == nil || $0.generation == generation }
+        if let link = links[key], generation == nil || link.generation == generation {
+            closed.append(link)
+            links[key] = later.isEmpty ? nil : later.removeFirst()
+        }
+        if !later.isEmpty { crossing[key] = later }
+        guard !closed.isEmpty else { return }
+        // The line's queues empty with its last link (a second one's messages stay in order behind the first's).
+        if links[key] == nil {
+            lastArrival[a * scenario.members + b] = nil
+            lastArrival[b * scenario.members + a] = nil
+        }
+        for link in closed {
+            trace?.record(.linkDown, at: now, UInt64(a), UInt64(b))
+            for (x, y) in [(a, b), (b, a)] where isUp(x) && link.ends.contains(x) {
+                shell(x).linkClosed(infos[y].id)
+            }
+        }
+    }
+
+    /// How the survivors' links end (`SessionReport.linkEndsDifferAtEnd` and what follows it), and
+    /// the directed messages between survivors that their recipient never delivered.
+    private func reportLinks() {
+        let survivors = report.survivors
+        for (x, i) in survivors.enumerated() {
+            for j in survivors[(x + 1)...] {
+                let key = linkKey(i, j)
+                let mine = direct(at: i, to: j)
+                if mine?.generation != direct(at: j, to: i)?.generation { report.linkEndsDifferAtEnd += 1 }
+                if crossing[key] != nil { report.pairsWithTwoLinksAtEnd += 1 }
+                guard crossed.contains(key) else { continue }
+                report.crossedPairs += 1
+                if crossing[key] == nil, let mine, direct(at: j, to: i)?.generation == mine.generation { report.crossedPairsLinkedOnce += 1 }
+            }
+            let table = Set(linkedPeers(of: i).map { infos[$0].id })
+            if cores[i]!.core.planner.linked.filter({ indexByID[$0] != nil }) != table { report.linkTableMismatches += 1 }
+        }
+        let alive = Set(survivors)
+        var delivered: [Int: Set<String>] = [:]
+        for d in directedSent where alive.contains(d.from) && alive.contains(d.to) {
+            if delivered[d.to] == nil { delivered[d.to] = Set(logs[d.to].deliveries.map(\.msg)) }
+            if delivered[d.to]?.contains(d.id) != true { report.directedUndelivered.append("\(infos[d.to].id) never delivered \(d.id)") }
         }
     }
 
@@ -1079,6 +1248,7 @@ public final class SessionSimulation {
         }
         for c in scenario.crashes where report.detection[c.member] == nil { report.detection[c.member] = .some(nil) }
         reportPaths()
+        reportLinks()
         // A member that never started is not in the session: its empty log proves nothing.
         report.logs = (0..<scenario.members).filter { cores[$0] != nil }.map { logs[$0] }
         report.traceDigest = trace?.digest
@@ -1165,9 +1335,11 @@ extension SessionSimulation {
             sim.queue.schedule(.linkOpen(dialer: i, peer: j), at: sim.now + 3 * sim.scenario.linkDelay)
         }
 
-        /// As `LinkHandle.close`: what is queued on the link goes out first, then it closes.
+        /// As `LinkHandle.close`: this end sends nothing more on the link; what is queued on it goes
+        /// out first, then it closes.
         func closeLink(_ peer: MemberID) {
             guard let j = sim.indexByID[peer], let link = sim.link(at: i, to: j) else { return }
+            sim.updateLink(sim.linkKey(i, j), link.generation) { _ = $0.closing.insert(i) }
             let drained = sim.lastArrival[i * sim.scenario.members + (link.via ?? j)] ?? sim.now
             sim.queue.schedule(.closeAfterQueued(i, j, generation: link.generation), at: max(sim.now, drained))
         }
@@ -1209,7 +1381,8 @@ extension SessionSimulation {
             guard let j = sim.indexByID[peer], let link = sim.link(at: i, to: j) else { return }
             let hash = sim.held[i][id]?[index]
             let now = sim.now
-            guard withCore({ $0.chunkRead(id: id, index: index, found: hash != nil, for: peer, now: now) }) == .send, let hash else { return }
+            guard withCore({ $0.chunkRead(id: id, index: index, found: hash != nil, for: peer, now: now) }) == .send, let hash,
+                  !link.closing.contains(i) else { return }
             let length = sim.manifest.map { $0.plainLength(of: index) + AEAD.tagLength } ?? SessionSimulation.chunkSize
             sim.report.chunkTransfers += 1
             sim.queue.schedule(.chunk(to: j, from: i, generation: link.generation, id: id, index: index, hash: hash),
