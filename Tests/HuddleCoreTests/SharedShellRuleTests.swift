@@ -111,6 +111,18 @@ final class RecordingShell: SessionShell {
     #expect(again.handOffProgress() == .waiting(until: 6))
     again.now = 6
     #expect(again.handOffProgress() == .done(handedOff: 0))
+
+    // The wait starts once every chunk is handed out (reading them does not count against it),
+    // and a second leave joins the one under way.
+    let slow = RecordingShell(core: core)
+    slow.beginLeave(.request(handOffWait: 5))
+    #expect(slow.nextHandOff() != nil)
+    slow.now = 4
+    slow.beginLeave(.signal)
+    while slow.nextHandOff() != nil {}
+    slow.now = 8.9
+    #expect(slow.handOffProgress() == .waiting(until: 9), "5 s from the last chunk handed out, not from the start")
+    #expect(slow.handedOffSoFar() == 0)
     #expect(again.core.swim.local.state != .left)
     #expect(again.sayLeft() == 6 + SessionCore.leaveLinger)
     #expect(again.core.swim.local.state == .left)

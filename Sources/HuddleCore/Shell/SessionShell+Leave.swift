@@ -6,17 +6,19 @@ extension SessionShell {
     /// Begins a graceful leave (`SessionCore.beginLeave`): runs the plan's effects and keeps its
     /// hand-off. The shell then takes `nextHandOff()` until it is nil, pushing each chunk over the
     /// peer's link, and waits while `handOffProgress()` says so.
+    /// A leave already under way is joined, not begun again: its plan and its wait stand.
     public func beginLeave(_ cause: LeaveCause) {
-        let now = shellNow
+        guard withShellState({ $0.leave == nil }) else { return }
         let plan = withCore { $0.beginLeave(cause) }
         execute(plan.effects)
         // Within a day: a `timeout_ms` from a control client cannot make the deadline overflow.
-        let until = now + min(plan.handOffWait, 86_400)
-        withShellState { $0.leave = LeaveState(planned: plan.handOff[...], pushed: [], until: until) }
+        let wait = min(plan.handOffWait, 86_400)
+        withShellState { $0.leave = LeaveState(planned: plan.handOff[...], pushed: [], wait: wait) }
     }
 
-    /// The next planned chunk to push (`peer`'s link is up); nil when none is left. It counts as
-    /// pushed from now on: a shell that then cannot read it says so with `handOffFailed`.
+    /// The next planned chunk to push (`peer`'s link is up); nil when none is left, and the wait
+    /// for the receivers starts then (reading the chunks does not count against it). A chunk
+    /// handed out counts as pushed: a shell that then cannot read it says so with `handOffFailed`.
     public func nextHandOff() -> (peer: MemberID, id: String, index: Int)? {
         while let next = withShellState({ state -> (peer: MemberID, id: String, index: Int)? in
             guard state.leave != nil else { return nil }
@@ -25,6 +27,10 @@ extension SessionShell {
             guard isLinked(next.peer) else { continue }
             withShellState { $0.leave?.pushed.append((next.id, next.index)) }
             return next
+        }
+        let now = shellNow
+        withShellState { state in
+            if let wait = state.leave?.wait, state.leave?.until == nil { state.leave?.until = now + wait }
         }
         return nil
     }
@@ -44,8 +50,17 @@ extension SessionShell {
         let now = shellNow
         guard let leave = withShellState({ $0.leave }) else { return .done(handedOff: 0) }
         let held = withCore { $0.handedOff(leave.pushed) }
-        if held == leave.pushed.count || now >= leave.until { return .done(handedOff: held) }
-        return .waiting(until: leave.until)
+        // Asked before every chunk was handed out: the wait is counted from now.
+        let until = leave.until ?? now + leave.wait
+        if held == leave.pushed.count || now >= until { return .done(handedOff: held) }
+        return .waiting(until: until)
+    }
+
+    /// How many pushed chunks another live member holds now (what a leave whose wait was cut
+    /// short, the member stopping, reports).
+    public func handedOffSoFar() -> Int {
+        guard let leave = withShellState({ $0.leave }) else { return 0 }
+        return withCore { $0.handedOff(leave.pushed) }
     }
 
     /// This member leaves (`SessionCore.leave(now:)`: `left` over datagrams and every link).
@@ -74,6 +89,8 @@ struct LeaveState: Sendable {
     var planned: ArraySlice<(peer: MemberID, id: String, index: Int)>
     /// The chunks handed to the shell to push.
     var pushed: [(id: String, index: Int)]
-    /// When the wait for the receivers ends, on this member's clock.
-    var until: Double
+    /// How long the wait for the receivers lasts, once every chunk has been handed out.
+    var wait: Double
+    /// When that wait ends, on this member's clock (nil while chunks are still handed out).
+    var until: Double?
 }

@@ -315,7 +315,7 @@ extension Node {
         while case let .waiting(until) = shell.handOffProgress(), mayWait {
             await wait(for: .handOff, until: instant(at: until))
         }
-        guard case let .done(handedOff) = shell.handOffProgress() else { return 0 }
+        guard case let .done(handedOff) = shell.handOffProgress() else { return shell.handedOffSoFar() }
         return handedOff
     }
 

@@ -168,7 +168,8 @@ actor Node {
     /// day from now, so no value can trap the conversion.
     func instant(at seconds: Double) -> ContinuousClock.Instant {
         let clamped = min(max(seconds.isFinite ? seconds : 0, 0), now + 86_400)
-        return started + .milliseconds(Int64(clamped * 1000))
+        // Rounded up: a timer that wakes even a microsecond early would find nothing due yet.
+        return started + .nanoseconds(Int64((clamped * 1e9).rounded(.up)))
     }
 
     /// The cores, read-only, for what the node reports.
@@ -363,6 +364,8 @@ actor Node {
 
     private func timerFired(armedFor time: Double) {
         guard !stopped, shellState.armedWake == time else { return }
+        // Woken before its time (the clock's rounding): sleep the rest rather than tick for nothing.
+        guard now >= time else { return armTimer(at: time) }
         tick()
     }
 
