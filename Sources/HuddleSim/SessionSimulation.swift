@@ -525,14 +525,17 @@ public final class SessionSimulation {
             }
             execute(to, cores[to]!.core.receiveDatagram(opened, from: nat.mapped(from, toward: to), now: now))
         case let .linkOpen(dialer, peer):
-            // The dial ends here, linked or not (`SessionShell.dialFinished`).
-            var linked = false
-            defer { if isUp(dialer) { shell(dialer).dialFinished(infos[peer].addr, peer: linked ? infos[peer].id : nil) } }
+            // The dial ends here (`SessionShell.dialFinished`). As the node's, it names the peer
+            // whenever the handshake finished, even if the new link was refused or lost the duplicate
+            // rule: a push-pull it carried then goes over the link that is up, if one is.
+            var handshook = false
+            defer { if isUp(dialer) { shell(dialer).dialFinished(infos[peer].addr, peer: handshook ? infos[peer].id : nil) } }
             // A NATted member is dialed only by a hole punch (`punchArrives`).
             guard isUp(dialer), isUp(peer), reachable(dialer, peer), nat.kind(peer) == .public else { return }
+            handshook = handshakeKey(dialer: dialer, peer: peer) != nil
             // As the node: a dial to a member linked already completes its handshake too (a crossing
             // dial); the wire holds the new link beside the first, and the duplicate rule picks one.
-            linked = establish(dialer: dialer, peer: peer, via: nil, punched: false)
+            _ = establish(dialer: dialer, peer: peer, via: nil, punched: false)
         case let .linkAccepted(dialer, peer, gen, candidate):
             // The responder's end of a direct link's handshake (`establish`): it decides now.
             let wire = linkKey(dialer, peer)
@@ -929,6 +932,13 @@ public final class SessionSimulation {
         return PairDatagramKeys(seed: seed)
     }
 
+    /// The key a link handshake between `dialer` and `peer` proves, as the node's: the dialer tries
+    /// its dial keys in turn, the peer every key it holds; nil when none matches.
+    private func handshakeKey(dialer: Int, peer: Int) -> SessionKey? {
+        let offered = cores[peer]!.core.handshakeKeys(now: now).map(\.head)
+        return cores[dialer]!.core.dialKeys(now: now).first(where: { offered.contains($0.head) })
+    }
+
     /// A link's handshake between `dialer` and `peer` (over a connection; over a circuit through
     /// `via`; `punched`: a hole punch's simultaneous open from both listening ports), then each
     /// end's decision. True when both ends took it up; for a dialed connection, when the dialer's
@@ -936,9 +946,7 @@ public final class SessionSimulation {
     /// (`linkAccepted`), when the dialer's last handshake message reaches it. So two crossing dials
     /// reach the two ends in either order, and the duplicate rule must pick the same link at both.
     private func establish(dialer: Int, peer: Int, via: Int?, punched: Bool) -> Bool {
-        // As the link handshake: the dialer tries its dial keys in turn, the peer every key it holds.
-        let offered = cores[peer]!.core.handshakeKeys(now: now).map(\.head)
-        guard let key = cores[dialer]!.core.dialKeys(now: now).first(where: { offered.contains($0.head) }) else { return false }
+        guard let key = handshakeKey(dialer: dialer, peer: peer) else { return false }
         // As the handshake's exporter: one key per direction that only these two ends hold.
         let keys = linkDatagramKeys()
         generation += 1
