@@ -470,7 +470,7 @@ public struct CausalBroadcast: Sendable {
             return []
         }
         // A full hold-back still takes the message that is next in line: it leaves at once.
-        let deliverableNow = !awaitingBaseline && delivered[m.origin].map { m.seq == $0 + 1 } == true && depsSatisfied(m)
+        let deliverableNow = !awaitingBaseline && delivered[m.origin].map { $0 < .max && m.seq == $0 + 1 } == true && depsSatisfied(m)
         if deliverableNow && held[m.origin] == nil {
             // The common case (in order, nothing held from this origin): delivered without passing
             // through the hold-back; what waited on it is released after it.
