@@ -16,10 +16,11 @@ public struct SessionScenario: Sendable {
     public var bandwidth = 100e6
     /// Members on a slow line: the bandwidth in bytes per second of every link to or from each.
     public var slowLinks: [Int: Double] = [:]
-    /// Bytes queued on a link before its sender takes the peer as backlogged (the node's
-    /// `LinkBudget.backlogBytes`, 4 MiB): what the peer asks of it in bulk is refused until its
-    /// queue drains (`SessionCore.refusesWhileBacklogged`, `Refusal.outboxFull`).
-    public var backlogBytes = 4 << 20
+    /// Every member's link budget, as the node's (`LinkBudget`): at `backlogBytes` queued on a
+    /// link what the peer asks of it in bulk is refused until the queue drains
+    /// (`SessionCore.refusesWhileBacklogged`, `Refusal.outboxFull`); a backlog that stays for
+    /// `stallSeconds`, or a queue past `hardLimitBytes`, aborts the link (`closeStalledLinks`).
+    public var linkBudget = LinkBudget()
     /// Members start within this many seconds (member 0 first; the others join through it).
     public var startWindow = 1.0
     /// Reliable sends per member per second while sending; a tenth of them directed to one member.
@@ -222,6 +223,8 @@ public struct SessionReport: Sendable {
     /// up (`admitted(replaces: true)`). Both ends of a pair decide, so a crossing counts at each.
     public var duplicateLinksRefused = 0
     public var duplicateLinksReplaced = 0
+    /// Links aborted by the link budget (`ShellNote.linkAborted`: a stalled backlog, an overflow).
+    public var linksAborted = 0
     /// Direct links made while the pair had one on the wire already (crossing dials).
     public var secondLinks = 0
     /// Times a pair's ends, once every handshake between them had ended, held different direct
@@ -353,6 +356,8 @@ public final class SessionSimulation {
     /// What a member that is to restart kept when it crashed (`SessionScenario.restarts`).
     private var kept: [Int: (point: ResumePoint, own: [SignedMessage])] = [:]
     private var lastArrival: [Int: Double] = [:]    // key: from * members + to
+    /// Since when each queue (same key) has stayed at the link budget's backlog (`backlogWaited`).
+    private var backloggedSince: [Int: Double] = [:]
     private var generation: UInt64 = 0
     private var held: [[String: [Int: [UInt8]]]]    // per member, attachment → chunk → hash held
     private var manifest: Manifest?
@@ -448,7 +453,7 @@ public final class SessionSimulation {
         indexByHost = hosts
         cores = Array(repeating: nil, count: s.members)
         crashed = Array(repeating: false, count: s.members)
-        shellStates = Array(repeating: ShellState(), count: s.members)
+        shellStates = Array(repeating: ShellState(linkBudget: s.linkBudget), count: s.members)
         replies = Array(repeating: 0, count: s.members)
         var keyBytes: [UInt8] = []
         for _ in 0..<4 { withUnsafeBytes(of: rng.next().littleEndian) { keyBytes += $0 } }
@@ -555,11 +560,7 @@ public final class SessionSimulation {
             shell(c.b).dial(infos[c.a].addr, pushPull: nil)
         case let .link(to, from, gen, message):
             guard isUp(to), isCurrent(gen, at: to, from: from) else { return }
-            // As the node's link reader: whether this end's queue to the sender is backlogged, and
-            // what waits on its queues to others (what a relay may still forward to them).
-            let backlogged = queuedBytes(from: to, to: from) >= scenario.backlogBytes
-            execute(to, cores[to]!.core.receiveLink(message, from: infos[from].id, addr: infos[from].addr, now: now, backlogged: backlogged,
-                                                    queued: { [unowned self] peer in indexByID[peer].map { queuedBytes(from: to, to: $0) } ?? 0 }))
+            shell(to).receiveLink(message, from: infos[from].id, addr: infos[from].addr)
         case let .chunk(to, from, gen, id, index, hash):
             guard isUp(to), isCurrent(gen, at: to, from: from) else { return }
             chunkArrived(to, from: from, id: id, index: index, hash: hash)
@@ -741,7 +742,7 @@ public final class SessionSimulation {
                                sessionKey: sessionKey, epochRandom: SWIMRandom(seed: rng.next()))
         if let resuming { core.resume(from: resuming.point, ownMessages: resuming.own) }
         trace?.record(.start, at: now, UInt64(i))
-        shellStates[i] = ShellState()
+        shellStates[i] = ShellState(linkBudget: scenario.linkBudget)
         cores[i] = CoreSlot(core)
         if i != 0 {
             let sponsors = (0..<scenario.members).filter { $0 != i && isUp($0) && reachable(i, $0) && nat.kind($0) == .public }
@@ -916,6 +917,20 @@ public final class SessionSimulation {
         guard let last = lastArrival[a * scenario.members + b] else { return 0 }
         let seconds = last - scenario.linkDelay - now
         return seconds > 0 ? Int(min(seconds * bandwidth(a, b), Double(Int.max / 2))) : 0
+    }
+
+    /// As the node's outbox (`LinkHandle`): seconds `a`'s queue to `b` has stayed at the link
+    /// budget's backlog, as of each time it is asked (every tick); nil below it. The simulated
+    /// wire takes at its bandwidth, so bytes never wait untaken.
+    private func backlogWaited(from a: Int, to b: Int) -> Double? {
+        let key = a * scenario.members + b
+        guard shellStates[a].linkBudget.isBacklogged(queuedBytes: queuedBytes(from: a, to: b)) else {
+            backloggedSince[key] = nil
+            return nil
+        }
+        let since = backloggedSince[key] ?? now
+        backloggedSince[key] = since
+        return now - since
     }
 
     private func sendLink(from a: Int, to b: Int, _ message: LinkMessage) {
@@ -1308,8 +1323,14 @@ extension SessionSimulation {
         func sendOnLink(_ message: LinkMessage, to peer: MemberID) {
             if let j = sim.indexByID[peer] { sim.sendLink(from: i, to: j, message) }
         }
-        // The simulated wire queues nothing at either end.
-        func linkQueuedBytes(_ peer: MemberID) -> Int { 0 }
+        func linkQueuedBytes(_ peer: MemberID) -> Int { sim.indexByID[peer].map { sim.queuedBytes(from: i, to: $0) } ?? 0 }
+        func linkedPeers() -> [MemberID] { sim.linkedPeers(of: i).map { sim.infos[$0].id } }
+        func linkWaited(_ peer: MemberID) -> Double? { sim.indexByID[peer].flatMap { sim.backlogWaited(from: i, to: $0) } }
+        /// As `LinkHandle.abort`: the link closes at both ends now; what was queued on it is lost.
+        func abortLink(_ peer: MemberID) {
+            guard let j = sim.indexByID[peer], let link = sim.link(at: i, to: j) else { return }
+            if link.via != nil { sim.closeRelayed(i, j) } else { sim.closeLink(i, j, generation: link.generation) }
+        }
         func sendOnEveryLink(_ message: LinkMessage) {
             for j in sim.linkedPeers(of: i) { sim.sendLink(from: i, to: j, message) }
         }
@@ -1424,6 +1445,7 @@ extension SessionSimulation {
             case let .repairRequested(peer, origin, from, to):
                 sim.report.repairRequests += 1
                 sim.trace?.record(.repairRequest, at: sim.now, UInt64(i), peer.raw, origin.raw, from, to)
+            case .linkAborted: sim.report.linksAborted += 1
             case .refused, .unreadable, .retransmitted, .unreliableDropped: break
             }
         }

@@ -248,6 +248,28 @@ private func member(_ id: MemberID, knowing others: [MemberID]) -> CausalBroadca
     #expect(!MessageBatch.verify(forged, originNodeKey: alice.publicKey, cache: &cache), "only that batch")
 }
 
+/// A message passed on alone (a repair's, a relay's) checked off the core: its proof leads to its
+/// batch's root, so one check covers every message of that batch (`signs`), and the core's own
+/// check of each is then a cache hit. A changed message, or another signer, does not pass.
+@Test func aMessagePassedOnAloneCheckedOffTheCoreCoversItsBatch() throws {
+    let alice = identities[a] ?? .generate()
+    var cb = CausalBroadcast(local: a, awaitingBaseline: false)
+    let signed = MessageBatch.sign((0..<4).map { _ in cb.makeBroadcast(body: Array("hi".utf8)) }, identity: alice)
+    let checked = try #require(MessageBatch.check(signed[1], originNodeKey: alice.publicKey))
+    #expect(checked.origin == a && checked.originNodeKey == alice.publicKey)
+    #expect(MessageBatch.check(signed[1], originNodeKey: Identity.generate().publicKey) == nil, "another key")
+    var changed = signed[1]
+    changed.message.body = Array("ho".utf8)
+    #expect(MessageBatch.check(changed, originNodeKey: alice.publicKey) == nil, "a changed message")
+    #expect(checked.signs(signed[3]), "a message of the same batch carries the same signature")
+    let other = MessageBatch.sign([cb.makeBroadcast(body: [1])], identity: alice)
+    #expect(!checked.signs(other[0]), "another batch's does not")
+    var cache = VerifiedRoots()
+    cache.insert(checked.verified)
+    for m in signed { #expect(MessageBatch.verify(m, originNodeKey: Identity.generate().publicKey, cache: &cache)) }
+    #expect(!MessageBatch.verify(changed, originNodeKey: alice.publicKey, cache: &cache), "only that batch's messages")
+}
+
 @Test func activityConvergesWhateverTheOrder() {
     let id = identities[a] ?? .generate()
     let records = [ActivityRecord.make(lamport: 1, setBy: a, value: [1], identity: id),

@@ -15,6 +15,8 @@ final class RecordingShell: SessionShell {
     var circuitsUp: [(peer: MemberID, via: MemberID, serial: UInt64)] = []
     var circuitsDown: [(peer: MemberID, via: MemberID)] = []
     var wakes: [Double] = []
+    var waited: [MemberID: Double] = [:]
+    var aborted: [MemberID] = []
 
     init(core: SessionCore) { self.core = core }
 
@@ -29,7 +31,10 @@ final class RecordingShell: SessionShell {
     func forwardCircuit(_ message: LinkMessage, to peer: MemberID) {}
     func startDial(_ addr: String) {}
     func linkQueuedBytes(_ peer: MemberID) -> Int { queued[peer] ?? 0 }
+    func linkedPeers() -> [MemberID] { linked.map { $0.sorted() } ?? [] }
+    func linkWaited(_ peer: MemberID) -> Double? { waited[peer] }
     func closeLink(_ peer: MemberID) {}
+    func abortLink(_ peer: MemberID) { aborted.append(peer) }
     func sendDatagram(_ payload: DatagramPayload, to addr: String, sealing: DatagramSealing) {}
     func memberChanged(_ change: MemberChange, _ info: MemberInfo, by: MemberID?) {}
     func deliver(_ message: WireMessage, reliable: Bool, own: Bool) {}
@@ -66,6 +71,39 @@ final class RecordingShell: SessionShell {
     shell.perform([.sendLink(backed, .unreliable(message)), .sendLink(free, .unreliable(message)), .sendLink(backed, .hello(since: 0, nonApplication: 0))])
     #expect(shell.sent.map(\.1) == [free, backed], "the unreliable one to the free link, the reliable one to both")
     #expect(shell.notes == [.unreliableDropped(peer: backed)])
+}
+
+/// The link budget as both shells run it (`SessionShell+LinkBudget`): a peer whose queue is at the
+/// backlog has its requests for bulk answers refused; on a tick, a link past the hard limit, or
+/// whose bytes waited the stall time, is aborted and noted, and no other.
+@Test func theLinkBudgetRefusesBulkAtTheBacklogAndAbortsOverflowingOrStalledLinksOnATick() {
+    let identity = Identity(seed: [UInt8](repeating: 5, count: 32))
+    let me = MemberInfo(id: MemberID(raw: 5), node: identity.publicKey, name: "me", addr: testAddr("me"), incarnation: 0).signed(by: identity)
+    let shell = RecordingShell(core: SessionCore(local: me, identity: identity, joining: false, swimSeed: 1, journalSeed: 1))
+    shell.state.linkBudget.stallSeconds = 10
+    let budget = shell.state.linkBudget
+    let (fine, full, slow, stuck, over) = (MemberID(raw: 6), MemberID(raw: 7), MemberID(raw: 8), MemberID(raw: 9), MemberID(raw: 10))
+    shell.linked = [fine, full, slow, stuck, over]
+
+    // At the backlog, a request for a bulk answer is refused (counted by the core); below it, not.
+    shell.queued[full] = budget.backlogBytes
+    shell.queued[fine] = budget.backlogBytes - 1
+    let ask = LinkMessage.timeRequest(wallMicros: 1)
+    shell.receiveLink(ask, from: full, addr: testAddr("full"))
+    #expect(shell.core.refusals[.outboxFull] == 1)
+    shell.receiveLink(ask, from: fine, addr: testAddr("fine"))
+    #expect(shell.core.refusals[.outboxFull] == 1, "below the backlog the request is taken")
+
+    // On a tick: the link past the hard limit and the one that waited the stall time go.
+    shell.queued[over] = budget.hardLimitBytes + 1
+    shell.waited[slow] = 9.9
+    shell.waited[stuck] = 10
+    shell.queued[stuck] = 512
+    _ = shell.tick()
+    #expect(shell.aborted.sorted() == [stuck, over])
+    #expect(shell.notes.contains(.linkAborted(peer: over, .linkOverflow, queuedBytes: budget.hardLimitBytes + 1)))
+    #expect(shell.notes.contains(.linkAborted(peer: stuck, .stalledLink, queuedBytes: 512)))
+    #expect(budget.verdict(queuedBytes: budget.hardLimitBytes, waited: nil) == .keep, "at the hard limit a link stays")
 }
 
 /// A graceful leave as both shells run it (`SessionShell+Leave`): only chunks whose peer is linked

@@ -91,7 +91,7 @@ private func sixMembersWithAnAttachment(seed: UInt64, settleFor: Double) -> Sess
 @Test func aMemberOnASlowLineIsRefusedWhileItsQueuesAreBackloggedAndStillGetsEverything() async {
     var s = sixMembersWithAnAttachment(seed: 355, settleFor: 20)
     s.slowLinks = [5: 1e6]
-    s.backlogBytes = 256 << 10
+    s.linkBudget.backlogBytes = 256 << 10
     let report = await offThePool { [s] in SessionSimulation.run(s) }
     #expect(report.violations.isEmpty)
     #expect(report.refusals[.outboxFull] > 0, "no request was refused while backlogged: \(report.refusals)")

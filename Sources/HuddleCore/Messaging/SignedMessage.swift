@@ -146,15 +146,35 @@ public struct CheckedSignature: Sendable {
     let originNodeKey: [UInt8]
     /// What `VerifiedRoots` remembers: the signed bytes and the signature.
     let verified: [UInt8]
+
+    /// Whether `signed` carries the signature this check passed (another message of its batch):
+    /// it need not be checked again (if its proof leads to another root, the core finds it unchecked).
+    public func signs(_ signed: SignedMessage) -> Bool {
+        let signature = signed.proof.signature
+        return origin == signed.message.origin && verified.count >= signature.count && verified.suffix(signature.count).elementsEqual(signature)
+    }
 }
 
 extension MessageBatch {
     /// Checks `batch`'s signature against `originNodeKey` (its Ed25519 check, off the core); nil when
     /// it does not verify.
     public static func check(_ batch: SignedBatch, originNodeKey: [UInt8]) -> CheckedSignature? {
-        let signed = signedBytes(origin: batch.origin, root: batch.tree.root)
-        guard Identity.verify(signature: batch.signature, message: signed, publicKey: originNodeKey) else { return nil }
-        return CheckedSignature(origin: batch.origin, originNodeKey: originNodeKey, verified: signed + batch.signature)
+        check(origin: batch.origin, root: batch.tree.root, signature: batch.signature, originNodeKey: originNodeKey)
+    }
+
+    /// Checks the signature of `signed` (one message passed on alone, with its proof) against
+    /// `originNodeKey`, off the core; nil when its proof or signature does not verify.
+    public static func check(_ signed: SignedMessage, originNodeKey: [UInt8]) -> CheckedSignature? {
+        guard let root = BatchTree.root(leaf: leafHash(signed.message), index: Int(signed.proof.index), count: Int(signed.proof.count), path: signed.proof.path) else {
+            return nil
+        }
+        return check(origin: signed.message.origin, root: root, signature: signed.proof.signature, originNodeKey: originNodeKey)
+    }
+
+    private static func check(origin: MemberID, root: [UInt8], signature: [UInt8], originNodeKey: [UInt8]) -> CheckedSignature? {
+        let signed = signedBytes(origin: origin, root: root)
+        guard Identity.verify(signature: signature, message: signed, publicKey: originNodeKey) else { return nil }
+        return CheckedSignature(origin: origin, originNodeKey: originNodeKey, verified: signed + signature)
     }
 }
 

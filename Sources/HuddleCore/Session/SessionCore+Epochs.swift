@@ -338,14 +338,11 @@ extension SessionCore {
         // Its broadcasts after its cut-off never count; with none known, after what is delivered here.
         let cutoff = epochs.cutoff(of: info.id, node: info.node) ?? broadcast.delivered[info.id] ?? 0
         var out = broadcastEffects(broadcast.setCutoff(info.id, through: cutoff), now: now)
-        planner.forget(info.id)
-        timing.forget(info.id)
-        datagramKeys.forget(info.id)
         let live = self.live
         out += broadcastEffects(broadcast.setMembers(live, now: now), now: now)
         broadcast.memberLeft(info.id, now: now)
         journal.setPeers(live, now: now)
-        out.append(.closeLink(info.id))
+        out.append(forgetMember(info.id))
         out += forgetParticipants(of: info.id)
         if report {
             out.append(.memberRemoved(info, by: memberID(of: epochs.removedNodes[info.node] ?? [])))

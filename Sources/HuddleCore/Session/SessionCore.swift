@@ -2,8 +2,10 @@ import HuddleCrypto
 
 /// One member's protocol decisions in one pure value: it owns membership (SWIM), causal broadcast,
 /// the journal, the activity register and link planning, **and the rules that join them**. It
-/// reads no clock, socket or file and has no randomness of its own; inputs come with `now`,
-/// decisions go out as `SessionEffect`s. (HANDBOOK.md, "The session core"; the node and the
+/// reads no clock, socket or file; inputs come with `now`, decisions go out as `SessionEffect`s.
+/// Its randomness is seeded by its maker (`swimSeed`, `journalSeed`, `epochRandom`), but for new
+/// epoch keys when no `epochRandom` is given: those come from the system's secure generator (the
+/// node gives none; the simulator and tests give a seeded one). (HANDBOOK.md, "The session core"; the node and the
 /// simulator run this same value.) It holds this member's identity only to sign: Ed25519
 /// signatures are deterministic, so the core stays a pure function of its inputs.
 ///
@@ -317,6 +319,18 @@ public struct SessionCore: Sendable {
         return !there.isEmpty && there.allSatisfy { removedMembers.contains($0.id) }
     }
 
+    /// A member is gone here (failed, left or removed): link planning, relay routes, hole punching,
+    /// clock offsets and its datagram keys forget it, and its link is to close. One rule for
+    /// membership's departures and for evictions (`evict`).
+    mutating func forgetMember(_ id: MemberID) -> SessionEffect {
+        planner.forget(id)
+        routes.forget(id)
+        punch.forget(id)
+        timing.forget(id)
+        datagramKeys.forget(id)
+        return .closeLink(id)
+    }
+
     /// Carries out what membership decided, and its consequences for the other cores.
     mutating func membership(_ effects: [SWIMEffect], now: Double) -> [SessionEffect] {
         var out: [SessionEffect] = []
@@ -345,13 +359,7 @@ public struct SessionCore: Sendable {
                     // Its own signed record: its node key counts as seen, carried into the next epoch.
                     if change != .suspect { epochs.observe(info.node, now: now) }
                     if let dial = planner.want(info.id, addr: info.addr, now: now) { out.append(.dial(dial.addr)) }
-                case .failed, .left, .removed:
-                    planner.forget(info.id)
-                    routes.forget(info.id)
-                    punch.forget(info.id)
-                    timing.forget(info.id)
-                    datagramKeys.forget(info.id)
-                    out.append(.closeLink(info.id))
+                case .failed, .left, .removed: out.append(forgetMember(info.id))
                 case .path: break  // not membership's (SessionCore+Reach)
                 }
                 out += participantsAfter(change, of: info.id)

@@ -89,6 +89,7 @@ extension SessionShell {
             state.armedWake = .infinity
         }
         execute(withCore { $0.tick(now: now) })
+        closeStalledLinks()
         rearm()
         return withShellState { $0.armedWake }
     }

@@ -6,7 +6,8 @@ import HuddleCrypto
 /// this protocol (`SessionShell+Effects`, `SessionShell+Links`), which both shells run.
 ///
 /// Guarantees the shared shell relies on: `withCore` and `withShellState` run their body at once
-/// and call no port inside it (so a port may read the core freely); a port never calls back into
+/// and call no port inside it but `linkQueuedBytes`, which reads no core (so a port may read the
+/// core freely); a port never calls back into
 /// the shared shell synchronously except where its documentation says so (`startDial` reports
 /// its end through `dialFinished`).
 public protocol SessionShell {
@@ -35,10 +36,17 @@ public protocol SessionShell {
     /// Opens a link to `addr` (connect, handshake, then `linkEstablished`); reports its end with
     /// `dialFinished(addr, peer:)`: later, or at once when it cannot dial at all.
     func startDial(_ addr: String)
-    /// Bytes queued on the link to `peer`, not yet written (0 without one).
+    /// Bytes queued on the link to `peer`, not yet written (0 without one). Reads no core.
     func linkQueuedBytes(_ peer: MemberID) -> Int
+    /// The members whose links are up at this end.
+    func linkedPeers() -> [MemberID]
+    /// Seconds the bytes queued on the link to `peer` have waited with no take by its writer, or
+    /// with `LinkBudget.backlogBytes` or more still queued after every take; nil when nothing waits.
+    func linkWaited(_ peer: MemberID) -> Double?
     /// Closes the link to `peer` once what is queued on it has gone out.
     func closeLink(_ peer: MemberID)
+    /// Closes the link to `peer` now, dropping what is queued on it (`closeStalledLinks`).
+    func abortLink(_ peer: MemberID)
 
     // Datagrams.
     func sendDatagram(_ payload: DatagramPayload, to addr: String, sealing: DatagramSealing)
@@ -101,6 +109,9 @@ public enum ShellNote: Sendable, Equatable {
     /// An unreliable message for `peer`'s link was dropped: the link was backed up
     /// (`SessionShell.unreliableLinkBacklog`), and a best-effort message does not queue behind it.
     case unreliableDropped(peer: MemberID)
+    /// The link to `peer` was aborted with `queuedBytes` queued: the budget refused it
+    /// (`Refusal.linkOverflow` or `Refusal.stalledLink`, `LinkBudget`).
+    case linkAborted(peer: MemberID, Refusal, queuedBytes: Int)
 }
 
 /// The shared shell's own state for one member: what it remembers between inputs so that a dial
@@ -121,6 +132,8 @@ public struct ShellState: Sendable {
     /// This member's circuit ends, by peer, and the last serial given (`SessionShell+Circuits`).
     var circuitEnds: [MemberID: CircuitEndRecord] = [:]
     var circuitSerial: UInt64 = 0
+    /// The budget of this member's link queues (`LinkBudget`; the node's `--link-stall-seconds`).
+    public var linkBudget: LinkBudget
 
-    public init() {}
+    public init(linkBudget: LinkBudget = LinkBudget()) { self.linkBudget = linkBudget }
 }

@@ -137,6 +137,9 @@ struct EventLog {
     /// A wait for the spool's writer when it is behind (`EventSpool.writerWait`), else nil.
     func spoolWriterWait() -> (@Sendable () async -> Void)? { spool.writerWait() }
 
+    /// More than the spool's pending limit waits for its writer (`EventSpool.writerBehind`).
+    var spoolWriterBehind: Bool { spool.writerBehind }
+
     /// The spool's writer finished what it was handed before `spoolWriterWait`.
     mutating func spoolWriterProgressed() { spool.writerProgressed() }
 

@@ -20,10 +20,12 @@ import Synchronization
 /// processes' samples in three profiles of huddle-bench's 256 B throughput row).
 ///
 /// Guarantees: `read` returns exactly the bytes appended in `start..<end`; the node's own memory
-/// for retention is the tail and at most `hardPendingLimit` bytes waiting for the writer, whatever
-/// the segments hold: a writer more than `pendingLimit` behind (a disk throttling its writes) is
-/// waited for by whoever makes events, off the node's actor (`writerWait`); only past
-/// `hardPendingLimit` does an append wait for it in place (`waitedForWriter`). A failed write (a full disk)
+/// for retention is the tail and the bytes waiting for the writer, whatever the segments hold: a
+/// writer more than `pendingLimit` behind (a disk throttling its writes) is waited for by whoever
+/// makes events, off the node's actor (`writerWait`), and an append never waits for it (issue 35,
+/// item 4). So what waits is at most `pendingLimit` and what the inputs that do not wait (a timer
+/// tick, a link that came up or closed, a chunk stored) made meanwhile (`overshoot` is the most
+/// seen past the limit). A failed write (a full disk)
 /// drops what was unwritten from retention (`start` moves past it) and is reported once in
 /// `failure`; live events still reach subscribers from the tail.
 struct EventSpool {
@@ -47,9 +49,8 @@ struct EventSpool {
     private(set) var tailStart: Int64 = 0
     /// The oldest offset `read` can still return (past what retention dropped or a write lost).
     private(set) var start: Int64 = 0
-    /// The writer fell behind by more than `hardPendingLimit` and the caller waited for it,
-    /// blocking (nothing was lost).
-    private(set) var waitedForWriter = false
+    /// The most bytes seen waiting for the writer past `pendingLimit` (appends never wait for it).
+    private(set) var overshoot = 0
     /// Written tails from here on stay in memory while they take at most half of `pendingLimit`
     /// (`keep(from:)`: the events a commit of the node's state is still to read).
     private var keepFrom = Int64.max
@@ -104,23 +105,13 @@ struct EventSpool {
         while let first = pending.first, first.start + Int64(first.bytes.count) <= written,
               first.start + Int64(first.bytes.count) <= keepFrom || pendingBytes > pendingLimit / 2 { forget() }
         // A writer more than `pendingLimit` behind (a disk that throttles its writes) is waited for
-        // off the caller (`writerWait`). Past `hardPendingLimit` (appends that nothing made wait)
-        // the caller waits for it, as it did when it wrote itself, rather than events being lost.
-        if pendingBytes > hardPendingLimit {
-            waitedForWriter = true
-            io.blockingRun {}
-            let written = files.progress.written
-            while let first = pending.first, first.start + Int64(first.bytes.count) <= written { forget() }
-        }
+        // off the caller (`writerWait`), never here.
+        overshoot = max(overshoot, pendingBytes - pendingLimit)
     }
 
     /// More than `pendingLimit` bytes wait for the writer: whoever makes events waits for it
     /// (`writerWait`) before making more.
     var writerBehind: Bool { pendingBytes > pendingLimit }
-
-    /// Bytes waiting for the writer past which an append blocks its caller until the writer has
-    /// written them (four times `pendingLimit`).
-    var hardPendingLimit: Int { min(pendingLimit, Int.max / 4) * 4 }
 
     /// A wait for the writer to finish what it was handed, to run off the caller (on the node, an
     /// `await` that frees its actor); nil when the writer is not behind. `writerProgressed()` then

@@ -38,10 +38,23 @@ extension Node {
         // Replies so far go out now, before a request that may wait; a send that will not wait
         // (nothing congested) leaves them for the batch.
         if case .send = request, !broadcast.isCongested {} else { connection.outbox.wake() }
+        // Requests that make events here at once wait for a spool writer that is behind (`send`
+        // waits in `send`); the rest — reads, `diagnose`, `leave` — never wait for the disk.
+        if Self.makesEvents(request) { await waitForEventWriter() }
         do throws(ControlError) {
             return try await answer(request, id: id, on: connection)
         } catch {
             return ControlReply.error(id: id, error)
+        }
+    }
+
+    /// Whether carrying out `request` makes events here at once (`send` waits for the spool's
+    /// writer itself, after its commit wait).
+    private static func makesEvents(_ request: ControlRequest) -> Bool {
+        switch request {
+        case .activitySet, .attachAdd, .attachRemove, .participantJoin, .participantLeave, .remove, .rekey, .admins: true
+        case .status, .members, .join, .send, .subscribe, .stats, .activityGet, .attachList, .attachGet, .leave, .invite,
+             .diagnose, .participants: false
         }
     }
 

@@ -16,13 +16,16 @@ extension Node {
     }
 
     /// The spool's writer is more than its pending limit behind (a disk that throttles writes):
-    /// the caller waits for it here, off the actor, before making more events — a link's reader
-    /// before its next batch, `send` before the next message — instead of an append blocking the
-    /// actor (`EventSpool.writerWait`).
+    /// the caller waits for it here, with the actor free, before making more events — a link's
+    /// reader before its next batch, the datagram receiver before its next datagram, `send` and
+    /// every control request that changes the session before it is carried out. An append never
+    /// waits (`EventSpool.writerWait`). Waits again while others' events kept the writer behind,
+    /// so what the caller makes next starts within the limit; not once the node stops.
     func waitForEventWriter() async {
-        guard let wait = events.spoolWriterWait() else { return }
-        await wait()
-        events.spoolWriterProgressed()
+        while mayWait, let wait = events.spoolWriterWait() {
+            await wait()
+            events.spoolWriterProgressed()
+        }
     }
 
     private func eventFilesRead(_ connection: ControlConnection, range: Range<Int64>, _ bytes: [UInt8]?) {

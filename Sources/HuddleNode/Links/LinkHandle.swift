@@ -7,11 +7,18 @@ final class LinkHandle: Sendable {
     let peer: MemberInfo
     /// The member that opened the TCP connection (decides which of two duplicate links stays).
     let dialer: MemberID
-    let outbox = Outbox<LinkOutbound>(batchBytes: LinkBudget.writeBatchBytes, progressBelow: LinkBudget.backlogBytes)
+    /// `waitingSince` as the link budget's stall rule counts it (`LinkBudget`, `SessionShell.closeStalledLinks`).
+    let outbox = Outbox<LinkOutbound>(batchBytes: LinkHandle.writeBatchBytes, progressBelow: LinkBudget().backlogBytes)
     let channel: Channel
     let remoteAddress: String
     /// The relay this link runs over (a circuit, `CircuitEnd`); nil for a direct link.
     let via: MemberID?
+    /// Most bytes of link messages the writer takes from the outbox for one write (at least one
+    /// message), so the encrypted buffer of a write is bounded however much is queued: taking
+    /// everything, a sender of 16 KiB broadcasts had 34 MiB of write buffers at once across its
+    /// 3 links (heaptrack). A megabyte per write still fills the socket buffer in a few writes.
+    static let writeBatchBytes = 1 << 20
+
     init(peer: MemberInfo, dialer: MemberID, channel: Channel, via: MemberID? = nil) {
         self.peer = peer
         self.via = via

@@ -84,9 +84,11 @@ extension Node {
     }
 
     /// Whether every live member linked here said it is on `head`, or the session moved past it.
+    /// Only linked members say (`peerHeads` is told over links): one without a link here hears of
+    /// the change through the others, and is not waited for.
     private func everyoneOn(_ head: [UInt8]) -> Bool {
         guard core.epochs.head == head else { return true }
-        return core.live.subtracting([local.id]).allSatisfy { core.peerHeads[$0] == head }
+        return core.live.subtracting([local.id]).allSatisfy { links[$0] == nil || core.peerHeads[$0] == head }
     }
 
     private static func controlError(_ error: EpochError) -> ControlError {

@@ -120,6 +120,13 @@ extension Node {
     /// and counter, then handles it. `source` is the sender's UDP address (`host:port`), where SWIM
     /// sends its answers.
     func datagramReceived(_ datagram: OpenedDatagram, from source: String) {
+        // An unreliable message is an event: while the spool's writer is behind (a disk that
+        // throttles its writes) it is dropped, as unreliable messages may be, rather than waited
+        // for — SWIM's datagrams behind it must not wait for the disk.
+        if case .message = datagram.payload.content, events.spoolWriterBehind {
+            _ = counters.unreliableDropped.wrappingAdd(1, ordering: .relaxed)
+            return
+        }
         execute(core.receiveDatagram(datagram, from: source, now: now))
     }
 }

@@ -25,23 +25,39 @@ final class OriginNodeKeys: Sendable {
 }
 
 extension Node {
-    /// On a link's reader, off the actor: the Ed25519 check of each batch whose origin's key is
-    /// known here. What passes is handed to the core with the batches, which then does not check
-    /// them again on the actor (issue 35, item 4); the rest the core checks itself.
+    /// On a link's reader, off the actor: the Ed25519 check of each batch, and of each message
+    /// passed on alone (a repair's, a relay's), whose origin's key is known here. What passes is
+    /// handed to the core with the messages, which then does not check it again on the actor
+    /// (issue 35, item 4); the rest the core checks itself. A message of a batch checked already
+    /// (in this read or an earlier one) costs the core one hash path, not a check.
     nonisolated func checkSignatures(_ messages: [LinkMessage]) -> [CheckedSignature] {
         var checked: [CheckedSignature] = []
-        for case let .batch(batch) in messages {
-            guard let key = originNodeKeys.key(batch.origin), let check = MessageBatch.check(batch, originNodeKey: key) else { continue }
-            checked.append(check)
+        for message in messages {
+            let check: CheckedSignature?
+            switch message {
+            case let .batch(batch): check = originNodeKeys.key(batch.origin).flatMap { MessageBatch.check(batch, originNodeKey: $0) }
+            case let .message(signed):
+                // Several of one batch passed on alone share its signature: checked once here.
+                guard !checked.contains(where: { $0.signs(signed) }) else { continue }
+                check = originNodeKeys.key(signed.message.origin).flatMap { MessageBatch.check(signed, originNodeKey: $0) }
+            default: continue
+            }
+            if let check { checked.append(check) }
         }
         if !checked.isEmpty { originNodeKeys.checkedOffActor.add(checked.count, ordering: .relaxed) }
         return checked
     }
 
-    /// After the core took `messages`: the node keys of their batches' origins, for the next check.
+    /// After the core took `messages`: the node keys of their origins, for the next check.
     func learnOriginNodeKeys(_ messages: [LinkMessage]) {
-        for case let .batch(batch) in messages where !originNodeKeys.contains(batch.origin) {
-            if let key = swim.members[batch.origin]?.node { originNodeKeys.set(batch.origin, key) }
+        for message in messages {
+            let origin: MemberID
+            switch message {
+            case let .batch(batch): origin = batch.origin
+            case let .message(signed): origin = signed.message.origin
+            default: continue
+            }
+            if !originNodeKeys.contains(origin), let key = swim.members[origin]?.node { originNodeKeys.set(origin, key) }
         }
     }
 }

@@ -117,6 +117,7 @@ actor Node {
         self.store = store
         self.security = security
         self.config = config
+        shellState.linkBudget.stallSeconds = config.linkStallSeconds
         log = NodeLogHandler.logger(name: local.name)
         // Beside the chunk store, in the data directory (its segment files are unlinked at once).
         events = EventLog(spoolDirectory: (store.root as NSString).deletingLastPathComponent)
@@ -256,8 +257,7 @@ actor Node {
     }
 
     private func handle(_ message: LinkMessage, on link: LinkHandle) {
-        execute(core.receiveLink(message, from: link.peer.id, addr: link.peer.addr, now: now, backlogged: link.isBacklogged,
-                                 queued: { links[$0]?.outbox.queuedBytes ?? 0 }))
+        shell.receiveLink(message, from: link.peer.id, addr: link.peer.addr)
         switch message {
         case let .pushPullReply(state) where !state.more: wake(.pushPullReply(link.peer.id))
         case .have: wake(.handOff)
@@ -280,8 +280,8 @@ actor Node {
     /// Exchanges full membership state with `peer` over its link and waits (until the link closes)
     /// for the answer: how a joiner learns the session from its sponsor.
     func pushPullAndWait(_ peer: MemberID, join: Bool) async {
-        guard let link = links[peer] else { return }
-        for part in core.pushPullRequest(to: peer, join: join) { link.send(part.encoded()) }
+        guard links[peer] != nil else { return }
+        shell.sendPushPull(to: peer, join: join)
         await wait(for: .pushPullReply(peer), until: .now + .seconds(10))
     }
 
@@ -337,7 +337,6 @@ actor Node {
         core.setWallClock(wallClock.now(), now: now)
         shell.tick()
         recordProbeRoundTrip()
-        closeStalledLinks()
         if state != nil, core.swim.local.incarnation != committedIncarnation { requestCommit() }
         if !spoolFailureLogged, let failure = events.spoolFailure {
             spoolFailureLogged = true

@@ -31,7 +31,7 @@ public struct NodeConfiguration: Sendable {
     /// store (it is then a laggard: `CausalBroadcast.Settings.ackDeadline`).
     public var ackDeadlineSeconds: Double = Self.defaultAckDeadlineSeconds
     public static let defaultAckDeadlineSeconds = CausalBroadcast.Settings.defaultAckDeadline
-    public static let defaultLinkStallSeconds = LinkBudget.defaultStallSeconds
+    public static let defaultLinkStallSeconds = LinkBudget().stallSeconds
     /// Handshakes (links and pairings) in progress at once from one source address, and in all;
     /// a connection over either bound is closed unanswered (`HandshakeGate`).
     public var handshakesPerAddress: Int = 16

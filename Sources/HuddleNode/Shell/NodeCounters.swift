@@ -15,7 +15,8 @@ final class NodeCounters: Sendable {
     let messagesDelivered = Atomic<Int>(0)
     /// Stored messages sent again to a member that asked for a gap.
     let retransmits = Atomic<Int>(0)
-    /// Unreliable messages dropped because the link they were for was backed up (`ShellNote.unreliableDropped`).
+    /// Unreliable messages dropped: sent while the link they were for was backed up
+    /// (`ShellNote.unreliableDropped`), or received while the event spool's writer was behind.
     let unreliableDropped = Atomic<Int>(0)
     let chunksServed = Atomic<Int>(0)
     let chunksFetched = Atomic<Int>(0)

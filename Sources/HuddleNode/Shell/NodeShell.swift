@@ -55,7 +55,20 @@ struct NodeShell: SessionShell {
 
     func startDial(_ addr: String) { node.assumeIsolated { $0.dialInBackground(addr) } }
 
+    func linkedPeers() -> [MemberID] { node.assumeIsolated { Array($0.links.keys) } }
+
+    func linkWaited(_ peer: MemberID) -> Double? {
+        node.assumeIsolated { node in
+            node.links[peer]?.outbox.waitingSince.map { since in
+                let waited = ContinuousClock.now - since
+                return Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18
+            }
+        }
+    }
+
     func closeLink(_ peer: MemberID) { node.assumeIsolated { $0.links[peer]?.close() } }
+
+    func abortLink(_ peer: MemberID) { node.assumeIsolated { $0.links[peer]?.abort() } }
 
     func sendDatagram(_ payload: DatagramPayload, to addr: String, sealing: DatagramSealing) {
         node.assumeIsolated { $0.sendDatagram(payload, to: addr, sealing: sealing) }
@@ -162,6 +175,11 @@ struct NodeShell: SessionShell {
             case let .retransmitted(count): _ = node.counters.retransmits.wrappingAdd(count, ordering: .relaxed)
             case .repairRequested: break
             case .unreliableDropped: _ = node.counters.unreliableDropped.wrappingAdd(1, ordering: .relaxed)
+            case let .linkAborted(peer, reason, queued):
+                if node.counters.refuse(reason) { node.logFirstRefusal(reason) }
+                let why = reason == .linkOverflow ? "more than \(node.shellState.linkBudget.hardLimitBytes)"
+                                                  : "waiting \(node.shellState.linkBudget.stallSeconds) s without being read"
+                node.log.warning("closing the link to \(peer): \(queued) bytes queued, \(why)")
             }
         }
     }
