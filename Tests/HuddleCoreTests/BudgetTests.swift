@@ -292,3 +292,35 @@ private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Ma
     #expect(journal.handOffPlan(to: [b, c]).plan.map(\.index) == [0, 1, 3])
     #expect(journal.state(of: m.id, now: 10) == .replicated, "the state still follows what peers say")
 }
+
+/// One store budget for what this member fetches and what it adds (`Journal.storeFits`, which
+/// `attach.add` asks through `SessionCore.storeFits(attachmentOf:)`): chunks asked for count against it as soon as
+/// they are asked for, an own attachment as soon as it is added, and nothing fits past the limit.
+@Test func whatThisMemberAddsIsHeldToTheStoreBudgetFetchingIsHeldTo() {
+    let (start, m, chunk) = storeLimitedJournal(chunks: 4)
+    var journal = start
+    #expect(journal.storeUsedBytes == 0)
+    #expect(journal.storeFits(4 * chunk) && !journal.storeFits(4 * chunk + 1) && !journal.storeFits(-1))
+    let all = Bitfield(count: 6, full: true)
+    journal.receiveHave(c, id: m.id, have: all, offer: all)
+    let asked = journal.requests(now: 1).count { if case .requestChunk = $0 { true } else { false } }
+    #expect(asked > 0 && journal.storeUsedBytes == asked * chunk, "asked-for chunks count at once")
+    #expect(!journal.storeFits((4 - asked) * chunk + 1) && journal.storeFits((4 - asked) * chunk))
+    // This member's own attachment of one chunk: held in full, so it counts too.
+    let (own, _) = heldAttachment(chunks: 1, local: a, limit: 4 * chunk)
+    #expect(own.storeUsedBytes > 0 && own.storeUsedBytes <= chunk)
+    #expect(!own.storeFits(4 * chunk), "what it added leaves less room")
+}
+
+/// `attach.add`'s question: an attachment is counted as the journal will count it once added, each
+/// chunk sealed (a byte past a whole chunk takes a whole sealed chunk).
+@Test func anAttachmentThisMemberAddsIsCountedAsItsSealedChunks() {
+    let identity = identities[a]!
+    let me = MemberInfo(id: a, node: identity.publicKey, name: "a", addr: testAddr("a"), incarnation: 0).signed(by: identity)
+    var limits = SessionCore.Limits()
+    limits.storeBytes = 2 * (Manifest.defaultChunkSize + AEAD.tagLength)
+    let core = SessionCore(local: me, identity: identity, limits: limits, joining: false, swimSeed: 1, journalSeed: 1)
+    #expect(core.storeFits(attachmentOf: 0) && core.storeFits(attachmentOf: 2 * Manifest.defaultChunkSize))
+    #expect(!core.storeFits(attachmentOf: 2 * Manifest.defaultChunkSize + 1), "a third chunk does not fit")
+    #expect(!core.storeFits(attachmentOf: -1) && !core.storeFits(attachmentOf: .max), "no trap on any size")
+}

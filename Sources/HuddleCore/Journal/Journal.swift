@@ -163,7 +163,7 @@ public struct Journal: Sendable {
     /// an attachment that stops at it is reported once (`.storeFull`), and again only after its
     /// fetching went on in between.
     public mutating func requests(now: Double) -> [Effect] {
-        let budget = storeLimitBytes - swarm.storedBytes - swarm.requestedBytes
+        let budget = storeLimitBytes - storeUsedBytes
         var out = swarm.tick(now: now, storeBudget: budget).map { Effect.requestChunk(from: $0.peer, id: $0.id, index: $0.index) }
         let waiting = swarm.waitingForStore
         for id in waiting.subtracting(stoppedByStore).sorted() {
@@ -248,6 +248,14 @@ public struct Journal: Sendable {
         swarm.served(id: id, index: index, to: peer, now: now)
     }
 
+    /// Bytes of chunks the store holds or that are on their way to it (asked for, or admitted and
+    /// being written): what the store limit is held against.
+    public var storeUsedBytes: Int { swarm.storedBytes + swarm.requestedBytes }
+
+    /// Whether `bytes` more fit the store limit beside what it holds or is to hold: the one store
+    /// budget, for what this member fetches and for what it adds (`SessionCore.storeFits`).
+    public func storeFits(_ bytes: Int) -> Bool { bytes >= 0 && bytes <= storeLimitBytes - storeUsedBytes }
+
     /// Whether a chunk that arrived intact and is new here may be stored: one that was asked for
     /// is already within the store limit; one that came unasked (a hand-off, or an answer after
     /// its request timed out) must fit it, else it is refused and counted; a second copy of one
@@ -258,7 +266,7 @@ public struct Journal: Sendable {
     public mutating func admitChunk(_ id: String, _ index: Int, now: Double) -> (admitted: Bool, effects: [Effect]) {
         guard !swarm.isWriting(id, index) else { return (false, []) }
         if !swarm.isRequested(id, index) {
-            guard swarm.storedBytes + swarm.requestedBytes + swarm.chunkBytes(id) <= storeLimitBytes else { return (false, refuse(.storeFull)) }
+            guard storeFits(swarm.chunkBytes(id)) else { return (false, refuse(.storeFull)) }
         }
         swarm.admitted(id: id, index: index, now: now)
         return (true, [])

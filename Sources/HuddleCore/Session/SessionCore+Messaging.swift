@@ -227,6 +227,17 @@ extension SessionCore {
 
     // MARK: the journal's broadcasts
 
+    /// Whether an attachment of `size` plaintext bytes that this member adds fits its store limit
+    /// beside what the store holds or is to hold (`Journal.storeFits`: the one store budget, shared
+    /// with fetching), counted as the journal counts it: each chunk sealed, at `Manifest.defaultChunkSize`.
+    public func storeFits(attachmentOf size: Int) -> Bool {
+        guard size >= 0 else { return false }
+        let chunk = Manifest.defaultChunkSize
+        let chunks = size / chunk + (size % chunk == 0 ? 0 : 1)
+        let (sealed, overflow) = chunks.multipliedReportingOverflow(by: chunk + AEAD.tagLength)
+        return !overflow && journal.storeFits(sealed)
+    }
+
     /// Adds an attachment this member stored (its manifest signed by this member): broadcast as a journal entry and applied here.
     public mutating func addAttachment(_ manifest: Manifest, key: [UInt8], now: Double) -> [SessionEffect] {
         journalBroadcast(.add(manifest, key: key), now: now)

@@ -5,18 +5,17 @@ import NIOCore
 import Synchronization
 
 /// Encrypted chunks on disk: one file per attachment, `<data dir>/chunks/<attachment>`, with chunk
-/// `index` at `index × (chunk size + tag)` (a sparse file until every chunk is in), and a byte limit.
+/// `index` at `index × (chunk size + tag)` (a sparse file until every chunk is in). Its byte limit is
+/// the session core's (`Journal.storeFits`), not the store's.
 /// One file instead of one per chunk: creating hundreds of inodes per attachment cost more CPU in
 /// ext4's inode allocator than hashing the chunks. A chunk counts as held only once its write has
 /// returned, so a reader never reads a slot that is half written. Sendable: it holds only
-/// immutable paths and limits.
+/// immutable paths.
 struct ChunkStore: Sendable {
     let root: String
-    let limitBytes: Int
 
-    init(dataDirectory: String, limitBytes: Int) throws {
+    init(dataDirectory: String) throws {
         root = dataDirectory + "/chunks"
-        self.limitBytes = limitBytes
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 

@@ -15,7 +15,7 @@ extension Node {
         guard path.hasPrefix("/") else { throw ControlError(code: .badRequest, message: "\"path\" must be absolute") }
         let store = self.store, limit = config.maxAttachmentBytes
         // Every look at the file system happens off the actor.
-        try await Self.fileWork { () throws(ControlError) in
+        let size = try await Self.fileWork { () throws(ControlError) -> Int in
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
                 throw ControlError(code: .notFound, message: "no file at \(path)")
@@ -24,10 +24,12 @@ extension Node {
             guard size <= limit else {
                 throw ControlError(code: .tooLarge, message: "\(path) is \(size) bytes; the attachment limit is \(limit)")
             }
-            guard store.usedBytes() + size <= store.limitBytes else {
-                throw ControlError(code: .tooLarge, message: "the store would exceed its limit of \(store.limitBytes) bytes")
-            }
+            return size
         }
+        // The store budget is the core's (the journal's, which fetching is held to too): checked
+        // before the import, and again after it, when another import may have taken the room.
+        let storeFull = ControlError(code: .tooLarge, message: "the store would exceed its limit of \(config.storeLimitBytes) bytes")
+        guard core.storeFits(attachmentOf: size) else { throw storeFull }
         var metaBytes: [UInt8] = []
         meta.write(into: &metaBytes)
         guard metaBytes.count <= Manifest.maximumMeta else { throw ControlError(code: .tooLarge, message: "\"meta\" is \(metaBytes.count) bytes; the limit is 16384") }
@@ -45,6 +47,11 @@ extension Node {
         let id = manifest.id
         try await Self.fileWork { () throws(ControlError) in
             do { try store.rename(staging, to: id) } catch { throw ControlError(code: .ioError, message: "\(error)") }
+        }
+        // Nothing suspends from here to `addAttachment`: no other add takes the room in between.
+        guard core.storeFits(attachmentOf: Int(clamping: imported.size)) else {
+            _ = try? await BulkWork.run { store.remove(id) }
+            throw storeFull
         }
         execute(core.addAttachment(manifest, key: imported.key, now: now))
         return ["attachment": attachmentJSON(manifest.id)]

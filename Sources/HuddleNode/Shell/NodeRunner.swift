@@ -56,7 +56,7 @@ public enum NodeRunner {
         let local = MemberInfo(id: loaded?.point.member ?? MemberID(raw: SecureRandom.uint64()), node: identity.publicKey, name: name, addr: advertise,
                                incarnation: loaded.map { min($0.point.incarnation &+ SessionCore.resumeIncarnationMargin, WireReader.madeCountLimit) } ?? 0)
         let store: ChunkStore
-        do { store = try ChunkStore(dataDirectory: dataDir.path, limitBytes: config.storeLimitBytes) } catch {
+        do { store = try ChunkStore(dataDirectory: dataDir.path) } catch {
             throw NodeError("cannot create the chunk store in \(dataDir.path): \(error.localizedDescription)")
         }
         let metricsServer: MetricsServer?
