@@ -1,27 +1,6 @@
 import NIOCore
 import NIOPosix
 
-/// Why a client could not talk to a node.
-public enum ControlClientError: Error, CustomStringConvertible, Sendable {
-    /// Nothing listens at the control path (the CLI exits 3).
-    case noNode(path: String)
-    /// The node closed the connection before answering.
-    case closed
-    /// The node wrote something that is not a JSON object line.
-    case badReply(String)
-    /// The path, or its directory, belongs to another user (`ControlPathCheck`): not connected.
-    case untrusted(ControlPathError)
-
-    public var description: String {
-        switch self {
-        case let .noNode(path): "no node is running at \(path)"
-        case .closed: "the node closed the control connection"
-        case let .badReply(why): "unreadable reply from the node: \(why)"
-        case let .untrusted(error): error.message
-        }
-    }
-}
-
 /// An async client for one control connection. Requests are answered in order (CONTROL.md), so
 /// replies are matched first-in first-out; event lines are kept for `events()` in arrival order.
 /// A `subscribe` with `"encoding": "binary"` switches the connection to frames once the node's
@@ -41,9 +20,10 @@ public actor ControlClient {
     private init(outgoing: AsyncStream<ByteBuffer>.Continuation) { self.outgoing = outgoing }
 
     /// Connects to the node's control socket at `path`, unless the path or its directory belongs
-    /// to another user than this one or root (then `untrusted`: their socket could pose as the node).
-    public static func connect(path: String) async throws -> ControlClient {
-        do { _ = try ControlPathCheck.check(path, allowRoot: true) } catch { throw ControlClientError.untrusted(error) }
+    /// to another user than this one or root (then `untrustedPath`: their socket could pose as the
+    /// node); `noNode` when nothing listens there.
+    public static func connect(path: String) async throws(ControlError) -> ControlClient {
+        _ = try ControlPathCheck.check(path, allowRoot: true)
         let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
         do {
             channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -54,7 +34,7 @@ public actor ControlClient {
                     }
                 }
         } catch {
-            throw ControlClientError.noNode(path: path)
+            throw ControlError.noNode(path: path)
         }
         let (writes, continuation) = AsyncStream.makeStream(of: ByteBuffer.self)
         let client = ControlClient(outgoing: continuation)
@@ -80,8 +60,8 @@ public actor ControlClient {
     }
 
     /// Sends `request` and returns the node's reply, decoded for its op (`ControlResponse`), when it
-    /// is `ok`; throws the node's `ControlError` when not, `ControlClientError` when the connection
-    /// fails or the reply is not the one CONTROL.md defines for the op.
+    /// is `ok`; throws the node's refusal when not (a `ControlError` with a wire code), `closed` or
+    /// `badReply` when the connection fails or the reply is not the one CONTROL.md defines for the op.
     public func request(_ request: ControlRequest) async throws -> ControlResponse {
         var framing = false
         if case .subscribe(_, _, .binary) = request { framing = true }
@@ -101,7 +81,7 @@ public actor ControlClient {
 
     /// Writes one request line and waits for its reply: the reply when `ok`, else its error thrown.
     private func send(_ request: JSONObject, framing: Bool) async throws -> JSONObject {
-        guard !closed else { throw ControlClientError.closed }
+        guard !closed else { throw ControlError.closed }
         nextID += 1
         var bytes: [UInt8] = []
         JSON.object(request).write(into: &bytes)
@@ -112,8 +92,8 @@ public actor ControlClient {
         }
         if reply["ok"] == .bool(true) { return reply }
         let error = reply["error"]?.objectValue
-        let code = error?["code"]?.stringValue.flatMap(ControlErrorCode.init(rawValue:)) ?? .internal
-        throw ControlError(code: code, message: error?["message"]?.stringValue ?? "the node answered with an error")
+        let code = error?["code"]?.stringValue.flatMap(ControlError.Code.init(wire:)) ?? .internal
+        throw ControlError(code, error?["message"]?.stringValue ?? "the node answered with an error")
     }
 
     /// Event lines (objects with an `event` key), from the first one received on this connection.
@@ -156,7 +136,7 @@ public actor ControlClient {
 
     private func received(_ line: [UInt8]) {
         guard case let .object(object)? = try? JSON.parse(line) else {
-            pending.first?.reply.resume(throwing: ControlClientError.badReply(String(decoding: line.prefix(200), as: UTF8.self)))
+            pending.first?.reply.resume(throwing: ControlError.badReply(String(decoding: line.prefix(200), as: UTF8.self)))
             if !pending.isEmpty { pending.removeFirst() }
             return
         }
@@ -175,7 +155,7 @@ public actor ControlClient {
     private func connectionEnded() {
         guard !closed else { return }
         closed = true
-        for c in pending { c.reply.resume(throwing: ControlClientError.closed) }
+        for c in pending { c.reply.resume(throwing: ControlError.closed) }
         pending = []
         eventContinuation?.finish()
         outgoing.finish()
@@ -216,7 +196,7 @@ struct ReplyStream {
             let parsed = try buffer.withUnsafeBytes { bytes throws -> (Item, Int)? in
                 guard bytes.count - start >= EventFrame.headerBytes else { return nil }
                 guard let length = EventFrame.frameLength(bytes, at: start), length <= Self.maximumFrame else {
-                    throw ControlClientError.badReply("a frame of length 0 or over \(Self.maximumFrame) bytes")
+                    throw ControlError.badReply("a frame of length 0 or over \(Self.maximumFrame) bytes")
                 }
                 guard length <= bytes.count - start else { return nil }
                 let payload = UnsafeRawBufferPointer(rebasing: bytes[(start + EventFrame.headerBytes)..<(start + length)])
@@ -225,12 +205,12 @@ struct ReplyStream {
                     return (.line(Array(payload.prefix { $0 != 0x0A })), length)
                 case EventFrame.message:
                     var line: [UInt8] = []
-                    guard let m = MessageFrame(payload) else { throw ControlClientError.badReply("a message frame that does not parse") }
+                    guard let m = MessageFrame(payload) else { throw ControlError.badReply("a message frame that does not parse") }
                     m.writeLine(into: &line)
-                    guard case let .object(object)? = try? JSON.parse(line) else { throw ControlClientError.badReply("a message frame that does not parse") }
+                    guard case let .object(object)? = try? JSON.parse(line) else { throw ControlError.badReply("a message frame that does not parse") }
                     return (.message(object), length)
                 default:
-                    throw ControlClientError.badReply("a frame of unknown kind \(bytes[start + 4])")
+                    throw ControlError.badReply("a frame of unknown kind \(bytes[start + 4])")
                 }
             }
             guard let (item, length) = parsed else { return nil }

@@ -90,15 +90,15 @@ public enum ControlRequest: Sendable, Equatable {
         let object: JSONObject
         do {
             guard case let .object(o) = try JSON.parse(line) else {
-                return (.null, .failure(ControlError(code: .badRequest, message: "a request must be a JSON object")))
+                return (.null, .failure(ControlError(.badRequest, "a request must be a JSON object")))
             }
             object = o
         } catch {
-            return (.null, .failure(ControlError(code: .badRequest, message: "request is not valid JSON: \(error)")))
+            return (.null, .failure(ControlError(.badRequest, "request is not valid JSON: \(error)")))
         }
         let id = object["id"] ?? .null
         switch id {
-        case .array, .object: return (.null, .failure(ControlError(code: .badRequest, message: "\"id\" must be a JSON scalar")))
+        case .array, .object: return (.null, .failure(ControlError(.badRequest, "\"id\" must be a JSON scalar")))
         default: break
         }
         do throws(ControlError) {
@@ -127,7 +127,7 @@ public enum ControlRequest: Sendable, Equatable {
             var bytes: [UInt8] = []
             value.write(into: &bytes)
             guard bytes.count <= maximumActivityBytes else {
-                throw ControlError(code: .tooLarge, message: "activity value is \(bytes.count) bytes; the limit is \(maximumActivityBytes)")
+                throw ControlError(.tooLarge, "activity value is \(bytes.count) bytes; the limit is \(maximumActivityBytes)")
             }
             return .activitySet(value: value)
         case "attach.add":
@@ -182,7 +182,7 @@ public enum ControlRequest: Sendable, Equatable {
         }
     }
 
-    private static func bad(_ message: String) -> ControlError { ControlError(code: .badRequest, message: message) }
+    private static func bad(_ message: String) -> ControlError { ControlError(.badRequest, message) }
 
     /// An optional list of node keys (64 hex digits each), empty when absent.
     private static func nodeKeys(_ r: JSONObject, _ field: String) throws(ControlError) -> [String] {
@@ -227,7 +227,7 @@ public enum ControlRequest: Sendable, Equatable {
         if let field = r["envelope"], !field.isNull {
             guard let b64 = field.stringValue, let data = Data(base64Encoded: b64) else { throw bad("\"envelope\" must be base64") }
             guard data.count <= maximumEnvelopeBytes else {
-                throw ControlError(code: .tooLarge, message: "envelope is \(data.count) bytes; the limit is \(maximumEnvelopeBytes)")
+                throw ControlError(.tooLarge, "envelope is \(data.count) bytes; the limit is \(maximumEnvelopeBytes)")
             }
             envelope = Array(data)
         }

@@ -3,7 +3,7 @@
 ///
 /// Guarantees: `result` is the case of the request's op (`ControlResult.decode`), with every field
 /// CONTROL.md names for it present and of its type; a reply that is not was refused with
-/// `ControlClientError.badReply` naming the op and the field. `fields` is the reply unchanged
+/// `ControlError.badReply` naming the op and the field. `fields` is the reply unchanged
 /// (`id`, `ok` and the result fields in the node's order): what `huddle --json` prints.
 public struct ControlResponse: Sendable, Equatable {
     public let fields: JSONObject
@@ -15,7 +15,7 @@ public struct ControlResponse: Sendable, Equatable {
     }
 
     /// The reply `fields` to `request`, decoded.
-    public init(_ fields: JSONObject, for request: ControlRequest) throws(ControlClientError) {
+    public init(_ fields: JSONObject, for request: ControlRequest) throws(ControlError) {
         self.init(fields: fields, result: try ControlResult.decode(fields, for: request))
     }
 }
@@ -58,11 +58,11 @@ public enum ControlResult: Sendable, Equatable {
     case participants([ControlParticipant])
 
     /// The result of `request` in its `ok` reply `object`.
-    public static func decode(_ object: JSONObject, for request: ControlRequest) throws(ControlClientError) -> ControlResult {
+    public static func decode(_ object: JSONObject, for request: ControlRequest) throws(ControlError) -> ControlResult {
         let r = ReplyFields(object, what: "the \(request.op) reply")
         switch request {
         case .status: return .status(try ControlStatus(r))
-        case .members: return .members(try r.objects("members").map { (o: JSONObject) throws(ControlClientError) -> ControlMember in try ControlMember(o) })
+        case .members: return .members(try r.objects("members").map { (o: JSONObject) throws(ControlError) -> ControlMember in try ControlMember(o) })
         case .join: return .joined(members: try r.int("members"))
         case .send: return .sent(ControlSendReceipt(msg: try r.string("msg"), seq: try r.optionalInt("seq")))
         case .subscribe: return .subscribed(cursor: try r.int("cursor"))
@@ -75,7 +75,7 @@ public enum ControlResult: Sendable, Equatable {
         case .activitySet, .attachRemove, .participantLeave: return .done
         case .attachAdd: return .attachment(try ControlAttachment(try r.object("attachment")))
         case .attachList:
-            return .attachments(try r.objects("attachments").map { (o: JSONObject) throws(ControlClientError) -> ControlAttachment in try ControlAttachment(o) })
+            return .attachments(try r.objects("attachments").map { (o: JSONObject) throws(ControlError) -> ControlAttachment in try ControlAttachment(o) })
         case .attachGet:
             let attachment = try r.value("attachment").isNull ? nil : ControlAttachment(r.object("attachment"))
             return .written(attachment: attachment, path: try r.string("path"))
@@ -86,7 +86,7 @@ public enum ControlResult: Sendable, Equatable {
         case .admins: return .admins(try r.strings("admins"), epoch: try r.int("epoch"))
         case .participantJoin: return .participant(try ControlParticipant(try r.object("participant")))
         case .participants:
-            return .participants(try r.objects("participants").map { (o: JSONObject) throws(ControlClientError) -> ControlParticipant in try ControlParticipant(o) })
+            return .participants(try r.objects("participants").map { (o: JSONObject) throws(ControlError) -> ControlParticipant in try ControlParticipant(o) })
         }
     }
 }
@@ -118,7 +118,7 @@ public struct ControlStatus: Sendable, Equatable {
     /// The session's admins (node keys; an extension of CONTROL.md, empty when the node does not say).
     public var admins: [String]
 
-    init(_ r: ReplyFields) throws(ControlClientError) {
+    init(_ r: ReplyFields) throws(ControlError) {
         member = try r.string("member")
         node = try r.string("node")
         name = try r.string("name")
@@ -165,7 +165,7 @@ public struct ControlMember: Sendable, Equatable {
     public var rttMs: Double?
 
     /// The member `object` describes, or `badReply` naming the field that is missing or ill-typed.
-    public init(_ object: JSONObject) throws(ControlClientError) {
+    public init(_ object: JSONObject) throws(ControlError) {
         let r = ReplyFields(object, what: "a member")
         member = try r.string("member")
         node = try r.string("node")
@@ -210,7 +210,7 @@ public struct ControlAttachment: Sendable, Equatable {
 
     /// The attachment `object` describes (in a reply or an event), or `badReply` naming the field
     /// that is missing or ill-typed.
-    public init(_ object: JSONObject) throws(ControlClientError) {
+    public init(_ object: JSONObject) throws(ControlError) {
         let r = ReplyFields(object, what: "an attachment")
         id = try r.string("id")
         name = try r.string("name")
@@ -252,7 +252,7 @@ public struct ControlParticipant: Sendable, Equatable {
 
     /// The participant `object` describes (in a reply or an event), or `badReply` naming the field
     /// that is missing or ill-typed.
-    public init(_ object: JSONObject) throws(ControlClientError) {
+    public init(_ object: JSONObject) throws(ControlError) {
         let r = ReplyFields(object, what: "a participant")
         id = try r.string("id")
         member = try r.string("member")
@@ -265,33 +265,33 @@ public struct ControlParticipant: Sendable, Equatable {
 
 extension ControlResponse {
     /// The result as the case asked for, or `badReply` (the request was of another op).
-    private func expect<T>(_ what: String, _ pick: (ControlResult) -> T?) throws(ControlClientError) -> T {
+    private func expect<T>(_ what: String, _ pick: (ControlResult) -> T?) throws(ControlError) -> T {
         guard let value = pick(result) else { throw .badReply("expected \(what), got \(result)") }
         return value
     }
 
     public var status: ControlStatus {
-        get throws(ControlClientError) { try expect("a status") { if case let .status(s) = $0 { s } else { nil } } }
+        get throws(ControlError) { try expect("a status") { if case let .status(s) = $0 { s } else { nil } } }
     }
     public var members: [ControlMember] {
-        get throws(ControlClientError) { try expect("members") { if case let .members(m) = $0 { m } else { nil } } }
+        get throws(ControlError) { try expect("members") { if case let .members(m) = $0 { m } else { nil } } }
     }
     public var sent: ControlSendReceipt {
-        get throws(ControlClientError) { try expect("a send receipt") { if case let .sent(s) = $0 { s } else { nil } } }
+        get throws(ControlError) { try expect("a send receipt") { if case let .sent(s) = $0 { s } else { nil } } }
     }
     public var cursor: Int64 {
-        get throws(ControlClientError) { try expect("a cursor") { if case let .subscribed(c) = $0 { c } else { nil } } }
+        get throws(ControlError) { try expect("a cursor") { if case let .subscribed(c) = $0 { c } else { nil } } }
     }
     /// The report of `stats` or `diagnose`.
     public var report: JSONObject {
-        get throws(ControlClientError) { try expect("a report") { if case let .report(r) = $0 { r } else { nil } } }
+        get throws(ControlError) { try expect("a report") { if case let .report(r) = $0 { r } else { nil } } }
     }
     public var activity: (value: JSON, setBy: String?) {
-        get throws(ControlClientError) { try expect("an activity") { if case let .activity(v, s) = $0 { (v, s) } else { nil } } }
+        get throws(ControlError) { try expect("an activity") { if case let .activity(v, s) = $0 { (v, s) } else { nil } } }
     }
     /// The attachment of `attach.add`, or of `attach.get` when the node still knows it.
     public var attachment: ControlAttachment {
-        get throws(ControlClientError) {
+        get throws(ControlError) {
             try expect("an attachment") {
                 switch $0 {
                 case let .attachment(a), let .written(a?, _): a
@@ -301,11 +301,11 @@ extension ControlResponse {
         }
     }
     public var attachments: [ControlAttachment] {
-        get throws(ControlClientError) { try expect("attachments") { if case let .attachments(a) = $0 { a } else { nil } } }
+        get throws(ControlError) { try expect("attachments") { if case let .attachments(a) = $0 { a } else { nil } } }
     }
     /// The epoch of `remove`, `rekey` or `admins`.
     public var epoch: Int64 {
-        get throws(ControlClientError) {
+        get throws(ControlError) {
             try expect("an epoch") {
                 switch $0 {
                 case let .epoch(e), let .admins(_, e): e
@@ -315,13 +315,13 @@ extension ControlResponse {
         }
     }
     public var invitation: ControlInvitation {
-        get throws(ControlClientError) { try expect("an invitation") { if case let .invitation(i) = $0 { i } else { nil } } }
+        get throws(ControlError) { try expect("an invitation") { if case let .invitation(i) = $0 { i } else { nil } } }
     }
     public var participant: ControlParticipant {
-        get throws(ControlClientError) { try expect("a participant") { if case let .participant(p) = $0 { p } else { nil } } }
+        get throws(ControlError) { try expect("a participant") { if case let .participant(p) = $0 { p } else { nil } } }
     }
     public var participants: [ControlParticipant] {
-        get throws(ControlClientError) { try expect("participants") { if case let .participants(p) = $0 { p } else { nil } } }
+        get throws(ControlError) { try expect("participants") { if case let .participants(p) = $0 { p } else { nil } } }
     }
 }
 
@@ -336,34 +336,34 @@ struct ReplyFields {
         self.what = what
     }
 
-    private func refuse(_ key: String, _ type: String) -> ControlClientError {
+    private func refuse(_ key: String, _ type: String) -> ControlError {
         .badReply("\(what) has no \"\(key)\" \(type)")
     }
 
     /// The value at `key`; null when absent.
     func value(_ key: String) -> JSON { object[key] ?? .null }
 
-    func string(_ key: String) throws(ControlClientError) -> String {
+    func string(_ key: String) throws(ControlError) -> String {
         guard let s = object[key]?.stringValue else { throw refuse(key, "string") }
         return s
     }
 
-    func optionalString(_ key: String) throws(ControlClientError) -> String? {
+    func optionalString(_ key: String) throws(ControlError) -> String? {
         if value(key).isNull { return nil }
         return try string(key)
     }
 
-    func int(_ key: String) throws(ControlClientError) -> Int64 {
+    func int(_ key: String) throws(ControlError) -> Int64 {
         guard let i = object[key]?.intValue else { throw refuse(key, "integer") }
         return i
     }
 
-    func optionalInt(_ key: String) throws(ControlClientError) -> Int64? {
+    func optionalInt(_ key: String) throws(ControlError) -> Int64? {
         if value(key).isNull { return nil }
         return try int(key)
     }
 
-    func optionalNumber(_ key: String) throws(ControlClientError) -> Double? {
+    func optionalNumber(_ key: String) throws(ControlError) -> Double? {
         switch value(key) {
         case .null: return nil
         case let .int(i): return Double(i)
@@ -372,36 +372,36 @@ struct ReplyFields {
         }
     }
 
-    func bool(_ key: String) throws(ControlClientError) -> Bool {
+    func bool(_ key: String) throws(ControlError) -> Bool {
         guard let b = object[key]?.boolValue else { throw refuse(key, "true or false") }
         return b
     }
 
-    func object(_ key: String) throws(ControlClientError) -> JSONObject {
+    func object(_ key: String) throws(ControlError) -> JSONObject {
         guard let o = object[key]?.objectValue else { throw refuse(key, "object") }
         return o
     }
 
-    func objects(_ key: String) throws(ControlClientError) -> [JSONObject] {
+    func objects(_ key: String) throws(ControlError) -> [JSONObject] {
         guard let list = object[key]?.arrayValue else { throw refuse(key, "list") }
-        return try list.map { (item: JSON) throws(ControlClientError) -> JSONObject in
+        return try list.map { (item: JSON) throws(ControlError) -> JSONObject in
             guard let o = item.objectValue else { throw refuse(key, "list of objects") }
             return o
         }
     }
 
-    func strings(_ key: String) throws(ControlClientError) -> [String] {
+    func strings(_ key: String) throws(ControlError) -> [String] {
         guard let list = object[key]?.arrayValue else { throw refuse(key, "list") }
-        return try list.map { (item: JSON) throws(ControlClientError) -> String in
+        return try list.map { (item: JSON) throws(ControlError) -> String in
             guard let s = item.stringValue else { throw refuse(key, "list of strings") }
             return s
         }
     }
 
     /// A clock: an object of member → seq, in the node's order.
-    func clock(_ key: String) throws(ControlClientError) -> [ControlClockEntry] {
+    func clock(_ key: String) throws(ControlError) -> [ControlClockEntry] {
         let o = try object(key)
-        return try o.map { (pair: (String, JSON)) throws(ControlClientError) -> ControlClockEntry in
+        return try o.map { (pair: (String, JSON)) throws(ControlError) -> ControlClockEntry in
             guard let seq = pair.1.intValue else { throw refuse(key, "clock (member → seq)") }
             return ControlClockEntry(member: pair.0, seq: seq)
         }

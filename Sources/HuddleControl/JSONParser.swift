@@ -1,19 +1,12 @@
-/// Why a text is not the JSON the parser accepts.
-public struct JSONParseError: Error, CustomStringConvertible, Sendable {
-    public let message: String
-    public let offset: Int
-    public var description: String { "\(message) at byte \(offset)" }
-}
-
 extension JSON {
     /// Parses strict RFC 8259 JSON. Checks every index before use, rejects trailing bytes, invalid
     /// UTF-8, bad escapes, lone surrogates and nesting deeper than 64. Never traps on any input.
-    public static func parse(_ bytes: some Collection<UInt8>) throws(JSONParseError) -> JSON {
+    public static func parse(_ bytes: some Collection<UInt8>) throws(ControlError) -> JSON {
         try parse(Array(bytes))
     }
 
     /// Parses `bytes` in place (no copy).
-    public static func parse(_ bytes: [UInt8]) throws(JSONParseError) -> JSON {
+    public static func parse(_ bytes: [UInt8]) throws(ControlError) -> JSON {
         var parser = JSONParser(bytes: bytes)
         parser.skipSpace()
         let value = try parser.value(depth: 0)
@@ -22,7 +15,7 @@ extension JSON {
         return value
     }
 
-    public static func parse(_ text: String) throws(JSONParseError) -> JSON { try parse(Array(text.utf8)) }
+    public static func parse(_ text: String) throws(ControlError) -> JSON { try parse(Array(text.utf8)) }
 }
 
 private struct JSONParser {
@@ -32,7 +25,8 @@ private struct JSONParser {
 
     init(bytes: [UInt8]) { self.bytes = bytes }
 
-    func error(_ message: String) -> JSONParseError { JSONParseError(message: message, offset: index) }
+    /// Why the text is not JSON, at the byte the parser stopped at (`ControlError.Code.notJSON`).
+    func error(_ message: String) -> ControlError { ControlError(.notJSON, "\(message) at byte \(index)") }
 
     mutating func skipSpace() {
         while index < bytes.count {
@@ -43,7 +37,7 @@ private struct JSONParser {
         }
     }
 
-    mutating func value(depth: Int) throws(JSONParseError) -> JSON {
+    mutating func value(depth: Int) throws(ControlError) -> JSON {
         guard depth <= Self.maximumDepth else { throw error("nesting deeper than \(Self.maximumDepth)") }
         guard index < bytes.count else { throw error("unexpected end of input") }
         switch bytes[index] {
@@ -58,7 +52,7 @@ private struct JSONParser {
         }
     }
 
-    mutating func literal(_ word: StaticString) throws(JSONParseError) {
+    mutating func literal(_ word: StaticString) throws(ControlError) {
         let n = word.utf8CodeUnitCount
         guard index + n <= bytes.count else { throw error("unexpected end of input") }
         let expected = UnsafeBufferPointer(start: word.utf8Start, count: n)
@@ -66,7 +60,7 @@ private struct JSONParser {
         index += n
     }
 
-    mutating func object(depth: Int) throws(JSONParseError) -> JSON {
+    mutating func object(depth: Int) throws(ControlError) -> JSON {
         index += 1
         var result = JSONObject()
         skipSpace()
@@ -88,7 +82,7 @@ private struct JSONParser {
         }
     }
 
-    mutating func array(depth: Int) throws(JSONParseError) -> JSON {
+    mutating func array(depth: Int) throws(ControlError) -> JSON {
         index += 1
         var result: [JSON] = []
         skipSpace()
@@ -104,7 +98,7 @@ private struct JSONParser {
         }
     }
 
-    mutating func hex4() throws(JSONParseError) -> UInt32 {
+    mutating func hex4() throws(ControlError) -> UInt32 {
         guard index + 4 <= bytes.count else { throw error("truncated \\u escape") }
         var v: UInt32 = 0
         for b in bytes[index..<index + 4] {
@@ -121,7 +115,7 @@ private struct JSONParser {
         return v
     }
 
-    mutating func string() throws(JSONParseError) -> String {
+    mutating func string() throws(ControlError) -> String {
         index += 1
         // Most strings have no escape: find the closing quote and validate the bytes in place.
         let plainEnd: Int? = bytes.withUnsafeBufferPointer { buffer in
@@ -189,7 +183,7 @@ private struct JSONParser {
         return s
     }
 
-    mutating func number() throws(JSONParseError) -> JSON {
+    mutating func number() throws(ControlError) -> JSON {
         let start = index
         var isInteger = true
         if bytes[index] == UInt8(ascii: "-") { index += 1 }

@@ -38,7 +38,7 @@ public enum HuddleKitError: Error, Equatable, Sendable, CustomStringConvertible 
     /// A value from the session could not be decoded as the type asked for.
     case decodingFailed(String)
 
-    /// The error for a node's refusal.
+    /// The error for a node's refusal, or for a failure on this side of the control socket.
     init(_ error: ControlError) {
         switch error.code {
         case .tooLarge: self = .tooLarge(error.message)
@@ -50,6 +50,10 @@ public enum HuddleKitError: Error, Equatable, Sendable, CustomStringConvertible 
         case .ioError: self = .ioError(error.message)
         case .notMember: self = .notMember(error.message)
         case .internal: self = .nodeFailed(error.message)
+        case let .noNode(path): self = .noNode(path: path)
+        case .closed: self = .disconnected
+        case let .badReply(why): self = .nodeFailed("unreadable reply: \(why)")
+        case .untrustedPath, .notJSON: self = .nodeFailed(error.message)
         }
     }
 
@@ -58,9 +62,6 @@ public enum HuddleKitError: Error, Equatable, Sendable, CustomStringConvertible 
         switch error {
         case let e as HuddleKitError: e
         case let e as ControlError: HuddleKitError(e)
-        case let ControlClientError.noNode(path): .noNode(path: path)
-        case ControlClientError.closed: .disconnected
-        case let ControlClientError.badReply(why): .nodeFailed("unreadable reply: \(why)")
         default: .nodeFailed(String(describing: error))
         }
     }

@@ -72,7 +72,7 @@ actor NodeConnection {
             if dedicated { await client.close() }
             return reply
         } catch {
-            if dedicated { await client.close() } else if case ControlClientError.closed = error, requests === client { requests = nil }
+            if dedicated { await client.close() } else if (error as? ControlError)?.code == .closed, requests === client { requests = nil }
             throw HuddleKitError.from(error)
         }
     }

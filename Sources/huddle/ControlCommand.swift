@@ -37,8 +37,8 @@ extension ControlOptions {
     func connect() async throws -> ControlClient {
         do {
             return try await ControlClient.connect(path: path)
-        } catch ControlClientError.untrusted(let refusal) {
-            complain(refusal.message)
+        } catch where error.code == .untrustedPath {
+            complain(error.message)
             throw ExitCode(3)
         } catch {
             complain("no node is running at \(path) (start one with: huddle run --key FILE --control \(path))")
@@ -51,7 +51,7 @@ extension ControlOptions {
         do {
             let response = try await client.request(try make())
             if json { print(JSON.object(response.fields).serialized) } else { try show(response) }
-        } catch let error as ControlError {
+        } catch let error as ControlError where error.code.wire != nil {
             throw refuse(error)
         } catch {
             complain("\(error)")
@@ -64,7 +64,7 @@ extension ControlOptions {
         if json {
             print(JSON.object(ControlReply.error(id: .null, error)).serialized)
         }
-        complain("\(error.code.rawValue): \(error.message)")
+        complain("\(error)")
         return ExitCode(1)
     }
 }

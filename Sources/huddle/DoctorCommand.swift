@@ -62,8 +62,8 @@ struct DoctorCommand: AsyncParsableCommand {
     static func ask(_ path: String) async -> Outcome {
         let client: ControlClient
         // A Unix socket connects at once (a stopped node's kernel takes it into the backlog).
-        do { client = try await ControlClient.connect(path: path) } catch ControlClientError.untrusted(let refusal) {
-            return .finding(refusal.message)
+        do { client = try await ControlClient.connect(path: path) } catch where error.code == .untrustedPath {
+            return .finding(error.message)
         } catch {
             return .finding("no node answers on \(path): start one (huddle run --key FILE --control \(path)), or name its socket with --socket")
         }

@@ -17,8 +17,8 @@ struct EventsCommand: AsyncParsableCommand {
         let client: ControlClient
         do {
             client = try await ControlClient.connect(path: options.path)
-        } catch ControlClientError.untrusted(let refusal) {
-            complain(refusal.message)
+        } catch where error.code == .untrustedPath {
+            complain(error.message)
             throw ExitCode(3)
         } catch {
             complain("no node is running at \(options.path) (start one with: huddle run --key FILE --control \(options.path))")
@@ -37,8 +37,8 @@ struct EventsCommand: AsyncParsableCommand {
                     throw ExitCode(1)
                 }
             }
-        } catch let error as ControlError {
-            complain("\(error.code.rawValue): \(error.message)")
+        } catch let error as ControlError where error.code.wire != nil {
+            complain("\(error)")
             throw ExitCode(1)
         }
     }

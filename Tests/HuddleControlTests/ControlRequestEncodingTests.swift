@@ -157,7 +157,7 @@ import Testing
 
     /// A value `decode` would refuse is written as it is, for the node to refuse (no trap here).
     @Test func valuesOutOfRangeAreWrittenForTheNodeToRefuse() {
-        func refusal(_ r: ControlRequest) -> ControlErrorCode? {
+        func refusal(_ r: ControlRequest) -> ControlError.Code? {
             if case let .failure(e) = ControlRequest.parse(Array(r.line().dropLast())).request { e.code } else { nil }
         }
         #expect(refusal(.attachGet(id: "x", path: "/o", wait: true, timeoutMs: -1, mode: nil)) == .badRequest)
@@ -215,7 +215,7 @@ import Testing
                 _ = try ControlResponse(reply, for: request)
                 return nil
             } catch {
-                if case let .badReply(why) = error { return why }
+                if case let .badReply(why) = error.code { return why }
                 return "\(error)"
             }
         }
@@ -225,6 +225,6 @@ import Testing
         #expect(refusal(["ok": true, "members": [["member": .string(member)]]], .members) == #"a member has no "node" string"#)
         #expect(refusal(["ok": true], .subscribe(topics: [.members], since: nil)) == #"the subscribe reply has no "cursor" integer"#)
         #expect(refusal(["ok": true, "attachments": [1]], .attachList) == #"the attach.list reply has no "attachments" list of objects"#)
-        #expect(throws: ControlClientError.self, "the result of another op") { _ = try stats.status }
+        #expect(throws: ControlError.self, "the result of another op") { _ = try stats.status }
     }
 }

@@ -90,10 +90,10 @@ import Testing
         var reader = ReplyStream()
         reader.framed = true
         reader.append([0, 0, 0, 0, 0])
-        #expect(throws: ControlClientError.self) { _ = try reader.next() }
+        #expect(throws: ControlError.self) { _ = try reader.next() }
         reader = ReplyStream()
         reader.framed = true
         reader.append([0xFF, 0xFF, 0xFF, 0xFF, 1])
-        #expect(throws: ControlClientError.self, "a frame over the limit is refused before it is buffered") { _ = try reader.next() }
+        #expect(throws: ControlError.self, "a frame over the limit is refused before it is buffered") { _ = try reader.next() }
     }
 }

@@ -11,24 +11,24 @@ import Testing
 @Test func integersStayIntegersAndDoublesRoundTrip() throws {
     #expect(try JSON.parse("9007199254740993") == .int(9_007_199_254_740_993))
     #expect(try JSON.parse("-0.25e2") == .double(-25))
-    #expect(throws: JSONParseError.self) { try JSON.parse("1e400") }
+    #expect(throws: ControlError.self) { try JSON.parse("1e400") }
     #expect(JSON.double(.infinity).serialized == "null")
     #expect(JSON.double(2.5).intValue == nil && JSON.double(3).intValue == 3)
 }
 
 @Test func escapesAndSurrogatesParse() throws {
     #expect(try JSON.parse(#""\ud83d\ude00 \u00e9 \/""#) == .string("😀 é /"))
-    #expect(throws: JSONParseError.self) { try JSON.parse(#""\ud83d""#) }
-    #expect(throws: JSONParseError.self) { try JSON.parse(#""\x""#) }
+    #expect(throws: ControlError.self) { try JSON.parse(#""\ud83d""#) }
+    #expect(throws: ControlError.self) { try JSON.parse(#""\x""#) }
 }
 
 @Test(arguments: ["", " ", "{", "[1,", "{\"a\"}", "{\"a\":}", "tru", "01", "1.", "-", "\"abc", "[1] 2", "{\"a\":1,}", "\u{0}", "nul"])
 func malformedDocumentsAreErrors(text: String) {
-    #expect(throws: JSONParseError.self) { try JSON.parse(text) }
+    #expect(throws: ControlError.self) { try JSON.parse(text) }
 }
 
 @Test func deepNestingIsRefusedNotAStackOverflow() {
-    #expect(throws: JSONParseError.self) { try JSON.parse(String(repeating: "[", count: 100_000)) }
+    #expect(throws: ControlError.self) { try JSON.parse(String(repeating: "[", count: 100_000)) }
     #expect((try? JSON.parse(String(repeating: "[", count: 60) + String(repeating: "]", count: 60))) != nil)
 }
 
@@ -41,7 +41,7 @@ func malformedDocumentsAreErrors(text: String) {
         _ = try? JSON.parse(bytes)
     }
     let invalidUTF8: [UInt8] = [0x22, 0xFF, 0xFE, 0x22]
-    #expect(throws: JSONParseError.self) { try JSON.parse(invalidUTF8) }
+    #expect(throws: ControlError.self) { try JSON.parse(invalidUTF8) }
 }
 
 @Test func aLargeStringParses() throws {
@@ -58,10 +58,32 @@ func malformedDocumentsAreErrors(text: String) {
 
 @Test func repliesHaveTheDocumentedShape() {
     #expect(JSON.object(ControlReply.ok(id: 3, ["x": 1])).serialized == #"{"id":3,"ok":true,"x":1}"#)
-    #expect(JSON.object(ControlReply.error(id: nil, ControlError(code: .tooLarge, message: "m"))).serialized
+    #expect(JSON.object(ControlReply.error(id: nil, ControlError(.tooLarge, "m"))).serialized
         == #"{"id":null,"ok":false,"error":{"code":"too_large","message":"m"}}"#)
 }
 
 @Test func aClientOfAMissingSocketSaysNoNode() async {
-    await #expect(throws: ControlClientError.self) { _ = try await ControlClient.connect(path: "/tmp/huddle-no-such-\(UInt64.random(in: 0...UInt64.max)).sock") }
+    let path = "/tmp/huddle-no-such-\(UInt64.random(in: 0...UInt64.max)).sock"
+    do {
+        _ = try await ControlClient.connect(path: path)
+        Issue.record("connected to \(path)")
+    } catch {
+        #expect(error.code == .noNode(path: path) && error.code.wire == nil)
+        #expect("\(error)" == "no node is running at \(path)")
+    }
+}
+
+@Test func onlyTheProtocolsCodesGoOnTheWire() {
+    #expect(ControlError.Code.wireCodes.map(\.wire) == ["bad_request", "not_found", "too_large", "busy", "unavailable", "timeout", "io_error", "not_member", "internal"])
+    for code in ControlError.Code.wireCodes { #expect(ControlError.Code(wire: code.wire ?? "") == code) }
+    #expect(ControlError.Code(wire: "closed") == nil)
+    #expect("\(ControlError(.busy, "m"))" == "busy: m")
+    let local: [ControlError] = [.closed, .badReply("x"), .noNode(path: "/p"), ControlError(.untrustedPath, "u"), ControlError(.notJSON, "j")]
+    for error in local {
+        #expect(error.code.wire == nil)
+        #expect(JSON.object(ControlReply.error(id: 1, error)).serialized
+            == #"{"id":1,"ok":false,"error":{"code":"internal","message":"\#(error.message)"}}"#)
+    }
+    #expect("\(ControlError.closed)" == "the node closed the control connection")
+    #expect("\(ControlError.badReply("x"))" == "unreadable reply from the node: x")
 }

@@ -367,12 +367,12 @@ func field(_ reply: JSONObject, _ path: String..., sourceLocation: SourceLocatio
 
 /// Runs a request that must fail, and checks the node answered with one of `codes`.
 
-func expectFailure(_ codes: ControlErrorCode..., what: String, _ body: () async throws -> Void) async {
+func expectFailure(_ codes: ControlError.Code..., what: String, _ body: () async throws -> Void) async {
     do {
         try await body()
         Issue.record("\(what) was accepted")
     } catch let error as ControlError {
-        #expect(codes.contains(error.code), "\(what): got \(error.code.rawValue)")
+        #expect(codes.contains(error.code), "\(what): got \(error)")
     } catch {
         Issue.record("\(what): \(error)")
     }

@@ -5,26 +5,28 @@ import Testing
 @Suite("HuddleKitError mapping")
 struct ErrorMappingTests {
     @Test(arguments: [
-        (ControlErrorCode.tooLarge, HuddleKitError.tooLarge("m")), (.busy, .busy("m")), (.unavailable, .unavailable("m")),
+        (ControlError.Code.tooLarge, HuddleKitError.tooLarge("m")), (.busy, .busy("m")), (.unavailable, .unavailable("m")),
         (.timeout, .timeout("m")), (.notFound, .notFound("m")), (.badRequest, .badRequest("m")), (.ioError, .ioError("m")),
         (.notMember, .notMember("m")), (.internal, .nodeFailed("m")),
     ])
-    func everyControlErrorCodeMapsToItsOwnCaseKeepingTheNodesMessage(code: ControlErrorCode, expected: HuddleKitError) {
-        #expect(HuddleKitError(ControlError(code: code, message: "m")) == expected)
-        #expect(HuddleKitError.from(ControlError(code: code, message: "m")) == expected)
+    func everyControlErrorCodeMapsToItsOwnCaseKeepingTheNodesMessage(code: ControlError.Code, expected: HuddleKitError) {
+        #expect(HuddleKitError(ControlError(code, "m")) == expected)
+        #expect(HuddleKitError.from(ControlError(code, "m")) == expected)
         #expect(expected.description.hasSuffix("m"))
     }
 
     @Test func everyControlErrorCodeHasACase() {
-        let codes: [ControlErrorCode] = [.badRequest, .notFound, .tooLarge, .busy, .unavailable, .timeout, .ioError, .notMember, .internal]
-        let cases = Set(codes.map { "\(HuddleKitError(ControlError(code: $0, message: "")))" })
+        let codes = ControlError.Code.wireCodes
+        #expect(codes.count == 9)
+        let cases = Set(codes.map { "\(HuddleKitError(ControlError($0, "")))" })
         #expect(cases.count == codes.count, "distinct cases: \(cases)")
     }
 
     @Test func clientErrorsMapToConnectionCases() {
-        #expect(HuddleKitError.from(ControlClientError.noNode(path: "/x.sock")) == .noNode(path: "/x.sock"))
-        #expect(HuddleKitError.from(ControlClientError.closed) == .disconnected)
-        #expect(HuddleKitError.from(ControlClientError.badReply("zz")) == .nodeFailed("unreadable reply: zz"))
+        #expect(HuddleKitError.from(ControlError.noNode(path: "/x.sock")) == .noNode(path: "/x.sock"))
+        #expect(HuddleKitError.from(ControlError.closed) == .disconnected)
+        #expect(HuddleKitError.from(ControlError.badReply("zz")) == .nodeFailed("unreadable reply: zz"))
+        #expect(HuddleKitError.from(ControlError(.untrustedPath, "/p is owned by uid 7")) == .nodeFailed("/p is owned by uid 7"))
         #expect(HuddleKitError.from(HuddleKitError.busy("b")) == .busy("b"))
         struct Other: Error {}
         if case .nodeFailed = HuddleKitError.from(Other()) {} else { Issue.record("an unknown error is nodeFailed") }

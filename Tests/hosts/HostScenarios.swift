@@ -310,7 +310,7 @@ struct HostScenarios {
                 _ = try await node.request("attach.get", ["id": .string(id), "path": .string("\(lab.dir)/\(node.name)-stuck.bin"), "timeout_ms": 60_000])
                 Issue.record("\(node.name) got an attachment whose only holder was killed")
             } catch let error as ControlError {
-                #expect(error.code == .unavailable, "\(node.name): attach.get failed with \(error.code.rawValue), not unavailable")
+                #expect(error.code == .unavailable, "\(node.name): attach.get failed with \(error), not unavailable")
             }
             slowest = max(slowest, (ContinuousClock.now - asked).seconds)
         }

@@ -14,7 +14,7 @@ extension Node {
             switch item {
             case let .line(line): reply = await handleControl(line, on: connection)
             case .tooLong:
-                reply = ControlReply.error(id: .null, ControlError(code: .badRequest, message: "request line exceeds \(ControlServer.maximumLine) bytes"))
+                reply = ControlReply.error(id: .null, ControlError(.badRequest, "request line exceeds \(ControlServer.maximumLine) bytes"))
             }
             if let reply {
                 var bytes: [UInt8] = []
@@ -212,9 +212,9 @@ extension Node {
             let peer = try await dial(try await PeerAddress.resolveUserAddress(addr))
             await pushPullAndWait(peer, join: true)
         } catch let error as NodeError {
-            throw ControlError(code: .unavailable, message: "could not join \(addr): \(error.message)")
+            throw ControlError(.unavailable, "could not join \(addr): \(error.message)")
         } catch {
-            throw ControlError(code: .unavailable, message: "could not join \(addr): \(error)")
+            throw ControlError(.unavailable, "could not join \(addr): \(error)")
         }
         return ["members": .int(Int64(liveCount))]
     }

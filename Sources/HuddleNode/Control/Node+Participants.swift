@@ -26,9 +26,9 @@ extension Node {
         } catch {
             switch error {
             case .full:
-                throw ControlError(code: .tooLarge, message: "this node has \(ParticipantTable.maximumPerMember) participants already")
+                throw ControlError(.tooLarge, "this node has \(ParticipantTable.maximumPerMember) participants already")
             case .activity:
-                throw ControlError(code: .badRequest, message: "\"activity\" must be 1 to \(ParticipantRecord.maximumActivityBytes) UTF-8 bytes")
+                throw ControlError(.badRequest, "\"activity\" must be 1 to \(ParticipantRecord.maximumActivityBytes) UTF-8 bytes")
             }
         }
         programsByConnection[key, default: []].insert(id)
@@ -38,7 +38,7 @@ extension Node {
     /// `participant.leave`: program `text` of this node is no longer a participant.
     func leaveProgram(_ text: String) throws(ControlError) {
         guard let id = MemberID(text)?.raw, core.presence.localPrograms[id] != nil else {
-            throw ControlError(code: .notFound, message: "no participant \(text) on this node")
+            throw ControlError(.notFound, "no participant \(text) on this node")
         }
         for (key, ids) in programsByConnection where ids.contains(id) {
             programsByConnection[key]?.remove(id)

@@ -12,41 +12,41 @@ extension Node {
 
     /// Chunks, stores and announces a file; returns the attachment once every member can fetch it.
     func addAttachment(path: String, name: String?, meta: JSON) async throws(ControlError) -> JSONObject {
-        guard path.hasPrefix("/") else { throw ControlError(code: .badRequest, message: "\"path\" must be absolute") }
+        guard path.hasPrefix("/") else { throw ControlError(.badRequest, "\"path\" must be absolute") }
         let store = self.store, limit = config.maxAttachmentBytes
         // Every look at the file system happens off the actor.
         let size = try await Self.fileWork { () throws(ControlError) -> Int in
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
-                throw ControlError(code: .notFound, message: "no file at \(path)")
+                throw ControlError(.notFound, "no file at \(path)")
             }
             let size = ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int) ?? 0
             guard size <= limit else {
-                throw ControlError(code: .tooLarge, message: "\(path) is \(size) bytes; the attachment limit is \(limit)")
+                throw ControlError(.tooLarge, "\(path) is \(size) bytes; the attachment limit is \(limit)")
             }
             return size
         }
         // The store budget is the core's (the journal's, which fetching is held to too): checked
         // before the import, and again after it, when another import may have taken the room.
-        let storeFull = ControlError(code: .tooLarge, message: "the store would exceed its limit of \(config.storeLimitBytes) bytes")
+        let storeFull = ControlError(.tooLarge, "the store would exceed its limit of \(config.storeLimitBytes) bytes")
         guard core.storeFits(attachmentOf: size) else { throw storeFull }
         var metaBytes: [UInt8] = []
         meta.write(into: &metaBytes)
-        guard metaBytes.count <= Manifest.maximumMeta else { throw ControlError(code: .tooLarge, message: "\"meta\" is \(metaBytes.count) bytes; the limit is 16384") }
+        guard metaBytes.count <= Manifest.maximumMeta else { throw ControlError(.tooLarge, "\"meta\" is \(metaBytes.count) bytes; the limit is 16384") }
         let staging = "import-\(hexString(SecureRandom.bytes(8)))"
         let imported: (hashes: [[UInt8]], size: UInt64, key: [UInt8])
         do {
             imported = try await BulkWork.run { try store.importFile(path: path, chunkSize: Manifest.defaultChunkSize, storeAs: staging, workers: ProcessInfo.processInfo.activeProcessorCount) }
         } catch {
             _ = try? await BulkWork.run { store.remove(staging) }
-            throw ControlError(code: .ioError, message: "cannot read \(path): \(error)")
+            throw ControlError(.ioError, "cannot read \(path): \(error)")
         }
         var manifest = Manifest(name: name ?? (path as NSString).lastPathComponent, size: imported.size, chunkSize: UInt32(Manifest.defaultChunkSize),
                                 chunkHashes: imported.hashes, meta: metaBytes, uploader: local.id, uploaderNodeKey: local.node, signature: [])
         manifest.sign(with: security.identity, key: imported.key)
         let id = manifest.id
         try await Self.fileWork { () throws(ControlError) in
-            do { try store.rename(staging, to: id) } catch { throw ControlError(code: .ioError, message: "\(error)") }
+            do { try store.rename(staging, to: id) } catch { throw ControlError(.ioError, "\(error)") }
         }
         // Nothing suspends from here to `addAttachment`: no other add takes the room in between.
         guard core.storeFits(attachmentOf: Int(clamping: imported.size)) else {
@@ -63,9 +63,9 @@ extension Node {
             effects = try core.removeAttachment(id, now: now)
         } catch {
             switch error {
-            case .notFound: throw ControlError(code: .notFound, message: "no attachment \(id)")
+            case .notFound: throw ControlError(.notFound, "no attachment \(id)")
             case .notUploaderOrAdmin:
-                throw ControlError(code: .notMember, message: "only the uploader of attachment \(id) or an admin of the session may remove it")
+                throw ControlError(.notMember, "only the uploader of attachment \(id) or an admin of the session may remove it")
             }
         }
         execute(effects)
@@ -75,7 +75,7 @@ extension Node {
     /// `mode` (0600 unless the client asked), waiting for its chunks when `wait` is set; fails at
     /// once when some chunk has no live holder.
     func getAttachment(_ id: String, to path: String, wait: Bool, timeout: Duration, mode: mode_t) async throws(ControlError) -> JSONObject {
-        guard path.hasPrefix("/") else { throw ControlError(code: .badRequest, message: "\"path\" must be absolute") }
+        guard path.hasPrefix("/") else { throw ControlError(.badRequest, "\"path\" must be absolute") }
         let deadline = ContinuousClock.now + timeout
         // An id announced elsewhere a moment ago may still be on its way here: give it a few seconds.
         let appearBy = ContinuousClock.now + min(timeout, .seconds(5))
@@ -83,18 +83,18 @@ extension Node {
             await self.wait(for: .attachment(id), until: min(appearBy, .now + .milliseconds(200)))
         }
         while true {
-            guard let a = attachments[id], !a.removed else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
+            guard let a = attachments[id], !a.removed else { throw ControlError(.notFound, "no attachment \(id)") }
             if journal.swarm.have(id)?.isFull ?? false { break }
             guard !journal.stoppedByStore.contains(id) else {
-                throw ControlError(code: .tooLarge, message: "attachment \(id) does not fit the store here: its limit is \(journal.storeLimitBytes) bytes")
+                throw ControlError(.tooLarge, "attachment \(id) does not fit the store here: its limit is \(journal.storeLimitBytes) bytes")
             }
-            guard a.state != .unavailable else { throw ControlError(code: .unavailable, message: "attachment \(id) has chunks that no live member holds") }
-            guard wait else { throw ControlError(code: .unavailable, message: "attachment \(id) is not complete here yet") }
-            guard ContinuousClock.now < deadline else { throw ControlError(code: .timeout, message: "attachment \(id) did not complete in time") }
-            guard mayWait else { throw ControlError(code: .unavailable, message: "the node is stopping; attachment \(id) is not complete here") }
+            guard a.state != .unavailable else { throw ControlError(.unavailable, "attachment \(id) has chunks that no live member holds") }
+            guard wait else { throw ControlError(.unavailable, "attachment \(id) is not complete here yet") }
+            guard ContinuousClock.now < deadline else { throw ControlError(.timeout, "attachment \(id) did not complete in time") }
+            guard mayWait else { throw ControlError(.unavailable, "the node is stopping; attachment \(id) is not complete here") }
             await self.wait(for: .attachment(id), until: min(deadline, .now + .seconds(1)))
         }
-        guard let a = attachments[id] else { throw ControlError(code: .notFound, message: "no attachment \(id)") }
+        guard let a = attachments[id] else { throw ControlError(.notFound, "no attachment \(id)") }
         let store = self.store
         do {
             try await BulkWork.run { try Self.writePlaintext(a.manifest, key: a.key, store: store, to: path, mode: mode) }
@@ -103,11 +103,11 @@ extension Node {
                 execute(core.chunksLost(id: id, [index], now: now).effects)
                 _ = counters.corruptChunks.wrappingAdd(1, ordering: .relaxed)
                 verifyStoredCopy(id)
-                throw ControlError(code: .ioError, message: "chunk \(index) of \(id) was damaged on disk; it is being fetched again")
+                throw ControlError(.ioError, "chunk \(index) of \(id) was damaged on disk; it is being fetched again")
             }
             throw error
         } catch {
-            throw ControlError(code: .ioError, message: "cannot write \(path): \(error)")
+            throw ControlError(.ioError, "cannot write \(path): \(error)")
         }
         return ["attachment": attachmentJSON(id), "path": .string(path)]
     }
@@ -122,17 +122,17 @@ extension Node {
         IOThreads.check("an attachment's export")
         let temporary = "\(path).part-\(hexString(SecureRandom.bytes(4)))"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ControlError(code: .ioError, message: "cannot create \(temporary): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw ControlError(.ioError, "cannot create \(temporary): \(String(cString: strerror(errno)))") }
         do {
             guard fchmod(fd, mode) == 0 else {
-                throw ControlError(code: .ioError, message: "cannot set mode \(String(mode, radix: 8)) on \(temporary): \(String(cString: strerror(errno)))")
+                throw ControlError(.ioError, "cannot set mode \(String(mode, radix: 8)) on \(temporary): \(String(cString: strerror(errno)))")
             }
             for index in 0..<manifest.chunkCount {
                 guard let sealed = store.read(manifest, index), let plain = try? ChunkCipher.open(sealed, index: index, key: key) else {
-                    throw ControlError(code: .internal, message: "\(index)")
+                    throw ControlError(.internal, "\(index)")
                 }
                 guard plain.withUnsafeBytes({ writeAll(fd, $0) }) else {
-                    throw ControlError(code: .ioError, message: "cannot write \(temporary): \(String(cString: strerror(errno)))")
+                    throw ControlError(.ioError, "cannot write \(temporary): \(String(cString: strerror(errno)))")
                 }
             }
             close(fd)
@@ -143,7 +143,7 @@ extension Node {
         }
         guard rename(temporary, path) == 0 else {
             unlink(temporary)
-            throw ControlError(code: .ioError, message: "cannot rename \(temporary) to \(path): \(String(cString: strerror(errno)))")
+            throw ControlError(.ioError, "cannot rename \(temporary) to \(path): \(String(cString: strerror(errno)))")
         }
     }
 
@@ -155,7 +155,7 @@ extension Node {
                 do throws(ControlError) { return .success(try body()) } catch { return .failure(error) }
             }
         } catch {
-            throw ControlError(code: .ioError, message: "\(error)")
+            throw ControlError(.ioError, "\(error)")
         }
         return try result.get()
     }

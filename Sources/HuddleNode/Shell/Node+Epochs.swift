@@ -34,14 +34,14 @@ extension Node {
     func removeOp(_ target: String) async throws(ControlError) -> JSONObject {
         let node: [UInt8]
         if ControlRequest.isMemberID(target), let id = MemberID(target) {
-            guard let info = swim.members[id] else { throw ControlError(code: .notFound, message: "no member \(target)") }
+            guard let info = swim.members[id] else { throw ControlError(.notFound, "no member \(target)") }
             node = info.node
         } else if let key = bytesFromHex(target), key.count == 32 {
             node = key
         } else {
-            throw ControlError(code: .badRequest, message: "\"member\" must be a member id (16 hex digits) or a node key (64 hex digits)")
+            throw ControlError(.badRequest, "\"member\" must be a member id (16 hex digits) or a node key (64 hex digits)")
         }
-        guard node != local.node else { throw ControlError(code: .badRequest, message: "a member cannot remove itself (use leave)") }
+        guard node != local.node else { throw ControlError(.badRequest, "a member cannot remove itself (use leave)") }
         return try await rotate { core, now throws(EpochError) in try core.remove(nodes: [node], now: now) }
     }
 
@@ -62,7 +62,7 @@ extension Node {
             // not added (a dropped one is dropped again by the next change: `pendingDemotions`).
             if Set(core.epochs.admins) != admins {
                 let now = core.epochs.admins.map(hexString).joined(separator: ", ")
-                throw ControlError(code: .busy, message: "a concurrent epoch change won over this one; the admins are [\(now)]: ask again")
+                throw ControlError(.busy, "a concurrent epoch change won over this one; the admins are [\(now)]: ask again")
             }
         }
         reply["admins"] = .array(core.epochs.admins.map { .string(hexString($0)) })
@@ -93,16 +93,16 @@ extension Node {
 
     private static func controlError(_ error: EpochError) -> ControlError {
         switch error {
-        case .notAdmin: ControlError(code: .notMember, message: "this node is not an admin of the session (see status.admins): it may not remove, rekey or change the admins")
-        case .adminsUnchangeable: ControlError(code: .badRequest, message: "the admin set cannot be changed that way: a session without admins never gets some (they are fixed at huddle keygen --admin), one with admins keeps at least one that is a member and not removed, and at most \(SessionKey.maxAdmins)")
-        case .notHandedCurrentKey: ControlError(code: .notMember, message: "this node does not hold the current epoch's key (removed, or waiting for it)")
-        case .notOnRoster: ControlError(code: .notMember, message: "this node holds the current key by a grant, not by the roster: only the roster makes the next epoch")
-        case .removingSelf: ControlError(code: .badRequest, message: "a member cannot remove itself (use leave)")
-        case .nobodyToRemove: ControlError(code: .badRequest, message: "nobody to remove")
-        case .tooMany: ControlError(code: .badRequest, message: "too many node keys to remove at once (at most \(EpochChange.maxRemoved))")
-        case .cannotSeal: ControlError(code: .badRequest, message: "the new key cannot be sealed to a roster node key")
-        case .rateLimited: ControlError(code: .busy, message: "this node made epoch changes faster than the session allows (3 in a row, then one per 2 s): try again shortly")
-        case let .refused(reason): ControlError(code: .internal, message: "the epoch rules refused this member's own change (\(reason.rawValue))")
+        case .notAdmin: ControlError(.notMember, "this node is not an admin of the session (see status.admins): it may not remove, rekey or change the admins")
+        case .adminsUnchangeable: ControlError(.badRequest, "the admin set cannot be changed that way: a session without admins never gets some (they are fixed at huddle keygen --admin), one with admins keeps at least one that is a member and not removed, and at most \(SessionKey.maxAdmins)")
+        case .notHandedCurrentKey: ControlError(.notMember, "this node does not hold the current epoch's key (removed, or waiting for it)")
+        case .notOnRoster: ControlError(.notMember, "this node holds the current key by a grant, not by the roster: only the roster makes the next epoch")
+        case .removingSelf: ControlError(.badRequest, "a member cannot remove itself (use leave)")
+        case .nobodyToRemove: ControlError(.badRequest, "nobody to remove")
+        case .tooMany: ControlError(.badRequest, "too many node keys to remove at once (at most \(EpochChange.maxRemoved))")
+        case .cannotSeal: ControlError(.badRequest, "the new key cannot be sealed to a roster node key")
+        case .rateLimited: ControlError(.busy, "this node made epoch changes faster than the session allows (3 in a row, then one per 2 s): try again shortly")
+        case let .refused(reason): ControlError(.internal, "the epoch rules refused this member's own change (\(reason.rawValue))")
         }
     }
 }

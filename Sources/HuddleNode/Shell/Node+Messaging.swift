@@ -57,15 +57,15 @@ extension Node {
                 switch error {
                 case let .busy(storedBytes):
                     guard ContinuousClock.now < deadline, mayWait else {
-                        throw ControlError(code: .busy, message: "retransmit buffers are full (\(storedBytes) bytes held for slow members); try again")
+                        throw ControlError(.busy, "retransmit buffers are full (\(storedBytes) bytes held for slow members); try again")
                     }
                     await wait(for: .congestion, until: deadline)
                 case let .tooLarge(size, limit, reliable):
-                    throw ControlError(code: .tooLarge, message: "message body is \(size) bytes; the limit for \(reliable ? "reliable" : "unreliable") sends is \(limit)")
+                    throw ControlError(.tooLarge, "message body is \(size) bytes; the limit for \(reliable ? "reliable" : "unreliable") sends is \(limit)")
                 case let .unknownMember(target):
-                    throw ControlError(code: .notFound, message: "\(target) is not a live member of this session")
+                    throw ControlError(.notFound, "\(target) is not a live member of this session")
                 case let .notMember(target):
-                    throw ControlError(code: .notMember, message: "\(target) is not a live member of this session")
+                    throw ControlError(.notMember, "\(target) is not a live member of this session")
                 }
             }
         }
