@@ -92,13 +92,13 @@ public struct MemberInfo: Sendable, Equatable {
             + 1 + reach.prefix(Self.maximumReach).reduce(0) { $0 + 2 + $1.utf8.count }
     }
 
-    static func decode(from r: inout WireReader) throws(WireError) -> MemberInfo {
+    static func decode(from r: inout WireReader) throws(CoreError) -> MemberInfo {
         let id = try r.member()
         let node = try r.bytes16("node key")
-        guard node.count == 32 else { throw WireError("node key of \(node.count) bytes, expected 32") }
+        guard node.count == 32 else { throw CoreError("node key of \(node.count) bytes, expected 32") }
         let name = try r.string16("name", limit: maximumName)
         let addr = try r.string16("address", limit: maximumAddress)
-        guard let state = MemberState(rawValue: try r.u8("state")) else { throw WireError("unknown member state") }
+        guard let state = MemberState(rawValue: try r.u8("state")) else { throw CoreError("unknown member state") }
         // Only the member raises its incarnation, one at a time: a record or claim past
         // `madeCountLimit` names one it never made (and would leave no room to refute a suspicion).
         let claim = state == .suspect || state == .failed
@@ -108,16 +108,16 @@ public struct MemberInfo: Sendable, Equatable {
         switch try r.u8("claim flag") {
         case 0: break
         case 1:
-            guard claim else { throw WireError("a claim on a member record in state \(state)") }
+            guard claim else { throw CoreError("a claim on a member record in state \(state)") }
             claimed = MemberClaim(from: try r.member("claimer"), signature: try r.signature("claim signature"))
-        default: throw WireError("bad claim flag")
+        default: throw CoreError("bad claim flag")
         }
         let n = Int(try r.u8("reach count"))
-        guard n <= maximumReach else { throw WireError("\(n) reach addresses in a member record (at most \(maximumReach))") }
+        guard n <= maximumReach else { throw CoreError("\(n) reach addresses in a member record (at most \(maximumReach))") }
         var reach: [String] = []
         for _ in 0..<n {
             let addr = try r.string16("reach address", limit: maximumAddress)
-            guard HostPort.isNumeric(addr) else { throw WireError("a reach address that is not a numeric host:port") }
+            guard HostPort.isNumeric(addr) else { throw CoreError("a reach address that is not a numeric host:port") }
             reach.append(addr)
         }
         return MemberInfo(id: id, node: node, name: name, addr: addr, state: state, incarnation: incarnation, proof: proof, claim: claimed, reach: reach)
@@ -137,9 +137,9 @@ extension MemberInfo {
         return w.bytes
     }
 
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> MemberInfo {
+    public static func decode(_ bytes: [UInt8]) throws(CoreError) -> MemberInfo {
         var r = WireReader(bytes)
-        guard try r.u8("version") == 2 else { throw WireError("unsupported member record version") }
+        guard try r.u8("version") == 2 else { throw CoreError("unsupported member record version") }
         let info = try decode(from: &r)
         try r.expectEnd("member record")
         return info

@@ -104,9 +104,9 @@ private struct Trio {
 @Test func thisMemberAskingToRemoveAnotherMembersAttachmentIsRefusedAndNothingIsSent() throws {
     var t = Trio()
     let id = t.aAddsAnAttachment(1)
-    #expect(throws: SessionCore.RemoveRefusal.notUploaderOrAdmin(id)) { _ = try t.b.removeAttachment(id, now: 3) }
+    #expect(throws: CoreError.notUploaderOrAdmin(id)) { _ = try t.b.removeAttachment(id, now: 3) }
     #expect(!t.b.hasPendingBatch && t.b.journal.records[id]?.removed == false)
-    #expect(throws: SessionCore.RemoveRefusal.notFound("nope")) { _ = try t.a.removeAttachment("nope", now: 3) }
+    #expect(throws: CoreError.noSuchAttachment("nope")) { _ = try t.a.removeAttachment("nope", now: 3) }
 }
 
 @Test func aCatchUpCarriesNoRemovals() {

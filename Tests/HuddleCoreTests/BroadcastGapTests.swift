@@ -47,7 +47,7 @@ private func alicesTen() -> (CausalBroadcast, [SignedMessage]) {
     #expect(back.message.nonApplicationBefore == 1)
     var bad = sent[0].message
     bad.nonApplicationBefore = 1  // seq 1 cannot have one broadcast before it
-    #expect(throws: WireError.self) { try LinkMessage.decode(LinkMessage.message(SignedMessage(message: bad, proof: sent[0].proof)).encoded()) }
+    #expect(throws: CoreError.self) { try LinkMessage.decode(LinkMessage.message(SignedMessage(message: bad, proof: sent[0].proof)).encoded()) }
 }
 
 @Test func whatNoPeerStoresIsGivenUpOnceAndDeliveriesGoOnAfterIt() {

@@ -49,29 +49,29 @@ private func datagrams(_ effects: [SessionEffect]) -> [(DatagramPayload, String,
 
     // Sealed for another recipient: the additional data binds it, the same key does not open it here.
     let forY = PairDatagramSeal.seal(payload.encoded(), from: x.id, to: y.id, keyID: keys.sendID, key: keys.send)
-    #expect(throws: WireError.self) { try opener.open(forY) }
+    #expect(throws: CoreError.self) { try opener.open(forY) }
     // Another pair's key (y's link with me, or a key holder's own link) does not open it as x's.
     var withY = DatagramKeyring()
     withY.install(PairDatagramKeys(seed: [2]).reversed, for: y.id, current: true, now: 0)
     let other = PairDatagramKeys(seed: [2])
     let asX = PairDatagramSeal.seal(payload.encoded(), from: x.id, to: me.id, keyID: keys.sendID, key: other.send)
-    #expect(throws: WireError.self) { try opener.open(asX) }
+    #expect(throws: CoreError.self) { try opener.open(asX) }
     // y's own link key opens y's datagrams only as y's: a header naming y, a payload naming x, is refused.
     mine.install(other.reversed, for: y.id, current: true, now: 0)
     let both = DatagramOpener(local: me.id, session: session, keys: mine)
     let yClaimsX = PairDatagramSeal.seal(payload.encoded(), from: y.id, to: me.id, keyID: other.sendID, key: other.send)
-    #expect(throws: WireError.self) { try both.open(yClaimsX) }
+    #expect(throws: CoreError.self) { try both.open(yClaimsX) }
     // The header's sender is authenticated: swapping it for x's breaks the seal.
     var relabelled = yClaimsX
     relabelled.replaceSubrange(1..<9, with: withUnsafeBytes(of: x.id.raw.bigEndian) { Array($0) })
-    #expect(throws: WireError.self) { try both.open(relabelled) }
+    #expect(throws: CoreError.self) { try both.open(relabelled) }
     // Tampering anywhere fails; the session form opens as `.session` (a claim only).
     var flipped = sealed
     flipped[flipped.count - 1] ^= 1
-    #expect(throws: WireError.self) { try opener.open(flipped) }
+    #expect(throws: CoreError.self) { try opener.open(flipped) }
     #expect(try opener.open(session.seal(payload.encoded())).form == .session)
-    #expect(throws: WireError.self) { try opener.open([9, 1, 2]) }
-    #expect(throws: WireError.self) { try opener.open([]) }
+    #expect(throws: CoreError.self) { try opener.open([9, 1, 2]) }
+    #expect(throws: CoreError.self) { try opener.open([]) }
 }
 
 // MARK: the keyring

@@ -116,9 +116,9 @@ private func receive(_ x: inout SessionCore, _ messages: [LinkMessage], from: Me
     // `DirectedOutbox.limitBytes`, half the store's bound, with nothing stored for repair.
     let body = [UInt8](repeating: 7, count: 16 << 10)
     var sent: [LinkMessage] = []
-    var refusal: SessionCore.SendRefusal?
+    var refusal: CoreError?
     for _ in 0..<2048 {
-        do throws(SessionCore.SendRefusal) {
+        do throws(CoreError) {
             _ = try a.send(body: body, to: [bInfo.id], reliable: true)
             sent += linkMessages(a.flushBatch(), to: bInfo.id)
         } catch {

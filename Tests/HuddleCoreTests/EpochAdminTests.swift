@@ -31,7 +31,7 @@ import Testing
         let byOne = try g.rekey(1, now: 2)
         #expect(g.deliver([byOne], to: [0, 2], now: 2)[0] == .moved(g.members[1].current!))
         #expect(byOne.admins == change.admins, "a rekey carries the admin set on")
-        #expect(throws: EpochError.notAdmin) { try g.rekey(2, now: 3) }
+        #expect(throws: CoreError.notAdmin) { try g.rekey(2, now: 3) }
     }
 
     @Test func aNonAdminsAdminChangeIsRefusedAndNoSessionGetsOrLosesAllItsAdmins() throws {
@@ -44,9 +44,9 @@ import Testing
         }
         // The admin cannot leave the session without admins (its own node refuses, and a change
         // signed by hand that carries none, a version 2, is refused everywhere).
-        #expect(throws: EpochError.adminsUnchangeable) { try g.members[0].changeAdmins(to: [], members: g.nodes, now: 1, using: &g.rng) }
+        #expect(throws: CoreError.adminsUnchangeable) { try g.members[0].changeAdmins(to: [], members: g.nodes, now: 1, using: &g.rng) }
         // Nor hand it to node keys that are no members (a typo): nobody could make a change again.
-        #expect(throws: EpochError.adminsUnchangeable) {
+        #expect(throws: CoreError.adminsUnchangeable) {
             try g.members[0].changeAdmins(to: [[UInt8](repeating: 7, count: 32)], members: g.nodes, now: 1, using: &g.rng)
         }
         let none = try Self.forged(&g, by: 0, admins: [])
@@ -54,7 +54,7 @@ import Testing
         #expect(g.members[1].receive(none, now: 1) == .refused(.epochAdminsChanged))
         // A session made without admins never gets any: not by its members' nodes, not by hand.
         var open = EpochGroup(3, seed: 32)
-        #expect(throws: EpochError.adminsUnchangeable) { try open.members[0].changeAdmins(to: [open.node(0)], members: open.nodes, now: 1, using: &open.rng) }
+        #expect(throws: CoreError.adminsUnchangeable) { try open.members[0].changeAdmins(to: [open.node(0)], members: open.nodes, now: 1, using: &open.rng) }
         let capture = try Self.forged(&open, by: 2, admins: [open.node(2)])
         #expect(open.members[0].receive(capture, now: 1) == .refused(.epochAdminsChanged))
         #expect(open.members[0].admins.isEmpty && open.members[0].epoch == 0)
@@ -68,7 +68,7 @@ import Testing
         let stepDown = try g.members[0].changeAdmins(to: [g.node(1)], members: g.nodes, now: 1, using: &g.rng)
         g.deliver([stepDown], to: [1, 2], now: 1)
         #expect(g.members.allSatisfy { $0.admins == [g.node(1)] && $0.head == stepDown.hash })
-        #expect(throws: EpochError.notAdmin) { try g.rekey(0, now: 2) }
+        #expect(throws: CoreError.notAdmin) { try g.rekey(0, now: 2) }
         // Its change made by hand on top anyway: refused as a non-admin's, at every member.
         let after = try Self.forged(&g, by: 0, epoch: 2, parent: stepDown.hash, admins: [g.node(0), g.node(1)], madeAt: 5_000)
         #expect(g.members[1].receive(after, now: 5) == .refused(.epochNotAdmin) && g.members[2].receive(after, now: 5) == .refused(.epochNotAdmin))
@@ -179,6 +179,6 @@ import Testing
         #expect(bytes.first == EpochMemory.format && bytes.suffix(8).allSatisfy { $0 == 0 })
         #expect(try EpochMemory.decode(before) == old)
         // A newer row cut where an older one would end is damaged, not an older row.
-        #expect(throws: WireError.self) { try EpochMemory.decode(Array(bytes.dropLast(8))) }
+        #expect(throws: CoreError.self) { try EpochMemory.decode(Array(bytes.dropLast(8))) }
     }
 }

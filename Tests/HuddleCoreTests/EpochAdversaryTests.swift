@@ -18,7 +18,7 @@ import Testing
                                               key: randomBytes(32, &g.rng), sealSeed: randomBytes(32, &g.rng))
             if accept(change) { return change }
         }
-        throw EpochError.cannotSeal
+        throw CoreError.cannotSeal
     }
 
     /// The confirmed attack: the puppet made epoch 1, an honest member removed the hostile member on

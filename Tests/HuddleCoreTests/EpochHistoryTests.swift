@@ -33,12 +33,12 @@ import Testing
                 if case .refused = receipt {} else { Issue.record("a damaged change was \(receipt)") }
             }
         }
-        for n in 0..<bytes.count { #expect(throws: WireError.self) { try EpochChange.decode(Array(bytes.prefix(n))) } }
-        #expect(throws: WireError.self) { try EpochChange.decode(bytes + [0]) }
+        for n in 0..<bytes.count { #expect(throws: CoreError.self) { try EpochChange.decode(Array(bytes.prefix(n))) } }
+        #expect(throws: CoreError.self) { try EpochChange.decode(bytes + [0]) }
         let grant = EpochGrant(session: g.genesis.sessionID, epoch: 4, head: change.hash, recipient: g.node(1),
                                sealedKey: [UInt8](repeating: 5, count: EpochChange.sealedKeyLength))
         #expect(try EpochGrant.decode(grant.encoded()) == grant)
-        for n in 0..<grant.encoded().count { #expect(throws: WireError.self) { try EpochGrant.decode(Array(grant.encoded().prefix(n))) } }
+        for n in 0..<grant.encoded().count { #expect(throws: CoreError.self) { try EpochGrant.decode(Array(grant.encoded().prefix(n))) } }
     }
 
     /// A roster count the rest of the bytes cannot hold is refused before anything is allocated.
@@ -48,11 +48,11 @@ import Testing
         let rosterCountAt = 1 + 8 + 8 + 32 + 8 + 32 + 8 + 2 + 2 + 32
         bytes[rosterCountAt] = 0xFF
         bytes[rosterCountAt + 1] = 0xFF
-        #expect(throws: WireError.self) { try EpochChange.decode(bytes) }
+        #expect(throws: CoreError.self) { try EpochChange.decode(bytes) }
         let removedCountAt = 1 + 8 + 8 + 32 + 8 + 32 + 8
         var other = try g.rekey(0, now: 2).encoded()
         other[removedCountAt] = 0xFF
-        #expect(throws: WireError.self) { try EpochChange.decode(other) }
+        #expect(throws: CoreError.self) { try EpochChange.decode(other) }
     }
 
     @Test func aRemovedMemberIsNotHandedTheKeyAndIsRefusedWithEveryKeyItEverHad() throws {
@@ -123,7 +123,7 @@ import Testing
 
     @Test func onlyAdminsMakeChangesWhenAdminsAreSet() throws {
         var g = EpochGroup(3, seed: 8, admins: [0])
-        #expect(throws: EpochError.notAdmin) { try g.rekey(1, now: 1) }
+        #expect(throws: CoreError.notAdmin) { try g.rekey(1, now: 1) }
         // Member 1 signs a change on the session's genesis anyway (a hostile member, our own code).
         let byNonAdmin = try EpochChange.make(session: g.genesis.sessionID, epoch: 1, parent: g.genesis.head, maker: MemberID(raw: 2),
                                               identity: g.members[1].identity, removed: [], roster: g.nodes, admins: g.genesis.admins,

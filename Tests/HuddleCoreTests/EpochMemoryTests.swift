@@ -76,7 +76,7 @@ import Testing
                                 baseline: [:], nonApplication: [:], addresses: [], epochs: g.members[1].memory)
         let bytes = point.encoded()
         #expect(try ResumePoint.decode(bytes) == point)
-        for n in 0..<bytes.count { #expect(throws: WireError.self) { try ResumePoint.decode(Array(bytes.prefix(n))) } }
-        #expect(throws: WireError.self) { try ResumePoint.decode(bytes + [0]) }
+        for n in 0..<bytes.count { #expect(throws: CoreError.self) { try ResumePoint.decode(Array(bytes.prefix(n))) } }
+        #expect(throws: CoreError.self) { try ResumePoint.decode(bytes + [0]) }
     }
 }

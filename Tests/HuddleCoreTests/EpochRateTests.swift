@@ -73,7 +73,7 @@ import Testing
             #expect(change.madeAt == UInt64(now * 1000) && change.epoch == UInt64(n + 1))
             g.deliver([change], to: [1], now: now)
         }
-        #expect(throws: EpochError.rateLimited(until: 3)) { try g.rekey(0, now: 1.3) }
+        #expect(throws: CoreError.rateLimited(until: 3)) { try g.rekey(0, now: 1.3) }
         let fourth = try g.rekey(0, now: 3)
         let key = try #require(g.members[0].current)
         #expect(g.deliver([fourth], to: [1], now: 3)[1] == .moved(key))

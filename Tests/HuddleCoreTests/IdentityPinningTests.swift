@@ -54,11 +54,11 @@ private func manifest(by uploader: MemberInfo, signedWith identity: Identity, ke
     try b.admitLink(aInfo)
     var impostor = aInfo
     impostor.node = attacker.publicKey
-    #expect(throws: SessionCore.LinkRefusal.anotherNodeKey) { try b.admitLink(impostor) }
-    #expect(throws: SessionCore.LinkRefusal.ownID) { try b.admitLink(bInfo) }
+    #expect(throws: CoreError.anotherNodeKey) { try b.admitLink(impostor) }
+    #expect(throws: CoreError.linkToSelf) { try b.admitLink(bInfo) }
     try b.admitLink(mallory)  // a member not known yet: its key is pinned by what it says of itself
     _ = b.receive(SWIMMessage(sender: aInfo.id, kind: .gossip, gossip: [.left(aInfo.id, incarnation: 1, signature: aIdentity.sign(MembershipStatement.left(aInfo.id, incarnation: 1)))]), from: testAddr("a"), now: 2)
-    #expect(throws: SessionCore.LinkRefusal.left) { try b.admitLink(aInfo) }
+    #expect(throws: CoreError.peerLeft) { try b.admitLink(aInfo) }
 }
 
 @Test func aCatchUpIsTakenOnlyFromThePeerAskedAndOnlyUntilItsReply() {
@@ -208,7 +208,7 @@ private func claim(_ failed: Bool, about member: MemberInfo, incarnation: UInt64
         _ = b.linkUp(stranger.id)
     }
     let one = MemberInfo(id: MemberID(raw: 5000), node: attacker.publicKey, name: "s", addr: testAddr("s"))
-    #expect(throws: SessionCore.LinkRefusal.tooManyStrangers) { try b.admitLink(one) }
+    #expect(throws: CoreError.tooManyStrangers) { try b.admitLink(one) }
     #expect(b.refusals[.strangerLinks] == 1)
     try b.admitLink(aInfo)  // a member is still admitted
     // A stranger that became a member (its push-pull arrived) no longer counts.

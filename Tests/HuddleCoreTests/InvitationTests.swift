@@ -17,11 +17,11 @@ private func bytes(_ seed: UInt8) -> [UInt8] { (0..<16).map { seed &+ UInt8($0) 
 }
 
 @Test func aMistypedCodeIsRefusedWithWhatIsWrong() {
-    #expect(throws: InvitationCodeError.badNameplate("abandon")) { try InvitationCode.parse("abandon-ability-able-about") }
-    #expect(throws: InvitationCodeError.badNameplate("0")) { try InvitationCode.parse("0-abandon-ability-able-about") }
-    #expect(throws: InvitationCodeError.wordCount(3)) { try InvitationCode.parse("7-abandon-ability-able") }
-    #expect(throws: InvitationCodeError.unknownWord("abilty")) { try InvitationCode.parse("7-abandon-abilty-able-about") }
-    #expect(throws: InvitationCodeError.badNameplate("")) { try InvitationCode.parse("") }
+    #expect(throws: CoreError.badNameplate("abandon")) { try InvitationCode.parse("abandon-ability-able-about") }
+    #expect(throws: CoreError.badNameplate("0")) { try InvitationCode.parse("0-abandon-ability-able-about") }
+    #expect(throws: CoreError.wordCount(3)) { try InvitationCode.parse("7-abandon-ability-able") }
+    #expect(throws: CoreError.unknownWord("abilty")) { try InvitationCode.parse("7-abandon-abilty-able-about") }
+    #expect(throws: CoreError.badNameplate("")) { try InvitationCode.parse("") }
 }
 
 @Test func anInvitationExpires() {

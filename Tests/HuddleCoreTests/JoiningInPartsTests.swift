@@ -23,7 +23,7 @@ private struct Link {
     mutating func carry(_ message: LinkMessage) throws -> LinkMessage {
         var whole: [UInt8]?
         for record in LinkRecords.split(message.encoded()) { whole = try reader.add(record) }
-        guard let whole else { throw WireError("the message did not end") }
+        guard let whole else { throw CoreError("the message did not end") }
         return try LinkMessage.decode(whole)
     }
 }
@@ -138,7 +138,7 @@ private func sentTo(_ peer: MemberID, _ effects: [SessionEffect]) -> [LinkMessag
     #expect(try SWIMPushPull.decode(state.encode()) == state)
     var bytes = state.encode()
     bytes[1] |= 4
-    #expect(throws: WireError.self) { try SWIMPushPull.decode(bytes) }
+    #expect(throws: CoreError.self) { try SWIMPushPull.decode(bytes) }
 }
 
 // MARK: member records
@@ -148,12 +148,12 @@ private func sentTo(_ peer: MemberID, _ effects: [SessionEffect]) -> [LinkMessag
     #expect(try MemberInfo.decode(ok.encoded()) == ok)
     var longName = ok
     longName.name += "n"
-    #expect(throws: WireError.self) { try MemberInfo.decode(longName.signed(by: identity).encoded()) }
-    #expect(throws: WireError.self) { try SWIMPushPull.decode(SWIMPushPull(join: false, members: [longName]).encode()) }
+    #expect(throws: CoreError.self) { try MemberInfo.decode(longName.signed(by: identity).encoded()) }
+    #expect(throws: CoreError.self) { try SWIMPushPull.decode(SWIMPushPull(join: false, members: [longName]).encode()) }
     var longAddr = ok
     longAddr.addr = "[0000:0000:0000:0000:0000:0000:0000:0001]:" + String(repeating: "0", count: 20) + "7400"
     #expect(longAddr.addr.utf8.count > MemberInfo.maximumAddress)
-    #expect(throws: WireError.self) { try MemberInfo.decode(longAddr.encoded()) }
+    #expect(throws: CoreError.self) { try MemberInfo.decode(longAddr.encoded()) }
 }
 
 @Test func thisMembersOwnNameAndAddressAreCheckedAgainstWhatPeersAccept() {
@@ -195,7 +195,7 @@ private func sentTo(_ peer: MemberID, _ effects: [SessionEffect]) -> [LinkMessag
     let (stranger, strangerIdentity) = member(3)
     var strangerNamed = stranger
     strangerNamed.addr = "stranger.example:7400"
-    #expect(throws: SessionCore.LinkRefusal.hostnameAddress) { try c.admitLink(strangerNamed.signed(by: strangerIdentity)) }
+    #expect(throws: CoreError.hostnameAddress) { try c.admitLink(strangerNamed.signed(by: strangerIdentity)) }
     #expect(c.refusals[.hostnameAddress] == 2)
 }
 

@@ -134,7 +134,7 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
     let entry = JournalEntry.add(m, key: key)
     #expect(try JournalEntry.decode(entry.encoded()) == entry)
     let bytes = entry.encoded()
-    for cut in stride(from: 0, to: bytes.count, by: 7) { #expect(throws: WireError.self) { try JournalEntry.decode(Array(bytes[..<cut])) } }
+    for cut in stride(from: 0, to: bytes.count, by: 7) { #expect(throws: CoreError.self) { try JournalEntry.decode(Array(bytes[..<cut])) } }
     let sealed = ChunkCipher.seal([1, 2, 3], index: 4, key: key)
     #expect(try ChunkCipher.open(sealed, index: 4, key: key) == [1, 2, 3])
     #expect(throws: CryptoError.self) { try ChunkCipher.open(sealed, index: 5, key: key) }

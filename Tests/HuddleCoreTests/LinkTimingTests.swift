@@ -96,8 +96,8 @@ import Testing
         w = [LinkMessage.version, 19] + [UInt8](repeating: 0xff, count: 8)
         #expect(try LinkMessage.decode(w) == .timeRequest(wallMicros: LinkTiming.maximumWallMicros))
         // Truncated or trailing bytes are decode errors, not traps.
-        #expect(throws: WireError.self) { try LinkMessage.decode([LinkMessage.version, 20] + [UInt8](repeating: 1, count: 15)) }
-        #expect(throws: WireError.self) { try LinkMessage.decode([LinkMessage.version, 19] + [UInt8](repeating: 1, count: 9)) }
+        #expect(throws: CoreError.self) { try LinkMessage.decode([LinkMessage.version, 20] + [UInt8](repeating: 1, count: 15)) }
+        #expect(throws: CoreError.self) { try LinkMessage.decode([LinkMessage.version, 19] + [UInt8](repeating: 1, count: 9)) }
         // This member's own clock, whatever it reads, becomes a wall time in range.
         for seconds in [-1.0, 0, .nan, .infinity, -.infinity, 1e300, Double(UInt64.max)] {
             #expect(LinkTiming.wallMicros(seconds) <= LinkTiming.maximumWallMicros)

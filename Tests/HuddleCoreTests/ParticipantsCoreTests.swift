@@ -113,7 +113,7 @@ private func changes(_ effects: [SessionEffect]) -> [ParticipantChange] {
     #expect(t.b.presence.participants.isEmpty, "refused whole")
     let long = String(repeating: "x", count: ParticipantRecord.maximumActivityBytes + 1)
     let tooLong = ParticipantRecord.make(member: t.mInfo.id, version: 2, programs: [ProgramPresence(id: 1, activity: long)], identity: t.mallory)
-    #expect(throws: WireError.self, "an activity over the limit is not decoded") { _ = try LinkMessage.decode(LinkMessage.participants(tooLong).encoded()) }
+    #expect(throws: CoreError.self, "an activity over the limit is not decoded") { _ = try LinkMessage.decode(LinkMessage.participants(tooLong).encoded()) }
     let twice = ParticipantRecord.make(member: t.mInfo.id, version: 3, programs: [ProgramPresence(id: 1, activity: "a"), ProgramPresence(id: 1, activity: "b")], identity: t.mallory)
     #expect(t.b.receiveLink(.participants(twice), from: t.mInfo.id, addr: testAddr("m"), now: 2) == [.refused(.participantsMalformed)])
     // Up to the budget is taken.
@@ -122,8 +122,8 @@ private func changes(_ effects: [SessionEffect]) -> [ParticipantChange] {
     #expect(t.b.refusals[.participantBudget] == 1)
     // This member's own programs have the same budget.
     for id in 1...UInt64(ParticipantTable.maximumPerMember) { _ = try t.a.joinProgram(id, activity: "draw") }
-    #expect(throws: SessionCore.ParticipantJoinRefusal.full) { _ = try t.a.joinProgram(1000, activity: "draw") }
-    #expect(throws: SessionCore.ParticipantJoinRefusal.activity) { _ = try t.a.joinProgram(1, activity: "") }
+    #expect(throws: CoreError.participantsFull) { _ = try t.a.joinProgram(1000, activity: "draw") }
+    #expect(throws: CoreError.badActivity) { _ = try t.a.joinProgram(1, activity: "") }
     _ = try t.a.joinProgram(1, activity: "other")  // a joined program may move to another activity
 }
 

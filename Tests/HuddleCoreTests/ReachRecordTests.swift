@@ -34,13 +34,13 @@ private func signed(_ raw: UInt64, reach: [String], incarnation: UInt64 = 1) -> 
     let (info, _) = signed(9, reach: [])
     var bytes = info.encoded()
     bytes[bytes.count - 1] = UInt8(MemberInfo.maximumReach + 1)
-    #expect(throws: WireError.self) { try MemberInfo.decode(bytes) }
+    #expect(throws: CoreError.self) { try MemberInfo.decode(bytes) }
     var w = WireWriter(capacity: 256)
     w.u8(2)
     var named = info
     named.reach = ["example.com:7400"]
     named.encode(into: &w)
-    #expect(throws: WireError.self) { try MemberInfo.decode(w.bytes) }
+    #expect(throws: CoreError.self) { try MemberInfo.decode(w.bytes) }
     // Every truncation of a record with reach addresses is refused, never a trap.
     let (full, _) = signed(9, reach: ["198.51.100.1:7400", "[2001:db8::1]:7400"])
     let encoded = full.encoded()

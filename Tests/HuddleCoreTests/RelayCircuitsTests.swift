@@ -13,10 +13,10 @@ private func m(_ raw: UInt64) -> MemberID { MemberID(raw: raw) }
     #expect(r.open(from: m(3), to: m(2), now: 0) == .duplicate)
     #expect(r.forward(100, from: m(2), to: m(3), now: 1) == .success(m(3)))
     #expect(r.forward(100, from: m(3), to: m(2), now: 1) == .success(m(2)))
-    #expect(r.forward(100, from: m(2), to: m(4), now: 1) == .failure(.init(reason: .noCircuit)), "no circuit 2–4")
+    #expect(r.forward(100, from: m(2), to: m(4), now: 1) == .failure(.relayRefused(.noCircuit)), "no circuit 2–4")
     #expect(r.forwardedBytes == 200)
     #expect(r.linkDown(m(3)) == [m(2)], "the other end is told")
-    #expect(r.forward(100, from: m(2), to: m(3), now: 2) == .failure(.init(reason: .noCircuit)))
+    #expect(r.forward(100, from: m(2), to: m(3), now: 2) == .failure(.relayRefused(.noCircuit)))
 }
 
 @Test func circuitsAreBoundedPerMemberAndInAll() {
@@ -54,8 +54,8 @@ private func m(_ raw: UInt64) -> MemberID { MemberID(raw: raw) }
     #expect(r.readPause(for: m(3), queued: none, now: 0) == nil, "each member has its own bucket")
     #expect(r.readPause(for: m(2), queued: none, now: 0.5) == nil, "paid")
     #expect(r.forward(2000, from: m(2), to: m(3), now: 0.5) == .success(m(3)))
-    #expect(r.forward(1, from: m(2), to: m(3), now: 0.5) == .failure(.init(reason: .overBudget)), "a burst of debt at most")
-    #expect(r.forward(Int.max, from: m(2), to: m(3), now: 1e9) == .failure(.init(reason: .overBudget)))
+    #expect(r.forward(1, from: m(2), to: m(3), now: 0.5) == .failure(.relayRefused(.overBudget)), "a burst of debt at most")
+    #expect(r.forward(Int.max, from: m(2), to: m(3), now: 1e9) == .failure(.relayRefused(.overBudget)))
     #expect(r.refusals[.overBudget] == 2)
 }
 
@@ -79,7 +79,7 @@ private func m(_ raw: UInt64) -> MemberID { MemberID(raw: raw) }
     #expect(r.readPause(for: m(2), queued: { _ in 999 }, now: 0) == nil)
     #expect(r.readPause(for: m(2), queued: { _ in 1000 }, now: 0) == RelayCircuits.queuePause, "a full queue: its filler waits")
     #expect(r.forward(10, from: m(2), to: m(3), queued: 1999, now: 0) == .success(m(3)))
-    #expect(r.forward(10, from: m(2), to: m(3), queued: 2000, now: 0) == .failure(.init(reason: .queueFull)), "the circuit's queue is bounded")
+    #expect(r.forward(10, from: m(2), to: m(3), queued: 2000, now: 0) == .failure(.relayRefused(.queueFull)), "the circuit's queue is bounded")
     #expect(r.joins(m(3), m(2)) && r.close(m(3), m(2)) && !r.joins(m(2), m(3)) && !r.close(m(2), m(3)))
     #expect(RelayCircuits.Budget(bytesPerSecond: 1000).burstBytes == 2000 && RelayCircuits.Budget(bytesPerSecond: .max).burstBytes == .max)
 }
@@ -149,7 +149,7 @@ private func m(_ raw: UInt64) -> MemberID { MemberID(raw: raw) }
     #expect(r.readPause(for: m(2), queued: full, now: 0) == RelayCircuits.queuePause, "the flooder waits")
     #expect(r.readPause(for: m(4), queued: full, now: 0) == nil, "the other member is read on")
     #expect(r.forward(100, from: m(4), to: m(3), queued: queued, now: 0) == .success(m(3)), "the other circuit goes on")
-    #expect(r.forward(100, from: m(4), to: m(3), queued: 20_000, now: 0) == .failure(.init(reason: .queueFull)), "twice the budget: none")
+    #expect(r.forward(100, from: m(4), to: m(3), queued: 20_000, now: 0) == .failure(.relayRefused(.queueFull)), "twice the budget: none")
     // The queue drained: the count starts over.
     #expect(r.forward(1000, from: m(2), to: m(3), queued: 0, now: 1) == .success(m(3)))
     #expect(r.readPause(for: m(2), queued: { _ in 10_000 }, now: 1) == RelayCircuits.queuePause)

@@ -240,11 +240,11 @@ private struct AdversaryFailure: Error { let text: String; init(_ text: String) 
     #expect(try EpochChange.decode(change.encoded()) == change && change.validate() == nil)
     var huge = change
     huge.madeAt = WireReader.madeCountLimit + 1
-    #expect(throws: WireError.self) { try EpochChange.decode(huge.encoded()) }
+    #expect(throws: CoreError.self) { try EpochChange.decode(huge.encoded()) }
     huge = change
     huge.cutoffs[0].seq = WireReader.madeCountLimit + 1
-    #expect(throws: WireError.self) { try EpochChange.decode(huge.encoded()) }
+    #expect(throws: CoreError.self) { try EpochChange.decode(huge.encoded()) }
     huge = change
     huge.cutoffs = (0...EpochChange.maxCutoffs).map { EpochChange.Cutoff(origin: MemberID(raw: UInt64($0)), node: g.node(1), seq: 1) }
-    #expect(throws: WireError.self) { try EpochChange.decode(huge.encoded()) }
+    #expect(throws: CoreError.self) { try EpochChange.decode(huge.encoded()) }
 }

@@ -34,11 +34,11 @@ private let sampleMessages: [SWIMMessage] = [
 @Test func swimEveryTruncationIsRefused() {
     for m in sampleMessages {
         let bytes = m.encode()
-        for n in 0..<bytes.count { #expect(throws: WireError.self) { try SWIMMessage.decode(Array(bytes.prefix(n))) } }
-        #expect(throws: WireError.self) { try SWIMMessage.decode(bytes + [0]) }
+        for n in 0..<bytes.count { #expect(throws: CoreError.self) { try SWIMMessage.decode(Array(bytes.prefix(n))) } }
+        #expect(throws: CoreError.self) { try SWIMMessage.decode(bytes + [0]) }
     }
     let state = SWIMPushPull(join: false, members: [swimInfo(1), swimInfo(2)]).encode()
-    for n in 0..<state.count { #expect(throws: WireError.self) { try SWIMPushPull.decode(Array(state.prefix(n))) } }
+    for n in 0..<state.count { #expect(throws: CoreError.self) { try SWIMPushPull.decode(Array(state.prefix(n))) } }
 }
 
 @Test func swimRandomAndMutatedBytesNeverTrap() {
@@ -72,9 +72,9 @@ private let sampleMessages: [SWIMMessage] = [
 
 @Test func swimHugeCountsAreRefusedBeforeAllocating() {
     // A push-pull claiming 2^32 - 1 members in a few bytes.
-    #expect(throws: WireError.self) { try SWIMPushPull.decode([1, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0]) }
+    #expect(throws: CoreError.self) { try SWIMPushPull.decode([1, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0]) }
     // A message claiming 255 updates with none present.
-    #expect(throws: WireError.self) { try SWIMMessage.decode([1, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 255]) }
+    #expect(throws: CoreError.self) { try SWIMMessage.decode([1, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 255]) }
 }
 
 @Test func swimOutgoingDatagramsStayWithinTheBudget() throws {

@@ -91,30 +91,30 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     var p = Pair()
     let allowance = SessionCore.envelopeAllowance
     _ = try p.a.send(body: [UInt8](repeating: 0, count: 64 * 1024 + allowance), envelope: allowance, to: nil, reliable: true)
-    #expect(throws: SessionCore.SendRefusal.tooLarge(size: 64 * 1024 + 1, limit: 64 * 1024, reliable: true), "the payload beyond it counts") {
+    #expect(throws: CoreError.tooLarge(size: 64 * 1024 + 1, limit: 64 * 1024, reliable: true), "the payload beyond it counts") {
         _ = try p.a.send(body: [UInt8](repeating: 0, count: 64 * 1024 + 1 + allowance), envelope: allowance, to: nil, reliable: true)
     }
-    #expect(throws: SessionCore.SendRefusal.tooLarge(size: 64 * 1024 + 1, limit: 64 * 1024, reliable: true), "only the allowance is free") {
+    #expect(throws: CoreError.tooLarge(size: 64 * 1024 + 1, limit: 64 * 1024, reliable: true), "only the allowance is free") {
         _ = try p.a.send(body: [UInt8](repeating: 0, count: 64 * 1024 + allowance + 1), envelope: allowance + 1, to: nil, reliable: true)
     }
-    #expect(throws: SessionCore.SendRefusal.tooLarge(size: 1025, limit: 1024, reliable: false), "an unreliable body counts whole") {
+    #expect(throws: CoreError.tooLarge(size: 1025, limit: 1024, reliable: false), "an unreliable body counts whole") {
         _ = try p.a.send(body: [UInt8](repeating: 0, count: 1025), envelope: 100, to: nil, reliable: false)
     }
 }
 
 @Test func sendsAreRefusedByLimitAndMembershipWithTheReason() {
     var p = Pair()
-    #expect(throws: SessionCore.SendRefusal.tooLarge(size: 64 * 1024 + 1, limit: 64 * 1024, reliable: true)) {
+    #expect(throws: CoreError.tooLarge(size: 64 * 1024 + 1, limit: 64 * 1024, reliable: true)) {
         _ = try p.a.send(body: [UInt8](repeating: 0, count: 64 * 1024 + 1), to: nil, reliable: true)
     }
-    #expect(throws: SessionCore.SendRefusal.tooLarge(size: 1025, limit: 1024, reliable: false)) {
+    #expect(throws: CoreError.tooLarge(size: 1025, limit: 1024, reliable: false)) {
         _ = try p.a.send(body: [UInt8](repeating: 0, count: 1025), to: nil, reliable: false)
     }
-    #expect(throws: SessionCore.SendRefusal.unknownMember(MemberID(raw: 77))) {
+    #expect(throws: CoreError.unknownMember(MemberID(raw: 77))) {
         _ = try p.a.send(body: [1], to: [MemberID(raw: 77)], reliable: true)
     }
     _ = p.a.receive(SWIMMessage(sender: p.bInfo.id, kind: .gossip, gossip: [.left(p.bInfo.id, incarnation: 0, signature: Identity(seed: [UInt8](repeating: 2, count: 32)).sign(MembershipStatement.left(p.bInfo.id, incarnation: 0)))]), from: testAddr("b"), now: 2)
-    #expect(throws: SessionCore.SendRefusal.notMember(p.bInfo.id)) {
+    #expect(throws: CoreError.notMember(p.bInfo.id)) {
         _ = try p.a.send(body: [1], to: [p.bInfo.id], reliable: true)
     }
 }
@@ -192,7 +192,7 @@ private func delivered(_ effects: [SessionEffect]) -> [[UInt8]] {
     #expect(arrived.contains(.journal(.emit(.added, id: manifest.id))))
     #expect(delivered(arrived).isEmpty, "a journal entry is not an application message")
     #expect(p.b.journal.records[manifest.id] != nil)
-    #expect(throws: SessionCore.RemoveRefusal.notFound("nope")) { _ = try p.a.removeAttachment("nope", now: 4) }
+    #expect(throws: CoreError.noSuchAttachment("nope")) { _ = try p.a.removeAttachment("nope", now: 4) }
 }
 
 @Test func chunkRequestsAndDamageReportsAreForwardedOnlyForChunksHeldHere() {

@@ -81,7 +81,7 @@ private func moved(_ effects: [SessionEffect]) -> [UInt64] { effects.compactMap 
     for i in 0..<2 { #expect(t.cores[i].live == [t.infos[0].id, t.infos[1].id]) }
     #expect(t.cores[2].handshakeKeys(now: 3).isEmpty && t.cores[2].tick(now: 3).isEmpty, "a removed member decides nothing more")
     // Its node key is refused on a link, with the old key or any other, and counted.
-    #expect(throws: SessionCore.LinkRefusal.epoch(.removedNode)) { try t.cores[1].admitLink(t.infos[2], keyHead: t.genesis.head, now: 3) }
+    #expect(throws: CoreError.linkRefusedByEpoch(.removedNode)) { try t.cores[1].admitLink(t.infos[2], keyHead: t.genesis.head, now: 3) }
     #expect(t.cores[1].refusals[.removedNode] == 1)
     // Nothing is sent to the removed member's address any more, not even a probe under the new
     // key, nor a re-merge push-pull once it is failed (2 minutes: several re-merge rounds).
@@ -165,14 +165,14 @@ private func moved(_ effects: [SessionEffect]) -> [UInt64] { effects.compactMap 
     let admin = Identity(seed: [UInt8](repeating: 1, count: 32)).publicKey
     var t = Trio(admins: [admin])
     _ = try t.link(0, 1, now: 1)
-    #expect(throws: EpochError.notAdmin) { _ = try t.cores[1].rekey(now: 2) }
+    #expect(throws: CoreError.notAdmin) { _ = try t.cores[1].rekey(now: 2) }
     #expect(t.cores[1].refusals[.epochNotAdmin] == 1)
     let (_, effects) = try t.cores[0].rekey(now: 2)
     t.run(effects, from: 0, now: 2)
     // A node key the maker never knew holds only the epoch-0 key: not on any roster, refused.
     let stranger = Identity(seed: [UInt8](repeating: 9, count: 32))
     let info = MemberInfo(id: MemberID(raw: 9), node: stranger.publicKey, name: "x", addr: testAddr("x")).signed(by: stranger)
-    #expect(throws: SessionCore.LinkRefusal.epoch(.notOnRoster)) { try t.cores[0].admitLink(info, keyHead: t.genesis.head, now: 3) }
+    #expect(throws: CoreError.linkRefusedByEpoch(.notOnRoster)) { try t.cores[0].admitLink(info, keyHead: t.genesis.head, now: 3) }
     #expect(t.cores[0].refusals[.notOnRoster] == 1)
 }
 

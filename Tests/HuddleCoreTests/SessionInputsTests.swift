@@ -59,11 +59,11 @@ private func batches(_ effects: [SessionEffect]) -> [SignedBatch] {
         return
     }
     // A link over a relay never replaces a link that is up, and needs an open circuit.
-    guard case .refused(.noCircuit) = a.linkEstablished(candidate(bInfo, at: a, dialer: aInfo.id, via: rInfo.id, n: 4), now: 5) else {
+    guard case .refused(.noCircuitForLink) = a.linkEstablished(candidate(bInfo, at: a, dialer: aInfo.id, via: rInfo.id, n: 4), now: 5) else {
         Issue.record("a relayed link without a circuit is taken")
         return
     }
-    guard case .refused(.ownID) = a.linkEstablished(candidate(aInfo, at: a, dialer: bInfo.id, n: 5), now: 5) else {
+    guard case .refused(.linkToSelf) = a.linkEstablished(candidate(aInfo, at: a, dialer: bInfo.id, n: 5), now: 5) else {
         Issue.record("a link to itself is taken")
         return
     }

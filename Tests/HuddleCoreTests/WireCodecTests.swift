@@ -62,10 +62,10 @@ private let samples: [LinkMessage] = [
     var five = LinkMessage.punch(attempt: 9, step: .connect, addrs: ["198.51.100.1:1"]).encoded()
     five[bare.count] = UInt8(MemberInfo.maximumReach + 1)
     for _ in 0..<MemberInfo.maximumReach { five += five[(bare.count + 1)...].prefix(2 + "198.51.100.1:1".utf8.count) }
-    #expect(throws: WireError.self) { try LinkMessage.decode(five) }
+    #expect(throws: CoreError.self) { try LinkMessage.decode(five) }
     var none = LinkMessage.punch(attempt: 9, step: .connect, addrs: ["198.51.100.1:1"]).encoded()
     none[bare.count] = 0
-    #expect(throws: WireError.self) { try LinkMessage.decode(Array(none.prefix(bare.count + 1))) }
+    #expect(throws: CoreError.self) { try LinkMessage.decode(Array(none.prefix(bare.count + 1))) }
     #expect(bare.last == HolePunch.Step.connect.rawValue && none[bare.count - 1] == HolePunch.Step.connect.rawValue | 0x80)
 }
 
@@ -84,9 +84,9 @@ private let samples: [LinkMessage] = [
     for message in samples {
         let bytes = message.encoded()
         for cut in stride(from: 0, to: bytes.count, by: max(1, bytes.count / 300)) {
-            #expect(throws: WireError.self) { try LinkMessage.decode(Array(bytes[..<cut])) }
+            #expect(throws: CoreError.self) { try LinkMessage.decode(Array(bytes[..<cut])) }
         }
-        #expect(throws: WireError.self) { try LinkMessage.decode(bytes + [0]) }
+        #expect(throws: CoreError.self) { try LinkMessage.decode(bytes + [0]) }
     }
 }
 
@@ -135,16 +135,16 @@ private let samples: [LinkMessage] = [
     w.u8(LinkMessage.version); w.u8(3)
     w.u64(1); w.u64(1); w.u64(1); w.u8(0); w.u16(0); w.u8(0)
     w.u32(UInt32.max)
-    #expect(throws: WireError.self) { try LinkMessage.decode(w.bytes) }
+    #expect(throws: CoreError.self) { try LinkMessage.decode(w.bytes) }
     var list = WireWriter()
     list.u8(LinkMessage.version); list.u8(2); list.u8(1); list.u8(1); list.u32(UInt32.max)
-    #expect(throws: WireError.self) { try LinkMessage.decode(list.bytes) }
+    #expect(throws: CoreError.self) { try LinkMessage.decode(list.bytes) }
 }
 
 @Test func unknownVersionIsRefused() {
     var bytes = LinkMessage.hello(since: 1, nonApplication: 0).encoded()
     bytes[0] = 99
-    #expect(throws: WireError.self) { try LinkMessage.decode(bytes) }
+    #expect(throws: CoreError.self) { try LinkMessage.decode(bytes) }
 }
 
 @Test func recordsSplitAndReassemble() throws {
@@ -164,7 +164,7 @@ private let samples: [LinkMessage] = [
 
 @Test func reassemblerRefusesOversizedMessagesAndBadFlags() {
     var reassembler = LinkReassembler(limit: 100)
-    #expect(throws: WireError.self) { try reassembler.add([1] + [UInt8](repeating: 0, count: 101)) }
-    #expect(throws: WireError.self) { try reassembler.add([]) }
-    #expect(throws: WireError.self) { try reassembler.add([4, 1]) }
+    #expect(throws: CoreError.self) { try reassembler.add([1] + [UInt8](repeating: 0, count: 101)) }
+    #expect(throws: CoreError.self) { try reassembler.add([]) }
+    #expect(throws: CoreError.self) { try reassembler.add([4, 1]) }
 }

@@ -186,9 +186,9 @@ public struct EpochChange: Sendable, Equatable {
         return w.bytes
     }
 
-    public static func decode(from r: inout WireReader) throws(WireError) -> EpochChange {
+    public static func decode(from r: inout WireReader) throws(CoreError) -> EpochChange {
         let version = try r.u8("epoch change version")
-        guard version == Self.version || version == adminsVersion else { throw WireError("unknown epoch change version") }
+        guard version == Self.version || version == adminsVersion else { throw CoreError("unknown epoch change version") }
         let session = try r.raw(SessionKey.sessionIDLength, "session id")
         let epoch = try r.count("epoch")
         let parent = try r.raw(SessionKey.headLength, "parent")
@@ -196,18 +196,18 @@ public struct EpochChange: Sendable, Equatable {
         let makerNodeKey = try r.raw(nodeKeyLength, "maker node key")
         let madeAt = try r.madeCount("made at")
         let removedCount = try r.count16(minItemSize: nodeKeyLength, "removed")
-        guard removedCount <= maxRemoved else { throw WireError("an epoch change removing \(removedCount) node keys (at most \(maxRemoved))") }
+        guard removedCount <= maxRemoved else { throw CoreError("an epoch change removing \(removedCount) node keys (at most \(maxRemoved))") }
         var removed: [[UInt8]] = []
         for _ in 0..<removedCount { removed.append(try r.raw(nodeKeyLength, "removed node key")) }
         let cutoffCount = try r.count16(minItemSize: 8 + nodeKeyLength + 8, "cut-offs")
-        guard cutoffCount <= maxCutoffs else { throw WireError("an epoch change with \(cutoffCount) cut-offs (at most \(maxCutoffs))") }
+        guard cutoffCount <= maxCutoffs else { throw CoreError("an epoch change with \(cutoffCount) cut-offs (at most \(maxCutoffs))") }
         var cutoffs: [Cutoff] = []
         for _ in 0..<cutoffCount {
             cutoffs.append(Cutoff(origin: try r.member("cut-off origin"), node: try r.raw(nodeKeyLength, "cut-off node key"), seq: try r.madeCount("cut-off seq")))
         }
         let keyCheck = try r.raw(32, "key check")
         let rosterCount = try r.count16(minItemSize: nodeKeyLength + sealedKeyLength, "roster")
-        guard rosterCount <= maxRoster else { throw WireError("an epoch change to \(rosterCount) node keys (at most \(maxRoster))") }
+        guard rosterCount <= maxRoster else { throw CoreError("an epoch change to \(rosterCount) node keys (at most \(maxRoster))") }
         var recipients: [Recipient] = []
         recipients.reserveCapacity(rosterCount)
         for _ in 0..<rosterCount {
@@ -218,7 +218,7 @@ public struct EpochChange: Sendable, Equatable {
             let adminCount = try r.count16(minItemSize: nodeKeyLength, "admins")
             // Version 3 always carries admins: an empty set is version 2 (one content, one encoding).
             guard (1...SessionKey.maxAdmins).contains(adminCount) else {
-                throw WireError("an epoch change with \(adminCount) admins (1 to \(SessionKey.maxAdmins))")
+                throw CoreError("an epoch change with \(adminCount) admins (1 to \(SessionKey.maxAdmins))")
             }
             for _ in 0..<adminCount { admins.append(try r.raw(nodeKeyLength, "admin node key")) }
         }
@@ -228,7 +228,7 @@ public struct EpochChange: Sendable, Equatable {
     }
 
     /// Decodes one change that fills `bytes` exactly.
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> EpochChange {
+    public static func decode(_ bytes: [UInt8]) throws(CoreError) -> EpochChange {
         var r = WireReader(bytes)
         let change = try decode(from: &r)
         try r.expectEnd("epoch change")

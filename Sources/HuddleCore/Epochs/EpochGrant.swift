@@ -36,15 +36,15 @@ public struct EpochGrant: Sendable, Equatable {
         return w.bytes
     }
 
-    public static func decode(from r: inout WireReader) throws(WireError) -> EpochGrant {
-        guard try r.u8("epoch grant version") == version else { throw WireError("unknown epoch grant version") }
+    public static func decode(from r: inout WireReader) throws(CoreError) -> EpochGrant {
+        guard try r.u8("epoch grant version") == version else { throw CoreError("unknown epoch grant version") }
         return EpochGrant(session: try r.raw(SessionKey.sessionIDLength, "session id"), epoch: try r.count("epoch"),
                           head: try r.raw(SessionKey.headLength, "head"), recipient: try r.raw(EpochChange.nodeKeyLength, "recipient"),
                           sealedKey: try r.raw(EpochChange.sealedKeyLength, "sealed key"))
     }
 
     /// Decodes one grant that fills `bytes` exactly.
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> EpochGrant {
+    public static func decode(_ bytes: [UInt8]) throws(CoreError) -> EpochGrant {
         var r = WireReader(bytes)
         let grant = try decode(from: &r)
         try r.expectEnd("epoch grant")

@@ -9,7 +9,7 @@ extension EpochHistory {
     /// to every member; this member has already moved to it.
     /// `origins`: every origin this member knows with its node key and the highest seq of it
     /// delivered here: the cut-offs of the node keys a change removes (`EpochHistory+Cutoffs`).
-    public mutating func rekey(members: [[UInt8]], origins: [EpochChange.Cutoff] = [], now: Double, using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
+    public mutating func rekey(members: [[UInt8]], origins: [EpochChange.Cutoff] = [], now: Double, using rng: inout some RandomNumberGenerator) throws(CoreError) -> EpochChange {
         try make(removing: [], members: members, origins: origins, now: now, using: &rng)
     }
 
@@ -17,7 +17,7 @@ extension EpochHistory {
     /// A member the head's roster leaves out (`lockout`) removes on the head's parent instead: its
     /// change is a sibling of the head, and wins over it whenever the head hands a key to one of
     /// `nodes` or its maker is among them.
-    public mutating func remove(_ nodes: [[UInt8]], members: [[UInt8]], origins: [EpochChange.Cutoff] = [], now: Double, using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
+    public mutating func remove(_ nodes: [[UInt8]], members: [[UInt8]], origins: [EpochChange.Cutoff] = [], now: Double, using rng: inout some RandomNumberGenerator) throws(CoreError) -> EpochChange {
         guard !nodes.isEmpty else { throw .nobodyToRemove }
         guard !nodes.contains(nodeKey) else { throw .removingSelf }
         if let lockout { return try make(on: lockout.parent, removing: nodes, members: members, origins: origins, now: now, using: &rng) }
@@ -29,7 +29,7 @@ extension EpochHistory {
     /// set. An admin may drop itself (it then makes no further change). The change is validated by
     /// every member against the admin set of its parent, like any other.
     public mutating func changeAdmins(to admins: [[UInt8]], members: [[UInt8]], origins: [EpochChange.Cutoff] = [], now: Double,
-                                      using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
+                                      using rng: inout some RandomNumberGenerator) throws(CoreError) -> EpochChange {
         let admins = sortedUnique(admins)
         guard !self.admins.isEmpty, !admins.isEmpty, admins.count <= SessionKey.maxAdmins,
               admins.allSatisfy({ $0.count == SessionKey.adminKeyLength }) else { throw .adminsUnchangeable }
@@ -107,14 +107,14 @@ extension EpochHistory {
     /// member's counter-change is made on the head's parent) removing `removing` and every removal
     /// pending there; with the admin set `admins` (nil: `base`'s).
     mutating func make(on base: [UInt8]? = nil, removing: [[UInt8]], members: [[UInt8]], origins: [EpochChange.Cutoff] = [],
-                       admins newAdmins: [[UInt8]]? = nil, now: Double, using rng: inout some RandomNumberGenerator) throws(EpochError) -> EpochChange {
+                       admins newAdmins: [[UInt8]]? = nil, now: Double, using rng: inout some RandomNumberGenerator) throws(CoreError) -> EpochChange {
         let base = ownTip(from: base ?? head)
         guard let key = keys[base], let baseEpoch = entries[base]?.epoch, !isRemoved else { throw .notHandedCurrentKey }
         guard mayMake(nodeKey, at: base) else { throw .notAdmin }
         // A member handed the key by a grant is not on the roster: only the roster makes the next epoch.
         guard entries[base]?.roster?.contains(nodeKey) ?? true else { throw .notOnRoster }
         let removed = sortedUnique(removing + pendingRemovals(at: base))
-        guard removed.count <= EpochChange.maxRemoved else { throw .tooMany }
+        guard removed.count <= EpochChange.maxRemoved else { throw .tooManyToRemove }
         // Never above its own rate: the change would wait at every member (`EpochHistory+Rate`).
         let stamp = stamp(on: base, now: now)
         // (A time one millisecond above its previous change's, on a clock that has not moved on, is not a delay.)
@@ -131,7 +131,7 @@ extension EpochHistory {
                                           madeAt: stamp.madeAt, removed: removed, cutoffs: Self.cutoffs(for: removed, from: origins),
                                           roster: roster, admins: newAdmins ?? carriedAdmins(on: base), key: newKey, sealSeed: sealSeed)
         } catch { throw .cannotSeal }
-        if let refusal = insert(change, hash: change.hash, now: now) { throw .refused(refusal) }
+        if let refusal = insert(change, hash: change.hash, now: now) { throw .ownChangeRefused(refusal) }
         settle(now: now)
         return change
     }

@@ -52,21 +52,21 @@ public struct EpochMemory: Sendable, Equatable, StoredForm {
     /// The stored form (a row of the node's state).
     public func encoded() -> [UInt8] { storedBytes(capacity: 4096) }
 
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> EpochMemory { try decodeWhole(bytes, "epoch memory") }
+    public static func decode(_ bytes: [UInt8]) throws(CoreError) -> EpochMemory { try decodeWhole(bytes, "epoch memory") }
 
-    static func decode(from r: inout WireReader) throws(WireError) -> EpochMemory {
+    static func decode(from r: inout WireReader) throws(CoreError) -> EpochMemory {
         let lead = try r.u8("epoch memory format")
-        guard lead == format || lead == 0 else { throw WireError("unknown epoch memory format \(lead)") }
+        guard lead == format || lead == 0 else { throw CoreError("unknown epoch memory format \(lead)") }
         // A row from before the format byte: `lead` was the high byte of the root key's length.
         let bytes = lead == format ? try r.bytes16("root key") : try r.raw(Int(try r.u8("root key")), "root key")
         let epoch = try r.madeCount("root epoch")
         let sessionID = try r.bytes16("session id"), head = try r.bytes16("root head")
         let n = Int(try r.u32("changes"))
-        guard n <= maximumEntries else { throw WireError("\(n) epoch changes (at most \(maximumEntries))") }
+        guard n <= maximumEntries else { throw CoreError("\(n) epoch changes (at most \(maximumEntries))") }
         var changes: [EpochChange] = []
         for _ in 0..<n { changes.append(try EpochChange.decode(try r.bytes32(limit: 1 << 20, "epoch change"))) }
         let m = Int(try r.u32("removals"))
-        guard m <= maximumEntries else { throw WireError("\(m) removals (at most \(maximumEntries))") }
+        guard m <= maximumEntries else { throw CoreError("\(m) removals (at most \(maximumEntries))") }
         var removals: [RememberedRemoval] = []
         for _ in 0..<m { removals.append(RememberedRemoval(node: try r.bytes16("removed node"), by: try r.bytes16("remover"))) }
         // Added with issue 33: a row written before has neither (no admins, no remembered cut-offs).
@@ -74,16 +74,16 @@ public struct EpochMemory: Sendable, Equatable, StoredForm {
         var cutoffs: [EpochChange.Cutoff] = []
         if lead == format {
             let a = Int(try r.u32("admins"))
-            guard a <= SessionKey.maxAdmins else { throw WireError("\(a) admins (at most \(SessionKey.maxAdmins))") }
+            guard a <= SessionKey.maxAdmins else { throw CoreError("\(a) admins (at most \(SessionKey.maxAdmins))") }
             for _ in 0..<a { admins.append(try r.raw(SessionKey.adminKeyLength, "admin")) }
             let c = Int(try r.u32("cut-offs"))
-            guard c <= maximumEntries else { throw WireError("\(c) cut-offs (at most \(maximumEntries))") }
+            guard c <= maximumEntries else { throw CoreError("\(c) cut-offs (at most \(maximumEntries))") }
             for _ in 0..<c {
                 cutoffs.append(EpochChange.Cutoff(origin: try r.member("cut-off origin"), node: try r.bytes16("cut-off node"), seq: try r.madeCount("cut-off seq")))
             }
         }
         let rootKey: SessionKey
-        do { rootKey = try SessionKey(bytes: bytes, epoch: epoch, sessionID: sessionID, head: head, admins: admins) } catch { throw WireError("root key: \(error)") }
+        do { rootKey = try SessionKey(bytes: bytes, epoch: epoch, sessionID: sessionID, head: head, admins: admins) } catch { throw CoreError("root key: \(error)") }
         return EpochMemory(rootKey: rootKey, changes: changes, removals: removals, cutoffs: cutoffs)
     }
 }

@@ -24,7 +24,7 @@
 ///   head hands its branch).
 ///   A change stamped in the future is taken once the clock reaches its time, like an activity.
 /// - This member's own changes never wait: it stamps the wall-clock time (above its previous one)
-///   and does not make a change above its rate (`EpochError.rateLimited`; routine rotation and
+///   and does not make a change above its rate (`CoreError.Code.rateLimited`; routine rotation and
 ///   re-issues try again later).
 ///
 /// Limit: a maker's changes older than the kept history (`maxChanges`, the grace) no longer count

@@ -40,31 +40,6 @@ public struct EpochHandover: Sendable, Equatable {
     public var grant: EpochGrant?
 }
 
-/// Why this member could not make an epoch change.
-public enum EpochError: Error, Sendable, Equatable {
-    /// It does not hold the current epoch's key (removed, or waiting for a grant).
-    case notHandedCurrentKey
-    /// The session has admins and this node key is not one.
-    case notAdmin
-    /// An admin-set change that cannot be made: the session has no admins (they are fixed at
-    /// `huddle keygen`), it would leave none, or more than `SessionKey.maxAdmins`.
-    case adminsUnchangeable
-    case removingSelf
-    /// Nothing to remove.
-    case nobodyToRemove
-    /// More node keys to remove than one change carries (`EpochChange.maxRemoved`).
-    case tooMany
-    /// This member holds the current key by a grant, not by the roster: only the roster makes the next epoch.
-    case notOnRoster
-    /// The new key could not be sealed to a roster node key (never for keys `SealedBox.canSeal` accepts).
-    case cannotSeal
-    /// This member made `EpochSettings.changeBurst` changes in a row already: its next one would
-    /// be above its rate, so it is not made before `until` (the session core's `now`).
-    case rateLimited(until: Double)
-    /// The epoch rules refused the change this member made (they never should: a bug).
-    case refused(Refusal)
-}
-
 /// The bounds and policy of the epoch rules.
 public struct EpochSettings: Sendable {
     /// How long an epoch's key is still accepted after the epoch ended (`--rekey-grace`), and how

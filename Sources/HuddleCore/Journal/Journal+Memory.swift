@@ -35,17 +35,17 @@ public struct JournalMemory: Sendable, Equatable {
         return w.bytes
     }
 
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> JournalMemory {
+    public static func decode(_ bytes: [UInt8]) throws(CoreError) -> JournalMemory {
         var r = WireReader(bytes)
-        guard try r.u8("version") == version else { throw WireError("unsupported journal memory version") }
+        guard try r.u8("version") == version else { throw CoreError("unsupported journal memory version") }
         let n = Int(try r.u32("journal records"))
-        guard n <= maximumRecords else { throw WireError("\(n) journal records (at most \(maximumRecords))") }
+        guard n <= maximumRecords else { throw CoreError("\(n) journal records (at most \(maximumRecords))") }
         var records: [Kept] = []
         for _ in 0..<n {
             let manifest = try Manifest.decode(from: &r)
             let key = try r.raw(32, "attachment key")
             let flags = try r.u8("journal record flags")
-            guard flags & ~3 == 0 else { throw WireError("bad journal record flags \(flags)") }
+            guard flags & ~3 == 0 else { throw CoreError("bad journal record flags \(flags)") }
             records.append(Kept(manifest: manifest, key: key, removed: flags & 1 != 0, completeEmitted: flags & 2 != 0))
         }
         try r.expectEnd("journal memory")

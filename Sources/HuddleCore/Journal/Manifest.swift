@@ -77,12 +77,12 @@ public struct Manifest: Sendable, Equatable {
         w.raw(signedFields()); w.raw(signature)
     }
 
-    static func decode(from r: inout WireReader) throws(WireError) -> Manifest {
+    static func decode(from r: inout WireReader) throws(CoreError) -> Manifest {
         let name = try r.string16("attachment name")
         let size = try r.u64("attachment size")
         let chunkSize = try r.u32("chunk size")
         let count = Int(try r.u32("chunk count"))
-        guard count <= Self.maximumSize / 1024 + 1, count * 32 <= r.remaining else { throw WireError("bad chunk count \(count)") }
+        guard count <= Self.maximumSize / 1024 + 1, count * 32 <= r.remaining else { throw CoreError("bad chunk count \(count)") }
         var hashes: [[UInt8]] = []
         hashes.reserveCapacity(count)
         for _ in 0..<count { hashes.append(try r.raw(32, "chunk hash")) }
@@ -134,14 +134,14 @@ public enum JournalEntry: Sendable, Equatable {
         return w.bytes
     }
 
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> JournalEntry {
+    public static func decode(_ bytes: [UInt8]) throws(CoreError) -> JournalEntry {
         var r = WireReader(bytes)
-        guard try r.u8("journal version") == 1 else { throw WireError("unsupported journal entry version") }
+        guard try r.u8("journal version") == 1 else { throw CoreError("unsupported journal entry version") }
         let entry: JournalEntry
         switch try r.u8("journal kind") {
         case 1: entry = .add(try Manifest.decode(from: &r), key: try r.raw(32, "attachment key"))
         case 2: entry = .remove(id: try r.string16("attachment id"))
-        default: throw WireError("unknown journal entry")
+        default: throw CoreError("unknown journal entry")
         }
         try r.expectEnd("journal entry")
         return entry

@@ -148,7 +148,7 @@ public struct RelayCircuits: Sendable {
 
     /// `bytes` bytes from `from` for `to`, while `queued` bytes wait for `to` already: the member to
     /// forward them to, or why they are dropped.
-    public mutating func forward(_ bytes: Int, from: MemberID, to: MemberID, queued: Int = 0, now: Double) -> Result<MemberID, RefusalError> {
+    public mutating func forward(_ bytes: Int, from: MemberID, to: MemberID, queued: Int = 0, now: Double) -> Result<MemberID, CoreError> {
         let pair = Pair(from, to)
         guard from != to, circuits[pair] != nil else { return .failure(refuse(.noCircuit)) }
         if queued <= 0 { backlog[to] = nil; retiredShare[to] = nil }
@@ -200,12 +200,10 @@ public struct RelayCircuits: Sendable {
     /// How long a reader waits before looking at a full queue again.
     public static let queuePause = 0.01
 
-    /// A refusal as an error value (for `forward`'s result).
-    public struct RefusalError: Error, Equatable, Sendable { public let reason: Refusal }
-
-    private mutating func refuse(_ reason: Refusal) -> RefusalError {
+    /// Counts a refusal and makes it the error of `forward`'s result (`CoreError.Code.relayRefused`).
+    private mutating func refuse(_ reason: Refusal) -> CoreError {
         refusals[reason, default: 0] &+= 1
-        return RefusalError(reason: reason)
+        return .relayRefused(reason)
     }
 
     /// Closes circuits idle for `budget.idleSeconds`; returns them.

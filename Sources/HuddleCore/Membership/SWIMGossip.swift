@@ -61,11 +61,11 @@ public enum SWIMGossip: Sendable, Equatable {
         }
     }
 
-    static func decode(from r: inout WireReader) throws(WireError) -> SWIMGossip {
+    static func decode(from r: inout WireReader) throws(CoreError) -> SWIMGossip {
         switch try r.u8("gossip kind") {
         case 1:
             let info = try MemberInfo.decode(from: &r)
-            guard info.state == .alive else { throw WireError("alive gossip with state \(info.state)") }
+            guard info.state == .alive else { throw CoreError("alive gossip with state \(info.state)") }
             return .alive(info)
         case 2:
             return .suspect(try r.member(), incarnation: try r.madeCount("incarnation"), from: try r.member("suspecter"),
@@ -74,7 +74,7 @@ public enum SWIMGossip: Sendable, Equatable {
             return .failed(try r.member(), incarnation: try r.madeCount("incarnation"), from: try r.member("declarer"),
                            signature: try r.signature())
         case 4: return .left(try r.member(), incarnation: try r.madeCount("incarnation"), signature: try r.signature())
-        case let kind: throw WireError("unknown gossip kind \(kind)")
+        case let kind: throw CoreError("unknown gossip kind \(kind)")
         }
     }
 }

@@ -2,7 +2,7 @@
 /// (SWIM §3–4, Lifeguard §IV.A nacks).
 ///
 /// Wire form: `version (1) | kind | sender id | kind fields | gossip count (u8) | updates`.
-/// Guarantees: `decode` checks every length before it reads or allocates and throws `WireError`
+/// Guarantees: `decode` checks every length before it reads or allocates and throws `CoreError`
 /// on anything malformed, truncated, or followed by trailing bytes — it never traps; a message
 /// built by `SWIMInstance` encodes to at most `SWIMSettings.maxMessageBytes`.
 public struct SWIMMessage: Sendable, Equatable {
@@ -62,10 +62,10 @@ public struct SWIMMessage: Sendable, Equatable {
         return w.bytes
     }
 
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> SWIMMessage {
+    public static func decode(_ bytes: [UInt8]) throws(CoreError) -> SWIMMessage {
         var r = WireReader(bytes)
         let version = try r.u8("version")
-        guard version == Self.version else { throw WireError("unsupported SWIM message version \(version)") }
+        guard version == Self.version else { throw CoreError("unsupported SWIM message version \(version)") }
         let code = try r.u8("message kind")
         let sender = try r.member("sender")
         let kind: Kind
@@ -75,10 +75,10 @@ public struct SWIMMessage: Sendable, Equatable {
         case 3: kind = .pingReq(seq: try r.u32("seq"), target: try r.member("target"), targetAddr: try r.string16("target address"))
         case 4: kind = .nack(seq: try r.u32("seq"))
         case 5: kind = .gossip
-        default: throw WireError("unknown SWIM message kind \(code)")
+        default: throw CoreError("unknown SWIM message kind \(code)")
         }
         let count = Int(try r.u8("gossip count"))
-        guard count * SWIMGossip.minimumEncodedSize <= r.remaining else { throw WireError("truncated gossip") }
+        guard count * SWIMGossip.minimumEncodedSize <= r.remaining else { throw CoreError("truncated gossip") }
         var gossip: [SWIMGossip] = []
         gossip.reserveCapacity(count)
         for _ in 0..<count { gossip.append(try SWIMGossip.decode(from: &r)) }

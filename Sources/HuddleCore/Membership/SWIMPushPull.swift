@@ -25,15 +25,15 @@ public struct SWIMPushPull: Sendable, Equatable {
         return w.bytes
     }
 
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> SWIMPushPull {
+    public static func decode(_ bytes: [UInt8]) throws(CoreError) -> SWIMPushPull {
         var r = WireReader(bytes)
         let version = try r.u8("version")
-        guard version == Self.version else { throw WireError("unsupported push-pull version \(version)") }
+        guard version == Self.version else { throw CoreError("unsupported push-pull version \(version)") }
         let flags = try r.u8("push-pull flags")
-        guard flags & ~3 == 0 else { throw WireError("bad push-pull flags") }
+        guard flags & ~3 == 0 else { throw CoreError("bad push-pull flags") }
         let count = Int(try r.u32("member count"))
         guard count <= maxMembers, count * MemberInfo.minimumEncodedSize <= r.remaining else {
-            throw WireError("push-pull member count \(count) exceeds what the state can hold")
+            throw CoreError("push-pull member count \(count) exceeds what the state can hold")
         }
         var members: [MemberInfo] = []
         members.reserveCapacity(count)

@@ -36,9 +36,9 @@ public struct ActivityRecord: Sendable, Equatable, StoredForm {
     /// The stored form (a restart's activity value, `ResumePoint.activity`).
     public func encoded() -> [UInt8] { storedBytes(capacity: 96 + value.count) }
 
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> ActivityRecord { try decodeWhole(bytes, "activity record") }
+    public static func decode(_ bytes: [UInt8]) throws(CoreError) -> ActivityRecord { try decodeWhole(bytes, "activity record") }
 
-    static func decode(from r: inout WireReader) throws(WireError) -> ActivityRecord {
+    static func decode(from r: inout WireReader) throws(CoreError) -> ActivityRecord {
         ActivityRecord(lamport: try r.madeCount("lamport"), setBy: try r.member("setter"), value: try r.bytes32(limit: 64 * 1024, "activity"),
                        signature: try r.raw(64, "activity signature"))
     }

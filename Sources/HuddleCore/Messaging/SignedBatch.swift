@@ -47,11 +47,11 @@ public struct SignedBatch: Sendable, Equatable {
         }
     }
 
-    static func decode(from r: inout WireReader) throws(WireError) -> SignedBatch {
+    static func decode(from r: inout WireReader) throws(CoreError) -> SignedBatch {
         let origin = try r.member("batch origin")
         let signature = try r.raw(64, "batch signature")
         let count = try r.count16(minItemSize: 33, "batch")
-        guard count >= 1, count <= BatchProof.maximumBatch else { throw WireError("batch of \(count) messages (must be 1...\(BatchProof.maximumBatch))") }
+        guard count >= 1, count <= BatchProof.maximumBatch else { throw CoreError("batch of \(count) messages (must be 1...\(BatchProof.maximumBatch))") }
         var leaves = [UInt8](repeating: 0, count: count * BatchTree.hashLength)
         var carried: [(Int, WireMessage)] = []
         carried.reserveCapacity(count)
@@ -63,13 +63,13 @@ public struct SignedBatch: Sendable, Equatable {
             case 1:
                 let start = r.offset
                 let message = try WireMessage.decode(from: &r)
-                guard message.origin == origin else { throw WireError("batch of \(origin) carries a message from \(message.origin)") }
+                guard message.origin == origin else { throw CoreError("batch of \(origin) carries a message from \(message.origin)") }
                 r.withBytes(from: start) { encoded in
                     leaves.withUnsafeMutableBytes { BatchTree.leafHash(ofEncoded: encoded, into: UnsafeMutableRawBufferPointer(rebasing: $0[slot])) }
                 }
                 carried.append((position, message))
             default:
-                throw WireError("bad batch entry flag")
+                throw CoreError("bad batch entry flag")
             }
         }
         let tree = BatchTree(leaves: leaves)

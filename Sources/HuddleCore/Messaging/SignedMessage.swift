@@ -14,7 +14,7 @@ public struct SignedMessage: Sendable, Equatable {
         proof.encode(into: &w)
     }
 
-    static func decode(from r: inout WireReader) throws(WireError) -> SignedMessage {
+    static func decode(from r: inout WireReader) throws(CoreError) -> SignedMessage {
         SignedMessage(message: try WireMessage.decode(from: &r), proof: try BatchProof.decode(from: &r))
     }
 }
@@ -23,7 +23,7 @@ extension SignedMessage: StoredForm {
     /// The stored form (a restart's own messages, `ResumePoint`).
     public func encoded() -> [UInt8] { storedBytes(capacity: message.body.count + 256) }
 
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> SignedMessage { try decodeWhole(bytes, "stored message") }
+    public static func decode(_ bytes: [UInt8]) throws(CoreError) -> SignedMessage { try decodeWhole(bytes, "stored message") }
 }
 
 /// Where a message sits in its signed batch: the origin's signature over the batch root, the
@@ -59,12 +59,12 @@ public struct BatchProof: Sendable, Equatable {
         for hash in path { w.raw(hash) }
     }
 
-    static func decode(from r: inout WireReader) throws(WireError) -> BatchProof {
+    static func decode(from r: inout WireReader) throws(CoreError) -> BatchProof {
         let signature = try r.raw(64, "batch signature")
         let index = try r.u16("batch index"), count = try r.u16("batch size")
-        guard index < count, Int(count) <= maximumBatch else { throw WireError("bad batch index \(index) of \(count)") }
+        guard index < count, Int(count) <= maximumBatch else { throw CoreError("bad batch index \(index) of \(count)") }
         let depth = Int(try r.u8("proof length"))
-        guard depth <= 16 else { throw WireError("proof of \(depth) hashes is too long") }
+        guard depth <= 16 else { throw CoreError("proof of \(depth) hashes is too long") }
         var path: [[UInt8]] = []
         for _ in 0..<depth { path.append(try r.raw(32, "proof hash")) }
         return BatchProof(signature: signature, index: index, count: count, path: path)

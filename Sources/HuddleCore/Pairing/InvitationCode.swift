@@ -4,7 +4,7 @@
 /// Guarantees: the words carry `entropyBits` = 4 × 11 = 44 bits drawn uniformly by the member (the
 /// nameplate adds none: it is not secret); `parse` accepts what `text` prints in any letter case, with
 /// blanks around it or in place of the dashes, and refuses anything else with an
-/// `InvitationCodeError` that says what is wrong; `text` (the normalised form) is the PAKE password.
+/// `CoreError` (`badInvitationCode`) that says what is wrong; `text` (the normalised form) is the PAKE password.
 public struct InvitationCode: Sendable, Equatable, CustomStringConvertible {
     public static let wordCount = 4
     public static let entropyBits = wordCount * 11  // log2(2048) per word
@@ -27,7 +27,7 @@ public struct InvitationCode: Sendable, Equatable, CustomStringConvertible {
     public var text: String { ([String(nameplate)] + words).joined(separator: "-") }
     public var description: String { text }
 
-    public static func parse(_ input: String) throws(InvitationCodeError) -> InvitationCode {
+    public static func parse(_ input: String) throws(CoreError) -> InvitationCode {
         // Dashes or blanks between the parts: a code read aloud may be typed with spaces.
         let parts = input.lowercased().split(whereSeparator: { $0 == "-" || $0.isWhitespace }).map(String.init)
         guard let first = parts.first, let nameplate = UInt32(first), (1...maximumNameplate).contains(nameplate) else {
@@ -42,20 +42,5 @@ public struct InvitationCode: Sendable, Equatable, CustomStringConvertible {
     private init(nameplate: UInt32, checkedWords: [String]) {
         self.nameplate = nameplate
         words = checkedWords
-    }
-}
-
-/// What is wrong with a typed invitation code.
-public enum InvitationCodeError: Error, Sendable, Equatable, CustomStringConvertible {
-    case badNameplate(String)
-    case wordCount(Int)
-    case unknownWord(String)
-
-    public var description: String {
-        switch self {
-        case let .badNameplate(text): "an invitation code starts with its number (1-\(InvitationCode.maximumNameplate)), not \"\(text)\" (e.g. 7-crossover-clockwork-ribbon)"
-        case let .wordCount(n): "an invitation code has \(InvitationCode.wordCount) words after its number, not \(n)"
-        case let .unknownWord(word): "\"\(word)\" is not a word of invitation codes: check the spelling"
-        }
     }
 }

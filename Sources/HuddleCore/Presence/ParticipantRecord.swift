@@ -70,7 +70,7 @@ public struct ParticipantRecord: Sendable, Equatable {
         w.raw(signature)
     }
 
-    static func decode(from r: inout WireReader) throws(WireError) -> ParticipantRecord {
+    static func decode(from r: inout WireReader) throws(CoreError) -> ParticipantRecord {
         let member = try r.member("participants member")
         let version = try r.count("participants version")
         let n = try r.count16(minItemSize: 10, "participants")

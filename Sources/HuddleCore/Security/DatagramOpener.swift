@@ -38,26 +38,26 @@ public struct DatagramOpener: Sendable {
         self.local = local; self.session = session; entries = keys.entries; self.older = Array(older.prefix(Self.maximumOlderSeals))
     }
 
-    public func open(_ datagram: [UInt8]) throws(WireError) -> OpenedDatagram {
-        guard let version = datagram.first else { throw WireError("empty datagram") }
+    public func open(_ datagram: [UInt8]) throws(CoreError) -> OpenedDatagram {
+        guard let version = datagram.first else { throw CoreError("empty datagram") }
         switch version {
         case DatagramSeal.version:
             if let plain = try? session.open(datagram) { return OpenedDatagram(try DatagramPayload.decode(plain), form: .session) }
             for seal in older {
                 if let plain = try? seal.open(datagram) { return OpenedDatagram(try DatagramPayload.decode(plain), form: .session) }
             }
-            throw WireError("datagram failed to open")
+            throw CoreError("datagram failed to open")
         case PairDatagramSeal.version:
             let (sender, keyID) = try PairDatagramSeal.header(datagram)
             for entry in entries[sender] ?? [] where entry.keys.receiveID == keyID {
                 guard let plain = try? PairDatagramSeal.open(datagram, to: local, key: entry.keys.receive) else { continue }
                 let payload = try DatagramPayload.decode(plain)
-                guard payload.sender == sender else { throw WireError("datagram payload names another sender than its seal") }
+                guard payload.sender == sender else { throw CoreError("datagram payload names another sender than its seal") }
                 return OpenedDatagram(payload, form: .link(serial: entry.serial))
             }
-            throw WireError("datagram failed to open")
+            throw CoreError("datagram failed to open")
         default:
-            throw WireError("unsupported datagram seal version \(version)")
+            throw CoreError("unsupported datagram seal version \(version)")
         }
     }
 }

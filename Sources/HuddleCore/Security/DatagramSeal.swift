@@ -20,14 +20,14 @@ public struct DatagramSeal: Sendable {
         return out
     }
 
-    public func open(_ datagram: [UInt8]) throws(WireError) -> [UInt8] {
+    public func open(_ datagram: [UInt8]) throws(CoreError) -> [UInt8] {
         let header = 1 + AEAD.nonceLength
-        guard datagram.count >= header + AEAD.tagLength else { throw WireError("datagram too short") }
-        guard datagram[0] == Self.version else { throw WireError("unsupported datagram seal version") }
+        guard datagram.count >= header + AEAD.tagLength else { throw CoreError("datagram too short") }
+        guard datagram[0] == Self.version else { throw CoreError("unsupported datagram seal version") }
         do {
             return try AEAD.open(Array(datagram[header...]), ad: [Self.version], nonce: Array(datagram[1..<header]), key: key)
         } catch {
-            throw WireError("datagram failed to open")
+            throw CoreError("datagram failed to open")
         }
     }
 }

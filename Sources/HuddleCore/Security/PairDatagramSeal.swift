@@ -24,23 +24,23 @@ public enum PairDatagramSeal {
     }
 
     /// The clear header: who claims to have sent it, and the id of the key it names.
-    public static func header(_ datagram: [UInt8]) throws(WireError) -> (sender: MemberID, keyID: UInt32) {
-        guard datagram.count >= headerLength + AEAD.tagLength else { throw WireError("datagram too short") }
+    public static func header(_ datagram: [UInt8]) throws(CoreError) -> (sender: MemberID, keyID: UInt32) {
+        guard datagram.count >= headerLength + AEAD.tagLength else { throw CoreError("datagram too short") }
         var r = WireReader(datagram)
-        guard try r.u8("version") == version else { throw WireError("not a link-keyed datagram") }
+        guard try r.u8("version") == version else { throw CoreError("not a link-keyed datagram") }
         return (try r.member("sender"), try r.u32("key id"))
     }
 
     /// The payload, if `key` (the receive key the header's id names) opens the datagram as sent
     /// from its header's sender to `recipient`.
-    public static func open(_ datagram: [UInt8], to recipient: MemberID, key: [UInt8]) throws(WireError) -> [UInt8] {
+    public static func open(_ datagram: [UInt8], to recipient: MemberID, key: [UInt8]) throws(CoreError) -> [UInt8] {
         let (sender, keyID) = try header(datagram)
         let nonceStart = headerLength - AEAD.nonceLength
         do {
             return try AEAD.open(Array(datagram[headerLength...]), ad: additionalData(sender, recipient, keyID),
                                  nonce: Array(datagram[nonceStart..<headerLength]), key: key)
         } catch {
-            throw WireError("datagram failed to open")
+            throw CoreError("datagram failed to open")
         }
     }
 

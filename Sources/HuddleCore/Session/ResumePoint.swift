@@ -55,28 +55,28 @@ public struct ResumePoint: Sendable, Equatable {
         return w.bytes
     }
 
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> ResumePoint {
+    public static func decode(_ bytes: [UInt8]) throws(CoreError) -> ResumePoint {
         var r = WireReader(bytes)
-        guard try r.u8("version") == version else { throw WireError("unsupported resume point version") }
+        guard try r.u8("version") == version else { throw CoreError("unsupported resume point version") }
         let member = try r.member(), incarnation = try r.madeCount("incarnation")
         let ownSeq = try r.madeCount("own seq"), counter = try r.madeCount("counter"), datagramCounter = try r.madeCount("datagram counter")
         var maps: [[MemberID: UInt64]] = []
         for what in ["delivered", "baseline", "non-application counts"] {
             let n = Int(try r.u32(what))
-            guard n <= maximumEntries else { throw WireError("\(n) \(what) entries (at most \(maximumEntries))") }
+            guard n <= maximumEntries else { throw CoreError("\(n) \(what) entries (at most \(maximumEntries))") }
             var map: [MemberID: UInt64] = [:]
             for _ in 0..<n { map[try r.member()] = try r.madeCount(what) }
             maps.append(map)
         }
         let n = Int(try r.u32("addresses"))
-        guard n <= maximumEntries else { throw WireError("\(n) addresses (at most \(maximumEntries))") }
+        guard n <= maximumEntries else { throw CoreError("\(n) addresses (at most \(maximumEntries))") }
         var addresses: [String] = []
         for _ in 0..<n { addresses.append(try r.string16("address", limit: MemberInfo.maximumAddress)) }
         let epochs: EpochMemory?
         switch try r.u8("epochs flag") {
         case 0: epochs = nil
         case 1: epochs = try EpochMemory.decode(from: &r)
-        default: throw WireError("bad epochs flag")
+        default: throw CoreError("bad epochs flag")
         }
         try r.expectEnd("resume point")
         var point = ResumePoint(member: member, incarnation: incarnation, ownSeq: ownSeq, counter: counter,

@@ -7,16 +7,8 @@
 /// counted (`Refusal.journalRemoveNotAllowed`); so is a remove that names no origin (a catch-up
 /// carries live attachments only, never removals). A remove of an attachment unknown here, or
 /// removed already, changes nothing. This member asking to remove an attachment it may not gets
-/// `RemoveRefusal.notUploaderOrAdmin`, and nothing is broadcast.
+/// `CoreError.Code.notUploaderOrAdmin`, and nothing is broadcast.
 extension SessionCore {
-    /// Why this member may not remove an attachment.
-    public enum RemoveRefusal: Error, Sendable, Equatable {
-        /// No live attachment has this id.
-        case notFound(String)
-        /// This member neither uploaded the attachment nor is an admin.
-        case notUploaderOrAdmin(String)
-    }
-
     /// Whether `member` may remove the attachment `manifest` names: its uploader or an admin.
     func mayRemoveAttachment(_ manifest: Manifest, by member: MemberID) -> Bool {
         if member == manifest.uploader { return true }

@@ -62,13 +62,13 @@ extension SessionCore {
 
     /// Whether a link whose handshake proved the key of epoch `keyHead` (nil: the current one) may
     /// serve `peer`: the epoch rules' admission; a refusal is counted by its reason.
-    public mutating func admitEpoch(_ peer: MemberInfo, keyHead: [UInt8]?, now: Double) throws(LinkRefusal) {
-        if epochs.isRemoved { throw .epoch(.removedNode) }
+    public mutating func admitEpoch(_ peer: MemberInfo, keyHead: [UInt8]?, now: Double) throws(CoreError) {
+        if epochs.isRemoved { throw .linkRefusedByEpoch(.removedNode) }
         let head = keyHead ?? epochs.head
         let admission = epochs.admission(of: peer.node, holding: head, now: now)
         if case let .refused(reason) = admission {
             ownRefusals.add(reason)
-            throw .epoch(reason)
+            throw .linkRefusedByEpoch(reason)
         }
         epochLinks[peer.id] = (peer.node, head)
         epochs.observe(peer.node, now: now)
@@ -94,23 +94,23 @@ extension SessionCore {
 
     /// Rotates the session key, removing nobody (`rekey`, `--rekey-every`). Returns the change (its
     /// epoch is the new one) and what to do: send it on every link, switch to its key.
-    public mutating func rekey(now: Double) throws(EpochError) -> (EpochChange, [SessionEffect]) {
+    public mutating func rekey(now: Double) throws(CoreError) -> (EpochChange, [SessionEffect]) {
         try make(removing: [], now: now)
     }
 
     /// Removes `nodes` (node keys) for good and rotates the key to everyone else (`remove`).
-    public mutating func remove(nodes: [[UInt8]], now: Double) throws(EpochError) -> (EpochChange, [SessionEffect]) {
+    public mutating func remove(nodes: [[UInt8]], now: Double) throws(CoreError) -> (EpochChange, [SessionEffect]) {
         guard !nodes.isEmpty else { throw .nobodyToRemove }
         return try make(removing: nodes, now: now)
     }
 
     /// Moves the session to a new epoch whose admin set is `admins` (issue 33; only an admin, only in
     /// a session with admins, never to none): `EpochHistory.changeAdmins`.
-    public mutating func changeAdmins(to admins: [[UInt8]], now: Double) throws(EpochError) -> (EpochChange, [SessionEffect]) {
+    public mutating func changeAdmins(to admins: [[UInt8]], now: Double) throws(CoreError) -> (EpochChange, [SessionEffect]) {
         try make(removing: [], admins: admins, now: now)
     }
 
-    private mutating func make(removing nodes: [[UInt8]], admins: [[UInt8]]? = nil, now: Double) throws(EpochError) -> (EpochChange, [SessionEffect]) {
+    private mutating func make(removing nodes: [[UInt8]], admins: [[UInt8]]? = nil, now: Double) throws(CoreError) -> (EpochChange, [SessionEffect]) {
         let before = epochs.head
         let members = epochMembers
         var rng = epochRandom
@@ -125,7 +125,7 @@ extension SessionCore {
                 change = try epochs.remove(nodes, members: members, origins: epochOrigins, now: now, using: &rng)
             }
         } catch {
-            if error == .notAdmin { ownRefusals.add(.epochNotAdmin) }
+            if error.code == .notAdmin { ownRefusals.add(.epochNotAdmin) }
             throw error
         }
         return (change, made(change, previous: before, now: now))

@@ -30,8 +30,8 @@ public struct LinkCandidate: Sendable {
 
 /// What the shell does with a new link (`SessionCore.linkEstablished`).
 public enum LinkDecision: Sendable {
-    /// Close the new link: refused (`LinkRefusal`; the reason is counted in `refusals`).
-    case refused(SessionCore.LinkRefusal)
+    /// Close the new link: refused (one of `CoreError`'s link codes; the reason is counted in `refusals`).
+    case refused(CoreError)
     /// Close the new link: the link up to that peer stays (the duplicate rule). Its datagram keys
     /// are kept for a moment, retired, for what the peer sent under them.
     case duplicate
@@ -50,7 +50,7 @@ extension SessionCore {
     public mutating func linkEstablished(_ link: LinkCandidate, now: Double) -> LinkDecision {
         let peer = link.peer.id
         do { try admitLink(link.peer, keyHead: link.keyHead, now: now) } catch { return .refused(error) }
-        if let via = link.via, !admitsRelayedLink(peer, via: via) { return .refused(.noCircuit) }
+        if let via = link.via, !admitsRelayedLink(peer, via: via) { return .refused(.noCircuitForLink) }
         let replaces = planner.linked.contains(peer)
         if replaces {
             guard LinkPlanner.keepsNewLink(newDialedBy: link.dialer, existingDialedBy: linkDialers[peer] ?? local,

@@ -4,18 +4,6 @@ import HuddleCrypto
 /// node's shell held before (issue 19). Limits, membership of the recipients and backpressure are
 /// decided here; the shell only turns refusals into control errors.
 extension SessionCore {
-    /// Why a send was refused.
-    public enum SendRefusal: Error, Sendable, Equatable {
-        /// The body is larger than the limit for its delivery mode.
-        case tooLarge(size: Int, limit: Int, reliable: Bool)
-        /// A recipient this member has never heard of.
-        case unknownMember(MemberID)
-        /// A recipient that is known but not live (failed or left).
-        case notMember(MemberID)
-        /// Retransmit buffers are full (`storedBytes` held for slow members): try again later.
-        case busy(storedBytes: Int)
-    }
-
     /// Largest message bodies a send may carry, and the budgets every peer is held to.
     public struct Limits: Sendable {
         /// Largest reliable body: a send above it is refused (`too_large`), and so is a received
@@ -56,7 +44,7 @@ extension SessionCore {
     /// recipient (`.deliverOwn`, `.deliverUnreliable`). The first `envelope` bytes of a reliable
     /// body (at most `envelopeAllowance`) do not count against `Limits.reliable`; an unreliable
     /// body counts whole, as it must fit one datagram.
-    public mutating func send(body: [UInt8], envelope: Int = 0, to: [MemberID]?, reliable: Bool) throws(SendRefusal) -> (WireMessage, [SessionEffect]) {
+    public mutating func send(body: [UInt8], envelope: Int = 0, to: [MemberID]?, reliable: Bool) throws(CoreError) -> (WireMessage, [SessionEffect]) {
         // A removed member has no session to send to (issue 21).
         guard !epochs.isRemoved else { throw .notMember(local) }
         let limit = reliable ? limits.reliable : limits.unreliable
@@ -245,8 +233,8 @@ extension SessionCore {
 
     /// Removes an attachment from the session's journal: only its uploader or an admin may
     /// (`mayRemoveAttachment`); refused when there is no such live attachment, or when this member may not.
-    public mutating func removeAttachment(_ id: String, now: Double) throws(RemoveRefusal) -> [SessionEffect] {
-        guard let record = journal.records[id], !record.removed else { throw .notFound(id) }
+    public mutating func removeAttachment(_ id: String, now: Double) throws(CoreError) -> [SessionEffect] {
+        guard let record = journal.records[id], !record.removed else { throw .noSuchAttachment(id) }
         guard mayRemoveAttachment(record.manifest, by: local) else { throw .notUploaderOrAdmin(id) }
         return journalBroadcast(.remove(id: id), now: now)
     }

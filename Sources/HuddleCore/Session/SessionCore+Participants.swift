@@ -17,18 +17,10 @@ import HuddleCrypto
 ///   once (a killed node's link closes at once; one that vanishes is gone when SWIM suspects it
 ///   and the link is closed, at the latest when it is declared failed).
 extension SessionCore {
-    /// Why a program cannot join here.
-    public enum ParticipantJoinRefusal: Error, Equatable, Sendable {
-        /// This member has `ParticipantTable.maximumPerMember` programs already.
-        case full
-        /// The activity is empty or longer than `ParticipantRecord.maximumActivityBytes`.
-        case activity
-    }
-
     /// Program `id` of this member joins `activity` (a program already joined moves to it).
-    public mutating func joinProgram(_ id: UInt64, activity: String) throws(ParticipantJoinRefusal) -> [SessionEffect] {
-        guard (1...ParticipantRecord.maximumActivityBytes).contains(activity.utf8.count) else { throw .activity }
-        if presence.localPrograms[id] == nil, presence.localFull { throw .full }
+    public mutating func joinProgram(_ id: UInt64, activity: String) throws(CoreError) -> [SessionEffect] {
+        guard (1...ParticipantRecord.maximumActivityBytes).contains(activity.utf8.count) else { throw .badActivity }
+        if presence.localPrograms[id] == nil, presence.localFull { throw .participantsFull }
         return changeLocalProgram(id, activity: activity)
     }
 

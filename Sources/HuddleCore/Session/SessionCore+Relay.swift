@@ -96,7 +96,7 @@ extension SessionCore {
             if routes.via(peer) == sender { return [.circuitBytes(peer: peer, via: sender, bytes)] }
             switch relay.forward(bytes.count, from: sender, to: peer, queued: queued(peer), now: now) {
             case let .success(to): return [.sendLink(to, .circuitData(peer: sender, bytes: bytes))]
-            case .failure(let refused) where refused.reason == .noCircuit: return []  // in flight past a close
+            case .failure(let refused) where refused.code == .relayRefused(.noCircuit): return []  // in flight past a close
             case .failure:
                 _ = relay.close(sender, peer)
                 return [.sendLink(sender, .circuitClose(peer: peer)), .sendLink(peer, .circuitClose(peer: sender))]

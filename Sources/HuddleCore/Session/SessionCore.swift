@@ -370,29 +370,13 @@ public struct SessionCore: Sendable {
 
     // MARK: links
 
-    /// Why a link is not admitted.
-    public enum LinkRefusal: Error, Equatable, Sendable {
-        case ownID, left
-        /// The epoch rules refused the key its handshake proved, or its node key (`EpochHistory.admission`).
-        case epoch(Refusal)
-        /// The member id is pinned to another node key than the one the handshake proved.
-        case anotherNodeKey
-        /// `strangerLinkLimit` links to peers that are not members yet are up already.
-        case tooManyStrangers
-        /// The peer's record names an address that is not a numeric `host:port` (`HostPort.numeric`).
-        case hostnameAddress
-        /// A link over a relay for which no circuit to that peer through that relay is open, or
-        /// while another link to the peer is up (a relayed link never replaces one).
-        case noCircuit
-    }
-
     /// Most links up at once to peers that are not in the member table.
     public static let strangerLinkLimit = 64
 
     /// Whether a link whose handshake proved `peer.node` may serve as the link to member `peer.id`.
     /// `keyHead`: the head of the epoch whose key the handshake used (nil: the current one).
-    public mutating func admitLink(_ peer: MemberInfo, keyHead: [UInt8]? = nil, now: Double = 0) throws(LinkRefusal) {
-        if peer.id == local { throw .ownID }
+    public mutating func admitLink(_ peer: MemberInfo, keyHead: [UInt8]? = nil, now: Double = 0) throws(CoreError) {
+        if peer.id == local { throw .linkToSelf }
         // Its address is where answers to what comes over the link go: never a name to look up.
         guard HostPort.isNumeric(peer.addr) else {
             ownRefusals.add(.hostnameAddress)
@@ -410,7 +394,7 @@ public struct SessionCore: Sendable {
             }
             return
         }
-        if known.state == .left { throw .left }
+        if known.state == .left { throw .peerLeft }
         guard known.node == peer.node else {
             ownRefusals.add(.linkForPinnedMember)
             throw .anotherNodeKey

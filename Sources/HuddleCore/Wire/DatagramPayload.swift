@@ -29,17 +29,17 @@ public struct DatagramPayload: Sendable, Equatable {
         return w.bytes
     }
 
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> DatagramPayload {
+    public static func decode(_ bytes: [UInt8]) throws(CoreError) -> DatagramPayload {
         var r = WireReader(bytes)
         let version = try r.u8("version")
-        guard version == Self.version else { throw WireError("unsupported datagram version \(version)") }
+        guard version == Self.version else { throw CoreError("unsupported datagram version \(version)") }
         let sender = try r.member("sender")
         let counter = try r.count("counter")
         let content: Content
         switch try r.u8("kind") {
         case 1: content = .message(try WireMessage.decode(from: &r))
         case 2: content = .swim(try SWIMMessage.decode(try r.raw(r.remaining)))
-        default: throw WireError("unknown datagram kind")
+        default: throw CoreError("unknown datagram kind")
         }
         try r.expectEnd("datagram")
         return DatagramPayload(sender: sender, counter: counter, content: content)

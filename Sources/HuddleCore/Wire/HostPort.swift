@@ -14,21 +14,9 @@ public struct HostPort: Sendable, Equatable {
     /// Whether `host` is an IPv6 address (it was written in brackets).
     public let bracketed: Bool
 
-    /// Why a text is not a `host:port`.
-    public enum Malformed: Error, Sendable, Equatable, CustomStringConvertible {
-        case noPort(bracketed: Bool)
-        case badPort
-        public var description: String {
-            switch self {
-            case .noPort(true): "has no port (expected [host]:port)"
-            case .noPort(false): "has no port (expected host:port)"
-            case .badPort: "has a bad port (expected 0-65535)"
-            }
-        }
-    }
-
     /// Splits `text` at its port; the host may be empty or a name (nothing is checked about it).
-    public static func split(_ text: String) throws(Malformed) -> HostPort {
+    /// Throws `CoreError.Code.badAddress` (`noPort`, `badPort`).
+    public static func split(_ text: String) throws(CoreError) -> HostPort {
         let host: Substring, portText: Substring, bracketed: Bool
         if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
             host = text[text.index(after: text.startIndex)..<close]

@@ -208,10 +208,10 @@ public enum LinkMessage: Sendable, Equatable {
         encoded.count > 1 && (encoded[1] == Kind.message.rawValue || encoded[1] == Kind.batch.rawValue || encoded[1] == Kind.unreliable.rawValue)
     }
 
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> LinkMessage {
+    public static func decode(_ bytes: [UInt8]) throws(CoreError) -> LinkMessage {
         var r = WireReader(bytes)
         let version = try r.u8("version")
-        guard version == Self.version else { throw WireError("unsupported link message version \(version)") }
+        guard version == Self.version else { throw CoreError("unsupported link message version \(version)") }
         let result: LinkMessage
         switch Kind(rawValue: try r.u8("kind")) {
         case .hello: result = .hello(since: try r.madeCount("seq"), nonApplication: try r.madeCount("non-application count"))
@@ -227,7 +227,7 @@ public enum LinkMessage: Sendable, Equatable {
             switch try r.u8("activity flag") {
             case 0: stamp = nil
             case 1: stamp = ActivityStamp(lamport: try r.madeCount("lamport"), member: try r.member())
-            default: throw WireError("bad activity flag")
+            default: throw CoreError("bad activity flag")
             }
             result = .digest(digest, activity: stamp)
         case .request: result = .request(origin: try r.member(), from: try r.count("from"), to: try r.count("to"))
@@ -235,17 +235,17 @@ public enum LinkMessage: Sendable, Equatable {
         case .activity: result = .activity(try ActivityRecord.decode(from: &r))
         case .journal:
             let n = Int(try r.u32("journal size"))
-            guard n * 4 <= r.remaining else { throw WireError("journal of \(n) entries is truncated") }
+            guard n * 4 <= r.remaining else { throw CoreError("journal of \(n) entries is truncated") }
             var entries: [JournalEntry] = []
             for _ in 0..<n { entries.append(try JournalEntry.decode(try r.bytes32(limit: SessionCore.maximumJournalBody, "journal entry"))) }
             result = .journal(entries)
         case .have:
             let id = try r.string16("attachment id")
             let count = Int(try r.u32("chunk count"))
-            guard count <= 1 << 20 else { throw WireError("bitfield of \(count) chunks is too large") }
+            guard count <= 1 << 20 else { throw CoreError("bitfield of \(count) chunks is too large") }
             let width = (count + 7) / 8
             guard let have = Bitfield(bytes: try r.raw(width, "bitfield"), count: count),
-                  let offer = Bitfield(bytes: try r.raw(width, "bitfield"), count: count) else { throw WireError("malformed bitfield") }
+                  let offer = Bitfield(bytes: try r.raw(width, "bitfield"), count: count) else { throw CoreError("malformed bitfield") }
             result = .have(id: id, have: have, offer: offer)
         case .chunkRequest: result = .chunkRequest(id: try r.string16("attachment id"), index: try r.u32("chunk index"))
         case .chunkCorrupt: result = .chunkCorrupt(id: try r.string16("attachment id"), index: try r.u32("chunk index"))
@@ -253,7 +253,7 @@ public enum LinkMessage: Sendable, Equatable {
             result = .chunkHeader(id: try r.string16("attachment id"), index: try r.u32("chunk index"), length: try r.u32("chunk length"))
         case .epochChanges:
             let n = try r.count16(minItemSize: 1, "epoch changes")
-            guard n <= maximumEpochChanges else { throw WireError("\(n) epoch changes in one message (at most \(maximumEpochChanges))") }
+            guard n <= maximumEpochChanges else { throw CoreError("\(n) epoch changes in one message (at most \(maximumEpochChanges))") }
             var changes: [EpochChange] = []
             for _ in 0..<n { changes.append(try EpochChange.decode(from: &r)) }
             result = .epochChanges(changes)
@@ -264,7 +264,7 @@ public enum LinkMessage: Sendable, Equatable {
             switch try r.u8("holds-key flag") {
             case 0: result = .epochHead(epoch: epoch, head: head, holdsKey: false)
             case 1: result = .epochHead(epoch: epoch, head: head, holdsKey: true)
-            default: throw WireError("bad holds-key flag")
+            default: throw CoreError("bad holds-key flag")
             }
         case .timeRequest: result = .timeRequest(wallMicros: min(try r.u64("wall time"), LinkTiming.maximumWallMicros))
         case .timeReply:
@@ -284,17 +284,17 @@ public enum LinkMessage: Sendable, Equatable {
         case .punch:
             let attempt = try r.u32("punch attempt")
             let stepByte = try r.u8("punch step")
-            guard let step = HolePunch.Step(rawValue: stepByte & ~Self.punchAddressesFlag) else { throw WireError("unknown punch step") }
+            guard let step = HolePunch.Step(rawValue: stepByte & ~Self.punchAddressesFlag) else { throw CoreError("unknown punch step") }
             var addrs: [String] = []
             if stepByte & Self.punchAddressesFlag != 0 {
                 let n = Int(try r.u8("punch address count"))
-                guard (1...MemberInfo.maximumReach).contains(n) else { throw WireError("\(n) punch addresses (1 to \(MemberInfo.maximumReach))") }
+                guard (1...MemberInfo.maximumReach).contains(n) else { throw CoreError("\(n) punch addresses (1 to \(MemberInfo.maximumReach))") }
                 for _ in 0..<n { addrs.append(try r.string16("punch address", limit: MemberInfo.maximumAddress)) }
             }
             result = .punch(attempt: attempt, step: step, addrs: addrs)
         case .directedAck: result = .directedAck(through: try r.u64("directed counter"))
         case .unreliable: result = .unreliable(try WireMessage.decode(from: &r))
-        case nil: throw WireError("unknown link message kind")
+        case nil: throw CoreError("unknown link message kind")
         }
         try r.expectEnd("link message")
         return result
@@ -307,7 +307,7 @@ public enum LinkMessage: Sendable, Equatable {
 
     /// A clock; `made` when it is one a member adopts as its own starting point (a sponsor's
     /// baseline: `WireReader.madeCountLimit`), not one it only compares with (a digest).
-    private static func decodeClock(_ r: inout WireReader, made: Bool) throws(WireError) -> [MemberID: UInt64] {
+    private static func decodeClock(_ r: inout WireReader, made: Bool) throws(CoreError) -> [MemberID: UInt64] {
         let n = try r.count16(minItemSize: 16, "clock")
         var clock: [MemberID: UInt64] = [:]
         for _ in 0..<n { clock[try r.member()] = made ? try r.madeCount("clock seq") : try r.count("clock seq") }

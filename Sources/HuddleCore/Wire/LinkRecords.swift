@@ -33,12 +33,12 @@ public struct LinkReassembler: Sendable {
     public init(limit: Int) { self.limit = limit }
 
     /// Returns the whole message when `record` completes one, nil while more records are due.
-    public mutating func add(_ record: [UInt8]) throws(WireError) -> [UInt8]? {
-        guard let flags = record.first else { throw WireError("empty link record") }
-        guard flags & ~1 == 0 else { throw WireError("bad link record flags") }
+    public mutating func add(_ record: [UInt8]) throws(CoreError) -> [UInt8]? {
+        guard let flags = record.first else { throw CoreError("empty link record") }
+        guard flags & ~1 == 0 else { throw CoreError("bad link record flags") }
         guard pending.count + record.count - 1 <= limit else {
             pending = []
-            throw WireError("link message exceeds \(limit) bytes")
+            throw CoreError("link message exceeds \(limit) bytes")
         }
         pending.append(contentsOf: record.dropFirst())
         guard flags == 0 else { return nil }

@@ -2,7 +2,7 @@
 /// place for "encode into a fresh writer" and "decode all of these bytes, nothing after".
 protocol StoredForm {
     func encode(into w: inout WireWriter)
-    static func decode(from r: inout WireReader) throws(WireError) -> Self
+    static func decode(from r: inout WireReader) throws(CoreError) -> Self
 }
 
 extension StoredForm {
@@ -14,7 +14,7 @@ extension StoredForm {
     }
 
     /// The value `bytes` hold whole; refused when anything follows it (`what` names it).
-    static func decodeWhole(_ bytes: [UInt8], _ what: String) throws(WireError) -> Self {
+    static func decodeWhole(_ bytes: [UInt8], _ what: String) throws(CoreError) -> Self {
         var r = WireReader(bytes)
         let value = try decode(from: &r)
         try r.expectEnd(what)

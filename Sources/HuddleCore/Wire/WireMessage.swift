@@ -54,15 +54,15 @@ public struct WireMessage: Sendable, Equatable {
         w.bytes32(body)
     }
 
-    static func decode(from r: inout WireReader) throws(WireError) -> WireMessage {
+    static func decode(from r: inout WireReader) throws(CoreError) -> WireMessage {
         let origin = try r.member("origin")
         let counter = try r.count("counter")
         let seq = try r.madeCount("seq")
-        guard let kind = Kind(rawValue: try r.u8("message kind")) else { throw WireError("unknown message kind") }
+        guard let kind = Kind(rawValue: try r.u8("message kind")) else { throw CoreError("unknown message kind") }
         var nonApplicationBefore: UInt64 = 0
         if seq != 0 {
             nonApplicationBefore = try r.madeCount("non-application count")
-            guard nonApplicationBefore < seq else { throw WireError("non-application count \(nonApplicationBefore) is not below seq \(seq)") }
+            guard nonApplicationBefore < seq else { throw CoreError("non-application count \(nonApplicationBefore) is not below seq \(seq)") }
         }
         let depCount = try r.count16(minItemSize: 16, "dependencies")
         var deps: [Dependency] = []
@@ -77,7 +77,7 @@ public struct WireMessage: Sendable, Equatable {
             list.reserveCapacity(n)
             for _ in 0..<n { list.append(try r.member("target")) }
             to = list
-        default: throw WireError("bad target flag")
+        default: throw CoreError("bad target flag")
         }
         let body = try r.bytes32(limit: maximumBody, "message body")
         return WireMessage(origin: origin, counter: counter, seq: seq, kind: kind, nonApplicationBefore: nonApplicationBefore, deps: deps, to: to, body: body)

@@ -21,15 +21,10 @@ extension Node {
         } else {
             repeat { id = UInt64.random(in: 1...UInt64.max) } while core.presence.localPrograms[id] != nil
         }
-        do throws(SessionCore.ParticipantJoinRefusal) {
+        do throws(CoreError) {
             execute(try core.joinProgram(id, activity: activity))
         } catch {
-            switch error {
-            case .full:
-                throw ControlError(.tooLarge, "this node has \(ParticipantTable.maximumPerMember) participants already")
-            case .activity:
-                throw ControlError(.badRequest, "\"activity\" must be 1 to \(ParticipantRecord.maximumActivityBytes) UTF-8 bytes")
-            }
+            throw ControlError(error.code == .participantsFull ? .tooLarge : .badRequest, error.message)
         }
         programsByConnection[key, default: []].insert(id)
         return ["participant": participantJSON(local.id, ProgramPresence(id: id, activity: activity))]

@@ -62,11 +62,7 @@ extension Node {
         do {
             effects = try core.removeAttachment(id, now: now)
         } catch {
-            switch error {
-            case .notFound: throw ControlError(.notFound, "no attachment \(id)")
-            case .notUploaderOrAdmin:
-                throw ControlError(.notMember, "only the uploader of attachment \(id) or an admin of the session may remove it")
-            }
+            throw ControlError(error.code == .noSuchAttachment ? .notFound : .notMember, error.message)
         }
         execute(effects)
     }

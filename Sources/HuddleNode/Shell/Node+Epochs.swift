@@ -42,12 +42,12 @@ extension Node {
             throw ControlError(.badRequest, "\"member\" must be a member id (16 hex digits) or a node key (64 hex digits)")
         }
         guard node != local.node else { throw ControlError(.badRequest, "a member cannot remove itself (use leave)") }
-        return try await rotate { core, now throws(EpochError) in try core.remove(nodes: [node], now: now) }
+        return try await rotate { core, now throws(CoreError) in try core.remove(nodes: [node], now: now) }
     }
 
     /// `rekey`: the same rotation with nobody removed.
     func rekeyOp() async throws(ControlError) -> JSONObject {
-        try await rotate { core, now throws(EpochError) in try core.rekey(now: now) }
+        try await rotate { core, now throws(CoreError) in try core.rekey(now: now) }
     }
 
     /// `admins`: reads the admin set, or (with `add` or `remove`) moves the session to a new epoch
@@ -57,7 +57,7 @@ extension Node {
         if !add.isEmpty || !remove.isEmpty {
             let keys = { (list: [String]) in Set(list.compactMap(bytesFromHex)) }
             let admins = Set(core.epochs.admins).union(keys(add)).subtracting(keys(remove))
-            reply = try await rotate { core, now throws(EpochError) in try core.changeAdmins(to: Array(admins), now: now) }
+            reply = try await rotate { core, now throws(CoreError) in try core.changeAdmins(to: Array(admins), now: now) }
             // A concurrent change on the same epoch can win the fork choice: an added admin is then
             // not added (a dropped one is dropped again by the next change: `pendingDemotions`).
             if Set(core.epochs.admins) != admins {
@@ -71,7 +71,7 @@ extension Node {
 
     /// Makes the change, carries it out, and replies once every remaining live member said it is on
     /// the new epoch (or a later one), or after `epochReplyWait` (the change is made either way).
-    private func rotate(_ make: (inout SessionCore, Double) throws(EpochError) -> (EpochChange, [SessionEffect])) async throws(ControlError) -> JSONObject {
+    private func rotate(_ make: (inout SessionCore, Double) throws(CoreError) -> (EpochChange, [SessionEffect])) async throws(ControlError) -> JSONObject {
         let (change, effects): (EpochChange, [SessionEffect])
         do { (change, effects) = try make(&core, now) } catch { throw Self.controlError(error) }
         execute(effects)
@@ -91,18 +91,14 @@ extension Node {
         return core.live.subtracting([local.id]).allSatisfy { links[$0] == nil || core.peerHeads[$0] == head }
     }
 
-    private static func controlError(_ error: EpochError) -> ControlError {
-        switch error {
-        case .notAdmin: ControlError(.notMember, "this node is not an admin of the session (see status.admins): it may not remove, rekey or change the admins")
-        case .adminsUnchangeable: ControlError(.badRequest, "the admin set cannot be changed that way: a session without admins never gets some (they are fixed at huddle keygen --admin), one with admins keeps at least one that is a member and not removed, and at most \(SessionKey.maxAdmins)")
-        case .notHandedCurrentKey: ControlError(.notMember, "this node does not hold the current epoch's key (removed, or waiting for it)")
-        case .notOnRoster: ControlError(.notMember, "this node holds the current key by a grant, not by the roster: only the roster makes the next epoch")
-        case .removingSelf: ControlError(.badRequest, "a member cannot remove itself (use leave)")
-        case .nobodyToRemove: ControlError(.badRequest, "nobody to remove")
-        case .tooMany: ControlError(.badRequest, "too many node keys to remove at once (at most \(EpochChange.maxRemoved))")
-        case .cannotSeal: ControlError(.badRequest, "the new key cannot be sealed to a roster node key")
-        case .rateLimited: ControlError(.busy, "this node made epoch changes faster than the session allows (3 in a row, then one per 2 s): try again shortly")
-        case let .refused(reason): ControlError(.internal, "the epoch rules refused this member's own change (\(reason.rawValue))")
+    /// The control error for an epoch change this member could not make: the core's line, under
+    /// the control protocol's code for its reason.
+    private static func controlError(_ error: CoreError) -> ControlError {
+        let code: ControlError.Code = switch error.code {
+        case .notAdmin, .notHandedCurrentKey, .notOnRoster: .notMember
+        case .adminsUnchangeable, .removingSelf, .nobodyToRemove, .tooManyToRemove, .cannotSeal: .badRequest
+        case .rateLimited: .busy
+        default: .internal
         }
-    }
-}
+        return ControlError(code, error.message)
+    }}

@@ -45,7 +45,7 @@ extension Node {
         await waitForEventWriter()
         let deadline = ContinuousClock.now + Self.backpressureWait
         while true {
-            do throws(SessionCore.SendRefusal) {
+            do throws(CoreError) {
                 let (message, effects) = try core.send(body: request.body, envelope: request.envelope, to: request.to, reliable: request.reliable)
                 _ = counters.messagesSent.wrappingAdd(1, ordering: .relaxed)
                 execute(effects)
@@ -54,18 +54,14 @@ extension Node {
                 // answered in turn). A crash in that moment loses the acknowledged message.
                 return message
             } catch {
-                switch error {
-                case let .busy(storedBytes):
-                    guard ContinuousClock.now < deadline, mayWait else {
-                        throw ControlError(.busy, "retransmit buffers are full (\(storedBytes) bytes held for slow members); try again")
-                    }
+                switch error.code {
+                case .busy:
+                    guard ContinuousClock.now < deadline, mayWait else { throw ControlError(.busy, error.message) }
                     await wait(for: .congestion, until: deadline)
-                case let .tooLarge(size, limit, reliable):
-                    throw ControlError(.tooLarge, "message body is \(size) bytes; the limit for \(reliable ? "reliable" : "unreliable") sends is \(limit)")
-                case let .unknownMember(target):
-                    throw ControlError(.notFound, "\(target) is not a live member of this session")
-                case let .notMember(target):
-                    throw ControlError(.notMember, "\(target) is not a live member of this session")
+                case .tooLarge: throw ControlError(.tooLarge, error.message)
+                case .unknownMember: throw ControlError(.notFound, error.message)
+                case .notMember: throw ControlError(.notMember, error.message)
+                default: throw ControlError(.internal, error.message)
                 }
             }
         }

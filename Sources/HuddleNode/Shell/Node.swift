@@ -210,11 +210,10 @@ actor Node {
     }
 
     /// The first link refused for each reason is logged (a peer can repeat them; all are counted).
-    private func logLinkRefusal(_ reason: SessionCore.LinkRefusal, _ link: LinkHandle) {
-        switch reason {
-        case .ownID: log.warning("refused a link to ourselves at \(link.remoteAddress)")
-        case .left, .noCircuit: break
-        case let .epoch(reason):
+    private func logLinkRefusal(_ refusal: CoreError, _ link: LinkHandle) {
+        switch refusal.code {
+        case .linkToSelf: log.warning("refused a link to ourselves at \(link.remoteAddress)")
+        case let .linkRefusedByEpoch(reason):
             if core.refusals[reason] == 1 { log.warning("refused a link from \(link.remoteAddress) (node \(hexString(link.peer.node).prefix(16))): \(reason.rawValue); further ones are counted in stats.refused") }
         case .anotherNodeKey:
             if core.refusals[.linkForPinnedMember] == 1 { log.warning("refused a link from \(link.remoteAddress): member \(link.peer.id) is pinned to another node key; further ones are counted in stats.refused") }
@@ -222,6 +221,7 @@ actor Node {
             if core.refusals[.strangerLinks] == 1 { log.warning("refused a link from \(link.remoteAddress): \(SessionCore.strangerLinkLimit) links from non-members are up; further ones are counted in stats.refused") }
         case .hostnameAddress:
             if core.refusals[.hostnameAddress] == 1 { log.warning("refused a link from \(link.remoteAddress): its record's address is not a numeric host:port; further ones are counted in stats.refused") }
+        default: break  // left, or no circuit for a relayed link
         }
     }
 

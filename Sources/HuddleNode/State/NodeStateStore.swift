@@ -321,7 +321,7 @@ final class NodeStateStore: Sendable {
             }
         }
 
-        func read(_ bytes: [UInt8], into point: inout ResumePoint) throws(WireError) {
+        func read(_ bytes: [UInt8], into point: inout ResumePoint) throws(CoreError) {
             switch self {
             case .epochs: point.epochs = try EpochMemory.decode(bytes)
             case .journal: point.journal = try JournalMemory.decode(bytes)
