@@ -62,7 +62,9 @@ struct MessengerTests {
         // Unreliable: one datagram each, best effort; on loopback a few of many arrive.
         for n in 10..<30 { try await fast.send(Ping(n: n)) }
         try await eventually("some unreliable pings at ben") { await atB.elements.contains { $0.n >= 10 } }
-        #expect(Set(await atB.elements.map(\.n)).count == (await atB.elements.count), "never twice")
+        // One read: pings may still be arriving, and two reads could see different counts.
+        let got = await atB.elements.map(\.n)
+        #expect(Set(got).count == got.count, "never twice: \(got)")
         for s in [a, b, c] { await s.disconnect() }
     }
 
