@@ -395,6 +395,9 @@ extension TestCluster {
                           relay given: StallableRelay? = nil) async throws -> (TestNode, StallableRelay) {
         let relay = try given ?? StallableRelay()
         let log = "\(dir)/\(name).log"
+        // The slot first: the watcher's deadline must not run out while `start` waits for one (a
+        // full suite once made it wait past 120 s, and the test failed with the port in the log).
+        await reserveSlot()
         let watcher = Task { () -> Int? in
             let deadline = ContinuousClock.now + .seconds(120)
             while ContinuousClock.now < deadline {
