@@ -34,9 +34,11 @@ let package = Package(
         .target(name: "CHuddleSystem"),
         // One malloc arena per process, for the `huddle` executable alone (Sources/CHuddleMalloc/malloc.c).
         .target(name: "CHuddleMalloc"),
-        .target(name: "HuddleCrypto", dependencies: ["CSodium"]),
-        .target(name: "HuddleCore", dependencies: ["HuddleCrypto"]),
+        .target(name: "HuddleErrors"),
+        .target(name: "HuddleCrypto", dependencies: ["CSodium", "HuddleErrors"]),
+        .target(name: "HuddleCore", dependencies: ["HuddleCrypto", "HuddleErrors"]),
         .target(name: "HuddleControl", dependencies: [
+            "HuddleErrors",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
@@ -44,7 +46,7 @@ let package = Package(
         // on the control protocol: what a Swift program links to use a Huddle session.
         .target(name: "HuddleKit", dependencies: ["HuddleControl"]),
         .target(name: "HuddleNode", dependencies: [
-            "HuddleCore", "HuddleCrypto", "HuddleControl", "CHuddleSystem",
+            "HuddleCore", "HuddleCrypto", "HuddleControl", "HuddleErrors", "CHuddleSystem",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),

@@ -136,7 +136,7 @@ final class EpochKeyFileTests {
             _ = try SessionKey.load(from: path)
             Issue.record("loaded \(contents)")
         } catch let error as CryptoError {
-            #expect(error.context.contains(path) && !error.context.contains("\n"), "\(error.context)")
+            #expect(error.message.contains(path) && !error.message.contains("\n"), "\(error.message)")
         }
     }
 

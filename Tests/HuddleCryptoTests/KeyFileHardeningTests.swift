@@ -22,7 +22,7 @@ final class KeyFileHardeningTests {
             _ = try SessionKey.load(from: path)
             return nil
         } catch let error as CryptoError {
-            return error.context
+            return error.message
         } catch {
             return "\(error)"
         }

@@ -32,8 +32,8 @@ func loadRefusesKeysReadableByOthers(permissions: Int) throws {
         _ = try SessionKey.load(from: path)
         Issue.record("loaded a key with mode \(String(permissions, radix: 8))")
     } catch let error as CryptoError {
-        #expect(error.context.contains("chmod 600 \(path)"))
-        #expect(!error.context.contains("\n"))
+        #expect(error.message.contains("chmod 600 \(path)"))
+        #expect(!error.message.contains("\n"))
     }
 }
 
@@ -47,8 +47,8 @@ func loadRefusesMalformedKeys(contents: String) throws {
         _ = try SessionKey.load(from: path)
         Issue.record("loaded malformed key \(contents)")
     } catch let error as CryptoError {
-        #expect(error.context.contains(path))
-        #expect(!error.context.contains("\n"))
+        #expect(error.message.contains(path))
+        #expect(!error.message.contains("\n"))
     }
 }
 
