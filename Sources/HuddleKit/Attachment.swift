@@ -101,8 +101,8 @@ public struct Attachment: Identifiable, Hashable, Sendable {
     /// `timeout` for the chunks this node does not hold yet.
     public func load(to url: URL, timeout: Duration = .seconds(60)) async throws(HuddleKitError) {
         guard url.isFileURL else { throw .badRequest("\(url) is not a file URL") }
-        let ms = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
-        _ = try await hub.connection.request(.attachGet(id: id, path: url.standardizedFileURL.path, wait: true, timeoutMs: max(1, ms), mode: nil),
+        let ms = Int64(min(max(timeout / .milliseconds(1), 1), Double(Int32.max)))  // a timeout of any size cannot trap
+        _ = try await hub.connection.request(.attachGet(id: id, path: url.standardizedFileURL.path, wait: true, timeoutMs: ms, mode: nil),
                                              dedicated: true)
     }
 

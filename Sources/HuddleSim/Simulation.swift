@@ -76,9 +76,7 @@ public struct Simulation: Sendable {
         let clock = ContinuousClock()
         let start = clock.now
         sim.runUntil(scenario.duration)
-        let elapsed = clock.now - start
-        let wall = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
-        return sim.report(wallSeconds: wall)
+        return sim.report(wallSeconds: (clock.now - start) / .seconds(1))
     }
 
     /// Processes every event up to virtual time `end`.

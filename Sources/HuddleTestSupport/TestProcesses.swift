@@ -78,8 +78,7 @@ public enum TestProcesses {
                 var rest = timespec()
                 while nanosleep(&asked, &rest) != 0 && errno == EINTR { asked = rest }
                 kill(pid, SIGCONT)
-                let stopped = ContinuousClock.now - start
-                continuation.resume(returning: Double(stopped.components.seconds) + Double(stopped.components.attoseconds) / 1e18)
+                continuation.resume(returning: (ContinuousClock.now - start) / .seconds(1))
             }.start()
         }
     }

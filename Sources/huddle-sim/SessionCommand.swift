@@ -95,7 +95,7 @@ struct SessionCommand: ParsableCommand {
         let report = progress ? SessionSimulation.run(s, progress: { p in
             let line = String(format: "t=%.0f s  sends %d (+%d)  link msgs %d  datagrams %d  held %d  stored %d  repair requests %d  wall %.1f s\n",
                               p.seconds, p.sent, p.sentInSecond, p.linkMessages, p.datagrams, p.held, p.stored, p.repairRequests,
-                              Self.seconds(clock.now - began))
+                              (clock.now - began) / .seconds(1))
             FileHandle.standardError.write(Data(line.utf8))
         }) : SessionSimulation.run(s)
         let wall = clock.now - began
@@ -145,7 +145,7 @@ struct SessionCommand: ParsableCommand {
                 rows.append(("relay crashed: its pairs linked again", "member \(relay): \(report.pairsRelinked) of \(report.pairsOnCrashedRelay.count)"))
             }
         }
-        rows.append(("virtual / wall seconds", String(format: "%.0f / %.1f", report.virtualSeconds, Self.seconds(wall))))
+        rows.append(("virtual / wall seconds", String(format: "%.0f / %.1f", report.virtualSeconds, wall / .seconds(1))))
         print(aligned(rows))
         let attachmentFailed = s.attachment != nil && (complete.count != survivors || intact != survivors)
         let unlinked = report.paths.values.reduce(0) { $0 + $1.none }
@@ -153,7 +153,6 @@ struct SessionCommand: ParsableCommand {
         if !violations.isEmpty || attachmentFailed || report.forged > 0 || unlinked > 0 || relinkFailed { throw ExitCode.failure }
     }
 
-    private static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18 }
 
     /// The sizes of the views that are not whole, with how many survivors hold each, and which members.
     private func viewSizes(_ report: SessionReport, _ survivors: Int) -> String {

@@ -39,7 +39,7 @@ struct DoctorCommand: AsyncParsableCommand {
         case let .finding(line): findings = [line]
         }
         if json {
-            let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+            let ms = Int64(elapsed / .milliseconds(1))
             print(JSON.object(["healthy": .bool(findings.isEmpty), "findings": .array(findings.map { .string($0) }),
                                "report": .object(report), "elapsed_ms": .int(ms)]).serialized)
         } else {

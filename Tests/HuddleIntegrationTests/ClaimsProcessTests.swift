@@ -37,7 +37,6 @@ private final class ActivityListener: @unchecked Sendable {
 
 // Claims of README / DESIGN / CONTROL.md checked against real `huddle run` processes (issue 18).
 
-private func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 
 private func attachmentID(_ reply: JSONObject) -> String { reply["attachment"]?.objectValue?["id"]?.stringValue ?? "" }
 
@@ -188,7 +187,7 @@ struct ClaimsProcessTests {
                 accepted += 1
             } catch let error as ControlError {
                 refusal = error
-                refusalSeconds = seconds(ContinuousClock.now - sent)
+                refusalSeconds = (ContinuousClock.now - sent) / .seconds(1)
                 break
             }
         }
@@ -203,7 +202,7 @@ struct ClaimsProcessTests {
             // Diagnostics for a failure seen once in a loaded run: what each side holds, how long
             // the links had been stalled, and both logs.
             let members = try await node.request("members")
-            Issue.record("\(node.name): both should have stayed members (only the links were stalled, \(String(format: "%.1f", seconds(ContinuousClock.now - stalledAt))) s ago): \(members); \(cluster.logs)")
+            Issue.record("\(node.name): both should have stayed members (only the links were stalled, \(String(format: "%.1f", (ContinuousClock.now - stalledAt) / .seconds(1))) s ago): \(members); \(cluster.logs)")
         }
 
         for relay in relays { relay.resume() }

@@ -119,7 +119,7 @@ struct ParticipantTests {
             }
             let gone = ContinuousClock.now - killed
             #expect(!a.activeParticipants.contains { $0.id == id }, "the killed program is gone")
-            return Double(gone.components.seconds) + Double(gone.components.attoseconds) / 1e18
+            return gone / .seconds(1)
         }
         for _ in 0..<5 {
             let (program, id) = try await startProgram()

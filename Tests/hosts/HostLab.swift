@@ -443,7 +443,7 @@ final class HostNode: @unchecked Sendable {
 }
 
 extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+    var seconds: Double { self / .seconds(1) }
 }
 
 /// Polls `condition` until it holds or `seconds` pass (generous: the machine is small and shared).

@@ -35,7 +35,7 @@ enum AddressProbe {
                 .connect(to: address).get()
             let elapsed = ContinuousClock.now - start
             try? await channel.close()
-            return Outcome(reachable: true, milliseconds: Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000))
+            return Outcome(reachable: true, milliseconds: Int(elapsed / .milliseconds(1)))
         } catch let error as IOError where error.errnoCode == ECONNREFUSED {
             return Outcome(reachable: false, error: "connection refused")
         } catch is ChannelError {
@@ -82,7 +82,7 @@ enum AddressProbe {
         var pending = sockets.filter { result[$0.key] == false }
         while !pending.isEmpty {
             let left = deadline - ContinuousClock.now
-            let leftMs = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+            let leftMs = Int32(clamping: Int64(left / .milliseconds(1)))
             guard leftMs > 0 else { break }
             let order = Array(pending.keys)
             var entries = order.map { pollfd(fd: pending[$0]!, events: Int16(POLLIN), revents: 0) }

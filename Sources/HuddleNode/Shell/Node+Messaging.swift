@@ -73,8 +73,7 @@ extension Node {
     func deliver(_ m: WireMessage, reliable: Bool) {
         _ = counters.messagesDelivered.wrappingAdd(1, ordering: .relaxed)
         if let metrics, let arrived = batchArrived {
-            let waited = (ContinuousClock.now - arrived).components
-            metrics.deliveryLatency.recordNanoseconds(waited.seconds * 1_000_000_000 + waited.attoseconds / 1_000_000_000)
+            metrics.deliveryLatency.recordNanoseconds(Int64((ContinuousClock.now - arrived) / .nanoseconds(1)))
         }
         events.appendMessage(core.applicationSeqs.view(m), reliable: reliable)
     }

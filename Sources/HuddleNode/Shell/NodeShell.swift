@@ -32,10 +32,6 @@ struct NodeShell: SessionShell {
 
     func isLinked(_ peer: MemberID) -> Bool { node.assumeIsolated { $0.links[peer] != nil } }
 
-    func linkedMember(at addr: String) -> MemberID? {
-        node.assumeIsolated { $0.links.values.first(where: { $0.peer.addr == addr })?.peer.id }
-    }
-
     func sendOnLink(_ message: LinkMessage, to peer: MemberID) {
         node.assumeIsolated { $0.links[peer]?.send(message.encoded()) }
     }
@@ -59,10 +55,7 @@ struct NodeShell: SessionShell {
 
     func linkWaited(_ peer: MemberID) -> Double? {
         node.assumeIsolated { node in
-            node.links[peer]?.outbox.waitingSince.map { since in
-                let waited = ContinuousClock.now - since
-                return Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18
-            }
+            node.links[peer]?.outbox.waitingSince.map { (ContinuousClock.now - $0) / .seconds(1) }
         }
     }
 

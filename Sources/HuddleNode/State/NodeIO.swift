@@ -78,7 +78,6 @@ final class NodeIO: Sendable {
 
     private static func sleep(_ delay: Duration?) {
         guard let delay else { return }
-        let (seconds, attoseconds) = delay.components
-        Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+        Thread.sleep(forTimeInterval: delay / .seconds(1))
     }
 }
