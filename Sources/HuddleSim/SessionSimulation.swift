@@ -1316,10 +1316,6 @@ extension SessionSimulation {
         func execute(_ effects: [SessionEffect]) { sim.execute(i, effects) }
 
         func isLinked(_ peer: MemberID) -> Bool { sim.indexByID[peer].flatMap { sim.link(at: i, to: $0) } != nil }
-        func linkedMember(at addr: String) -> MemberID? {
-            guard let j = sim.indexByAddr[addr], sim.link(at: i, to: j) != nil else { return nil }
-            return sim.infos[j].id
-        }
         func sendOnLink(_ message: LinkMessage, to peer: MemberID) {
             if let j = sim.indexByID[peer] { sim.sendLink(from: i, to: j, message) }
         }

@@ -17,7 +17,7 @@ private func core(joining: Bool = false) -> SessionCore {
     SessionCore(local: me, identity: Identity(seed: [UInt8](repeating: 5, count: 32)), joining: joining, swimSeed: 1, journalSeed: 1)
 }
 
-private func dials(_ effects: [SessionEffect]) -> [String] { effects.compactMap { if case let .dial(a) = $0 { a } else { nil } } }
+private func dials(_ effects: [SessionEffect]) -> [String] { effects.compactMap { if case let .dial(a, _) = $0 { a } else { nil } } }
 private func closes(_ effects: [SessionEffect]) -> [MemberID] { effects.compactMap { if case let .closeLink(m) = $0 { m } else { nil } } }
 private func changes(_ effects: [SessionEffect]) -> [MemberChange] { effects.compactMap { if case let .member(c, _) = $0 { c } else { nil } } }
 

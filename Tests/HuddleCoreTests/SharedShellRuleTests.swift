@@ -25,7 +25,6 @@ final class RecordingShell: SessionShell {
     func withShellState<R: Sendable>(_ body: (inout ShellState) -> R) -> R { body(&state) }
     func execute(_ effects: [SessionEffect]) { perform(effects) }
     func isLinked(_ peer: MemberID) -> Bool { linked?.contains(peer) ?? true }
-    func linkedMember(at addr: String) -> MemberID? { nil }
     func sendOnLink(_ message: LinkMessage, to peer: MemberID) { sent.append((message, peer)) }
     func sendOnEveryLink(_ message: LinkMessage) {}
     func forwardCircuit(_ message: LinkMessage, to peer: MemberID) {}

@@ -213,14 +213,21 @@ public struct SessionCore: Sendable {
         return info.state == .alive || info.state == .suspect
     }
 
-    /// Everything due at `now`: membership, dials, the journal (every `journalInterval`), and a
-    /// digest of broadcast and activity to every link (every `digestInterval`).
+    /// Everything due at `now`, in this order: retired datagram keys expire; membership (SWIM's
+    /// probes and timeouts) and the planner's dials; every `journalInterval` the journal, time requests
+    /// and directed-message acks to linked live members; every `digestInterval` the digest of
+    /// broadcast and activity to links; this member's participant record when it changed; reach
+    /// reports and publishing, relay circuits, hole punching, UDP paths and the membership
+    /// catch-up; the epoch work that is due; and `.congestionCleared` when the input cleared it.
+    /// A removed member returns nothing. Work with no deadline of its own in `nextDeadline` (reach,
+    /// relay, UDP paths, participant records, the catch-up) runs at the next tick, at most
+    /// `journalInterval` later.
     public mutating func tick(now: Double) -> [SessionEffect] {
         // A removed member is out of the session: it decides nothing more.
         if epochs.isRemoved { return [] }
         let congested = broadcast.isCongested
         datagramKeys.expire(now: now)
-        var out = membership(swim.tick(now: now), now: now) + planner.tick(now: now).map { .dial($0.addr) }
+        var out = membership(swim.tick(now: now), now: now) + planner.tick(now: now).map { .dial($0.addr, pushPull: nil) }
         // Compared as `nextDeadline` computes them, so a tick at that deadline always does the work
         // (`now - at >= interval` can round below the interval there, and the shell would spin).
         if now >= journalAt + Self.journalInterval {
@@ -262,8 +269,10 @@ public struct SessionCore: Sendable {
         wasCongested && !broadcast.isCongested ? [.congestionCleared] : []
     }
 
-    /// When `tick` next has work: the earliest deadline of membership, the journal, the digest and
-    /// the expiry of retired datagram keys.
+    /// When `tick` next has work: the earliest of SWIM's deadline, the next journal tick (never
+    /// more than `journalInterval` away), the next digest (only while a link is up), the expiry of
+    /// retired datagram keys, the epoch work (`epochDeadline`) and hole punching's next step. The
+    /// shared shell arms its timer for it after every input (`SessionShell.rearm`).
     public var nextDeadline: Double {
         let digest = planner.linked.isEmpty ? Double.infinity : digestAt + Self.digestInterval
         return min(swim.nextDeadline, journalAt + Self.journalInterval, digest, datagramKeys.nextExpiry, epochDeadline, punch.nextDeadline)
@@ -314,6 +323,11 @@ public struct SessionCore: Sendable {
     }
 
     /// Whether every member known at `addr` is removed (and at least one is): nothing goes there.
+    /// The linked member whose record names `addr` (the lowest id if several do), removed ones aside.
+    func linkedMember(at addr: String) -> MemberID? {
+        planner.linked.filter { swim.members[$0]?.addr == addr && !removedMembers.contains($0) }.min()
+    }
+
     func onlyRemovedMembersAt(_ addr: String) -> Bool {
         let there = swim.members.values.filter { $0.addr == addr }
         return !there.isEmpty && there.allSatisfy { removedMembers.contains($0.id) }
@@ -340,7 +354,12 @@ public struct SessionCore: Sendable {
             case let .pushPull(addr, join):
                 // Re-merge retries a failed member's address; a removed member's is never dialled.
                 if !join && onlyRemovedMembersAt(addr) { continue }
-                out.append(.pushPull(to: addr, join: join))
+                // Over the link to the member at that address when one is up, else after a dial.
+                if let peer = linkedMember(at: addr) {
+                    out += pushPullRequest(to: peer, join: join).map { .sendLink(peer, $0) }
+                } else {
+                    out.append(.dial(addr, pushPull: join))
+                }
             case let .refused(reason): out.append(.refused(reason))
             case let .emit(change, info):
                 // A removed node key's records (gossiped on by members that have not heard yet)
@@ -358,7 +377,7 @@ public struct SessionCore: Sendable {
                 case .joined, .alive, .updated, .suspect:
                     // Its own signed record: its node key counts as seen, carried into the next epoch.
                     if change != .suspect { epochs.observe(info.node, now: now) }
-                    if let dial = planner.want(info.id, addr: info.addr, now: now) { out.append(.dial(dial.addr)) }
+                    if let dial = planner.want(info.id, addr: info.addr, now: now) { out.append(.dial(dial.addr, pushPull: nil)) }
                 case .failed, .left, .removed: out.append(forgetMember(info.id))
                 case .path: break  // not membership's (SessionCore+Reach)
                 }

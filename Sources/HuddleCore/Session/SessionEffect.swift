@@ -5,14 +5,13 @@ public enum SessionEffect: Sendable, Equatable {
     /// Send a SWIM message or an unreliable message as one datagram to `host:port`, sealed as
     /// `sealing` says (`DatagramKeyring.seal`).
     case sendDatagram(DatagramPayload, to: String, sealing: DatagramSealing)
-    /// Exchange full membership state with `host:port` over its link (dialing it first if needed).
-    case pushPull(to: String, join: Bool)
     /// Send one link message to `peer` (dropped when no link to it is up).
     case sendLink(MemberID, LinkMessage)
     /// Send one link message on every link.
     case sendToLinks(LinkMessage)
-    /// Open a link to `host:port`.
-    case dial(String)
+    /// Open a link to `host:port` unless a dial to it is in flight. `pushPull` (join or not): once
+    /// the link is up, exchange full membership state over it (`SessionCore.pushPullRequest`).
+    case dial(String, pushPull: Bool?)
     /// Close the link to a member that failed or left.
     case closeLink(MemberID)
     /// A member event for the control socket.

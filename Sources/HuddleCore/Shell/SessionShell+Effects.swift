@@ -11,7 +11,6 @@ extension SessionShell {
         for effect in effects {
             switch effect {
             case let .sendDatagram(payload, to, sealing): sendDatagram(payload, to: to, sealing: sealing)
-            case let .pushPull(addr, join): pushPull(with: addr, join: join)
             case let .sendLink(peer, message):
                 switch message {
                 case .circuitData: forwardCircuit(message, to: peer)
@@ -20,7 +19,7 @@ extension SessionShell {
                 default: sendOnLink(message, to: peer)
                 }
             case let .sendToLinks(message): sendOnEveryLink(message)
-            case let .dial(addr): dial(addr, pushPull: nil)
+            case let .dial(addr, pushPull): dial(addr, pushPull: pushPull)
             case let .closeLink(member): closeLink(member)
             case let .member(change, info): memberChanged(change, info, by: nil)
             case let .memberRemoved(info, by): memberChanged(.removed, info, by: by)

@@ -25,12 +25,6 @@ extension SessionShell {
         if let join, let peer, isLinked(peer) { sendPushPull(to: peer, join: join) }
     }
 
-    /// A full membership exchange with the member at `addr`: over its link if one is up, else
-    /// after dialing it.
-    func pushPull(with addr: String, join: Bool) {
-        if let peer = linkedMember(at: addr) { sendPushPull(to: peer, join: join) } else { dial(addr, pushPull: join) }
-    }
-
     /// Sends a push-pull request (in parts) over the link to `peer`.
     public func sendPushPull(to peer: MemberID, join: Bool) {
         for part in withCore({ $0.pushPullRequest(to: peer, join: join) }) { sendOnLink(part, to: peer) }

@@ -24,8 +24,6 @@ public protocol SessionShell {
     // Links.
     /// Whether a link to `peer` is up at this end.
     func isLinked(_ peer: MemberID) -> Bool
-    /// The member whose link was made to `addr` (its record's address), if one is up.
-    func linkedMember(at addr: String) -> MemberID?
     /// Queues `message` on the link to `peer` (nothing when none is up).
     func sendOnLink(_ message: LinkMessage, to peer: MemberID)
     /// Queues `message` on every link that is up.

@@ -209,7 +209,7 @@ extension Node {
     private func joinOp(_ addr: String) async throws(ControlError) -> JSONObject {
         do {
             // The user's address: a hostname is looked up off the actor (`PeerAddress`).
-            let peer = try await dial(try await PeerAddress.resolveUserAddress(addr))
+            let peer = try await link(to: try await PeerAddress.resolveUserAddress(addr))
             await pushPullAndWait(peer, join: true)
         } catch let error as NodeError {
             throw ControlError(.unavailable, "could not join \(addr): \(error.message)")

@@ -42,6 +42,9 @@ actor Node {
     /// Tasks waiting for something to happen on the node (`wait(for:until:)`).
     var waiters: [WaitReason: [Waiter]] = [:]
     var nextWaiterID: UInt64 = 0
+    /// Joins waiting for the dial to an address to end (`link(to:)`); each dial ends (a connect
+    /// times out), and a stop ends them all.
+    var dialWaiters: [String: [CheckedContinuation<MemberID, any Error>]] = [:]
     /// The shared shell's state for this member (`SessionShell`: dials in flight, the scheduled
     /// flush, when each link came up, the last tick).
     var shellState = ShellState()
@@ -161,8 +164,7 @@ actor Node {
 
     /// Seconds since the node started: the time the protocol cores see.
     var now: Double {
-        let d = ContinuousClock.now - started
-        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        (ContinuousClock.now - started) / .seconds(1)
     }
 
     /// The moment `seconds` on the node's clock (`now`) falls at; clamped between the start and a
@@ -315,21 +317,38 @@ actor Node {
     /// Opens a link to `addr` (`SessionShell.startDial`: the shared shell made sure no other dial
     /// to it is in flight) and reports the end to the shared shell.
     func dialInBackground(_ addr: String) {
-        guard !stopping else { return shell.dialFinished(addr, peer: nil) }
+        guard !stopping else { return dialFinished(addr, .failure(NodeError("the node is stopping"))) }
         let spawned = spawner.spawn { [self] in
-            var peer: MemberID?
+            let outcome: Result<MemberID, any Error>
             do {
-                peer = try await dial(addr)
+                outcome = .success(try await dial(addr))
             } catch {
                 log.info("could not link to \(addr): \(error)")
+                outcome = .failure(error)
             }
-            await dialFinished(addr, peer: peer)
+            await dialFinished(addr, outcome)
         }
         // A spawner that has finished (the node stopped) runs nothing: the dial ends here.
-        if !spawned { shell.dialFinished(addr, peer: nil) }
+        if !spawned { dialFinished(addr, .failure(NodeError("the node is stopping"))) }
     }
 
-    private func dialFinished(_ addr: String, peer: MemberID?) { shell.dialFinished(addr, peer: peer) }
+    /// A dial ended: the joins waiting for it (`link(to:)`) are told first, then the shared shell.
+    private func dialFinished(_ addr: String, _ outcome: Result<MemberID, any Error>) {
+        for waiter in dialWaiters.removeValue(forKey: addr) ?? [] { waiter.resume(with: outcome) }
+        shell.dialFinished(addr, peer: try? outcome.get())
+    }
+
+    /// The member at `addr` (a numeric `host:port`), linked: the link up to it already, or one
+    /// dialed through the shared shell, which dials an address once at a time (a join waits for
+    /// a dial already in flight rather than making a second). Throws why the dial failed.
+    func link(to addr: String) async throws -> MemberID {
+        if let peer = links.values.first(where: { $0.peer.addr == addr })?.peer.id { return peer }
+        return try await withCheckedThrowingContinuation { continuation in
+            guard !stopped else { return continuation.resume(throwing: NodeError("the node has stopped")) }
+            dialWaiters[addr, default: []].append(continuation)
+            shell.dial(addr, pushPull: nil)
+        }
+    }
 
     /// Drives membership and link upkeep (the timer fired); the shared shell arms the timer again.
     func tick() {
@@ -416,6 +435,8 @@ actor Node {
         timerSleeper?.cancel()
         timerSleeper = nil
         endAllWaits()
+        for waiter in dialWaiters.values.joined() { waiter.resume(throwing: NodeError("the node has stopped")) }
+        dialWaiters.removeAll()
     }
 
     func waitUntilStopped() async {

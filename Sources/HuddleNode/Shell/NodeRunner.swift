@@ -203,7 +203,7 @@ public enum NodeRunner {
             for addr in addresses {
                 do {
                     if resolved[addr] == nil { resolved[addr] = try await PeerAddress.resolveUserAddress(addr) }
-                    let peer = try await node.dial(resolved[addr] ?? addr)
+                    let peer = try await node.link(to: resolved[addr] ?? addr)
                     await node.pushPullAndWait(peer, join: true)
                     node.log.info("\(node.resumed ? "back in" : "joined") the session through \(addr)")
                     await node.joinAnswered(addresses)
