@@ -53,6 +53,8 @@ public enum CoreErrorCode: ErrorCode {
     case linkRefusedByEpoch(Refusal)
     /// The member id is pinned to another node key than the one the handshake proved.
     case anotherNodeKey
+    /// The peer's own record names another node key than the one its handshake proved.
+    case recordNamesAnotherNodeKey
     /// `SessionCore.strangerLinkLimit` links to peers that are not members yet are up already.
     case tooManyStrangers
     /// The peer's record names an address that is not a numeric `host:port` (`HostPort.numeric`).
@@ -133,6 +135,7 @@ extension CodedError where Codes == CoreErrorCode {
     public static func linkRefusedByEpoch(_ reason: Refusal) -> CoreError {
         CoreError(.linkRefusedByEpoch(reason), "the epoch rules refused the link's key or node key (\(reason.rawValue))")
     }
+    public static var recordNamesAnotherNodeKey: CoreError { CoreError(.recordNamesAnotherNodeKey, "the peer's member record names another node key than its handshake proved") }
     public static var anotherNodeKey: CoreError { CoreError(.anotherNodeKey, "the member is pinned to another node key than the link's handshake proved") }
     public static var tooManyStrangers: CoreError { CoreError(.tooManyStrangers, "\(SessionCore.strangerLinkLimit) links from non-members are up") }
     public static var hostnameAddress: CoreError { CoreError(.hostnameAddress, "the peer's record's address is not a numeric host:port") }

@@ -1,5 +1,6 @@
 /// What a module's error codes say about themselves: the line a person reads for a message under
-/// the code (by default the message alone).
+/// the code (by default the message alone). A conforming `line` adds no line break: one line in,
+/// one line out.
 public protocol ErrorCode: Sendable, Equatable {
     func line(_ message: String) -> String
 }

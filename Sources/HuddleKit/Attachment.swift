@@ -98,7 +98,8 @@ public struct Attachment: Identifiable, Hashable, Sendable {
     }
 
     /// Writes its bytes to the file `url` (whole: a temporary file, then a rename), waiting up to
-    /// `timeout` for the chunks this node does not hold yet.
+    /// `timeout` for the chunks this node does not hold yet (at least 1 ms, at most 2^31 − 1 ms,
+    /// about 24.8 days: a longer timeout waits that long).
     public func load(to url: URL, timeout: Duration = .seconds(60)) async throws(HuddleKitError) {
         guard url.isFileURL else { throw .badRequest("\(url) is not a file URL") }
         let ms = Int64(min(max(timeout / .milliseconds(1), 1), Double(Int32.max)))  // a timeout of any size cannot trap

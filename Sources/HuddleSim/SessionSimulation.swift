@@ -704,7 +704,8 @@ public final class SessionSimulation {
 
     /// Link admission's lies (issue 35, item 3), as the node's handshake would hand them to one peer
     /// `j` of the hostile member `h` per round: a link in the name of another member `j` knows (its
-    /// id, `h`'s own node key — a takeover of a pinned member), and in round 1 more links from
+    /// id, `h`'s own node key — a takeover of a pinned member), one with that member's own record
+    /// over a handshake that proved `h`'s node key, and in round 1 more links from
     /// member ids nobody knows than `SessionCore.strangerLinkLimit` lets in at once (closed again
     /// the round after, as strangers that never join). Each goes through the shared shell's
     /// `linkEstablished`, as a real one would; one admitted in another member's name is counted.
@@ -718,7 +719,11 @@ public final class SessionSimulation {
         let takeover = MemberInfo(id: infos[victim].id, node: liar.identity.publicKey, name: infos[victim].name, addr: infos[h].addr,
                                   incarnation: 0).signed(by: liar.identity)
         report.lies += 1
-        _ = shell(j).linkEstablished(LinkCandidate(peer: takeover, keyHead: key, datagramKeys: linkDatagramKeys(), dialer: infos[h].id),
+        _ = shell(j).linkEstablished(LinkCandidate(peer: takeover, nodeKey: liar.identity.publicKey, keyHead: key, datagramKeys: linkDatagramKeys(), dialer: infos[h].id),
+                                     install: { report.impostorLinksAdmitted += 1 })
+        // The victim's own record, as gossip carries it, over a handshake that proved `h`'s node key.
+        report.lies += 1
+        _ = shell(j).linkEstablished(LinkCandidate(peer: infos[victim], nodeKey: liar.identity.publicKey, keyHead: key, datagramKeys: linkDatagramKeys(), dialer: infos[h].id),
                                      install: { report.impostorLinksAdmitted += 1 })
         guard round == 1 else { return }
         for k in 0..<(SessionCore.strangerLinkLimit + 8) {
@@ -726,7 +731,7 @@ public final class SessionSimulation {
             let nobody = MemberInfo(id: id, node: liar.identity.publicKey, name: "stranger", addr: infos[h].addr, incarnation: 0).signed(by: liar.identity)
             report.lies += 1
             var admitted = false
-            _ = shell(j).linkEstablished(LinkCandidate(peer: nobody, keyHead: key, datagramKeys: linkDatagramKeys(), dialer: id), install: { admitted = true })
+            _ = shell(j).linkEstablished(LinkCandidate(peer: nobody, nodeKey: liar.identity.publicKey, keyHead: key, datagramKeys: linkDatagramKeys(), dialer: id), install: { admitted = true })
             if admitted { strangersOpen.append((j, id)); report.strangerLinksAdmitted += 1 }
         }
     }
@@ -982,7 +987,7 @@ public final class SessionSimulation {
         let ends = via != nil ? [("", ""), ("", "")]
             : [(dialed, "\(SimNATMap.host(dialer)):\(port)"), (nat.mapped(dialer, toward: peer, port: port), punched ? "\(SimNATMap.host(peer)):\(SimNATMap.listenPort)" : infos[peer].addr)]
         let candidates = [(dialer, peer, keys), (peer, dialer, keys.reversed)].enumerated().map { n, end in
-            LinkCandidate(peer: infos[end.1], keyHead: key.head, datagramKeys: end.2, dialer: infos[dialer].id, via: via.map { infos[$0].id },
+            LinkCandidate(peer: infos[end.1], nodeKey: infos[end.1].node, keyHead: key.head, datagramKeys: end.2, dialer: infos[dialer].id, via: via.map { infos[$0].id },
                           remote: ends[n].0, local: ends[n].1)
         }
         guard takeUp(dialer, candidates[0], generation: gen, other: peer, via: via) else { return false }

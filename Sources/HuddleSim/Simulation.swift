@@ -186,7 +186,7 @@ public struct Simulation: Sendable {
                 metrics.countDatagram(bytes: bytes.count, at: now, from: scenario.measureFrom)
                 guard let to = indexByAddr[addr], reachable(i, to), rng.unit() >= scenario.loss else { continue }
                 queue.schedule(.deliver(to: to, from: i, bytes: bytes), at: now + linkDelay())
-            case let .pushPull(addr, join):
+            case let .pushPull(addr, _, join):
                 guard let to = indexByAddr[addr], reachable(i, to), nodes[to].status != .pending else { continue }
                 let bytes = SWIMPushPull(join: join, members: nodes[i].instance.pushPullState()).encode()
                 metrics.countPushPull(bytes: bytes.count, at: now, from: scenario.measureFrom)

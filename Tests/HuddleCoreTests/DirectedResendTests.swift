@@ -34,7 +34,7 @@ private func linkMessages(_ effects: [SessionEffect], to peer: MemberID) -> [Lin
 
 /// The link-up at `x` of a link to `y`: the messages it sends to `y` (hello first).
 private func linkUp(_ x: inout SessionCore, to y: MemberInfo, n: UInt8, now: Double) -> [LinkMessage] {
-    let candidate = LinkCandidate(peer: y, keyHead: x.epochs.head, datagramKeys: PairDatagramKeys(seed: [UInt8](repeating: n, count: 32)),
+    let candidate = LinkCandidate(peer: y, nodeKey: y.node, keyHead: x.epochs.head, datagramKeys: PairDatagramKeys(seed: [UInt8](repeating: n, count: 32)),
                                   dialer: aInfo.id, remote: y.addr, local: x.swim.local.addr)
     guard case let .admitted(_, before, hello, after) = x.linkEstablished(candidate, now: now) else {
         Issue.record("the link to \(y.name) is not admitted")

@@ -25,7 +25,7 @@ extension Array where Element == SWIMEffect {
     }
     func emitted(about n: UInt64) -> [MemberChange] { emitted.filter { $0.info.id == swimID(n) }.map(\.change) }
     var pushPulls: [String] {
-        compactMap { if case let .pushPull(to, _) = $0 { to } else { nil } }
+        compactMap { if case let .pushPull(to, _, _) = $0 { to } else { nil } }
     }
     var pings: [(seq: UInt32, target: MemberID, to: String)] {
         sent.compactMap { if case let .ping(seq, target) = $0.message.kind { (seq, target, $0.to) } else { nil } }

@@ -12,7 +12,7 @@ private func member(_ n: UInt8, _ name: String) -> (Identity, MemberInfo) {
 
 private let (aIdentity, aInfo) = member(41, "a")
 private let (bIdentity, bInfo) = member(42, "b")
-private let rInfo = member(43, "r").1
+private let (rIdentity, rInfo) = member(43, "r")
 
 private func core(_ info: MemberInfo, _ identity: Identity, knowing others: [MemberInfo]) -> SessionCore {
     var c = SessionCore(local: info, identity: identity, joining: false, swimSeed: info.id.raw, journalSeed: info.id.raw)
@@ -23,7 +23,7 @@ private func core(_ info: MemberInfo, _ identity: Identity, knowing others: [Mem
 private func keys(_ n: UInt8) -> PairDatagramKeys { PairDatagramKeys(seed: [UInt8](repeating: n, count: 32)) }
 
 private func candidate(_ peer: MemberInfo, at c: SessionCore, dialer: MemberID, via: MemberID? = nil, n: UInt8 = 1) -> LinkCandidate {
-    LinkCandidate(peer: peer, keyHead: c.epochs.head, datagramKeys: keys(n), dialer: dialer, via: via, remote: peer.addr, local: c.swim.local.addr)
+    LinkCandidate(peer: peer, nodeKey: peer.node, keyHead: c.epochs.head, datagramKeys: keys(n), dialer: dialer, via: via, remote: peer.addr, local: c.swim.local.addr)
 }
 
 private func batches(_ effects: [SessionEffect]) -> [SignedBatch] {
@@ -134,4 +134,47 @@ private func uploaded() -> (a: SessionCore, b: SessionCore, manifest: Manifest) 
     let (dropped, _) = a.chunksLost(id: id, [0, 1], now: 5)
     #expect(dropped == 1 && !a.journal.holds(id, 0))
     #expect(a.chunkRead(id: id, index: 0, found: true, for: bInfo.id, now: 6) == .notHeld)
+}
+
+@Test func aLinkWhoseRecordNamesAnotherNodeKeyThanItsHandshakeProvedIsRefusedAndCounted() {
+    var a = core(aInfo, aIdentity, knowing: [bInfo, rInfo])
+    // b's own record, replayed over a handshake that proved r's node key.
+    var lie = candidate(bInfo, at: a, dialer: rInfo.id)
+    lie.nodeKey = rInfo.node
+    guard case let .refused(error) = a.linkEstablished(lie, now: 2) else {
+        Issue.record("a link whose record names another node key than its handshake proved is admitted")
+        return
+    }
+    #expect(error.code == .recordNamesAnotherNodeKey)
+    #expect(a.refusals[.recordNodeKey] == 1 && a.linkedLive.isEmpty)
+    // The same record over b's own handshake is admitted.
+    guard case .admitted = a.linkEstablished(candidate(bInfo, at: a, dialer: bInfo.id), now: 3) else {
+        Issue.record("b's own link is not admitted")
+        return
+    }
+}
+
+/// With a data directory the node holds a link-up's `before` (the waiting batch) for a commit but
+/// sends the hello at once, so the batch reaches the new link too, after its hello, once the commit
+/// is done (`sendToLinks` then covers it). What the peer does with it: a member that did not know
+/// the sender's peer starts after the batch (nothing delivered); one it knew delivers each message
+/// once, and a second copy nothing.
+@Test func aWaitingBatchThatReachesTheNewLinkAfterItsHelloIsDeliveredAtMostOnce() {
+    for knowsR in [false, true] {
+        var a = core(aInfo, aIdentity, knowing: knowsR ? [bInfo, rInfo] : [bInfo])
+        _ = a.linkEstablished(candidate(bInfo, at: a, dialer: bInfo.id), now: 2)
+        _ = try? a.send(body: [7], to: nil, reliable: true)
+        guard case let .admitted(_, before, hello, _) = a.linkEstablished(candidate(rInfo, at: a, dialer: rInfo.id, n: 9), now: 2),
+              let batch = batches(before).first else {
+            Issue.record("r's link is not admitted with the waiting batch in before")
+            return
+        }
+        var r = core(rInfo, rIdentity, knowing: [aInfo])
+        _ = r.linkEstablished(candidate(aInfo, at: r, dialer: rInfo.id, n: 9), now: 2)
+        var delivered = r.receiveLink(hello, from: aInfo.id, addr: aInfo.addr, now: 2).count { if case .deliver = $0 { true } else { false } }
+        for _ in 0..<2 {
+            delivered += r.receiveLink(.batch(batch), from: aInfo.id, addr: aInfo.addr, now: 2).count { if case .deliver = $0 { true } else { false } }
+        }
+        #expect(delivered == (knowsR ? 1 : 0), "a \(knowsR ? "known" : "new") member delivered the held batch's message \(delivered) times")
+    }
 }

@@ -7,7 +7,8 @@ public enum SWIMEffect: Sendable, Equatable {
     /// Exchange full state with `host:port` over a reliable link: send `pushPullState()`, have the
     /// peer call `receivePushPull` and answer with its own `pushPullState()` (taken after it merged
     /// ours), then hand that answer to `receivePushPull`. A failed exchange needs no report.
-    case pushPull(to: String, join: Bool)
+    /// `member`: the member chosen (nil for a seed, known only by its address).
+    case pushPull(to: String, member: MemberID?, join: Bool)
     /// Tell the application what happened to a member (never emitted about the local member).
     case emit(MemberChange, MemberInfo)
     /// The first record refused for `Refusal` (later ones are only counted in `refusals`).

@@ -157,7 +157,7 @@ extension SWIMInstance {
         if now >= nextPushPullAt {
             nextPushPullAt = now + pushPullIntervalScaled
             if let peer = randomMembers(1, excluding: nil, recentlyFailed: false, now: now).first {
-                effects.append(.pushPull(to: peer.addr, join: false))
+                effects.append(.pushPull(to: peer.addr, member: peer.id, join: false))
             }
         }
         if now >= nextRemergeAt {
@@ -166,13 +166,13 @@ extension SWIMInstance {
                 members[id]?.state == .failed && now - since <= settings.remergeWindow
             }.keys.sorted()
             if !candidates.isEmpty, let m = members[candidates[rng.index(candidates.count)]] {
-                effects.append(.pushPull(to: m.addr, join: false))
+                effects.append(.pushPull(to: m.addr, member: m.id, join: false))
             }
         }
         if !seeds.isEmpty, now >= nextJoinRetryAt {
             joinBackoff = min(joinBackoff * 2, 30)
             nextJoinRetryAt = now + joinBackoff
-            for seed in seeds { effects.append(.pushPull(to: seed, join: true)) }
+            for seed in seeds { effects.append(.pushPull(to: seed, member: nil, join: true)) }
         }
         if now >= nextReapAt {
             nextReapAt = now + 60

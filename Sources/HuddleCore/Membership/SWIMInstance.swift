@@ -195,7 +195,7 @@ public struct SWIMInstance: Sendable {
         self.seeds = targets
         joinBackoff = settings.joinRetryInterval
         nextJoinRetryAt = now + joinBackoff
-        return targets.map { .pushPull(to: $0, join: true) }
+        return targets.map { .pushPull(to: $0, member: nil, join: true) }
     }
 
     /// Leaves gracefully: gossips `left` at a higher incarnation to a few members at once and keeps

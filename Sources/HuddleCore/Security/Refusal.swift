@@ -6,6 +6,9 @@ public enum Refusal: String, CaseIterable, Sendable, Comparable {
     case keyChange = "key_change"
     /// A link whose handshake proved another node key than the one its member id is pinned to.
     case linkForPinnedMember = "link_for_pinned_member"
+    /// A link whose own member record (sent in its handshake) names another node key than the one
+    /// the handshake proved.
+    case recordNodeKey = "record_node_key"
     /// A baseline or journal catch-up from a peer this member did not ask (or no longer waits for).
     case unsolicitedCatchUp = "unsolicited_catch_up"
     /// A journal entry announced by another member than the attachment's uploader.

@@ -1,9 +1,14 @@
 import HuddleCrypto
 
-/// A new authenticated link, as the shell's handshake proved it (`SessionCore.linkEstablished`).
+/// A new link whose handshake finished (`SessionCore.linkEstablished`): what the handshake proved
+/// (`nodeKey`, `keyHead`, `datagramKeys`) beside what the peer only says (`peer`, its record), which
+/// the core holds against it before anything else.
 public struct LinkCandidate: Sendable {
-    /// The peer's record as its handshake proved it (its node key) and as it named itself.
+    /// The peer's record as it named itself (sent in the handshake's payload).
     public var peer: MemberInfo
+    /// The node key the handshake proved (the owner of the peer's static key): the record must
+    /// name it, or the link is refused (`linkEstablished`).
+    public var nodeKey: [UInt8]
     /// The head of the epoch whose key the handshake proved.
     public var keyHead: [UInt8]
     /// The pair's datagram keys, from the handshake's exporter, oriented for this end.
@@ -13,12 +18,14 @@ public struct LinkCandidate: Sendable {
     /// The relay, when the link runs over a circuit (`SessionCore+Relay`).
     public var via: MemberID?
     /// The socket's addresses (`host:port`) for a direct link ("" when unknown): what each end sees
-    /// of the other (`SessionCore+Reach`).
+    /// of the other (`SessionCore+Reach`). `remote` is the peer's end as this member sees it.
     public var remote: String
+    /// This member's end of the socket, as its own socket names it.
     public var local: String
 
-    public init(peer: MemberInfo, keyHead: [UInt8], datagramKeys: PairDatagramKeys, dialer: MemberID, via: MemberID? = nil, remote: String = "", local: String = "") {
+    public init(peer: MemberInfo, nodeKey: [UInt8], keyHead: [UInt8], datagramKeys: PairDatagramKeys, dialer: MemberID, via: MemberID? = nil, remote: String = "", local: String = "") {
         self.peer = peer
+        self.nodeKey = nodeKey
         self.keyHead = keyHead
         self.datagramKeys = datagramKeys
         self.dialer = dialer
@@ -44,11 +51,16 @@ public enum LinkDecision: Sendable {
 }
 
 extension SessionCore {
-    /// A link's handshake completed: decides admission (`admitLink`; for a relayed link, the
-    /// circuit), the duplicate (`LinkPlanner.keepsNewLink`), and the link-up sequence — flush, hello,
+    /// A link's handshake completed: decides admission (first that the record names the node key
+    /// the handshake proved, then `admitLink`; for a relayed link, the circuit), the duplicate (`LinkPlanner.keepsNewLink`), and the link-up sequence — flush, hello,
     /// then the path and epoch head. The node and the simulator both take a link up through here.
     public mutating func linkEstablished(_ link: LinkCandidate, now: Double) -> LinkDecision {
         let peer = link.peer.id
+        // A record in another node key's name than the handshake proved speaks for someone else.
+        guard link.peer.node == link.nodeKey else {
+            ownRefusals.add(.recordNodeKey)
+            return .refused(.recordNamesAnotherNodeKey)
+        }
         do { try admitLink(link.peer, keyHead: link.keyHead, now: now) } catch { return .refused(error) }
         if let via = link.via, !admitsRelayedLink(peer, via: via) { return .refused(.noCircuitForLink) }
         let replaces = planner.linked.contains(peer)

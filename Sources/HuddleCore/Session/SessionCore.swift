@@ -170,7 +170,7 @@ public struct SessionCore: Sendable {
     /// Link messages refused because their sender had no right to send them (a catch-up nobody
     /// asked for, a journal entry naming another uploader, a link for a pinned member id).
     public var refusedLinkMessages: Int {
-        ownRefusals[.unsolicitedCatchUp] + ownRefusals[.journalNotByUploader] + ownRefusals[.linkForPinnedMember]
+        ownRefusals[.unsolicitedCatchUp] + ownRefusals[.journalNotByUploader] + ownRefusals[.linkForPinnedMember] + ownRefusals[.recordNodeKey]
     }
 
     /// `joining`: this member waits for a sponsor's baseline before delivering anything.
@@ -323,11 +323,6 @@ public struct SessionCore: Sendable {
     }
 
     /// Whether every member known at `addr` is removed (and at least one is): nothing goes there.
-    /// The linked member whose record names `addr` (the lowest id if several do), removed ones aside.
-    func linkedMember(at addr: String) -> MemberID? {
-        planner.linked.filter { swim.members[$0]?.addr == addr && !removedMembers.contains($0) }.min()
-    }
-
     func onlyRemovedMembersAt(_ addr: String) -> Bool {
         let there = swim.members.values.filter { $0.addr == addr }
         return !there.isEmpty && there.allSatisfy { removedMembers.contains($0.id) }
@@ -351,12 +346,14 @@ public struct SessionCore: Sendable {
         for effect in effects {
             switch effect {
             case let .send(message, to): if let datagram = datagram(message, to: to) { out.append(datagram) }
-            case let .pushPull(addr, join):
+            case let .pushPull(addr, member, join):
                 // Re-merge retries a failed member's address; a removed member's is never dialled.
                 if !join && onlyRemovedMembersAt(addr) { continue }
-                // Over the link to the member at that address when one is up, else after a dial.
-                if let peer = linkedMember(at: addr) {
-                    out += pushPullRequest(to: peer, join: join).map { .sendLink(peer, $0) }
+                // Over the link to the member SWIM chose when that member is live and linked (by
+                // its id: an address is only what records claim), else after a dial, whose
+                // handshake proves who is there.
+                if let member, planner.linked.contains(member), isLive(member) {
+                    out += pushPullRequest(to: member, join: join).map { .sendLink(member, $0) }
                 } else {
                     out.append(.dial(addr, pushPull: join))
                 }

@@ -210,7 +210,7 @@ extension Node {
         do {
             // The user's address: a hostname is looked up off the actor (`PeerAddress`).
             let peer = try await link(to: try await PeerAddress.resolveUserAddress(addr))
-            await pushPullAndWait(peer, join: true)
+            guard await pushPullAndWait(peer, join: true) else { throw NodeError("the link closed before its member answered") }
         } catch let error as NodeError {
             throw ControlError(.unavailable, "could not join \(addr): \(error.message)")
         } catch {

@@ -97,14 +97,19 @@ enum LinkSession {
                 timeout.cancel()
                 ticket?.release()
                 let peer = try MemberInfo.decode(result.remoteAppPayload)
-                guard peer.node == result.remoteNodeKey else { throw NodeError("peer's member record names another node key") }
                 let link = LinkHandle(peer: peer, dialer: role == .initiator ? node.local.id : peer.id, channel: channel.channel, via: via)
-                guard await node.register(link, datagramKeys: result.datagramKeys, keyHead: done.keyHead) else {
+                switch await node.register(link, nodeKey: result.remoteNodeKey, datagramKeys: result.datagramKeys, keyHead: done.keyHead) {
+                case .admitted?:
                     registered?.resume(.success(peer.id))
-                    return
+                    await runTransport(link, result: result, frames: &frames, node: node)
+                case .duplicate?:
+                    // The member's other link stays: the dial reached it.
+                    registered?.resume(.success(peer.id))
+                case let .refused(reason)?:
+                    registered?.resume(.failure(NodeError("the link to \(remote) was refused here: \(reason.message)")))
+                case nil:
+                    registered?.resume(.failure(NodeError("the node is stopping")))
                 }
-                registered?.resume(.success(peer.id))
-                await runTransport(link, result: result, frames: &frames, node: node)
             }
         } catch {
             _ = node.counters.handshakeFailures.wrappingAdd(1, ordering: .relaxed)

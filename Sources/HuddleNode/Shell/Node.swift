@@ -188,27 +188,23 @@ actor Node {
 
     // MARK: links
 
-    /// Adds an authenticated link and its datagram keys; false when it must be closed (self, a
-    /// member that left, a losing duplicate — whose keys are still kept for a moment, retired).
-    /// `keyHead`: the epoch whose key the handshake proved. The core decides (`linkEstablished`);
-    /// this runs its link-up sequence.
-    func register(_ link: LinkHandle, datagramKeys: PairDatagramKeys, keyHead: [UInt8]) -> Bool {
-        guard !stopping else { return false }
-        let candidate = LinkCandidate(peer: link.peer, keyHead: keyHead, datagramKeys: datagramKeys, dialer: link.dialer, via: link.via,
+    /// Adds an authenticated link and its datagram keys, as the core decides (`linkEstablished`,
+    /// whose link-up sequence this runs): the decision, or nil when the node is stopping. Unless
+    /// admitted the link must be closed (refused; or a losing duplicate, whose keys are still kept
+    /// for a moment, retired). `nodeKey`: the node key the handshake proved; `keyHead`: the epoch
+    /// whose key it proved.
+    func register(_ link: LinkHandle, nodeKey: [UInt8], datagramKeys: PairDatagramKeys, keyHead: [UInt8]) -> LinkDecision? {
+        guard !stopping else { return nil }
+        let candidate = LinkCandidate(peer: link.peer, nodeKey: nodeKey, keyHead: keyHead, datagramKeys: datagramKeys, dialer: link.dialer, via: link.via,
                                       remote: link.via == nil ? link.channel.remoteAddress.map(hostPort) ?? "" : "",
                                       local: link.via == nil ? link.channel.localAddress.map(hostPort) ?? "" : "")
         // The link's datagram keys go to the receive thread with the link, before its hello.
-        switch shell.linkEstablished(candidate, install: { links[link.peer.id] = link; publishDatagramKeys() }) {
-        case let .refused(reason):
-            logLinkRefusal(reason, link)
-            return false
-        case .duplicate:
-            publishDatagramKeys()
-            return false
-        case .admitted:
-            publishDatagramKeys()
-            return true
+        let decision = shell.linkEstablished(candidate, install: { links[link.peer.id] = link; publishDatagramKeys() })
+        switch decision {
+        case let .refused(reason): logLinkRefusal(reason, link)
+        case .duplicate, .admitted: publishDatagramKeys()
         }
+        return decision
     }
 
     /// The first link refused for each reason is logged (a peer can repeat them; all are counted).
@@ -219,6 +215,8 @@ actor Node {
             if core.refusals[reason] == 1 { log.warning("refused a link from \(link.remoteAddress) (node \(hexString(link.peer.node).prefix(16))): \(reason.rawValue); further ones are counted in stats.refused") }
         case .anotherNodeKey:
             if core.refusals[.linkForPinnedMember] == 1 { log.warning("refused a link from \(link.remoteAddress): member \(link.peer.id) is pinned to another node key; further ones are counted in stats.refused") }
+        case .recordNamesAnotherNodeKey:
+            if core.refusals[.recordNodeKey] == 1 { log.warning("refused a link from \(link.remoteAddress): \(refusal.message); further ones are counted in stats.refused") }
         case .tooManyStrangers:
             if core.refusals[.strangerLinks] == 1 { log.warning("refused a link from \(link.remoteAddress): \(SessionCore.strangerLinkLimit) links from non-members are up; further ones are counted in stats.refused") }
         case .hostnameAddress:
@@ -279,12 +277,15 @@ actor Node {
         shell.linkClosed(peer, stopping: stopping)
     }
 
-    /// Exchanges full membership state with `peer` over its link and waits (until the link closes)
-    /// for the answer: how a joiner learns the session from its sponsor.
-    func pushPullAndWait(_ peer: MemberID, join: Bool) async {
-        guard links[peer] != nil else { return }
+    /// Exchanges full membership state with `peer` over its link and waits up to 10 s for the
+    /// answer: how a joiner learns the session from its sponsor. False when no link to `peer` was
+    /// up, or it closed before the answer came.
+    @discardableResult
+    func pushPullAndWait(_ peer: MemberID, join: Bool) async -> Bool {
+        guard links[peer] != nil else { return false }
         shell.sendPushPull(to: peer, join: join)
         await wait(for: .pushPullReply(peer), until: .now + .seconds(10))
+        return links[peer] != nil
     }
 
     /// Carries out what the session core decided. With a data directory, write-ahead: this
@@ -338,12 +339,13 @@ actor Node {
         shell.dialFinished(addr, peer: try? outcome.get())
     }
 
-    /// The member at `addr` (a numeric `host:port`), linked: the link up to it already, or one
-    /// dialed through the shared shell, which dials an address once at a time (a join waits for
-    /// a dial already in flight rather than making a second). Throws why the dial failed.
+    /// The member at `addr` (a numeric `host:port`), linked: dialed through the shared shell, which
+    /// dials an address once at a time (a join waits for a dial already in flight rather than
+    /// making a second). The handshake proves who is there, so no record's claim to the address
+    /// is taken instead; a member already linked ends the dial as a duplicate, its link kept.
+    /// Throws why the dial failed, or why the link was refused.
     func link(to addr: String) async throws -> MemberID {
-        if let peer = links.values.first(where: { $0.peer.addr == addr })?.peer.id { return peer }
-        return try await withCheckedThrowingContinuation { continuation in
+        try await withCheckedThrowingContinuation { continuation in
             guard !stopped else { return continuation.resume(throwing: NodeError("the node has stopped")) }
             dialWaiters[addr, default: []].append(continuation)
             shell.dial(addr, pushPull: nil)

@@ -204,7 +204,7 @@ public enum NodeRunner {
                 do {
                     if resolved[addr] == nil { resolved[addr] = try await PeerAddress.resolveUserAddress(addr) }
                     let peer = try await node.link(to: resolved[addr] ?? addr)
-                    await node.pushPullAndWait(peer, join: true)
+                    guard await node.pushPullAndWait(peer, join: true) else { throw NodeError("the link to \(addr) closed before its member answered") }
                     node.log.info("\(node.resumed ? "back in" : "joined") the session through \(addr)")
                     await node.joinAnswered(addresses)
                     return
