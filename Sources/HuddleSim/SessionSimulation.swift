@@ -925,7 +925,7 @@ public final class SessionSimulation {
     }
 
     /// As the node's outbox (`LinkHandle`): seconds `a`'s queue to `b` has stayed at the link
-    /// budget's backlog, as of each time it is asked (every tick); nil below it. The simulated
+    /// budget's backlog, as of each time it is asked (each budget check, `LinkBudget.checkInterval`); nil below it. The simulated
     /// wire takes at its bandwidth, so bytes never wait untaken.
     private func backlogWaited(from a: Int, to b: Int) -> Double? {
         let key = a * scenario.members + b

@@ -103,6 +103,16 @@ final class RecordingShell: SessionShell {
     #expect(shell.notes.contains(.linkAborted(peer: over, .linkOverflow, queuedBytes: budget.hardLimitBytes + 1)))
     #expect(shell.notes.contains(.linkAborted(peer: stuck, .stalledLink, queuedBytes: 512)))
     #expect(budget.verdict(queuedBytes: budget.hardLimitBytes, waited: nil) == .keep, "at the hard limit a link stays")
+
+    // The links are held against the budget at most once per check interval: a queue past the
+    // hard limit is found at the first tick that interval after the last check.
+    shell.queued[fine] = budget.hardLimitBytes + 1
+    shell.now += budget.checkInterval / 2
+    _ = shell.tick()
+    #expect(!shell.aborted.contains(fine), "not checked again within the interval")
+    shell.now += budget.checkInterval / 2
+    _ = shell.tick()
+    #expect(shell.aborted.contains(fine), "checked once the interval has passed")
 }
 
 /// A graceful leave as both shells run it (`SessionShell+Leave`): only chunks whose peer is linked

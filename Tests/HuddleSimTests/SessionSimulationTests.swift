@@ -135,7 +135,7 @@ private func expectClean(_ report: SessionReport, _ label: String, hostile: Bool
     #expect(report.survivors.allSatisfy { report.attachmentComplete[$0] != nil && report.attachmentIntact[$0] == true })
     #expect(report.forged > 0, "messages in another origin's name are dropped as forged")
     for reason in [Refusal.keyChange, .unsignedRecord, .unsignedClaim, .claimAboveIncarnation, .unsolicitedCatchUp, .journalNotByUploader,
-                   .linkForPinnedMember, .strangerLinks] {
+                   .linkForPinnedMember, .recordNodeKey, .strangerLinks] {
         #expect(report.refusals[reason] > 0, "\(reason.rawValue) refused: \(report.refusals[reason])")
     }
     // Link admission (issue 35, item 3): no link in another member's name, and links from ids

@@ -88,7 +88,7 @@ extension SessionShell {
             state.armedWake = .infinity
         }
         execute(withCore { $0.tick(now: now) })
-        closeStalledLinks()
+        closeStalledLinks(now: now)
         rearm()
         return withShellState { $0.armedWake }
     }

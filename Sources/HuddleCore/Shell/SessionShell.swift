@@ -123,6 +123,8 @@ public struct ShellState: Sendable {
     var linkUpAt: [MemberID: Double] = [:]
     /// When the member last ticked (`SessionCore.minimumTickGap`).
     var lastTick = -Double.infinity
+    /// When the links were last held against the budget (`closeStalledLinks`).
+    var budgetCheckedAt = -Double.infinity
     /// When the member's timer fires next (infinity: it is not armed), as `tick` and `rearm` set it.
     public internal(set) var armedWake = Double.infinity
     /// A graceful leave under way (`SessionShell+Leave`).
