@@ -108,7 +108,12 @@ struct SlowSpoolReadProcessTests {
         let during = await replay.messages().count
         print("slow spool reads: \(answered) status requests while the replay read the files (\(during) of \(texts.count) messages in), the slowest answered in \(slowest)")
         #expect(during < texts.count, "the replay read the spool's files (slowed), not memory")
-        #expect(slowest < Self.delay / 2, "status waited for a spool read: \(slowest)")
+        // A status that waited for a spool read would be answered only once that read ended: at
+        // most one answer per read in the loop's 3 × `delay`, 4 in all. Judged by how many were
+        // answered, not by a speed a loaded run can miss (the slowest of 39 answers once took
+        // 1.35 s against a 0.75 s bound while a whole make test shared the machine).
+        let mostIfWaiting = 4
+        #expect(answered >= 2 * mostIfWaiting, "status waited for spool reads: \(answered) answered, the slowest in \(slowest)")
         try await eventually("the replay to reach the last message", within: 120) { await replay.messages().count >= texts.count }
         #expect(await replay.messages().compactMap { $0["text"]?.stringValue } == texts, "every message once, in order")
         await replay.stop()

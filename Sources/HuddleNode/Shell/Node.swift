@@ -280,7 +280,6 @@ actor Node {
     /// Exchanges full membership state with `peer` over its link and waits up to 10 s for the
     /// answer: how a joiner learns the session from its sponsor. False when no link to `peer` was
     /// up, or it closed before the answer came.
-    @discardableResult
     func pushPullAndWait(_ peer: MemberID, join: Bool) async -> Bool {
         guard links[peer] != nil else { return false }
         shell.sendPushPull(to: peer, join: join)
