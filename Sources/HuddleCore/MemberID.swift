@@ -15,4 +15,11 @@ public struct MemberID: Hashable, Comparable, Sendable, CustomStringConvertible 
     }
 
     public static func < (a: MemberID, b: MemberID) -> Bool { a.raw < b.raw }
+
+    // Hashed exactly as its 64 bits are (the same seeded SipHash, so no easier to collide), through
+    // the standard library's one-shot path for UInt64. The synthesized path goes through a Hasher
+    // value call by call: member tables are looked up everywhere in the core, and that cost 19 % of
+    // the 100-member session simulation (perf); a lookup takes about 40 % less this way.
+    public func hash(into hasher: inout Hasher) { hasher.combine(raw) }
+    public func _rawHashValue(seed: Int) -> Int { raw._rawHashValue(seed: seed) }
 }

@@ -82,8 +82,9 @@ public struct Journal: Sendable {
     public internal(set) var revision: UInt64 = 0
     public internal(set) var swarm: Swarm
     private struct SentHave: Sendable { var have: Bitfield; var offer: Bitfield; var at: Double }
-    /// Per peer and attachment: what was last sent, and when.
-    private var sentHave: [MemberID: [String: SentHave]] = [:]
+    /// Per attachment and peer: what was last sent, and when (by attachment first: a tick looks
+    /// each attachment up once, then only member ids).
+    private var sentHave: [String: [MemberID: SentHave]] = [:]
     /// Most bytes of chunks this member stores (its own attachments and what it fetches).
     public let storeLimitBytes: Int
     /// Attachments whose fetching stopped at the store limit (reported once each).
@@ -129,7 +130,7 @@ public struct Journal: Sendable {
             revision &+= 1
             swarm.remove(id: id)
             stoppedByStore.remove(id)
-            for peer in sentHave.keys { sentHave[peer]?[id] = nil }
+            sentHave[id] = nil
             return [.deleteStored(id: id), .emit(.removed, id: id), .changed(id: id)]
         }
     }
@@ -139,13 +140,13 @@ public struct Journal: Sendable {
     /// The live members (this one may be among them): the swarm's holders and hand-off targets.
     public mutating func setPeers(_ live: Set<MemberID>, now: Double? = nil) {
         swarm.setPeers(live, now: now)
-        sentHave = sentHave.filter { live.contains($0.key) }
+        for id in Array(sentHave.keys) { sentHave[id] = sentHave[id]?.filter { live.contains($0.key) } }
     }
 
     /// The link to `peer` closed: what it was told is forgotten, so it hears everything again;
     /// its chunk reads no longer count.
     public mutating func linkDown(_ peer: MemberID) {
-        sentHave[peer] = nil
+        for id in Array(sentHave.keys) { sentHave[id]?[peer] = nil }
         serving[peer] = nil
     }
 
@@ -154,7 +155,7 @@ public struct Journal: Sendable {
     /// peer may have dropped this member's earlier `have` (it came before the peer knew the
     /// attachment, or knew this member as live), and until it hears one it asks nothing of it.
     public mutating func receiveHave(_ peer: MemberID, id: String, have: Bitfield, offer: Bitfield) {
-        if swarm.receiveHave(peer, id: id, have: have, offer: offer), !have.isFull { sentHave[peer]?[id] = nil }
+        if swarm.receiveHave(peer, id: id, have: have, offer: offer), !have.isFull { sentHave[id]?[peer] = nil }
     }
 
     // MARK: time
@@ -185,14 +186,15 @@ public struct Journal: Sendable {
         var out = requests(now: now)
         for id in swarm.ids {
             guard let have = swarm.have(id) else { continue }
-            let complete = Set(swarm.completeHolders(id))
-            for peer in linked {
-                guard let offer = swarm.offer(id, to: peer, now: now) else { continue }
-                if let last = sentHave[peer]?[id], last.have == have, last.offer == offer,
-                   complete.contains(peer) || now - last.at < Self.haveRefresh { continue }
-                sentHave[peer, default: [:]][id] = SentHave(have: have, offer: offer, at: now)
+            var sent = sentHave.removeValue(forKey: id) ?? [:]
+            for (peer, offer) in zip(linked, swarm.offers(id, to: linked, now: now)) {
+                guard let offer else { continue }
+                if let last = sent[peer], last.have == have, last.offer == offer,
+                   now - last.at < Self.haveRefresh || swarm.holdsAll(id, peer: peer) { continue }
+                sent[peer] = SentHave(have: have, offer: offer, at: now)
                 out.append(.sendHave(to: peer, id: id, have: have, offer: offer))
             }
+            if !sent.isEmpty { sentHave[id] = sent }
             let state = state(of: id, now: now)
             if let r = records[id], r.state != state {
                 records[id]?.state = state

@@ -195,37 +195,48 @@ public struct Swarm: Sendable {
     /// What this member offers `peer`: everything it holds, except that the uploader, while some
     /// chunks were never sent, offers each peer only its share of those.
     public func offer(_ id: String, to peer: MemberID, now: Double) -> Bitfield? {
-        guard let t = transfers[id] else { return nil }
-        guard t.uploader == local else { return t.have }
-        let peers = live.sorted()
-        guard let rank = peers.firstIndex(of: peer) else { return t.have }
+        offers(id, to: [peer], now: now)[0]
+    }
+
+    /// `offer` to each of `peers`, in their order; the uploader's shares are worked out once for all.
+    public func offers(_ id: String, to peers: [MemberID], now: Double) -> [Bitfield?] {
+        guard let t = transfers[id] else { return peers.map { _ in nil } }
+        guard t.uploader == local else { return peers.map { _ in t.have } }
+        let ranked = live.sorted()
         // A share whose peer has not told what it holds of the attachment (it may not know of it
         // yet: its journal entry can be held back there) goes to the next peer in member order
         // that has, so no chunk waits for one slow peer while every other member lacks it.
         // Before any peer has told, each keeps its own.
-        let told = peers.map { t.peerHave[$0] != nil }
-        var sharer = Array(peers.indices)
+        let told = ranked.map { t.peerHave[$0] != nil }
+        var sharer = Array(ranked.indices)
         if var next = told.firstIndex(of: true) {
             // From the last rank down: the first rank at or after k (wrapping round) that told.
-            for k in peers.indices.reversed() {
+            for k in ranked.indices.reversed() {
                 if told[k] { next = k }
                 sharer[k] = next
             }
         }
-        var offer = Bitfield(count: t.chunkCount)
-        for index in 0..<t.chunkCount where t.have[index] {
-            if let sent = t.served[index] {
-                // Sent once already: offered again to a peer that still lacks it once its first
-                // receiver left, or `reofferAfter` passed (the swarm may be unable to supply it —
-                // e.g. every copy it has is bad).
-                let lacks = !(t.peerHave[peer]?[index] ?? false)
-                if lacks && (!live.contains(sent.peer) || now - sent.at >= settings.reofferAfter) { offer[index] = true }
-            } else if sharer[index % peers.count] == rank {
-                offer[index] = true
+        return peers.map { peer in
+            guard let rank = ranked.firstIndex(of: peer) else { return t.have }
+            var offer = Bitfield(count: t.chunkCount)
+            let peerHave = t.peerHave[peer]
+            for index in 0..<t.chunkCount where t.have[index] {
+                if let sent = t.served[index] {
+                    // Sent once already: offered again to a peer that still lacks it once its first
+                    // receiver left, or `reofferAfter` passed (the swarm may be unable to supply it —
+                    // e.g. every copy it has is bad).
+                    let lacks = !(peerHave?[index] ?? false)
+                    if lacks && (!live.contains(sent.peer) || now - sent.at >= settings.reofferAfter) { offer[index] = true }
+                } else if sharer[index % ranked.count] == rank {
+                    offer[index] = true
+                }
             }
+            return offer
         }
-        return offer
     }
+
+    /// Whether `peer` has told this member it holds every chunk of `id`.
+    public func holdsAll(_ id: String, peer: MemberID) -> Bool { transfers[id]?.peerHave[peer]?.isFull ?? false }
 
     /// Bytes the chunks held here take (a last, shorter chunk counted as a full one).
     public var storedBytes: Int { transfers.values.reduce(0) { $0 + $1.have.setCount * $1.chunkBytes } }
