@@ -1,4 +1,5 @@
 import Foundation
+import HuddleTestSupport
 import HuddleControl
 import HuddleCore
 import HuddleCrypto
@@ -173,17 +174,6 @@ final class CPUHog: Sendable {
 
 /// Writes `mib` MiB of random bytes to `path` and returns it.
 func writeRandomFile(_ path: String, mib: Int) throws -> String {
-    _ = FileManager.default.createFile(atPath: path, contents: nil)
-    guard let out = FileHandle(forWritingAtPath: path) else { throw BenchError(description: "cannot write \(path)") }
-    var generator = SystemRandomNumberGenerator()
-    var block = Data(count: 1 << 20)
-    for _ in 0..<mib {
-        block.withUnsafeMutableBytes { raw in
-            let words = raw.bindMemory(to: UInt64.self)
-            for i in words.indices { words[i] = generator.next() }
-        }
-        out.write(block)
-    }
-    try out.close()
+    try HuddleTestSupport.writeRandomFile(path, count: mib << 20, seed: .random(in: .min ... .max))
     return path
 }

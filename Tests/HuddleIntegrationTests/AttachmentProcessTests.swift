@@ -1,29 +1,8 @@
 import Foundation
+import HuddleTestSupport
 import HuddleControl
 import HuddleCrypto
 import Testing
-
-/// Writes `count` pseudo-random bytes to `path` (seeded, so runs are comparable) in 1 MiB steps.
-func writeRandomFile(_ path: String, count: Int, seed: UInt64) throws {
-    _ = FileManager.default.createFile(atPath: path, contents: nil)
-    guard let out = FileHandle(forWritingAtPath: path) else { throw TestTimeout(description: "cannot create \(path)") }
-    defer { try? out.close() }
-    var state = seed
-    var written = 0
-    while written < count {
-        let n = min(1 << 20, count - written)
-        var block = [UInt8](repeating: 0, count: n)
-        for i in stride(from: 0, to: n, by: 8) {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z ^= z >> 27
-            for j in 0..<min(8, n - i) { block[i + j] = UInt8(truncatingIfNeeded: z >> (8 * UInt64(j))) }
-        }
-        try out.write(contentsOf: block)
-        written += n
-    }
-}
 
 /// Whether two files hold the same bytes: equal sizes and equal BLAKE2b hashes, each file read in
 /// 1 MiB blocks (a 100 MiB attachment is never held in memory twice).

@@ -1,4 +1,5 @@
 import Foundation
+import HuddleTestSupport
 import HuddleAdversary
 import HuddleControl
 import HuddleCore

@@ -313,13 +313,7 @@ final class HostLab: @unchecked Sendable {
     /// A file of `bytes` random bytes in the lab's directory (readable by every node).
     func randomFile(_ name: String, bytes: Int) throws -> String {
         let path = "\(dir)/\(name)"
-        var generator = SystemRandomNumberGenerator()
-        var data = Data(count: bytes)
-        data.withUnsafeMutableBytes { raw in
-            let words = raw.bindMemory(to: UInt64.self)
-            for i in words.indices { words[i] = generator.next() }
-        }
-        try data.write(to: URL(fileURLWithPath: path))
+        try writeRandomFile(path, count: bytes, seed: UInt64.random(in: .min ... .max))
         return path
     }
 
