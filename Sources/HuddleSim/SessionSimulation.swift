@@ -1231,12 +1231,13 @@ public final class SessionSimulation {
     /// baseline. A baseline is set before anything of its origin is delivered, so the baseline now
     /// is never larger than the final one the offline check would use.
     private func record(_ i: Int, _ delivered: WireMessage) {
-        // The slot, not `cores[i]!.core`: a copy of the core retains and releases every table per delivery.
+        // Read in place (`CoreSlot.inPlace`): a method called on `slot.core` copied the whole core,
+        // retaining and releasing every table, per delivery.
         let slot = cores[i]!
-        let m = slot.core.applicationView(delivered)
+        let m = slot.inPlace { $0.applicationView(delivered) }
         trace?.record(.delivery, at: now, UInt64(i), m.origin.raw, m.seq, m.counter)
         for dep in m.deps where !(dep.member == m.origin && m.seq != 0 && dep.seq < m.seq) {
-            let baseline = slot.core.broadcast.baseline[dep.member].map { slot.core.applicationSeqs.applicationSeq(dep.member, $0) } ?? 0
+            let baseline = slot.inPlace { core in core.broadcast.baseline[dep.member].map { core.applicationSeqs.applicationSeq(dep.member, $0) } } ?? 0
             if dep.seq > max(clocks[i][dep.member] ?? 0, baseline) {
                 report.dependencyViolations.append("\(infos[i].id): \(m.id) delivered before its dependency \(dep.member)#\(dep.seq)")
             }
@@ -1307,6 +1308,8 @@ extension MemberChange {
 private final class CoreSlot {
     var core: SessionCore
     init(_ core: SessionCore) { self.core = core }
+    /// `body` on the core where it lies: a method called on `slot.core` works on a copy of it.
+    func inPlace<R>(_ body: (inout SessionCore) -> R) -> R { body(&core) }
 }
 
 extension SessionSimulation {

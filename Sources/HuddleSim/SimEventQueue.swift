@@ -56,7 +56,8 @@ struct SimEventQueue<Event>: Sendable where Event: Sendable {
             heap.swapAt(i, smallest)
             i = smallest
         }
-        guard let event = events[item.slot].take() else { return nil }
+        // Every slot in the heap holds its event until it is popped here.
+        guard let event = events[item.slot].take() else { preconditionFailure("event slot \(item.slot) in the heap was empty") }
         free.append(item.slot)
         return (item.time, event)
     }

@@ -140,13 +140,19 @@ public struct Journal: Sendable {
     /// The live members (this one may be among them): the swarm's holders and hand-off targets.
     public mutating func setPeers(_ live: Set<MemberID>, now: Double? = nil) {
         swarm.setPeers(live, now: now)
-        for id in Array(sentHave.keys) { sentHave[id] = sentHave[id]?.filter { live.contains($0.key) } }
+        sentHave = sentHave.compactMapValues { sent in
+            let kept = sent.filter { live.contains($0.key) }
+            return kept.isEmpty ? nil : kept
+        }
     }
 
     /// The link to `peer` closed: what it was told is forgotten, so it hears everything again;
     /// its chunk reads no longer count.
     public mutating func linkDown(_ peer: MemberID) {
-        for id in Array(sentHave.keys) { sentHave[id]?[peer] = nil }
+        for id in Array(sentHave.keys) {
+            sentHave[id]?[peer] = nil
+            if sentHave[id]?.isEmpty ?? false { sentHave[id] = nil }
+        }
         serving[peer] = nil
     }
 
@@ -189,8 +195,12 @@ public struct Journal: Sendable {
             var sent = sentHave.removeValue(forKey: id) ?? [:]
             for (peer, offer) in zip(linked, swarm.offers(id, to: linked, now: now)) {
                 guard let offer else { continue }
-                if let last = sent[peer], last.have == have, last.offer == offer,
-                   now - last.at < Self.haveRefresh || swarm.holdsAll(id, peer: peer) { continue }
+                if let last = sent[peer], last.have == have, last.offer == offer {
+                    if now - last.at < Self.haveRefresh { continue }
+                    // A peer holding every chunk needs no refresh; it is looked at again after
+                    // `haveRefresh`, not at every tick (a lookup by attachment id per peer per tick).
+                    if swarm.holdsAll(id, peer: peer) { sent[peer]?.at = now; continue }
+                }
                 sent[peer] = SentHave(have: have, offer: offer, at: now)
                 out.append(.sendHave(to: peer, id: id, have: have, offer: offer))
             }

@@ -299,6 +299,9 @@ public struct HolePunch: Sendable {
     }
 
     /// When `tick` next has work of its own: a dial due, an attempt timing out.
+    /// Whether `tick` with no relayed peer would change nothing (no pair is kept).
+    public var isIdle: Bool { pairs.isEmpty }
+
     public var nextDeadline: Double {
         var next = Double.infinity
         for p in pairs.values {

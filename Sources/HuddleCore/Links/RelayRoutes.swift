@@ -69,6 +69,9 @@ public struct RelayRoutes: Sendable {
     private var unlinkedSince: [MemberID: Double] = [:]
     /// Per peer, the relays that failed it and when.
     private var failed: [MemberID: [MemberID: Double]] = [:]
+    /// When the oldest entry of `failed` is forgotten (`Settings.failureMemory` after it): the
+    /// table is looked through only then, not at every tick.
+    private var failedExpiry = Double.infinity
     /// Per peer with an open circuit whose link is up, when anything was last heard over it.
     private var heardAt: [MemberID: Double] = [:]
     /// Relayed links found stalled (counted).
@@ -82,13 +85,27 @@ public struct RelayRoutes: Sendable {
         return nil
     }
 
+    /// Whether `tick` with no unlinked member would change nothing: no member waits unlinked, no
+    /// failure is remembered and no circuit is asked for or up.
+    public var isIdle: Bool { unlinkedSince.isEmpty && failed.isEmpty && circuits.isEmpty }
+
     /// Requests due at `now`. `unlinked`: live members without a link; `relays`: members this
     /// member holds a direct link to.
     public mutating func tick(unlinked: Set<MemberID>, relays: Set<MemberID>, now: Double, limit: Int = .max) -> [Request] {
-        unlinkedSince = unlinkedSince.filter { unlinked.contains($0.key) }
-        for (peer, relays) in failed {
-            let kept = relays.filter { now - $0.value < settings.failureMemory }
-            failed[peer] = kept.isEmpty ? nil : kept
+        // Tables are rebuilt only when something leaves them (rebuilding, or writing while
+        // iterating, copied them at every tick).
+        if unlinkedSince.keys.contains(where: { !unlinked.contains($0) }) {
+            unlinkedSince = unlinkedSince.filter { unlinked.contains($0.key) }
+        }
+        let memory = settings.failureMemory
+        if now >= failedExpiry {
+            failed = failed.compactMapValues { relays in
+                let kept = relays.filter { now - $0.value < memory }
+                return kept.isEmpty ? nil : kept
+            }
+            failedExpiry = failed.values.reduce(Double.infinity) { earliest, relays in
+                relays.values.reduce(earliest) { min($0, $1 + memory) }
+            }
         }
         for peer in unlinked where unlinkedSince[peer] == nil { unlinkedSince[peer] = now }
         for (peer, circuit) in circuits {
@@ -110,19 +127,28 @@ public struct RelayRoutes: Sendable {
 
     /// The relay to ask for `peer`: one never failed, else the one failed longest ago if that is
     /// `retryAfter` ago; member order among equals.
+    /// One pass, no sort: it runs for every unlinked member at every tick.
     private func choose(for peer: MemberID, among relays: Set<MemberID>, now: Double) -> MemberID? {
-        let candidates = relays.filter { $0 != peer && $0 != local && via($0) == nil }.sorted()
         let failures = failed[peer] ?? [:]
-        if let fresh = candidates.first(where: { failures[$0] == nil }) { return fresh }
-        guard let oldest = candidates.min(by: { (failures[$0] ?? 0, $0) < (failures[$1] ?? 0, $1) }),
-              let at = failures[oldest], now - at >= settings.retryAfter else { return nil }
-        return oldest
+        var fresh: MemberID?
+        var oldest: (at: Double, relay: MemberID)?
+        for relay in relays where relay != peer && relay != local && via(relay) == nil {
+            if let at = failures[relay] {
+                if oldest.map({ (at, relay) < ($0.at, $0.relay) }) ?? true { oldest = (at, relay) }
+            } else if fresh.map({ relay < $0 }) ?? true {
+                fresh = relay
+            }
+        }
+        if let fresh { return fresh }
+        guard let oldest, now - oldest.at >= settings.retryAfter else { return nil }
+        return oldest.relay
     }
 
     private mutating func fail(_ peer: MemberID, via: MemberID, now: Double) {
         circuits[peer] = nil
         heardAt[peer] = nil
         failed[peer, default: [:]][via] = now
+        failedExpiry = min(failedExpiry, now + settings.failureMemory)
     }
 
     /// Whether `via` failed the circuit to `peer` less than `seconds` ago.

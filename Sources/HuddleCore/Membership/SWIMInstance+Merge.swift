@@ -75,7 +75,8 @@ extension SWIMInstance {
 
     /// `id` spoke to this member itself, over its authenticated link, at `now` (see `heardFrom`).
     public mutating func heard(from id: MemberID, now: Double) {
-        guard members[id] != nil else { return }
+        // `index(forKey:)`, not `members[id] != nil`: that copied the member's record per message.
+        guard members.index(forKey: id) != nil else { return }
         heardFrom[id] = now
     }
 

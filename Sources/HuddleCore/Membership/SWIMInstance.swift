@@ -49,7 +49,9 @@ public struct SWIMInstance: Sendable {
     /// This member's own record (its incarnation grows with every refutation, update and leave).
     public internal(set) var local: MemberInfo
     /// The full view: every member known, self included, with state and incarnation.
-    public internal(set) var members: [MemberID: MemberInfo]
+    public internal(set) var members: [MemberID: MemberInfo] { didSet { membersVersion &+= 1 } }
+    /// Changes with every change to `members` (what caches of the view are keyed by).
+    public private(set) var membersVersion: UInt64 = 0
     /// Lifeguard's local health multiplier.
     public internal(set) var awareness: SWIMAwareness
     /// Running suspicion timers, by suspected member.

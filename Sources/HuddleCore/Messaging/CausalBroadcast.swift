@@ -176,6 +176,11 @@ public struct CausalBroadcast: Sendable {
     /// Messages refused by a budget, by reason (`.heldBytes`).
     public private(set) var refusals = RefusalCounts()
     private var store: [MemberID: MessageRun] = [:]
+    /// Per origin with stored messages: the holder whose acknowledgement was below the first of
+    /// them at the last collection (`dropStable`). While it still is, nothing of that origin can be
+    /// dropped, and the origin costs one lookup instead of one per holder. At most one entry per
+    /// origin in `store`.
+    private var pinnedBy: [MemberID: MemberID] = [:]
     public private(set) var storedBytes = 0
     private var acks: [MemberID: [MemberID: UInt64]] = [:]
     private var members: Set<MemberID> = []
@@ -718,6 +723,7 @@ public struct CausalBroadcast: Sendable {
 
     public func digest() -> Digest {
         var storedFrom: [MemberID: UInt64] = [:]
+        storedFrom.reserveCapacity(delivered.count)
         for (origin, seq) in delivered {
             storedFrom[origin] = store[origin].flatMap { $0.isEmpty ? nil : $0.firstSeq } ?? seq + 1
         }
@@ -973,20 +979,37 @@ public struct CausalBroadcast: Sendable {
 
     private mutating func dropStable(counting holders: Set<MemberID>) {
         guard !store.isEmpty else { return }
-        // What `stable` finds for each origin, with each holder's acknowledgements looked up once
-        // (origins × holders lookups instead of twice that: at 100 members this ran 4 times a second).
-        let origins = Array(store.keys)
-        var floors = origins.map { delivered[$0] ?? 0 }
-        for member in holders {
-            guard let acked = acks[member] else {
-                for k in origins.indices where origins[k] != member { floors[k] = 0 }
+        // Each holder's acknowledgements are looked up once; then, per origin, the holder that held
+        // it back last time is asked first. A member that failed (kept in `retained`) or lags holds
+        // every origin back, and at 100 members the full origins × holders scan, 4 times a second
+        // and finding nothing to drop, was 6 % of the session simulation.
+        let ordered = Array(holders)
+        let acked = ordered.map { acks[$0] }
+        for origin in Array(store.keys) {
+            // Only the first seq is read out (a copy of the run held across `drop` would copy its messages).
+            guard let first = store[origin].flatMap({ $0.isEmpty ? nil : $0.firstSeq }) else {
+                store[origin] = nil
+                pinnedBy[origin] = nil
                 continue
             }
-            for k in origins.indices where floors[k] > 0 && origins[k] != member { floors[k] = min(floors[k], acked[origins[k]] ?? 0) }
-        }
-        for (origin, stable) in zip(origins, floors) {
+            if let pin = pinnedBy[origin], pin != origin, holders.contains(pin), (acks[pin]?[origin] ?? 0) < first { continue }
+            // The highest seq every holder acknowledged (and this member delivered). Nothing below
+            // `first` is stored, so the scan ends at the first holder below it: it is the pin.
+            var stable = delivered[origin] ?? 0
+            var pin: MemberID?
+            if stable >= first {
+                for k in ordered.indices where ordered[k] != origin {
+                    stable = min(stable, acked[k]?[origin] ?? 0)
+                    if stable < first { pin = ordered[k]; break }
+                }
+            }
+            pinnedBy[origin] = pin
+            guard stable >= first else { continue }
             storedBytes -= store[origin, default: MessageRun()].drop(through: stable, bytes: Self.storedSize)
-            if store[origin]?.isEmpty ?? false { store[origin] = nil }
+            if store[origin]?.isEmpty ?? false {
+                store[origin] = nil
+                pinnedBy[origin] = nil
+            }
         }
     }
 }

@@ -40,6 +40,8 @@ extension SessionCore {
 
     /// Attempts due (from `tick`).
     mutating func punchTick(now: Double) -> [SessionEffect] {
+        // No relayed link and no pair left to judge: nothing to do (and no addresses to work out).
+        if relayedLinks.isEmpty && punch.isIdle { return [] }
         let own = punchAddresses
         return punch.tick(relayed: relayedReach, own: own, now: now).map { Self.sessionEffect($0, own: own) }
     }

@@ -30,13 +30,18 @@ extension SessionCore {
     /// Circuit requests due and idle circuits to close (from `tick`).
     mutating func relayTick(now: Double) -> [SessionEffect] {
         var out: [SessionEffect] = []
-        // Locals, not `self`, in the closure: a closure over a `mutating` method's `self` that calls
-        // a method on it copied the whole core for every member (40 % of the simulator's time at N = 100).
-        let linked = planner.linked, live = self.live, relayed = relayedLinks
-        let unlinked = live.subtracting(linked).subtracting([local])
-        let direct = linked.filter { relayed[$0] == nil && live.contains($0) }
-        for request in routes.tick(unlinked: unlinked, relays: direct, now: now, limit: Self.circuitRequestsPerTick) {
-            out.append(.sendLink(request.via, .circuitRequest(peer: request.peer)))
+        // With every live member linked (a full mesh) and no circuit work left, `routes.tick` has
+        // nothing to do and is not run (the members come from `linkView`, not a scan per tick).
+        let view = linkView()
+        if !view.unlinkedLive.isEmpty || !routes.isIdle {
+            // Locals, not `self`, in the closure: a closure over a `mutating` method's `self` that
+            // calls a method on it copied the whole core for every member.
+            // The relays are looked at only for unlinked members.
+            let relayed = relayedLinks
+            let direct = view.unlinkedLive.isEmpty ? [] : Set(view.linkedLive.lazy.filter { relayed[$0] == nil })
+            for request in routes.tick(unlinked: view.unlinkedLive, relays: direct, now: now, limit: Self.circuitRequestsPerTick) {
+                out.append(.sendLink(request.via, .circuitRequest(peer: request.peer)))
+            }
         }
         for pair in relay.tick(now: now) {
             out.append(.sendLink(pair.low, .circuitClose(peer: pair.high)))

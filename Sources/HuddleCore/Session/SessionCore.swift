@@ -100,6 +100,8 @@ public struct SessionCore: Sendable {
     private var lastDigestAt = -Double.infinity
     private var digestSentTo: Set<MemberID> = []
     private var journalAt = -Double.infinity
+    /// The last `LinkView` worked out (`linkView()`).
+    var linkViewCache: LinkView?
     private var digestAt = -Double.infinity
     /// Per origin, bytes of its broadcasts delivered here since a digest last went to it, and when
     /// one last went to it early (`progressDigests`). Only members' messages are delivered, so
@@ -232,7 +234,7 @@ public struct SessionCore: Sendable {
         // (`now - at >= interval` can round below the interval there, and the shell would spin).
         if now >= journalAt + Self.journalInterval {
             journalAt = now
-            let linked = linkedLive
+            let linked = linkView().linkedLive
             out += journal.tick(now: now, linked: linked).map(SessionEffect.journal)
             out += timingTick(linked, now: now)
             out += broadcast.directedAcks(linked: linked).map { SessionEffect.sendLink($0.0, .directedAck(through: $0.1)) }
