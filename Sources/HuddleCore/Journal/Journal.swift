@@ -81,7 +81,9 @@ public struct Journal: Sendable {
     /// the shell writes the memory only then.
     public internal(set) var revision: UInt64 = 0
     public internal(set) var swarm: Swarm
-    private struct SentHave: Sendable { var have: Bitfield; var offer: Bitfield; var at: Double }
+    /// What was last sent to a peer and when; `fullSeenAt`: when the peer was last seen holding
+    /// every chunk since then (it needs no refresh; cleared by its next `have` that is not full).
+    private struct SentHave: Sendable { var have: Bitfield; var offer: Bitfield; var at: Double; var fullSeenAt: Double? }
     /// Per attachment and peer: what was last sent, and when (by attachment first: a tick looks
     /// each attachment up once, then only member ids).
     private var sentHave: [String: [MemberID: SentHave]] = [:]
@@ -161,7 +163,9 @@ public struct Journal: Sendable {
     /// peer may have dropped this member's earlier `have` (it came before the peer knew the
     /// attachment, or knew this member as live), and until it hears one it asks nothing of it.
     public mutating func receiveHave(_ peer: MemberID, id: String, have: Bitfield, offer: Bitfield) {
-        if swarm.receiveHave(peer, id: id, have: have, offer: offer), !have.isFull { sentHave[id]?[peer] = nil }
+        let first = swarm.receiveHave(peer, id: id, have: have, offer: offer)
+        guard !have.isFull else { return }
+        if first { sentHave[id]?[peer] = nil } else { sentHave[id]?[peer]?.fullSeenAt = nil }
     }
 
     // MARK: time
@@ -197,11 +201,13 @@ public struct Journal: Sendable {
                 guard let offer else { continue }
                 if let last = sent[peer], last.have == have, last.offer == offer {
                     if now - last.at < Self.haveRefresh { continue }
-                    // A peer holding every chunk needs no refresh; it is looked at again after
-                    // `haveRefresh`, not at every tick (a lookup by attachment id per peer per tick).
-                    if swarm.holdsAll(id, peer: peer) { sent[peer]?.at = now; continue }
+                    // A peer holding every chunk needs no refresh; it is looked up again after
+                    // `haveRefresh`, not at every tick (a lookup by attachment id per peer per tick),
+                    // and at once after a `have` of its that is not full (`receiveHave`).
+                    if let seen = last.fullSeenAt, now - seen < Self.haveRefresh { continue }
+                    if swarm.holdsAll(id, peer: peer) { sent[peer]?.fullSeenAt = now; continue }
                 }
-                sent[peer] = SentHave(have: have, offer: offer, at: now)
+                sent[peer] = SentHave(have: have, offer: offer, at: now, fullSeenAt: nil)
                 out.append(.sendHave(to: peer, id: id, have: have, offer: offer))
             }
             if !sent.isEmpty { sentHave[id] = sent }

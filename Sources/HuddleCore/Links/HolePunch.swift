@@ -298,10 +298,10 @@ public struct HolePunch: Sendable {
         pairs[peer] = p
     }
 
-    /// When `tick` next has work of its own: a dial due, an attempt timing out.
     /// Whether `tick` with no relayed peer would change nothing (no pair is kept).
     public var isIdle: Bool { pairs.isEmpty }
 
+    /// When `tick` next has work of its own: a dial due, an attempt timing out.
     public var nextDeadline: Double {
         var next = Double.infinity
         for p in pairs.values {

@@ -69,9 +69,9 @@ public struct RelayRoutes: Sendable {
     private var unlinkedSince: [MemberID: Double] = [:]
     /// Per peer, the relays that failed it and when.
     private var failed: [MemberID: [MemberID: Double]] = [:]
-    /// When the oldest entry of `failed` is forgotten (`Settings.failureMemory` after it): the
-    /// table is looked through only then, not at every tick.
-    private var failedExpiry = Double.infinity
+    /// The time of the oldest entry of `failed`: the table is looked through only once it is
+    /// `Settings.failureMemory` old, not at every tick.
+    private var failedOldest = Double.infinity
     /// Per peer with an open circuit whose link is up, when anything was last heard over it.
     private var heardAt: [MemberID: Double] = [:]
     /// Relayed links found stalled (counted).
@@ -98,14 +98,12 @@ public struct RelayRoutes: Sendable {
             unlinkedSince = unlinkedSince.filter { unlinked.contains($0.key) }
         }
         let memory = settings.failureMemory
-        if now >= failedExpiry {
+        if now - failedOldest >= memory {
             failed = failed.compactMapValues { relays in
                 let kept = relays.filter { now - $0.value < memory }
                 return kept.isEmpty ? nil : kept
             }
-            failedExpiry = failed.values.reduce(Double.infinity) { earliest, relays in
-                relays.values.reduce(earliest) { min($0, $1 + memory) }
-            }
+            failedOldest = failed.values.reduce(Double.infinity) { oldest, relays in relays.values.reduce(oldest, min) }
         }
         for peer in unlinked where unlinkedSince[peer] == nil { unlinkedSince[peer] = now }
         for (peer, circuit) in circuits {
@@ -148,7 +146,7 @@ public struct RelayRoutes: Sendable {
         circuits[peer] = nil
         heardAt[peer] = nil
         failed[peer, default: [:]][via] = now
-        failedExpiry = min(failedExpiry, now + settings.failureMemory)
+        failedOldest = min(failedOldest, now)
     }
 
     /// Whether `via` failed the circuit to `peer` less than `seconds` ago.

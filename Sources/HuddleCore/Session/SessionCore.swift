@@ -71,7 +71,9 @@ public struct SessionCore: Sendable {
     /// (made then by `epochTick`, if the peer still needs it).
     var handoversDue: [MemberID: Double] = [:]
     /// Members whose node key is removed: out of `live`, never linked, their events not shown.
-    public internal(set) var removedMembers: Set<MemberID> = []
+    public internal(set) var removedMembers: Set<MemberID> = [] { didSet { removedVersion &+= 1 } }
+    /// Changes with every change to `removedMembers` (what `LinkView` is keyed by).
+    public private(set) var removedVersion: UInt64 = 0
     /// Where new epoch keys and grants' ephemeral keys come from (the node: the system's secure
     /// generator; the simulator: a seeded one).
     var epochRandom: any RandomNumberGenerator & Sendable
