@@ -127,7 +127,7 @@ public struct SwarmSimulation {
             if journals[to].chunkArrived(id, index, from: ids[from], valid: valid) { _ = journals[to].stored(id, now: now) }
         case let .have(from, to, have, offer):
             guard live[to], live[from] else { return }
-            journals[to].receiveHave(ids[from], id: id, have: have, offer: offer)
+            journals[to].receiveHave(ids[from], id: id, have: have, offer: offer, now: now)
         }
     }
 

@@ -210,8 +210,8 @@ private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Ma
     let (start, m, chunk) = storeLimitedJournal(chunks: 2)
     var journal = start
     let all = Bitfield(count: 6, full: true)
-    journal.receiveHave(b, id: m.id, have: all, offer: all)
-    journal.receiveHave(c, id: m.id, have: all, offer: all)
+    journal.receiveHave(b, id: m.id, have: all, offer: all, now: 0)
+    journal.receiveHave(c, id: m.id, have: all, offer: all, now: 0)
     let first = journal.requests(now: 1)
     let asked = first.compactMap { if case let .requestChunk(_, _, index) = $0 { index } else { nil } }
     #expect(asked.count == 2, "two chunks fit")
@@ -236,7 +236,7 @@ private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Ma
     #expect(journal.admitChunk(m.id, 4, now: 1).admitted, "one unasked chunk fits")
     #expect(!journal.admitChunk(m.id, 5, now: 1).admitted, "a second one, while the first is written, does not")
     let all = Bitfield(count: 6, full: true)
-    journal.receiveHave(b, id: m.id, have: all, offer: all)
+    journal.receiveHave(b, id: m.id, have: all, offer: all, now: 0)
     let asked = journal.requests(now: 1.5).compactMap { if case let .requestChunk(_, _, index) = $0 { index } else { nil } }
     #expect(!asked.contains(4), "the chunk being written is not asked for")
     #expect(asked.isEmpty, "the store is spent")
@@ -252,7 +252,7 @@ private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Ma
     let (start, m, chunk) = storeLimitedJournal(chunks: 3)
     var journal = start
     let all = Bitfield(count: 6, full: true)
-    journal.receiveHave(b, id: m.id, have: all, offer: all)
+    journal.receiveHave(b, id: m.id, have: all, offer: all, now: 0)
     let asked = journal.requests(now: 1).compactMap { if case let .requestChunk(_, _, index) = $0 { index } else { nil } }
     #expect(asked.count == 3, "three chunks fit")
     for index in asked { #expect(journal.admitChunk(m.id, index, now: 2).admitted) }
@@ -260,7 +260,7 @@ private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Ma
     #expect(!journal.admitChunk(m.id, asked[0], now: 2).admitted, "a second copy of a chunk being written is dropped")
     // The writes take longer than the request timeout, and b leaves while they run.
     journal.setPeers([a, c])
-    journal.receiveHave(c, id: m.id, have: all, offer: all)
+    journal.receiveHave(c, id: m.id, have: all, offer: all, now: 0)
     let later = journal.requests(now: 1 + 3 * journal.swarm.settings.requestTimeout)
     #expect(later.filter { if case .requestChunk = $0 { true } else { false } }.isEmpty, "nothing is asked for in their place")
     #expect(journal.swarm.requestedBytes == 3 * chunk)
@@ -279,12 +279,12 @@ private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Ma
 @Test func aFakeHaveNeverSparesAChunkItsHandOff() {
     var (journal, m) = heldAttachment(chunks: 4, local: a)
     let all = Bitfield(count: 4, full: true)
-    journal.receiveHave(b, id: m.id, have: all, offer: all)  // b claims everything, proves nothing
+    journal.receiveHave(b, id: m.id, have: all, offer: all, now: 0)  // b claims everything, proves nothing
     let (plan, effects) = journal.handOffPlan(to: [b, c])
     #expect(plan.map(\.index) == [0, 1, 2, 3], "every chunk is handed off")
     #expect(effects == [.refused(.unverifiedHolder)] && journal.refusals[.unverifiedHolder] == 4)
     // c serves chunk 2 intact and says it holds it: that copy counts.
-    journal.receiveHave(c, id: m.id, have: Bitfield(count: 4, full: true), offer: all)
+    journal.receiveHave(c, id: m.id, have: Bitfield(count: 4, full: true), offer: all, now: 0)
     _ = journal.chunkArrived(m.id, 2, from: c, valid: true)
     #expect(journal.handOffPlan(to: [b, c]).plan.map(\.index) == [0, 1, 3])
     // A copy that failed its hash proves nothing.
@@ -302,7 +302,7 @@ private func storeLimitedJournal(chunks: Int) -> (journal: Journal, manifest: Ma
     #expect(journal.storeUsedBytes == 0)
     #expect(journal.storeFits(4 * chunk) && !journal.storeFits(4 * chunk + 1) && !journal.storeFits(-1))
     let all = Bitfield(count: 6, full: true)
-    journal.receiveHave(c, id: m.id, have: all, offer: all)
+    journal.receiveHave(c, id: m.id, have: all, offer: all, now: 0)
     let asked = journal.requests(now: 1).count { if case .requestChunk = $0 { true } else { false } }
     #expect(asked > 0 && journal.storeUsedBytes == asked * chunk, "asked-for chunks count at once")
     #expect(!journal.storeFits((4 - asked) * chunk + 1) && journal.storeFits((4 - asked) * chunk))

@@ -16,7 +16,7 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
     swarm.setPeers([me, p2, p3, p4, uploader])
     swarm.add(id: "x", chunkCount: 4, uploader: uploader, haveAll: false, now: 0)
     // chunk 3 is offered by one peer, chunks 0-2 by three (the uploader offers nothing here).
-    for p in [p2, p3, p4] { swarm.receiveHave(p, id: "x", have: bits(4, [0, 1, 2, 3]), offer: bits(4, p == p4 ? [0, 1, 2, 3] : [0, 1, 2])) }
+    for p in [p2, p3, p4] { swarm.receiveHave(p, id: "x", have: bits(4, [0, 1, 2, 3]), offer: bits(4, p == p4 ? [0, 1, 2, 3] : [0, 1, 2]), now: 0) }
     let requests = swarm.tick(now: 0)
     #expect(requests.first?.index == 3 && requests.first?.peer == p4)
     #expect(Set(requests.map(\.index)) == [0, 1, 2, 3])
@@ -26,7 +26,7 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
     var limited = Swarm(local: me, seed: 1, settings: narrow)
     limited.setPeers([me, p2])
     limited.add(id: "y", chunkCount: 5, uploader: p2, haveAll: false, now: 0)
-    limited.receiveHave(p2, id: "y", have: Bitfield(count: 5, full: true), offer: Bitfield(count: 5, full: true))
+    limited.receiveHave(p2, id: "y", have: Bitfield(count: 5, full: true), offer: Bitfield(count: 5, full: true), now: 0)
     let one = limited.tick(now: 0)
     #expect(one.count == 1)
 }
@@ -40,8 +40,8 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
     #expect((0..<6).allSatisfy { !(o2[$0] && o3[$0]) })
     for i in 0..<6 { uploader.served(id: "x", index: i, to: i % 2 == 0 ? p2 : p3, now: 0) }
     // Everything went out once: chunks held elsewhere are not offered again; unheld ones after reofferAfter.
-    uploader.receiveHave(p2, id: "x", have: bits(6, [0, 2, 4]), offer: bits(6, [0, 2, 4]))
-    uploader.receiveHave(p3, id: "x", have: bits(6, [1, 3]), offer: bits(6, [1, 3]))
+    uploader.receiveHave(p2, id: "x", have: bits(6, [0, 2, 4]), offer: bits(6, [0, 2, 4]), now: 0)
+    uploader.receiveHave(p3, id: "x", have: bits(6, [1, 3]), offer: bits(6, [1, 3]), now: 0)
     #expect(uploader.offer("x", to: p2, now: 1)?.setCount == 0, "all sent once and held elsewhere: nothing to offer yet")
     #expect(uploader.offer("x", to: p2, now: 3.5).map { bit in (0..<6).filter { bit[$0] } } == [1, 3, 5], "what p2 still lacks, after reofferAfter")
     #expect(uploader.onlyHere("x").chunks == [0, 1, 2, 3, 4, 5], "nobody served the uploader a copy: every chunk is only claimed elsewhere")
@@ -57,8 +57,8 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
     swarm.setPeers([me, p2, p3])
     swarm.add(id: "x", chunkCount: 3, uploader: p2, haveAll: false, now: 0)
     // The uploader offers all three chunks; p3 offers 0 and 1 (and has room for one request).
-    swarm.receiveHave(p2, id: "x", have: bits(3, [0, 1, 2]), offer: bits(3, [0, 1, 2]))
-    swarm.receiveHave(p3, id: "x", have: bits(3, [0, 1]), offer: bits(3, [0, 1]))
+    swarm.receiveHave(p2, id: "x", have: bits(3, [0, 1, 2]), offer: bits(3, [0, 1, 2]), now: 0)
+    swarm.receiveHave(p3, id: "x", have: bits(3, [0, 1]), offer: bits(3, [0, 1]), now: 0)
     let requests = swarm.tick(now: 0)
     #expect(requests.filter { $0.peer == p2 }.map(\.index) == [2], "only the chunk nobody else offers comes from the uploader")
     #expect(requests.filter { $0.peer == p3 }.count == 1, "p3 gets one (its window), the other waits for p3")
@@ -71,7 +71,7 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
     var swarm = Swarm(local: me, seed: 3)
     swarm.setPeers([me, p2, p3, p4])
     swarm.add(id: "x", chunkCount: 1, uploader: p4, haveAll: false, now: 0)
-    for p in [p2, p3] { swarm.receiveHave(p, id: "x", have: bits(1, [0]), offer: bits(1, [0])) }
+    for p in [p2, p3] { swarm.receiveHave(p, id: "x", have: bits(1, [0]), offer: bits(1, [0]), now: 0) }
     let first = swarm.tick(now: 0)
     #expect(first.count == 1)
     let endgame = swarm.tick(now: 0.1)
@@ -92,7 +92,7 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
     var swarm = Swarm(local: me, seed: 5)
     swarm.setPeers([me, p2, p3])
     swarm.add(id: "x", chunkCount: 2, uploader: p3, haveAll: false, now: 0)
-    swarm.receiveHave(p2, id: "x", have: bits(2, [0, 1]), offer: bits(2, [0, 1]))
+    swarm.receiveHave(p2, id: "x", have: bits(2, [0, 1]), offer: bits(2, [0, 1]), now: 0)
     #expect(swarm.holderCounts("x") == [2, 2], "the uploader and p2")
     _ = swarm.chunkArrived(id: "x", index: 1, from: p2, valid: false)
     #expect(swarm.holderCounts("x") == [2, 1])
@@ -107,8 +107,8 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
     swarm.add(id: "x", chunkCount: 2, uploader: p2, haveAll: false, now: 0)
     #expect(swarm.holderCounts("x") == [1, 1], "the uploader is presumed to hold its chunks")
     #expect(!swarm.isSettled("x", now: 0.1))
-    swarm.receiveHave(p3, id: "x", have: bits(2, []), offer: bits(2, []))
-    swarm.receiveHave(p2, id: "x", have: bits(2, [0, 1]), offer: bits(2, [0, 1]))
+    swarm.receiveHave(p3, id: "x", have: bits(2, []), offer: bits(2, []), now: 0)
+    swarm.receiveHave(p2, id: "x", have: bits(2, [0, 1]), offer: bits(2, [0, 1]), now: 0)
     #expect(swarm.isSettled("x", now: 0.1))
     _ = swarm.tick(now: 0)
     swarm.setPeers([me, p3])
@@ -148,13 +148,35 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
     uploader.setPeers([me, p2, p3, p4])
     uploader.add(id: "x", chunkCount: 6, uploader: me, haveAll: true, now: 0)
     // p2 and p4 said what they hold; p3 has not (its journal entry is held back there).
-    uploader.receiveHave(p2, id: "x", have: bits(6, []), offer: bits(6, []))
-    uploader.receiveHave(p4, id: "x", have: bits(6, []), offer: bits(6, []))
+    uploader.receiveHave(p2, id: "x", have: bits(6, []), offer: bits(6, []), now: 0)
+    uploader.receiveHave(p4, id: "x", have: bits(6, []), offer: bits(6, []), now: 0)
     guard let o2 = uploader.offer("x", to: p2, now: 0), let o3 = uploader.offer("x", to: p3, now: 0),
           let o4 = uploader.offer("x", to: p4, now: 0) else { Issue.record("no offer"); return }
     #expect(o3.setCount == 0, "nothing waits for p3")
     #expect(o2.setCount + o4.setCount == 6 && (0..<6).allSatisfy { o2[$0] != o4[$0] }, "p2 and p4 share every chunk, each once")
     // Once p3 tells, it has its share again.
-    uploader.receiveHave(p3, id: "x", have: bits(6, []), offer: bits(6, []))
+    uploader.receiveHave(p3, id: "x", have: bits(6, []), offer: bits(6, []), now: 0)
     #expect(uploader.offer("x", to: p3, now: 0)?.setCount == 2)
+}
+
+/// The session simulator (six members, one with a 1 MiB store): the member whose store was full
+/// asked for no more of its share, and the chunk of it never sent stayed offered to it alone, so
+/// every other member lacked it for good. A peer sent nothing for `reofferAfter` since it told
+/// leaves its share to the next one that takes its share.
+@Test func aPeerThatAsksForNoMoreLeavesItsShareToTheNext() {
+    var uploader = Swarm(local: me, seed: 2)
+    uploader.setPeers([me, p2, p3, p4])
+    uploader.add(id: "x", chunkCount: 6, uploader: me, haveAll: true, now: 0)
+    for p in [p2, p3, p4] { uploader.receiveHave(p, id: "x", have: bits(6, []), offer: bits(6, []), now: 0) }
+    guard let share3 = uploader.offer("x", to: p3, now: 0) else { Issue.record("no offer"); return }
+    #expect(share3.setCount == 2)
+    // p2 and p4 are sent chunks of theirs until 3.5; p3 is sent nothing (its store is full).
+    for (index, peer) in [(0, p2), (2, p4)] { uploader.served(id: "x", index: index, to: peer, now: 2) }
+    for (index, peer) in [(3, p2), (5, p4)] { uploader.served(id: "x", index: index, to: peer, now: 3.5) }
+    #expect(uploader.offer("x", to: p3, now: 2.9) == share3, "within reofferAfter of telling, p3 keeps its share")
+    #expect(uploader.offer("x", to: p3, now: 3.1)?.setCount == 0, "then it takes no share")
+    let taken = [p2, p4].compactMap { uploader.offer("x", to: $0, now: 3.1) }
+    #expect((0..<6).filter { share3[$0] }.allSatisfy { i in taken.contains { $0[i] } }, "its chunks go to the others")
+    // Once nobody is sent anything for reofferAfter, each keeps its own share again.
+    #expect(uploader.offer("x", to: p3, now: 7).map { offer in (0..<6).allSatisfy { !share3[$0] || offer[$0] } } == true)
 }

@@ -74,7 +74,7 @@ private func haves(_ effects: [Journal.Effect]) -> [MemberID] {
     #expect(haves(journal.tick(now: 0, linked: [p2])) == [p2])
     #expect(haves(journal.tick(now: 0.5, linked: [p2])).isEmpty, "unchanged and within haveRefresh")
     #expect(haves(journal.tick(now: 1.0, linked: [p2])) == [p2], "repeated while p2 is still fetching")
-    journal.receiveHave(p2, id: m.id, have: Bitfield(count: 2, full: true), offer: Bitfield(count: 2, full: true))
+    journal.receiveHave(p2, id: m.id, have: Bitfield(count: 2, full: true), offer: Bitfield(count: 2, full: true), now: 0)
     #expect(haves(journal.tick(now: 1.5, linked: [p2])).isEmpty)
     #expect(haves(journal.tick(now: 5, linked: [p2])).isEmpty, "never repeated to a complete holder")
     journal.linkDown(p2)
@@ -90,12 +90,12 @@ private func haves(_ effects: [Journal.Effect]) -> [MemberID] {
     _ = journal.apply(.add(m, key: key), now: 0)
     #expect(haves(journal.tick(now: 0, linked: [p2, p3])) == [p2, p3])
     // p2 learns of the attachment late (it dropped our have) and says it holds nothing.
-    journal.receiveHave(p2, id: m.id, have: Bitfield(count: 2), offer: Bitfield(count: 2))
+    journal.receiveHave(p2, id: m.id, have: Bitfield(count: 2), offer: Bitfield(count: 2), now: 0)
     #expect(haves(journal.tick(now: 0.1, linked: [p2, p3])) == [p2], "answered at once, not at 1.0")
-    journal.receiveHave(p2, id: m.id, have: Bitfield(count: 2), offer: Bitfield(count: 2))
+    journal.receiveHave(p2, id: m.id, have: Bitfield(count: 2), offer: Bitfield(count: 2), now: 0)
     #expect(haves(journal.tick(now: 0.2, linked: [p2, p3])).isEmpty, "only its first have is answered")
     // A complete peer needs nothing from us: its first have is not answered.
-    journal.receiveHave(p3, id: m.id, have: Bitfield(count: 2, full: true), offer: Bitfield(count: 2, full: true))
+    journal.receiveHave(p3, id: m.id, have: Bitfield(count: 2, full: true), offer: Bitfield(count: 2, full: true), now: 0)
     #expect(haves(journal.tick(now: 0.3, linked: [p2, p3])).isEmpty)
 }
 
@@ -105,7 +105,7 @@ private func haves(_ effects: [Journal.Effect]) -> [MemberID] {
     let m = manifest(chunks: 2)
     _ = journal.apply(.add(m, key: key), now: 0)
     let full = Bitfield(count: 2, full: true)
-    journal.receiveHave(p2, id: m.id, have: full, offer: full)
+    journal.receiveHave(p2, id: m.id, have: full, offer: full, now: 0)
     // Uploader (presumed complete) and p2 hold everything: replicated, emitted once.
     #expect(emitted(journal.tick(now: 0.1, linked: [uploader, p2])) == [.replicated])
     #expect(emitted(journal.tick(now: 0.2, linked: [uploader, p2])).isEmpty)
@@ -124,7 +124,7 @@ private func haves(_ effects: [Journal.Effect]) -> [MemberID] {
     #expect(alone.state(of: orphan.id, now: 0) == .unavailable)
     // A holder coming back makes it fetchable again.
     journal.setPeers([me, p2])
-    journal.receiveHave(p2, id: m.id, have: full, offer: full)
+    journal.receiveHave(p2, id: m.id, have: full, offer: full, now: 0)
     #expect(journal.state(of: m.id, now: 5) == .announced)
 }
 
@@ -135,7 +135,7 @@ private func haves(_ effects: [Journal.Effect]) -> [MemberID] {
     _ = journal.apply(.add(m, key: key), now: 0)
     var p2Has = Bitfield(count: 5)
     p2Has[1] = true
-    journal.receiveHave(p2, id: m.id, have: p2Has, offer: p2Has)
+    journal.receiveHave(p2, id: m.id, have: p2Has, offer: p2Has, now: 0)
     // p2 proved it holds chunk 1: it served this member a copy that verified.
     let stored = journal.chunkArrived(m.id, 1, from: p2, valid: true)
     #expect(!stored, "held here already: nothing to store")
@@ -148,7 +148,7 @@ private func haves(_ effects: [Journal.Effect]) -> [MemberID] {
     var now = p2Has
     now[0] = true
     now[3] = true
-    journal.receiveHave(p2, id: m.id, have: now, offer: now)
+    journal.receiveHave(p2, id: m.id, have: now, offer: now, now: 0)
     #expect(journal.handedOff(pushed) == 2, "chunks 0 and 3 are held elsewhere now")
     #expect(journal.handOffPlan(to: []).plan.isEmpty)
 }

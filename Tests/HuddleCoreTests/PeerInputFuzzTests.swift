@@ -234,7 +234,7 @@ private struct Cores {
             let next = ActivityRecord.make(lamport: activity.nextLamport(wallClock: 0), setBy: local, value: [1], identity: signer)
             check(LinkMessage.activity(next).encoded(), "activity at \(next.lamport)", LinkMessage.decode)
         case let .journal(entries): for e in entries { _ = journal.apply(e, now: now) }
-        case let .have(id, have, offer): journal.receiveHave(peer, id: id, have: have, offer: offer)
+        case let .have(id, have, offer): journal.receiveHave(peer, id: id, have: have, offer: offer, now: now)
         case let .chunkRequest(id, index), let .chunkCorrupt(id, index): _ = journal.holds(id, Int(index))
         case .chunkHeader, .epochChanges, .epochGrant, .epochHead: break  // epochs: EpochInputFuzzTests
         // A request whose wall time is taken as this member's own (a clock anywhere in range), then

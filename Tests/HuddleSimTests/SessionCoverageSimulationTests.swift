@@ -81,7 +81,8 @@ private func sixMembersWithAnAttachment(seed: UInt64, settleFor: Double) -> Sess
     #expect(report.violations.isEmpty)
     #expect(report.stoppedByStore[4] == true && (report.attachmentBytesHeld[4] ?? .max) <= 1_048_576, "\(report.attachmentBytesHeld)")
     #expect(report.attachmentComplete[4] == nil)
-    #expect(report.survivors.filter { $0 != 4 }.allSatisfy { report.attachmentComplete[$0] != nil && report.attachmentIntact[$0] == true })
+    #expect(report.survivors.filter { $0 != 4 }.allSatisfy { report.attachmentComplete[$0] != nil && report.attachmentIntact[$0] == true },
+            "complete at \(report.attachmentComplete), intact \(report.attachmentIntact), held \(report.attachmentBytesHeld)")
 }
 
 /// A member on a slow line (1 MB/s) fetches an attachment while messages flow: the queues to it

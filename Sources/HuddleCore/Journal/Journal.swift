@@ -162,8 +162,8 @@ public struct Journal: Sendable {
     /// fetches is answered with this member's own at the next tick, not after `haveRefresh`: the
     /// peer may have dropped this member's earlier `have` (it came before the peer knew the
     /// attachment, or knew this member as live), and until it hears one it asks nothing of it.
-    public mutating func receiveHave(_ peer: MemberID, id: String, have: Bitfield, offer: Bitfield) {
-        let first = swarm.receiveHave(peer, id: id, have: have, offer: offer)
+    public mutating func receiveHave(_ peer: MemberID, id: String, have: Bitfield, offer: Bitfield, now: Double) {
+        let first = swarm.receiveHave(peer, id: id, have: have, offer: offer, now: now)
         guard !have.isFull else { return }
         if first { sentHave[id]?[peer] = nil } else { sentHave[id]?[peer]?.fullSeenAt = nil }
     }

@@ -6,7 +6,8 @@
 ///   most `window` chunks in flight per peer, spread over the holders with the most free window;
 /// - the uploader offers each peer only its share of the chunks it has not sent to anyone yet, so
 ///   it sends each chunk once before any twice (super-seeding); the share of a peer that has not
-///   told what it holds of the attachment goes to the next peer that has; a chunk it sent whose receiver
+///   told what it holds of the attachment, or was sent nothing for `reofferAfter` (it asks for
+///   nothing more: its store is full, or it will not), goes to the next peer that takes its share; a chunk it sent whose receiver
 ///   then left, or that a peer still lacks after `reofferAfter`, is offered again; requesters ask
 ///   the uploader only for chunks no other member offers;
 /// - a request unanswered after `requestTimeout`, or answered with a chunk that fails its hash,
@@ -60,6 +61,18 @@ public struct Swarm: Sendable {
         func isBad(_ index: Int, from peer: MemberID) -> Bool { !bad.isEmpty && bad.contains([UInt64(index), peer.raw]) }
         /// Uploader side: chunk → (member it was first sent to, when).
         var served: [Int: (peer: MemberID, at: Double)] = [:]
+        /// Uploader side, per peer: when it first told what it holds, and when a chunk was last
+        /// sent to it (`takesShare`).
+        var toldAt: [MemberID: Double] = [:]
+        var lastServed: [MemberID: Double] = [:]
+
+        /// Whether `peer` still takes its share of the chunks never sent (uploader side): it told
+        /// what it holds, and was sent a chunk, or told, less than `within` ago. One that asks for
+        /// nothing (its store is full, or it will not) holds no chunk back from the others.
+        func takesShare(_ peer: MemberID, now: Double, within: Double) -> Bool {
+            guard let told = toldAt[peer] else { return false }
+            return now - max(told, lastServed[peer] ?? told) < within
+        }
     }
 
     public let local: MemberID
@@ -123,6 +136,8 @@ public struct Swarm: Sendable {
         for (id, var t) in transfers {
             t.peerHave = t.peerHave.filter { live.contains($0.key) }
             t.peerOffer = t.peerOffer.filter { live.contains($0.key) }
+            t.toldAt = t.toldAt.filter { live.contains($0.key) }
+            t.lastServed = t.lastServed.filter { live.contains($0.key) }
             t.proven = t.proven.filter { live.contains($0.key) }
             for (index, asks) in t.outstanding {
                 let kept = asks.filter { live.contains($0.peer) }
@@ -136,9 +151,10 @@ public struct Swarm: Sendable {
     /// `have`s for `id` kept here (since it was last live here); one from a peer that is not live
     /// here, for an attachment not known here, or of the wrong size is dropped (false).
     @discardableResult
-    public mutating func receiveHave(_ peer: MemberID, id: String, have: Bitfield, offer: Bitfield) -> Bool {
+    public mutating func receiveHave(_ peer: MemberID, id: String, have: Bitfield, offer: Bitfield, now: Double) -> Bool {
         guard live.contains(peer), var t = transfers[id], have.count == t.chunkCount, offer.count == t.chunkCount else { return false }
         let first = t.peerHave[peer] == nil
+        if first && t.uploader == local { t.toldAt[peer] = now }
         t.peerHave[peer] = have
         t.peerOffer[peer] = offer
         for (index, asks) in t.outstanding where !offer[index] && asks.contains(where: { $0.peer == peer }) {
@@ -188,7 +204,9 @@ public struct Swarm: Sendable {
 
     /// This member sent chunk `index` to `peer` (for super-seeding).
     public mutating func served(id: String, index: Int, to peer: MemberID, now: Double) {
-        guard transfers[id]?.uploader == local, transfers[id]?.served[index] == nil else { return }
+        guard transfers[id]?.uploader == local else { return }
+        if live.contains(peer) { transfers[id]?.lastServed[peer] = now }
+        guard transfers[id]?.served[index] == nil else { return }
         transfers[id]?.served[index] = (peer, now)
     }
 
@@ -204,15 +222,15 @@ public struct Swarm: Sendable {
         guard t.uploader == local else { return peers.map { _ in t.have } }
         let ranked = live.sorted()
         // A share whose peer has not told what it holds of the attachment (it may not know of it
-        // yet: its journal entry can be held back there) goes to the next peer in member order
-        // that has, so no chunk waits for one slow peer while every other member lacks it.
-        // Before any peer has told, each keeps its own.
-        let told = ranked.map { t.peerHave[$0] != nil }
+        // yet: its journal entry can be held back there), or takes no more of it (`takesShare`),
+        // goes to the next peer in member order that does, so no chunk waits for one slow peer
+        // while every other member lacks it. Before any peer takes its share, each keeps its own.
+        let takes = ranked.map { t.takesShare($0, now: now, within: settings.reofferAfter) }
         var sharer = Array(ranked.indices)
-        if var next = told.firstIndex(of: true) {
-            // From the last rank down: the first rank at or after k (wrapping round) that told.
+        if var next = takes.firstIndex(of: true) {
+            // From the last rank down: the first rank at or after k (wrapping round) that takes.
             for k in ranked.indices.reversed() {
-                if told[k] { next = k }
+                if takes[k] { next = k }
                 sharer[k] = next
             }
         }
