@@ -177,6 +177,27 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
     #expect(uploader.offer("x", to: p3, now: 3.1)?.setCount == 0, "then it takes no share")
     let taken = [p2, p4].compactMap { uploader.offer("x", to: $0, now: 3.1) }
     #expect((0..<6).filter { share3[$0] }.allSatisfy { i in taken.contains { $0[i] } }, "its chunks go to the others")
-    // Once nobody is sent anything for reofferAfter, each keeps its own share again.
-    #expect(uploader.offer("x", to: p3, now: 7).map { offer in (0..<6).allSatisfy { !share3[$0] || offer[$0] } } == true)
+    // Once no peer takes its share, every peer that told is offered every chunk never sent: none
+    // goes back to p3 alone.
+    for peer in [p2, p4] {
+        #expect(uploader.offer("x", to: peer, now: 7).map { offer in (0..<6).allSatisfy { !share3[$0] || offer[$0] } } == true)
+    }
+}
+
+/// The review's case: p2 and p4 are sent their first chunks at once and nothing after, p3 nothing.
+/// Whether or not a tick fell in the window where only p3 had stopped taking, its chunks are
+/// offered to the others later on, never to p3 alone for good.
+@Test func aShareIsNeverHandedBackToAPeerThatAsksForNone() {
+    var uploader = Swarm(local: me, seed: 2)
+    uploader.setPeers([me, p2, p3, p4])
+    uploader.add(id: "x", chunkCount: 6, uploader: me, haveAll: true, now: 0)
+    for p in [p2, p3, p4] { uploader.receiveHave(p, id: "x", have: bits(6, []), offer: bits(6, []), now: 0) }
+    guard let share3 = uploader.offer("x", to: p3, now: 0) else { Issue.record("no offer"); return }
+    for (index, peer) in [(0, p2), (2, p4)] { uploader.served(id: "x", index: index, to: peer, now: 0.1) }
+    // Asking again for a chunk sent before does not keep a share.
+    uploader.served(id: "x", index: 0, to: p3, now: 9)
+    for now in [3.05, 10] {
+        let others = [p2, p4].compactMap { uploader.offer("x", to: $0, now: now) }
+        #expect((0..<6).filter { share3[$0] }.allSatisfy { i in others.contains { $0[i] } }, "at \(now)")
+    }
 }

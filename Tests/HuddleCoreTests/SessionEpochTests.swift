@@ -252,3 +252,18 @@ private func moved(_ effects: [SessionEffect]) -> [UInt64] { effects.compactMap 
     #expect(t.cores[1].epochs.equivocators == [hostile.publicKey], "the member linked later holds the evidence")
     #expect(t.cores[1].epochs.removedNodes[hostile.publicKey] != nil)
 }
+
+/// A removed member decides nothing more (`tick` returns nothing), so nothing is ever due: before,
+/// its deadline stayed where its last tick left it, in the past, and its shell woke it every
+/// `minimumTickGap` (200 times a second) for good.
+@Test func aRemovedMemberIsNeverDue() throws {
+    var t = Trio()
+    for (a, b) in [(0, 1), (0, 2), (1, 2)] { _ = try t.link(a, b, now: 1) }
+    _ = t.cores[1].tick(now: 2)
+    #expect(t.cores[1].nextDeadline < .infinity)
+    let (_, effects) = try t.cores[0].remove(nodes: [t.infos[1].node], now: 3)
+    t.run(effects, from: 0, now: 3)
+    #expect(t.cores[1].epochs.isRemoved)
+    #expect(t.cores[1].tick(now: 4).isEmpty)
+    #expect(t.cores[1].nextDeadline == .infinity)
+}

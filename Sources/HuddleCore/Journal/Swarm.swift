@@ -6,8 +6,9 @@
 ///   most `window` chunks in flight per peer, spread over the holders with the most free window;
 /// - the uploader offers each peer only its share of the chunks it has not sent to anyone yet, so
 ///   it sends each chunk once before any twice (super-seeding); the share of a peer that has not
-///   told what it holds of the attachment, or was sent nothing for `reofferAfter` (it asks for
-///   nothing more: its store is full, or it will not), goes to the next peer that takes its share; a chunk it sent whose receiver
+///   told what it holds of the attachment, or was sent no chunk never sent before for
+///   `reofferAfter` (it asks for none: its store is full, or it will not), goes to the next peer
+///   that takes its share, and while none does every peer that told is offered them all; a chunk it sent whose receiver
 ///   then left, or that a peer still lacks after `reofferAfter`, is offered again; requesters ask
 ///   the uploader only for chunks no other member offers;
 /// - a request unanswered after `requestTimeout`, or answered with a chunk that fails its hash,
@@ -61,17 +62,18 @@ public struct Swarm: Sendable {
         func isBad(_ index: Int, from peer: MemberID) -> Bool { !bad.isEmpty && bad.contains([UInt64(index), peer.raw]) }
         /// Uploader side: chunk → (member it was first sent to, when).
         var served: [Int: (peer: MemberID, at: Double)] = [:]
-        /// Uploader side, per peer: when it first told what it holds, and when a chunk was last
-        /// sent to it (`takesShare`).
+        /// Uploader side, per peer: when it first told what it holds, and when it was last sent a
+        /// chunk never sent before (`takesShare`).
         var toldAt: [MemberID: Double] = [:]
-        var lastServed: [MemberID: Double] = [:]
+        var lastFirstSend: [MemberID: Double] = [:]
 
         /// Whether `peer` still takes its share of the chunks never sent (uploader side): it told
-        /// what it holds, and was sent a chunk, or told, less than `within` ago. One that asks for
-        /// nothing (its store is full, or it will not) holds no chunk back from the others.
+        /// what it holds, and was sent a chunk nobody had been sent, or told, less than `within`
+        /// ago. One that asks for none (its store is full, or it will not; asking again for a
+        /// chunk sent before does not count) holds no chunk back from the others.
         func takesShare(_ peer: MemberID, now: Double, within: Double) -> Bool {
             guard let told = toldAt[peer] else { return false }
-            return now - max(told, lastServed[peer] ?? told) < within
+            return now - max(told, lastFirstSend[peer] ?? told) < within
         }
     }
 
@@ -137,7 +139,7 @@ public struct Swarm: Sendable {
             t.peerHave = t.peerHave.filter { live.contains($0.key) }
             t.peerOffer = t.peerOffer.filter { live.contains($0.key) }
             t.toldAt = t.toldAt.filter { live.contains($0.key) }
-            t.lastServed = t.lastServed.filter { live.contains($0.key) }
+            t.lastFirstSend = t.lastFirstSend.filter { live.contains($0.key) }
             t.proven = t.proven.filter { live.contains($0.key) }
             for (index, asks) in t.outstanding {
                 let kept = asks.filter { live.contains($0.peer) }
@@ -204,10 +206,9 @@ public struct Swarm: Sendable {
 
     /// This member sent chunk `index` to `peer` (for super-seeding).
     public mutating func served(id: String, index: Int, to peer: MemberID, now: Double) {
-        guard transfers[id]?.uploader == local else { return }
-        if live.contains(peer) { transfers[id]?.lastServed[peer] = now }
-        guard transfers[id]?.served[index] == nil else { return }
+        guard transfers[id]?.uploader == local, transfers[id]?.served[index] == nil else { return }
         transfers[id]?.served[index] = (peer, now)
+        if live.contains(peer) { transfers[id]?.lastFirstSend[peer] = now }
     }
 
     /// What this member offers `peer`: everything it holds, except that the uploader, while some
@@ -224,7 +225,10 @@ public struct Swarm: Sendable {
         // A share whose peer has not told what it holds of the attachment (it may not know of it
         // yet: its journal entry can be held back there), or takes no more of it (`takesShare`),
         // goes to the next peer in member order that does, so no chunk waits for one slow peer
-        // while every other member lacks it. Before any peer takes its share, each keeps its own.
+        // while every other member lacks it. Before any peer has told, each keeps its own; when
+        // peers told but none takes its share any more, every chunk never sent is offered to
+        // every peer that told (the first it is sent to takes shares again), so no share is
+        // handed back to a peer that asks for none.
         let takes = ranked.map { t.takesShare($0, now: now, within: settings.reofferAfter) }
         var sharer = Array(ranked.indices)
         if var next = takes.firstIndex(of: true) {
@@ -234,6 +238,7 @@ public struct Swarm: Sendable {
                 sharer[k] = next
             }
         }
+        let noShares = !takes.contains(true) && !t.toldAt.isEmpty
         return peers.map { peer in
             guard let rank = ranked.firstIndex(of: peer) else { return t.have }
             var offer = Bitfield(count: t.chunkCount)
@@ -245,7 +250,7 @@ public struct Swarm: Sendable {
                     // e.g. every copy it has is bad).
                     let lacks = !(peerHave?[index] ?? false)
                     if lacks && (!live.contains(sent.peer) || now - sent.at >= settings.reofferAfter) { offer[index] = true }
-                } else if sharer[index % ranked.count] == rank {
+                } else if noShares ? t.toldAt[peer] != nil : sharer[index % ranked.count] == rank {
                     offer[index] = true
                 }
             }

@@ -236,10 +236,10 @@ public struct SessionCore: Sendable {
         // A removed member is out of the session: it decides nothing more.
         if epochs.isRemoved { return [] }
         let congested = broadcast.isCongested
-        let before = pace
+        let before = pace, removedBefore = removedVersion
         datagramKeys.expire(now: now)
         var out = membership(swim.tick(now: now), now: now)
-        let membershipChanged = pace.version != before.version
+        var membershipChanged = pace.version != before.version
         out += planner.tick(now: now).map { .dial($0.addr, pushPull: nil) }
         // Compared as `nextDeadline` computes them, so a tick at that deadline always does the work
         // (`now - at >= interval` can round below the interval there, and the shell would spin).
@@ -260,6 +260,8 @@ public struct SessionCore: Sendable {
         out += reachReports(now: now) + publishReach(now: now) + relayTick(now: now) + punchTick(now: now) + udpPathTick(now: now)
             + membershipCatchUpTick(now: now)
         out += epochTick(now: now) + congestionCleared(since: congested)
+        // Epoch work may have removed members (their messages cut off, the live set handed on).
+        membershipChanged = membershipChanged || removedVersion != removedBefore
         pace.ticked(before: before, membershipChanged: membershipChanged, journalRan: journalRuns, digestRan: digestRuns)
         return out
     }
@@ -286,13 +288,15 @@ public struct SessionCore: Sendable {
         wasCongested && !broadcast.isCongested ? [.congestionCleared] : []
     }
 
-    /// When `tick` next has work: the earliest of SWIM's deadline, the next journal tick
+    /// When `tick` next has work (never, for a removed member): the earliest of SWIM's deadline, the next journal tick
     /// (`journalInterval` after the last while something it reads changed or a reach observation
     /// waits, else `idleTickInterval`: `TickPace`), the next digest (only while a link is up:
     /// `digestInterval` after the last check while something changed, else at `digestRefresh`),
     /// the expiry of retired datagram keys, the epoch work (`epochDeadline`) and hole punching's
     /// next step. The shared shell arms its timer for it after every input (`SessionShell.rearm`).
     public var nextDeadline: Double {
+        // A removed member decides nothing more (`tick`): nothing is ever due.
+        if epochs.isRemoved { return .infinity }
         let journalWait = pace.journalChanged || reach.hasUnreported ? Self.journalInterval : Self.idleTickInterval
         let digest = planner.linked.isEmpty ? Double.infinity
             : pace.digestChanged ? digestAt + Self.digestInterval : max(digestAt + Self.digestInterval, lastDigestAt + Self.digestRefresh)
@@ -565,7 +569,11 @@ public struct SessionCore: Sendable {
                                      queued: (MemberID) -> Int = { _ in 0 }) -> [SessionEffect] {
         if epochs.isRemoved { return [] }
         swim.heard(from: peer, now: now)
-        routes.heard(peer, now: now)
+        if routes.watches(peer) { routes.heard(peer, now: now) }
+        // A link message makes the periodic work due at its interval whatever it changed: what
+        // it starts is often the tick's to go on with (acks, haves, requests, circuit and punch
+        // steps, the UDP paths). An idle member's most frequent input, SWIM's datagrams, does not.
+        pace.noteInput()
         if backlogged && Self.refusesWhileBacklogged(message) { return refuse(.outboxFull) }
         let congested = broadcast.isCongested
         let counted = broadcast.refusals

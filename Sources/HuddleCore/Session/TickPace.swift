@@ -6,8 +6,10 @@
 /// An idle member then wakes a few times a second instead of twenty.
 ///
 /// Guarantees: a change to the state the periodic work reads (every part of the core whose
-/// property bumps `version`) makes that work due within its interval, as before; what a tick
-/// itself changes (its own bookkeeping) does not, unless membership changed in it.
+/// property bumps `version`), and every link message, make that work due within its interval, as
+/// before; what a tick
+/// itself changes (its own bookkeeping) does not, unless membership changed in it (SWIM's
+/// changes, or members removed by epoch work).
 struct TickPace: Sendable, Equatable {
     /// Moves on with every change to the parts of the core the periodic work reads (`didSet`).
     var version: UInt64 = 0
@@ -15,6 +17,9 @@ struct TickPace: Sendable, Equatable {
     var journalSeen = UInt64.max
     /// The same for the digest check.
     var digestSeen = UInt64.max
+
+    /// An input that counts as a change whatever it changed (a link message).
+    mutating func noteInput() { version &+= 1 }
 
     /// Something the journal's work reads changed since it last ran.
     var journalChanged: Bool { journalSeen != version }

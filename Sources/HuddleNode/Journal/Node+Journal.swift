@@ -172,6 +172,8 @@ extension Node {
     private func chunkRead(id: String, index: Int, sealed: [UInt8]?, for link: LinkHandle) {
         // Not hashed again here: the receiver checks every chunk against the manifest (DESIGN.md),
         // and never asks this member for that chunk again if it fails.
+        // An input outside `execute`: the timer is armed for what it changed (an uploader's offers).
+        defer { shell.rearm() }
         switch core.chunkRead(id: id, index: index, found: sealed != nil, for: link.peer.id, now: now) {
         case .send:
             guard let sealed else { return }
