@@ -159,16 +159,23 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
     #expect(uploader.offer("x", to: p3, now: 0)?.setCount == 2)
 }
 
+/// The uploader of a six-chunk attachment whose three peers told at 0 that they hold nothing, and
+/// p3's share of it then.
+private func uploaderOfSixChunksToThreeThatTold() -> (Swarm, Bitfield) {
+    var uploader = Swarm(local: me, seed: 2)
+    uploader.setPeers([me, p2, p3, p4])
+    uploader.add(id: "x", chunkCount: 6, uploader: me, haveAll: true, now: 0)
+    for p in [p2, p3, p4] { uploader.receiveHave(p, id: "x", have: bits(6, []), offer: bits(6, []), now: 0) }
+    return (uploader, uploader.offer("x", to: p3, now: 0) ?? Bitfield(count: 6))
+}
+
 /// The session simulator (six members, one with a 1 MiB store): the member whose store was full
 /// asked for no more of its share, and the chunk of it never sent stayed offered to it alone, so
 /// every other member lacked it for good. A peer sent nothing for `reofferAfter` since it told
 /// leaves its share to the next one that takes its share.
 @Test func aPeerThatAsksForNoMoreLeavesItsShareToTheNext() {
-    var uploader = Swarm(local: me, seed: 2)
-    uploader.setPeers([me, p2, p3, p4])
-    uploader.add(id: "x", chunkCount: 6, uploader: me, haveAll: true, now: 0)
-    for p in [p2, p3, p4] { uploader.receiveHave(p, id: "x", have: bits(6, []), offer: bits(6, []), now: 0) }
-    guard let share3 = uploader.offer("x", to: p3, now: 0) else { Issue.record("no offer"); return }
+    let (start, share3) = uploaderOfSixChunksToThreeThatTold()
+    var uploader = start
     #expect(share3.setCount == 2)
     // p2 and p4 are sent chunks of theirs until 3.5; p3 is sent nothing (its store is full).
     for (index, peer) in [(0, p2), (2, p4)] { uploader.served(id: "x", index: index, to: peer, now: 2) }
@@ -188,11 +195,8 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
 /// Whether or not a tick fell in the window where only p3 had stopped taking, its chunks are
 /// offered to the others later on, never to p3 alone for good.
 @Test func aShareIsNeverHandedBackToAPeerThatAsksForNone() {
-    var uploader = Swarm(local: me, seed: 2)
-    uploader.setPeers([me, p2, p3, p4])
-    uploader.add(id: "x", chunkCount: 6, uploader: me, haveAll: true, now: 0)
-    for p in [p2, p3, p4] { uploader.receiveHave(p, id: "x", have: bits(6, []), offer: bits(6, []), now: 0) }
-    guard let share3 = uploader.offer("x", to: p3, now: 0) else { Issue.record("no offer"); return }
+    let (start, share3) = uploaderOfSixChunksToThreeThatTold()
+    var uploader = start
     for (index, peer) in [(0, p2), (2, p4)] { uploader.served(id: "x", index: index, to: peer, now: 0.1) }
     // Asking again for a chunk sent before does not keep a share.
     uploader.served(id: "x", index: 0, to: p3, now: 9)
