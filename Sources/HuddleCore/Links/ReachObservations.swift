@@ -65,8 +65,6 @@ public struct ReachObservations: Sendable {
     var publishCheckedAt = -Double.infinity
     /// `due` has nothing to do before this (a change sets it back, so it runs at the next call).
     private var checkAt = -Double.infinity
-    /// A change waits to be reported (`due` at once).
-    public var hasUnreported: Bool { checkAt == -.infinity }
 
     public init() {}
 

@@ -217,12 +217,9 @@ public struct RelayRoutes: Sendable {
 
     /// Something arrived over the link to `peer`: while it runs over an open circuit, it is not silent.
     public mutating func heard(_ peer: MemberID, now: Double) {
-        guard watches(peer) else { return }
+        guard heardAt[peer] != nil else { return }
         heardAt[peer] = now
     }
-
-    /// Whether the link to `peer` is watched for silence (it runs over an open circuit).
-    public func watches(_ peer: MemberID) -> Bool { heardAt[peer] != nil }
 
     /// Which open circuits' links are due a keepalive, and which are stalled, at `now`. `relayed`:
     /// the peers whose link runs over a circuit now (each starts being watched at the first call

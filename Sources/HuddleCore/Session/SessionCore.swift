@@ -42,14 +42,14 @@ public struct SessionCore: Sendable {
     let identity: Identity
     public let limits: Limits
     public internal(set) var swim: SWIMInstance
-    public internal(set) var broadcast: CausalBroadcast { didSet { pace.version &+= 1 } }
-    public internal(set) var journal: Journal { didSet { pace.version &+= 1 } }
-    public internal(set) var activity = ActivityRegister() { didSet { pace.version &+= 1 } }
+    public internal(set) var broadcast: CausalBroadcast
+    public internal(set) var journal: Journal
+    public internal(set) var activity = ActivityRegister()
     /// Which programs take part in activities, here and on linked members (`SessionCore+Participants`).
-    public internal(set) var presence = ParticipantTable() { didSet { pace.version &+= 1 } }
-    public internal(set) var planner: LinkPlanner { didSet { pace.version &+= 1 } }
+    public internal(set) var presence = ParticipantTable()
+    public internal(set) var planner: LinkPlanner
     /// Per linked member, its link's round-trip time and its clock skew (`SessionCore+Timing`).
-    public internal(set) var timing = LinkTiming() { didSet { pace.version &+= 1 } }
+    public internal(set) var timing = LinkTiming()
     /// Broadcast seqs to the application seqs of the control protocol (journal entries skipped).
     public internal(set) var applicationSeqs = ApplicationSeqs()
     /// This member's pairing invitations (issue 22).
@@ -90,15 +90,9 @@ public struct SessionCore: Sendable {
     /// The shortest wait between two ticks, whatever `nextDeadline` says: a deadline that does not
     /// move cannot spin the shell.
     public static let minimumTickGap = 0.005
-    /// How often the journal runs (chunk requests, haves, states) and a digest goes to every link,
-    /// while something they read changes (`TickPace`).
+    /// How often the journal runs (chunk requests, haves, states) and a digest goes to every link.
     public static let journalInterval = 0.05
     public static let digestInterval = 0.1
-    /// How often the journal runs while nothing it reads changed (`TickPace`); the work with no
-    /// deadline of its own (reach, relay, UDP paths, the catch-up) runs at least this often too.
-    public static let idleTickInterval = 0.25
-    /// Whether the periodic work is due soon or at its idle pace.
-    var pace = TickPace()
     /// A digest that has not changed since the last one goes out only this often (and at once on
     /// a link that has not had it): at N members, ten digests a second on every link cost N
     /// clocks of N entries per member per 0.1 s even when the session is quiet.
@@ -152,12 +146,12 @@ public struct SessionCore: Sendable {
     /// Observed addresses and the NAT kind (`SessionCore+Reach`).
     public internal(set) var reach = ReachObservations()
     /// This member as a relay (`SessionCore+Relay`), and as an end of circuits.
-    public internal(set) var relay: RelayCircuits { didSet { pace.version &+= 1 } }
-    public internal(set) var routes: RelayRoutes { didSet { pace.version &+= 1 } }
+    public internal(set) var relay: RelayCircuits
+    public internal(set) var routes: RelayRoutes
     /// Members whose link runs over a circuit, and through which relay.
     var relayedLinks: [MemberID: MemberID] = [:]
     /// Datagram paths to members behind NATs or relays (`SessionCore+UDPPaths`).
-    public internal(set) var udpPaths = UDPPaths() { didSet { pace.version &+= 1 } }
+    public internal(set) var udpPaths = UDPPaths()
     /// Hole punching between the ends of relayed links (`SessionCore+Punch`).
     public internal(set) var punch: HolePunch
     /// Peers asked to catch this member up (a join push-pull), until their reply: only they may
@@ -230,40 +224,31 @@ public struct SessionCore: Sendable {
     /// reports and publishing, relay circuits, hole punching, UDP paths and the membership
     /// catch-up; the epoch work that is due; and `.congestionCleared` when the input cleared it.
     /// A removed member returns nothing. Work with no deadline of its own in `nextDeadline` (reach,
-    /// relay, UDP paths, participant records, the catch-up) runs at the next tick: at most
-    /// `journalInterval` later after a change it reads, else at most `idleTickInterval` later.
+    /// relay, UDP paths, participant records, the catch-up) runs at the next tick, at most
+    /// `journalInterval` later.
     public mutating func tick(now: Double) -> [SessionEffect] {
         // A removed member is out of the session: it decides nothing more.
         if epochs.isRemoved { return [] }
         let congested = broadcast.isCongested
-        let before = pace, removedBefore = removedVersion
         datagramKeys.expire(now: now)
-        var out = membership(swim.tick(now: now), now: now)
-        var membershipChanged = pace.version != before.version
-        out += planner.tick(now: now).map { .dial($0.addr, pushPull: nil) }
+        var out = membership(swim.tick(now: now), now: now) + planner.tick(now: now).map { .dial($0.addr, pushPull: nil) }
         // Compared as `nextDeadline` computes them, so a tick at that deadline always does the work
         // (`now - at >= interval` can round below the interval there, and the shell would spin).
-        let journalRuns = now >= journalAt + Self.journalInterval
-        if journalRuns {
+        if now >= journalAt + Self.journalInterval {
             journalAt = now
             let linked = linkView().linkedLive
             out += journal.tick(now: now, linked: linked).map(SessionEffect.journal)
             out += timingTick(linked, now: now)
             out += broadcast.directedAcks(linked: linked).map { SessionEffect.sendLink($0.0, .directedAck(through: $0.1)) }
         }
-        let digestRuns = now >= digestAt + Self.digestInterval && !planner.linked.isEmpty
-        if digestRuns {
+        if now >= digestAt + Self.digestInterval, !planner.linked.isEmpty {
             digestAt = now
             out += digests(now: now)
         }
         out += sendParticipantRecord()
         out += reachReports(now: now) + publishReach(now: now) + relayTick(now: now) + punchTick(now: now) + udpPathTick(now: now)
             + membershipCatchUpTick(now: now)
-        out += epochTick(now: now) + congestionCleared(since: congested)
-        // Epoch work may have removed members (their messages cut off, the live set handed on).
-        membershipChanged = membershipChanged || removedVersion != removedBefore
-        pace.ticked(before: before, membershipChanged: membershipChanged, journalRan: journalRuns, digestRan: digestRuns)
-        return out
+        return out + epochTick(now: now) + congestionCleared(since: congested)
     }
 
     /// The digest of broadcast and activity: to every link when it changed (or `digestRefresh`
@@ -288,19 +273,15 @@ public struct SessionCore: Sendable {
         wasCongested && !broadcast.isCongested ? [.congestionCleared] : []
     }
 
-    /// When `tick` next has work (never, for a removed member): the earliest of SWIM's deadline, the next journal tick
-    /// (`journalInterval` after the last while something it reads changed or a reach observation
-    /// waits, else `idleTickInterval`: `TickPace`), the next digest (only while a link is up:
-    /// `digestInterval` after the last check while something changed, else at `digestRefresh`),
-    /// the expiry of retired datagram keys, the epoch work (`epochDeadline`) and hole punching's
-    /// next step. The shared shell arms its timer for it after every input (`SessionShell.rearm`).
+    /// When `tick` next has work (never, for a removed member): the earliest of SWIM's deadline, the next journal tick (never
+    /// more than `journalInterval` away), the next digest (only while a link is up), the expiry of
+    /// retired datagram keys, the epoch work (`epochDeadline`) and hole punching's next step. The
+    /// shared shell arms its timer for it after every input (`SessionShell.rearm`).
     public var nextDeadline: Double {
         // A removed member decides nothing more (`tick`): nothing is ever due.
         if epochs.isRemoved { return .infinity }
-        let journalWait = pace.journalChanged || reach.hasUnreported ? Self.journalInterval : Self.idleTickInterval
-        let digest = planner.linked.isEmpty ? Double.infinity
-            : pace.digestChanged ? digestAt + Self.digestInterval : max(digestAt + Self.digestInterval, lastDigestAt + Self.digestRefresh)
-        return min(swim.nextDeadline, journalAt + journalWait, digest, datagramKeys.nextExpiry, epochDeadline, punch.nextDeadline)
+        let digest = planner.linked.isEmpty ? Double.infinity : digestAt + Self.digestInterval
+        return min(swim.nextDeadline, journalAt + Self.journalInterval, digest, datagramKeys.nextExpiry, epochDeadline, punch.nextDeadline)
     }
 
     /// Live members with a link up, in member order.
@@ -569,11 +550,7 @@ public struct SessionCore: Sendable {
                                      queued: (MemberID) -> Int = { _ in 0 }) -> [SessionEffect] {
         if epochs.isRemoved { return [] }
         swim.heard(from: peer, now: now)
-        if routes.watches(peer) { routes.heard(peer, now: now) }
-        // A link message makes the periodic work due at its interval whatever it changed: what
-        // it starts is often the tick's to go on with (acks, haves, requests, circuit and punch
-        // steps, the UDP paths). An idle member's most frequent input, SWIM's datagrams, does not.
-        pace.noteInput()
+        routes.heard(peer, now: now)
         if backlogged && Self.refusesWhileBacklogged(message) { return refuse(.outboxFull) }
         let congested = broadcast.isCongested
         let counted = broadcast.refusals
