@@ -101,7 +101,7 @@ let package = Package(
         ]),
         .testTarget(name: "HuddleSimTests", dependencies: ["HuddleSim", "HuddleCore", "HuddleTestSupport"]),
         .testTarget(name: "HuddleControlTests", dependencies: ["HuddleControl", "HuddleTestSupport"]),
-        .testTarget(name: "HuddleNodeTests", dependencies: ["HuddleNode", "HuddleControl"]),
+        .testTarget(name: "HuddleNodeTests", dependencies: ["HuddleNode", "HuddleControl", "HuddleTestSupport"]),
         .testTarget(name: "HuddleIntegrationTests", dependencies: [
             "HuddleControl", "HuddleCrypto", "HuddleCore", "HuddleSim", "HuddleAdversary", "HuddleTestSupport",
             .product(name: "NIOCore", package: "swift-nio"),

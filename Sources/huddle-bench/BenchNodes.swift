@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import HuddleControl
+import HuddleTestSupport
 
 /// Nanoseconds of the wall clock (CLOCK_REALTIME): every process on this machine reads the same one.
 func wallNanos() -> Int64 {
@@ -56,9 +57,14 @@ final class HuddleCluster {
     /// Each node's `huddle run` arguments after `--listen ADDR` (for `restart`).
     private var arguments: [[String]] = []
 
-    init(binary: String, label: String, dataDirectory: Bool = true) throws {
+    /// Each node serves Prometheus metrics (`--metrics`) on this port (only with `metrics`).
+    private(set) var metricsPorts: [Int] = []
+    let metrics: Bool
+
+    init(binary: String, label: String, dataDirectory: Bool = true, metrics: Bool = false) throws {
         self.binary = binary
         self.dataDirectory = dataDirectory
+        self.metrics = metrics
         var template = Array("/tmp/hb-\(label)-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw BenchError(description: "mkdtemp failed") }
         dir = String(cString: made)
@@ -85,13 +91,35 @@ final class HuddleCluster {
         let i = processes.count
         let control = "\(dir)/n\(i).sock"
         let rest = ["--name", "n\(i)", "--control", control] + (dataDirectory ? ["--data-dir", "\(dir)/d\(i)"] : [])
-            + (addrs.indices.contains(joinVia) ? ["--join", addrs[joinVia]] : [])
+            + (addrs.indices.contains(joinVia) ? ["--join", addrs[joinVia]] : []) + (metrics ? ["--metrics", "127.0.0.1:0"] : [])
         processes.append(try launch(i, listen: "127.0.0.1:0", rest))
         controls.append(control)
         arguments.append(rest)
         let status = try await started(i)
         addrs.append(status.addr)
         members.append(status.member)
+        if metrics { metricsPorts.append(try metricsPort(i)) }
+    }
+
+    /// The port node `i` serves metrics on, as its log says (`serving metrics at http://…/metrics`,
+    /// logged before its control socket answers).
+    private func metricsPort(_ i: Int) throws -> Int {
+        let log = (try? String(contentsOfFile: "\(dir)/n\(i).log", encoding: .utf8)) ?? ""
+        guard let line = log.split(separator: "\n").first(where: { $0.contains("serving metrics at http://") }),
+              let url = line.split(separator: " ").first(where: { $0.hasPrefix("http://") }),
+              let port = Int(url.split(separator: ":").last?.split(separator: "/").first ?? "") else {
+            throw BenchError(description: "node \(i) did not log its metrics address; see \(dir)/n\(i).log")
+        }
+        return port
+    }
+
+    /// Node `i`'s hop histograms (`huddle_message_hop_seconds`), by hop, and its commits' time on
+    /// the I/O queue (`huddle_commit_seconds`) as "commit_io", scraped now.
+    func hopHistograms(_ i: Int) async throws -> [String: HistogramBuckets] {
+        let reply = try await httpGet(port: metricsPorts[i], "/metrics")
+        var hops = HistogramBuckets.parse(reply.body, metric: "huddle_message_hop_seconds", label: "hop")
+        hops["commit_io"] = HistogramBuckets.parse(reply.body, metric: "huddle_commit_seconds")[""]
+        return hops
     }
 
     /// Starts node `i` again (after `kill`) with the same arguments and data directory, on the

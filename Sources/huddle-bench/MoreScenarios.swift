@@ -50,11 +50,13 @@ extension Scenarios {
     /// Broadcast latency at N = 4, idle and then while a `mib` MiB attachment goes to every member.
     func latencyDuringTransfer(mib: Int) async throws -> [BenchRow] {
         let n = 4
-        let cluster = try HuddleCluster(binary: huddle, label: "latx")
+        let cluster = try HuddleCluster(binary: huddle, label: "latx", metrics: true)
         defer { cluster.stop() }
         try await cluster.start(n)
         let count = quick ? 200 : 600
+        let atStart = try await hops(cluster)
         let idle = try await collectLatencies(cluster, count: count)
+        let afterIdle = try await hops(cluster)
         let source = try writeRandomFile("\(cluster.dir)/source.bin", mib: mib)
         let controls = cluster.controls
         let dir = cluster.dir
@@ -74,14 +76,46 @@ extension Scenarios {
         // Probes only while the transfer runs: they stop when it completes.
         try await Task.sleep(for: .milliseconds(200))
         let loaded = try await collectLatencies(cluster, count: count, while: { !done.isSet })
+        let afterLoaded = try await hops(cluster)
         let transferSeconds = try await transfer.value
         let p50 = percentile(loaded, 0.5), p99 = percentile(loaded, 0.99)
-        return [BenchRow(scenario: "latency N=4 during a \(mib) MiB attachment",
+        return [hopRow(idle: (atStart, afterIdle), loaded: (afterIdle, afterLoaded), mib: mib), BenchRow(scenario: "latency N=4 during a \(mib) MiB attachment",
                          measure: "256 B broadcast median / p99 ms while chunks flow",
                          huddle: "\(fmt(p50)) / \(fmt(p99)) (\(loaded.count) samples; transfer to 3 members took \(fmt(transferSeconds, 1)) s)",
                          comparison: "same cluster idle: \(fmt(percentile(idle, 0.5))) / \(fmt(percentile(idle, 0.99)))",
                          ratio: "loaded ÷ idle median = \(fmt(p50 / percentile(idle, 0.5), 1))×",
                          target: "target ≤ 2 / ≤ 10 ms: " + (p50 <= 2 && p99 <= 10 ? "met" : "missed"))]
+    }
+
+    /// Every node's hop histograms (`MessageHop`), scraped now; none from a binary that serves none.
+    private func hops(_ cluster: HuddleCluster) async throws -> [[String: HistogramBuckets]] {
+        var all: [[String: HistogramBuckets]] = []
+        for i in cluster.controls.indices { all.append(try await cluster.hopHistograms(i)) }
+        return all
+    }
+
+    /// Where the probes' time went, hop by hop, in the idle and the loaded phase: the probe
+    /// sender's hops (node 0: send_hold, link_queue) and the receivers' (nodes 1–3: link_read,
+    /// core, commit, event_queue), and every node's commits' time on the I/O queue (commit_io),
+    /// median / p99 ms of each phase's observations.
+    private func hopRow(idle: ([[String: HistogramBuckets]], [[String: HistogramBuckets]]),
+                        loaded: ([[String: HistogramBuckets]], [[String: HistogramBuckets]]), mib: Int) -> BenchRow {
+        func phase(_ scrapes: ([[String: HistogramBuckets]], [[String: HistogramBuckets]])) -> String {
+            let (before, after) = scrapes
+            let hops: [(name: String, nodes: [Int])] = [("send_hold", [0]), ("link_queue", [0]), ("link_read", [1, 2, 3]),
+                                                        ("core", [1, 2, 3]), ("commit", [1, 2, 3]), ("event_queue", [1, 2, 3]),
+                                                        ("commit_io", [0, 1, 2, 3])]
+            return hops.map { hop in
+                let merged = hop.nodes.filter { $0 < after.count }.reduce(HistogramBuckets()) { sum, i in
+                    sum + (after[i][hop.name]?.since(before.indices.contains(i) ? before[i][hop.name] : nil) ?? HistogramBuckets())
+                }
+                guard let p50 = merged.quantile(0.5), let p99 = merged.quantile(0.99) else { return "\(hop.name) none" }
+                return "\(hop.name) \(fmt(p50 * 1000)) / \(fmt(p99 * 1000))"
+            }.joined(separator: "; ")
+        }
+        return BenchRow(scenario: "latency N=4 during a \(mib) MiB attachment, by hop",
+                        measure: "median / p99 ms of each hop (huddle_message_hop_seconds): the probe sender's send_hold and link_queue, the receivers' link_read, core, commit, event_queue; every node's commit_io (a commit's SQLite transaction, huddle_commit_seconds)",
+                        huddle: "during the transfer: " + phase(loaded), comparison: "idle: " + phase(idle), ratio: "", target: "")
     }
 
     // MARK: crypto limit

@@ -17,6 +17,7 @@ import Testing
         "huddle_chunks_corrupt_total", "huddle_sent_bytes_total", "huddle_received_bytes_total", "huddle_sent_datagrams_total",
         "huddle_received_datagrams_total", "huddle_refusals_total", "huddle_handshake_failures_total", "huddle_dropped_frames_total",
         "huddle_dropped_datagrams_total", "huddle_probe_rtt_seconds_count", "huddle_message_delivery_latency_seconds_count",
+        "huddle_message_hop_seconds_count", "huddle_commit_seconds_count",
     ]
 
     @Test func prometheusScrapesASessionAndItsSeriesMove() async throws {
@@ -84,6 +85,19 @@ import Testing
             #expect((try await prometheus.query("huddle_messages_sent_total{instance=\"\(targets[0])\"}").first?.value ?? 0) >= Double(sent))
             try await eventually("delivery latencies of the other nodes to be observed", within: 30) {
                 try await prometheus.query("huddle_message_delivery_latency_seconds_count > 0").count >= 2
+            }
+            // Issue 40, item 2: each hop of a message is timed where it happens (every node here
+            // has a data directory, so the commits are timed too).
+            let sender = targets[0]
+            let hops = [
+                "huddle_message_hop_seconds_count{hop=\"send_hold\",instance=\"\(sender)\"} >= \(sent)": 1,
+                "huddle_message_hop_seconds_count{hop=~\"link_queue|event_queue\",instance=\"\(sender)\"} > 0": 2,
+                "huddle_message_hop_seconds_count{hop=~\"link_read|core|commit\",instance!=\"\(sender)\"} > 0": 6,
+                "huddle_commit_seconds_count > 0": 3,
+            ]
+            try await eventually("each hop of the messages to be timed where it happens", within: 30) {
+                for (query, count) in hops where try await prometheus.query(query).count != count { return false }
+                return true
             }
             try await eventually("probes, their round trips and gossip bytes to move", within: 30) {
                 let probes = try await prometheus.query("increase(huddle_probes_sent_total[5s]) > 0").count

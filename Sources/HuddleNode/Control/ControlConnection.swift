@@ -48,9 +48,11 @@ final class ControlConnection: Sendable {
     }
 
     /// Starts writing queued lines to `channel`; `done` completes once the outbox is closed and
-    /// everything queued is written (or a write failed).
-    func startWriting(to channel: any Channel, done: EventLoopPromise<Void>) {
+    /// everything queued is written (or a write failed). With `metrics`, each write's oldest line's
+    /// wait is `MessageHop.eventQueue`.
+    func startWriting(to channel: any Channel, done: EventLoopPromise<Void>, metrics: NodeMetrics? = nil) {
         ChannelPump.run(outbox, to: channel, done: done) { [weak self] lines, allocator in
+            if let metrics, let wait = self?.outbox.takeItemsWait() { metrics.record(.eventQueue, wait) }
             var buffer = allocator.buffer(capacity: lines.reduce(0) { $0 + $1.count })
             for line in lines { buffer.writeBytes(line) }
             self?.writerTook()

@@ -111,7 +111,7 @@ enum ControlServer {
         }
         let connection = ControlConnection()
         let written = channel.channel.eventLoop.makePromise(of: Void.self)
-        connection.startWriting(to: channel.channel, done: written)
+        connection.startWriting(to: channel.channel, done: written, metrics: node.metrics)
         do {
             try await channel.executeThenClose { inbound, _ in
                 var splitter = LineSplitter(limit: maximumLine)

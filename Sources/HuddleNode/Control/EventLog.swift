@@ -119,7 +119,8 @@ struct EventLog {
     /// Reads of the spool's files for subscribers, run off the actor: the node hands what was read
     /// to `loaded(_:range:_:)`. Nil (tests of the log alone): the files are read in place.
     var loadFromFiles: (@Sendable (ControlConnection, FileLoad) -> Void)?
-    private var commitRequested = false
+    /// An event appended since the last commit was taken asked for one (`requestCommit`).
+    private(set) var commitRequested = false
     /// While `feedAll` runs: each batch made, by where it started, the topics and the encoding it
     /// was made for, with the cursor after it (subscribers alike share it, made once).
     private var shared: [SharedKey: (bytes: [UInt8], next: Int64)]?
@@ -561,17 +562,21 @@ struct UncommittedEvents: Sendable {
     /// (retention dropped them meanwhile) leaves out the events that start before `memoryFrom`.
     /// Nil when no event is left. Nothing is concatenated or copied here.
     func frames() async -> CommitEvents? {
+        guard let load else { return framesInMemory() }
         var read: [UInt8] = []
         var skip = 0
-        if let load {
-            if let loaded = await load(), loaded.count == Int(memoryFrom - bounds[0]) {
-                read = loaded
-            } else {
-                while skip < topics.count && bounds[skip] < memoryFrom { skip += 1 }
-            }
+        if let loaded = await load(), loaded.count == Int(memoryFrom - bounds[0]) {
+            read = loaded
+        } else {
+            while skip < topics.count && bounds[skip] < memoryFrom { skip += 1 }
         }
         guard skip < topics.count else { return nil }
         return CommitEvents(events: self, from: skip, read: read)
+    }
+
+    /// `frames()` when every event is in memory (`load` is nil), at once on the caller's thread.
+    func framesInMemory() -> CommitEvents? {
+        topics.isEmpty ? nil : CommitEvents(events: self, from: 0, read: [])
     }
 }
 

@@ -8,7 +8,10 @@ extension Node {
     /// writer is woken once for the lot (and before any request that may wait, so earlier replies
     /// are not held back by it).
     func handleControl(_ items: [LineSplitter.Item], on connection: ControlConnection) async {
-        defer { connection.outbox.wake() }
+        defer {
+            flushAfterVisit()
+            connection.outbox.wake()
+        }
         for item in items {
             let reply: JSONObject?
             switch item {

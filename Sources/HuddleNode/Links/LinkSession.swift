@@ -191,8 +191,10 @@ enum LinkSession {
         // Used only on the link's event loop, where the pump encodes.
         let sealer = LinkSealer(result.send, now: uptimeSeconds(), rekeyBytes: node.config.linkRekeyBytes, rekeyInterval: node.config.linkRekeyInterval)
         let sendCipher = NIOLoopBoundBox.makeBoxSendingValue(sealer, eventLoop: link.channel.eventLoop)
+        let metrics = node.metrics
         ChannelPump.run(link.outbox, to: link.channel, done: written) { batch, allocator in
-            try encode(batch, cipher: &sendCipher.value, allocator: allocator, counters: node.counters)
+            if let metrics, let wait = link.outbox.takeItemsWait() { metrics.record(.linkQueue, wait) }
+            return try encode(batch, cipher: &sendCipher.value, allocator: allocator, counters: node.counters)
         }
         await readTransport(link, receive: result.receive, frames: &frames, node: node)
         // What was queued before the close still goes out, then the output is closed.
@@ -273,6 +275,7 @@ enum LinkSession {
                 var rawChunk: (id: String, index: UInt32, length: Int, parts: [ByteBuffer], received: Int, retained: Int, copying: Bool)?
                 var messageBytes = 0
                 while let batch = try await frames.nextBatch() {
+                    let readAt = ContinuousClock.now
                     // Everything one read brought is handed to the node in one call, in order.
                     var messages: [LinkMessage] = []
                     for frame in batch {
@@ -298,7 +301,7 @@ enum LinkSession {
                             guard chunk.received == chunk.length else { throw NodeError("chunk body longer than its header said") }
                             node.counters.addReceived(.chunks, chunk.length)
                             // What came before the chunk reaches the node before it.
-                            if !messages.isEmpty { await node.linkReceived(link, messages) }
+                            if !messages.isEmpty { await node.linkReceived(link, messages, arrived: readAt) }
                             messages = []
                             if running >= chunkTasksPerLink {
                                 await chunkTasks.next()
@@ -330,11 +333,11 @@ enum LinkSession {
                         }
                         messages.append(message)
                         if messages.count >= messagesPerTurn {
-                            await node.linkReceived(link, messages)
+                            await node.linkReceived(link, messages, arrived: readAt)
                             messages.removeAll(keepingCapacity: true)
                         }
                     }
-                    if !messages.isEmpty { await node.linkReceived(link, messages) }
+                    if !messages.isEmpty { await node.linkReceived(link, messages, arrived: readAt) }
                 }
             } catch {
                 _ = node.counters.droppedFrames.wrappingAdd(1, ordering: .relaxed)

@@ -8,9 +8,10 @@ import Synchronization
 /// One source of truth: the counters `stats` reports (`NodeCounters`, the cores' own counts) are
 /// read at scrape time (`MetricsSnapshot`) and their growth since the last scrape is added to
 /// the Prometheus counters, so nothing is counted twice and no hot path does more than it did.
-/// Only the two histograms are fed as things happen, through swift-metrics' `Timer`: a probe's
-/// ack (once per protocol period, `Node.tick`) and a delivery (one clock read and one bucket
-/// update, no allocation). This type only reports; it decides nothing.
+/// Only the histograms are fed as things happen, through swift-metrics' `Timer`: a probe's ack
+/// (once per protocol period, `Node.tick`), a delivery (one clock read and one bucket update, no
+/// allocation), and the hops of a message (`MessageHop`: a few clock reads per message or per
+/// write). This type only reports; it decides nothing.
 final class NodeMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     /// Seconds from a probe's ping to its ack (direct or through a helper).
@@ -20,6 +21,10 @@ final class NodeMetrics: Sendable {
     /// delivery to the control socket's subscribers: actor queueing, signature checks and
     /// causal ordering on this node.
     let deliveryLatency: CoreMetrics.Timer
+    /// Seconds a message spends in each hop (`MessageHop`), by hop.
+    private let hops: [MessageHop: CoreMetrics.Timer]
+    /// Seconds each commit of the data directory's state took on the I/O queue (the transaction).
+    private let commitSeconds: CoreMetrics.Timer
     private let series: Mutex<Series>
 
     init() {
@@ -29,7 +34,31 @@ final class NodeMetrics: Sendable {
         deliveryLatency = CoreMetrics.Timer(label: "huddle_message_delivery_latency_seconds", dimensions: [], handler: registry.makeDurationHistogram(
             descriptor: Self.name("huddle_message_delivery_latency_seconds", "From the arrival of the link frames that made a message deliverable here to its delivery."),
             labels: [], buckets: Self.seconds([0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5])))
+        commitSeconds = CoreMetrics.Timer(label: "huddle_commit_seconds", dimensions: [], handler: registry.makeDurationHistogram(
+            descriptor: Self.name("huddle_commit_seconds", "Seconds each commit of the data directory's state took on the I/O queue (its SQLite transaction)."),
+            labels: [], buckets: Self.seconds(Self.hopBuckets)))
+        let registry = registry
+        hops = Dictionary(uniqueKeysWithValues: MessageHop.allCases.map { hop in
+            (hop, CoreMetrics.Timer(label: "huddle_message_hop_seconds", dimensions: [("hop", hop.rawValue)], handler: registry.makeDurationHistogram(
+                descriptor: Self.name("huddle_message_hop_seconds", "Seconds a message spends in one hop through this node (label hop): \(MessageHop.allCases.map { "\($0.rawValue): \($0.help)" }.joined(separator: "; "))."),
+                labels: [("hop", hop.rawValue)], buckets: Self.seconds(Self.hopBuckets))))
+        })
         series = Mutex(Series(registry))
+    }
+
+    /// Bucket bounds of the hop histograms, in seconds: fine below 10 ms, where the targets are.
+    static let hopBuckets = [0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002, 0.003, 0.005, 0.007_5, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 1]
+
+    /// Adds one wait of `hop`.
+    func record(_ hop: MessageHop, _ duration: Duration) { hops[hop]?.recordNanoseconds(Self.nanoseconds(duration)) }
+
+    /// Adds one commit's time on the I/O queue.
+    func commitWritten(_ duration: Duration) { commitSeconds.recordNanoseconds(Self.nanoseconds(duration)) }
+
+    /// `duration` in nanoseconds, within 0 and an hour (a clock that jumped cannot overflow it).
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let seconds = min(max(duration.components.seconds, 0), 3600)
+        return seconds * 1_000_000_000 + max(0, duration.components.attoseconds / 1_000_000_000)
     }
 
     /// Brings every series up to `snapshot`, then renders the registry (Prometheus text format 0.0.4).

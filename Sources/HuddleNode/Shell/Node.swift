@@ -73,8 +73,13 @@ actor Node {
     var memberEvents: [MemberChange: Int] = [:]
     /// `swim.probeCounts.acked` when `tick` last fed the probe round trip to `metrics`.
     private var probesAckedSeen = 0
-    /// While `linkReceived` handles a batch: when its frames arrived (delivery latency).
+    /// While `linkReceived` handles a batch: when its frames arrived (delivery latency), and when
+    /// this actor took them (`MessageHop.core`).
     var batchArrived: ContinuousClock.Instant?
+    var batchTaken: ContinuousClock.Instant?
+    /// With `--metrics`: when this member's broadcasts were made and message events appended,
+    /// until they leave or are shown (`MessageHop.sendHold`, `.commit`).
+    var hopStamps = HopStamps()
 
     /// The data directory's state (`--data-dir`; CONTROL.md, Restart), nil without one.
     var state: NodeStateStore?
@@ -241,7 +246,12 @@ actor Node {
         await waitForEventWriter()
         guard links[link.peer.id] === link else { return }
         batchArrived = arrived
-        defer { batchArrived = nil }
+        if let metrics {
+            let taken = ContinuousClock.now
+            batchTaken = taken
+            if messages.contains(where: { if case .batch = $0 { true } else if case .message = $0 { true } else { false } }) { metrics.record(.linkRead, taken - arrived) }
+        }
+        defer { batchArrived = nil; batchTaken = nil }
         events.beginDeferring()
         if !checked.isEmpty { core.signaturesChecked(checked) }
         defer { learnOriginNodeKeys(messages) }
@@ -254,6 +264,7 @@ actor Node {
             }
         }
         events.endDeferring()
+        commitAskedEvents()
     }
 
     private func handle(_ message: LinkMessage, on link: LinkHandle) {
@@ -306,13 +317,35 @@ actor Node {
     func perform(_ effects: [SessionEffect]) {
         shell.perform(effects)
         publishDatagramKeys()
+        if let metrics { ownBatchesLeft(effects, metrics) }
+    }
+
+    /// `MessageHop.sendHold`: this member's broadcasts in `effects` left for the links.
+    private func ownBatchesLeft(_ effects: [SessionEffect], _ metrics: NodeMetrics) {
+        for case let .sendToLinks(.batch(batch)) in effects where batch.origin == local.id {
+            guard let last = batch.messages.last?.message.seq else { continue }
+            hopStamps.left(through: last) { metrics.record(.sendHold, $0) }
+        }
     }
 
     /// This member's ports for the shared shell; used only on this actor.
     var shell: NodeShell { NodeShell(node: self) }
 
-    /// The flush the shared shell scheduled (`SessionShell.scheduleFlush`).
-    func flushScheduledBatch() { shell.flushNow() }
+    /// The flush the shared shell scheduled (`SessionShell.scheduleFlush`), unless the end of a
+    /// control visit flushed already (`flushAfterVisit`).
+    func flushScheduledBatch() {
+        guard shellState.flushScheduled else { return }
+        shell.flushNow()
+    }
+
+    /// At the end of a control visit (a read's requests): the flush its sends scheduled runs now,
+    /// not from the task `scheduleFlush` started (a wake-up more before a message leaves,
+    /// `MessageHop.sendHold`); the batch still holds every message of the visit. Not with the
+    /// test-only flush delay, which exists to hold the flush back.
+    func flushAfterVisit() {
+        guard shellState.flushScheduled, FlushDelay.value == nil else { return }
+        shell.flushNow()
+    }
 
     /// Opens a link to `addr` (`SessionShell.startDial`: the shared shell made sure no other dial
     /// to it is in flight) and reports the end to the shared shell.

@@ -53,6 +53,10 @@ final class Outbox<Element: Sendable>: Sendable {
         /// When the items now queued started waiting: the first push into an empty outbox, or
         /// the writer's last take that left some behind (and fewer than `progressBelow` bytes).
         var waitingSince: ContinuousClock.Instant?
+        /// Since when the oldest ordinary item queued now has waited (nil: none queued), and how
+        /// long the oldest one of the last batch taken had waited (`takeItemsWait`).
+        var itemsSince: ContinuousClock.Instant?
+        var itemsWait: Duration?
 
         var isEmpty: Bool { items.isEmpty && bulk.isEmpty }
 
@@ -66,8 +70,14 @@ final class Outbox<Element: Sendable>: Sendable {
         mutating func takeBatch(_ limits: Limits) -> [Element] {
             var out: [Element] = []
             bytes -= items.take(upTo: limits.batch, into: &out)
+            let now = ContinuousClock.now
+            if let since = itemsSince, !out.isEmpty {
+                itemsWait = now - since
+                // What is left was queued after what was taken: it has waited at most this long.
+                itemsSince = items.isEmpty ? nil : now
+            }
             bytes -= bulk.take(upTo: limits.bulk, into: &out)
-            waitingSince = isEmpty ? nil : bytes < limits.progressBelow ? .now : waitingSince ?? .now
+            waitingSince = isEmpty ? nil : bytes < limits.progressBelow ? now : waitingSince ?? now
             return out
         }
     }
@@ -92,6 +102,16 @@ final class Outbox<Element: Sendable>: Sendable {
     /// Since when the items queued now have waited with no take by the writer; nil when empty.
     var waitingSince: ContinuousClock.Instant? { state.withLock { $0.waitingSince } }
 
+    /// How long the oldest ordinary item of the batch the writer last took had waited in the
+    /// queue, once (nil after that, or when that batch held none): `MessageHop.linkQueue` and
+    /// `.eventQueue`, read by the writer after it took the batch.
+    func takeItemsWait() -> Duration? {
+        state.withLock { s in
+            defer { s.itemsWait = nil }
+            return s.itemsWait
+        }
+    }
+
     /// Queues `item` (in the bulk lane when `bulk`); false when the outbox is closed. With `wake`
     /// false a waiting writer is not woken: the caller queues more and calls `wake()` once, so a
     /// burst costs the writer one wake-up and one write instead of one per item.
@@ -101,7 +121,12 @@ final class Outbox<Element: Sendable>: Sendable {
         let woken: (Waiter, [Element])? = state.withLock { s in
             guard !s.closed else { return nil }
             if s.isEmpty { s.waitingSince = .now }
-            if bulk { s.bulk.push(item, bytes: bytes) } else { s.items.push(item, bytes: bytes) }
+            if bulk {
+                s.bulk.push(item, bytes: bytes)
+            } else {
+                if s.items.isEmpty { s.itemsSince = .now }
+                s.items.push(item, bytes: bytes)
+            }
             s.bytes += bytes
             return wake ? s.handOff(limits) : nil
         }
@@ -152,6 +177,7 @@ final class Outbox<Element: Sendable>: Sendable {
             s.bulk = Lane()
             s.bytes = 0
             s.waitingSince = nil
+            s.itemsSince = nil
             defer { s.waiter = nil }
             return s.waiter
         }

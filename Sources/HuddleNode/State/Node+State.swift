@@ -39,9 +39,11 @@ extension Node {
         if resumed, let by = core.epochs.removedNodes[local.node] {
             log.warning("this node was removed from the session by node \(hexString(by).prefix(16)) before it stopped: it holds no key of the session any more")
         }
+        // From inside the event log (which a commit reads): asked for later, from a task, unless
+        // the input that appended the event asks first (`commitAskedEvents`).
         events.requestCommit = { [weak self] in
             guard let self else { return }
-            self.spawner.spawn { await self.requestCommit() }
+            self.spawner.spawn { await self.commitAskedEvents() }
         }
         requestCommit()
     }
@@ -59,6 +61,13 @@ extension Node {
         }
         takeCommit(state)
         return commitsTaken
+    }
+
+    /// Asks for the commit that events appended since the last one wait for, if none did yet: at the
+    /// end of an input that appended events (a read's messages), so they are not left for a task
+    /// to ask later (a wake-up more on the way of every message, `MessageHop.commit`).
+    func commitAskedEvents() {
+        if events.commitRequested { requestCommit() }
     }
 
     /// Takes what changed since the last commit — new events, retention's start, the resume point,
@@ -89,20 +98,35 @@ extension Node {
         if !flushed.isEmpty { held.append(heldEffects(flushed, after: generation)) }
         let made = DurablePoint(ownSeq: point.ownSeq, counter: point.counter, epochs: revisions.epochs)
         let firstRetained = events.first, lastCursor = events.latest
-        let io = self.io, taken = point, changed = parts
-        let commit: @Sendable () async -> Void = { [self] in
-            let failure: String?
+        let io = self.io, taken = point, changed = parts, metrics = self.metrics
+        // The transaction, on the I/O queue; the failure, if any.
+        let write: @Sendable (CommitEvents?) -> String? = { frames in
+            io.testDelay()
+            let started = ContinuousClock.now
+            defer { metrics?.commitWritten(ContinuousClock.now - started) }
             do {
-                // The events only in the spool's files are read on its queue, not on the actor.
-                let frames = await rows?.frames()
-                try await io.run {
-                    io.testDelay()
-                    try state.commit(events: frames.map(AnySequence.init) ?? AnySequence([]), firstRetained: firstRetained, lastCursor: lastCursor, point: taken, own: own, ownFrom: ownFrom, parts: changed)
-                }
-                failure = nil
+                try state.commit(events: frames.map(AnySequence.init) ?? AnySequence([]), firstRetained: firstRetained, lastCursor: lastCursor, point: taken, own: own, ownFrom: ownFrom, parts: changed)
+                return nil
             } catch {
-                failure = "\(error)"
+                return "\(error)"
             }
+        }
+        guard let rows, rows.load != nil else {
+            // Every event is in memory: straight to the I/O queue, and from there back to this
+            // actor. Each hop costs a wake-up on a busy machine, and a message waits for a commit
+            // at its sender and again at each receiver (`MessageHop.sendHold`, `.commit`).
+            let frames = rows?.framesInMemory()
+            io.submit { [self] in
+                let failure = write(frames)
+                Task { await commitCompleted(generation, made: made, through: lastCursor, failure: failure) }
+            }
+            return
+        }
+        let commit: @Sendable () async -> Void = { [self] in
+            // The events only in the spool's files are read on its queue, not on the actor.
+            let frames = await rows.frames()
+            let failure: String?
+            do { failure = try await io.run { write(frames) } } catch { failure = "\(error)" }
             await commitCompleted(generation, made: made, through: lastCursor, failure: failure)
         }
         // Once the node's tasks have ended (it stopped), still completed: what waits on it must not hang.
@@ -126,6 +150,7 @@ extension Node {
         commitsDone = generation
         durable = made
         events.markDurable(through: cursor)
+        if let metrics { hopStamps.shown(through: cursor) { metrics.record(.commit, $0) } }
         releaseHeld()
         wake(.committed)
         if commitWanted {

@@ -330,6 +330,18 @@ final class NodeStateStore: Sendable {
         }
     }
 
+    /// The deletes of batches wholly below a start (bound twice: `first <` makes it a range of the
+    /// primary key), run by every commit.
+    static let dropEventBatches = "DELETE FROM event_batches WHERE first < ? AND last < ?"
+    static let dropOwnBatches = "DELETE FROM own_batches WHERE first < ? AND last < ?"
+
+    /// SQLite's plan for `sql` (`EXPLAIN QUERY PLAN`, each step's detail), for tests.
+    func queryPlan(_ sql: String) throws -> [String] {
+        try queue.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: [0, 0]).map { ($0["detail"] as String?) ?? "" }
+        }
+    }
+
     /// Writes one commit, in one transaction: the events appended since the last one (a record
     /// per batch, each made as it is written: `CommitEvents` bounds them), retention's new start,
     /// the resume point, this member's broadcasts from `ownFrom` on (those below it are dropped),
@@ -338,30 +350,35 @@ final class NodeStateStore: Sendable {
     func commit(events: some Sequence<EventBatch>, firstRetained: Int64, lastCursor: Int64, point: ResumePoint, own: [SignedMessage], ownFrom: UInt64,
                 parts: Set<Part>) throws {
         NodeIO.checkCurrent("a commit of the node state")
+        // Statements from the connection's cache: compiled once, not at every commit.
         try queue.write { db in
             for part in Part.allCases where parts.contains(part) {
                 guard let bytes = part.bytes(of: point) else { continue }
-                try db.execute(sql: "INSERT OR REPLACE INTO meta(key, value, sum) VALUES (?, ?, ?)",
-                               arguments: [part.rawValue, Data(bytes), Self.sum(part.rawValue, bytes)])
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta(key, value, sum) VALUES (?, ?, ?)")
+                    .execute(arguments: [part.rawValue, Data(bytes), Self.sum(part.rawValue, bytes)])
             }
             for batch in events {
-                try db.execute(sql: "INSERT OR REPLACE INTO event_batches(first, last, data, sum) VALUES (?, ?, ?, ?)",
-                               arguments: [batch.first, batch.last, Data(batch.data), Self.batchSum(batch.first, batch.last, batch.data)])
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO event_batches(first, last, data, sum) VALUES (?, ?, ?, ?)")
+                    .execute(arguments: [batch.first, batch.last, Data(batch.data), Self.batchSum(batch.first, batch.last, batch.data)])
             }
-            // A batch goes once retention passed its last event (the load skips the older ones of the first).
-            try db.execute(sql: "DELETE FROM event_batches WHERE last < ?", arguments: [firstRetained])
-            try db.execute(sql: "DELETE FROM events WHERE cursor < ?", arguments: [firstRetained])
+            // A batch goes once retention passed its last event (the load skips the older ones of
+            // the first). `first <` as well (implied: a batch's first is at most its last) makes it
+            // a range of the primary key; on `last` alone SQLite scanned every retained batch at
+            // every commit.
+            try db.cachedStatement(sql: Self.dropEventBatches).execute(arguments: [firstRetained, firstRetained])
+            try db.cachedStatement(sql: "DELETE FROM events WHERE cursor < ?").execute(arguments: [firstRetained])
             for batch in OwnBatch.batches(own) {
-                try db.execute(sql: "INSERT OR REPLACE INTO own_batches(first, last, data, sum) VALUES (?, ?, ?, ?)",
-                               arguments: [batch.first, batch.last, Data(batch.data), Self.batchSum(batch.first, batch.last, batch.data)])
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO own_batches(first, last, data, sum) VALUES (?, ?, ?, ?)")
+                    .execute(arguments: [batch.first, batch.last, Data(batch.data), Self.batchSum(batch.first, batch.last, batch.data)])
             }
             // A batch goes once `ownFrom` passed its last message (the load skips the older ones of the first).
-            try db.execute(sql: "DELETE FROM own_batches WHERE last < ?", arguments: [Int64(clamping: ownFrom)])
-            try db.execute(sql: "DELETE FROM own WHERE seq < ?", arguments: [Int64(clamping: ownFrom)])
+            let ownFromValue = Int64(clamping: ownFrom)
+            try db.cachedStatement(sql: Self.dropOwnBatches).execute(arguments: [ownFromValue, ownFromValue])
+            try db.cachedStatement(sql: "DELETE FROM own WHERE seq < ?").execute(arguments: [ownFromValue])
             let pointBytes = point.encoded(), cursorBytes = Array(String(lastCursor).utf8), ownFromBytes = Array(String(ownFrom).utf8)
-            try db.execute(sql: "INSERT OR REPLACE INTO meta(key, value, sum) VALUES ('resume', ?, ?), ('cursor', ?, ?), ('own_from', ?, ?)",
-                           arguments: [Data(pointBytes), Self.sum("resume", pointBytes), Data(cursorBytes), Self.sum("cursor", cursorBytes),
-                                       Data(ownFromBytes), Self.sum("own_from", ownFromBytes)])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO meta(key, value, sum) VALUES ('resume', ?, ?), ('cursor', ?, ?), ('own_from', ?, ?)")
+                .execute(arguments: [Data(pointBytes), Self.sum("resume", pointBytes), Data(cursorBytes), Self.sum("cursor", cursorBytes),
+                                     Data(ownFromBytes), Self.sum("own_from", ownFromBytes)])
         }
     }
 
