@@ -118,17 +118,8 @@ struct DrawTogetherProcessTests {
 /// `Host` and `Origin` are what the checks look at, and URLSession would set its own): the status
 /// and the response headers, lowercased names.
 private func rawHTTP(port: Int, _ method: String, _ path: String, headers: [(String, String)], body: [UInt8] = []) throws -> (status: Int, headers: [String: String]) {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
+    let fd = try loopbackTCPConnection(port: port, receiveTimeoutSeconds: 20)
     defer { close(fd) }
-    var timeout = timeval(tv_sec: 20, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_port = in_port_t(UInt16(port).bigEndian)
-    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-    guard connected == 0 else { throw TestFailure("connect to 127.0.0.1:\(port): \(errno)") }
     var text = "\(method) \(path) HTTP/1.1\r\n"
     for (name, value) in headers { text += "\(name): \(value)\r\n" }
     text += "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"

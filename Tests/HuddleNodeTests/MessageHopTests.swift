@@ -10,37 +10,53 @@ import Testing
     @Test func stampsAreTakenOnceEachAndBounded() {
         var stamps = HopStamps()
         let start = ContinuousClock.now - .milliseconds(5)
-        for seq in 1...3 { stamps.made(seq: UInt64(seq), at: start) }
+        for seq in 1...3 { stamps.made.add(UInt64(seq), at: start) }
         var waits: [Duration] = []
-        stamps.left(through: 2) { waits.append($0) }
+        stamps.made.done(through: 2) { waits.append($0) }
         #expect(waits.count == 2 && waits.allSatisfy { $0 >= .milliseconds(5) })
-        stamps.left(through: 2) { waits.append($0) }
+        stamps.made.done(through: 2) { waits.append($0) }
         #expect(waits.count == 2, "a batch sent again (a repair) times nothing twice")
-        stamps.left(through: 9) { waits.append($0) }
+        stamps.made.done(through: 9) { waits.append($0) }
         #expect(waits.count == 3)
 
-        for cursor in 1...(HopStamps.limit + 10) { stamps.appended(cursor: Int64(cursor)) }
+        let limit = StampQueue<Int64>.limit
+        for cursor in 1...(limit + 10) { stamps.appended.add(Int64(cursor)) }
         var shown = 0
-        stamps.shown(through: 10) { _ in shown += 1 }
+        stamps.appended.done(through: 10) { _ in shown += 1 }
         #expect(shown == 0, "the oldest ten went when the table was full")
-        stamps.shown(through: .max) { _ in shown += 1 }
-        #expect(shown == HopStamps.limit)
+        stamps.appended.done(through: .max) { _ in shown += 1 }
+        #expect(shown == limit)
     }
 
     /// The ordinary lane's oldest item's wait is reported once per take that held ordinary items;
     /// a take of chunks alone reports none.
     @Test func anOutboxReportsHowLongItsOldestMessageWaited() async throws {
-        let outbox = Outbox<Int>()
+        let outbox = Outbox<Int>(batchBytes: 20, timed: true)
         outbox.push(1, bytes: 10, wake: false)
         try await Task.sleep(for: .milliseconds(20))
         outbox.push(2, bytes: 10, wake: false)
+        outbox.push(3, bytes: 10, wake: false)
         #expect(await outbox.takeAll() == [1, 2])
         let wait = try #require(outbox.takeItemsWait())
         #expect(wait >= .milliseconds(20), "the oldest item's wait, not the newest's")
         #expect(outbox.takeItemsWait() == nil, "reported once")
-        outbox.push(3, bytes: 10, bulk: true, wake: false)
+        // What a take left behind is timed from its own push, not from that take.
+        let backlog = Outbox<Int>(batchBytes: 10, timed: true)
+        for i in 1...2 { backlog.push(i, bytes: 10, wake: false) }
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(await backlog.takeAll() == [1])
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(await backlog.takeAll() == [2])
+        #expect(try #require(backlog.takeItemsWait()) >= .milliseconds(40), "queued before the first take, not timed from it")
         #expect(await outbox.takeAll() == [3])
+        outbox.push(4, bytes: 10, bulk: true, wake: false)
+        #expect(await outbox.takeAll() == [4])
         #expect(outbox.takeItemsWait() == nil, "chunks alone are not messages")
+        // Without `timed` (no --metrics) nothing is timed.
+        let untimed = Outbox<Int>()
+        untimed.push(1, bytes: 10, wake: false)
+        #expect(await untimed.takeAll() == [1])
+        #expect(untimed.takeItemsWait() == nil)
     }
 
     /// What the node records is what a scrape shows, read back as huddle-bench reads it.

@@ -10,9 +10,12 @@ import Synchronization
 /// After a binary `subscribe` (README, "Binary event frames") everything on it is a frame, replies
 /// included (`queueReply`).
 final class ControlConnection: Sendable {
-    let outbox = Outbox<[UInt8]>()
+    let outbox: Outbox<[UInt8]>
     private let refill = Mutex<(action: (@Sendable (ControlConnection) -> Void)?, armed: Bool)>((nil, false))
     private let framed = Atomic<Bool>(false)
+
+    /// `timed`: the outbox times its lines (`MessageHop.eventQueue`, with `--metrics`).
+    init(timed: Bool = false) { outbox = Outbox(timed: timed) }
 
     /// Whether what the node writes here is frames (since a binary `subscribe`'s reply).
     var isFramed: Bool { framed.load(ordering: .relaxed) }

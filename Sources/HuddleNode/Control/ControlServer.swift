@@ -109,7 +109,7 @@ enum ControlServer {
             try? await channel.executeThenClose { _, _ in }
             return
         }
-        let connection = ControlConnection()
+        let connection = ControlConnection(timed: node.metrics != nil)
         let written = channel.channel.eventLoop.makePromise(of: Void.self)
         connection.startWriting(to: channel.channel, done: written, metrics: node.metrics)
         do {

@@ -8,7 +8,7 @@ final class LinkHandle: Sendable {
     /// The member that opened the TCP connection (decides which of two duplicate links stays).
     let dialer: MemberID
     /// `waitingSince` as the link budget's stall rule counts it (`LinkBudget`, `SessionShell.closeStalledLinks`).
-    let outbox = Outbox<LinkOutbound>(batchBytes: LinkHandle.writeBatchBytes, progressBelow: LinkBudget().backlogBytes)
+    let outbox: Outbox<LinkOutbound>
     let channel: Channel
     let remoteAddress: String
     /// The relay this link runs over (a circuit, `CircuitEnd`); nil for a direct link.
@@ -19,7 +19,9 @@ final class LinkHandle: Sendable {
     /// 3 links (heaptrack). A megabyte per write still fills the socket buffer in a few writes.
     static let writeBatchBytes = 1 << 20
 
-    init(peer: MemberInfo, dialer: MemberID, channel: Channel, via: MemberID? = nil) {
+    /// `timed`: the outbox times its messages (`MessageHop.linkQueue`, with `--metrics`).
+    init(peer: MemberInfo, dialer: MemberID, channel: Channel, via: MemberID? = nil, timed: Bool = false) {
+        outbox = Outbox<LinkOutbound>(batchBytes: LinkHandle.writeBatchBytes, progressBelow: LinkBudget().backlogBytes, timed: timed)
         self.peer = peer
         self.via = via
         self.dialer = dialer

@@ -97,7 +97,7 @@ enum LinkSession {
                 timeout.cancel()
                 ticket?.release()
                 let peer = try MemberInfo.decode(result.remoteAppPayload)
-                let link = LinkHandle(peer: peer, dialer: role == .initiator ? node.local.id : peer.id, channel: channel.channel, via: via)
+                let link = LinkHandle(peer: peer, dialer: role == .initiator ? node.local.id : peer.id, channel: channel.channel, via: via, timed: node.metrics != nil)
                 switch await node.register(link, nodeKey: result.remoteNodeKey, datagramKeys: result.datagramKeys, keyHead: done.keyHead) {
                 case .admitted?:
                     registered?.resume(.success(peer.id))

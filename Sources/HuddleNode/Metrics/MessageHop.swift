@@ -11,8 +11,8 @@ enum MessageHop: String, CaseIterable, Sendable {
     /// At a receiver: from the actor taking a read's messages to a message's delivery (the core's
     /// work; causal holdback for a message that waited for another).
     case core
-    /// At a receiver with a data directory: from a message's delivery to its event being shown to
-    /// subscribers (the group commit that holds it; CONTROL.md, Restart).
+    /// With a data directory: from a message's delivery here (a sender's own messages included)
+    /// to its event being shown to subscribers (the group commit that holds it; CONTROL.md, Restart).
     case commit
     /// A line queued on a control connection (an event, or a reply) until the connection's writer
     /// takes it; per write, the oldest line in it.
@@ -37,41 +37,31 @@ enum MessageHop: String, CaseIterable, Sendable {
 }
 
 /// The times the node's actor keeps to feed `MessageHop.sendHold` and `.commit`: when each of this
-/// member's broadcasts was made (by seq) and each message event appended (by cursor), until the
-/// batch leaves or the event is shown. Only kept with `--metrics`; at most `limit` of each (the
-/// oldest is dropped), so a commit that never comes holds a bounded table.
+/// member's broadcasts was made (`made`, by seq) and each message event appended (`appended`, by
+/// cursor), until the batch leaves or the event is shown. Only kept with `--metrics`.
 struct HopStamps {
-    static let limit = 4096
-    private var made = CircularBuffer<(seq: UInt64, at: ContinuousClock.Instant)>(initialCapacity: 16)
-    private var appended = CircularBuffer<(cursor: Int64, at: ContinuousClock.Instant)>(initialCapacity: 16)
+    var made = StampQueue<UInt64>()
+    var appended = StampQueue<Int64>()
+}
 
-    /// This member made broadcast `seq`.
-    mutating func made(seq: UInt64, at time: ContinuousClock.Instant = .now) {
-        if made.count >= Self.limit { made.removeFirst() }
-        made.append((seq, time))
+/// When each of a growing run of keys began to wait, until every key up to one is done. At most
+/// `limit` are kept (the oldest is dropped), so a commit that never comes holds a bounded table.
+struct StampQueue<Key: Comparable> {
+    static var limit: Int { 4096 }
+    private var stamps = CircularBuffer<(key: Key, at: ContinuousClock.Instant)>(initialCapacity: 16)
+
+    /// `key` began to wait at `time`.
+    mutating func add(_ key: Key, at time: ContinuousClock.Instant = .now) {
+        if stamps.count >= Self.limit { stamps.removeFirst() }
+        stamps.append((key, time))
     }
 
-    /// This member's broadcasts through `seq` left for the links: each one's wait, to `record`.
-    mutating func left(through seq: UInt64, record: (Duration) -> Void) {
+    /// Every key through `key` is done: each one's wait, to `record`, once.
+    mutating func done(through key: Key, record: (Duration) -> Void) {
         let now = ContinuousClock.now
-        while let first = made.first, first.seq <= seq {
+        while let first = stamps.first, first.key <= key {
             record(now - first.at)
-            made.removeFirst()
-        }
-    }
-
-    /// A message event was appended at `cursor` (not yet shown: a commit is to hold it).
-    mutating func appended(cursor: Int64, at time: ContinuousClock.Instant = .now) {
-        if appended.count >= Self.limit { appended.removeFirst() }
-        appended.append((cursor, time))
-    }
-
-    /// The events through `cursor` are shown: each message event's wait, to `record`.
-    mutating func shown(through cursor: Int64, record: (Duration) -> Void) {
-        let now = ContinuousClock.now
-        while let first = appended.first, first.cursor <= cursor {
-            record(now - first.at)
-            appended.removeFirst()
+            stamps.removeFirst()
         }
     }
 }

@@ -16,10 +16,10 @@ final class NodeMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     /// Seconds from a probe's ping to its ack (direct or through a helper).
     let probeRoundTrip: CoreMetrics.Timer
-    /// Seconds from the arrival of the link frames that made a message deliverable (a batch read
-    /// from the link: the message's own, or the one that filled the gap it waited on) to its
-    /// delivery to the control socket's subscribers: actor queueing, signature checks and
-    /// causal ordering on this node.
+    /// Seconds from the link read that brought the frames that made a message deliverable (the
+    /// message's own, or the one that filled the gap it waited on) to its delivery to the control
+    /// socket's subscribers: decryption, signature checks, what the reader handled before it,
+    /// actor queueing and causal ordering on this node.
     let deliveryLatency: CoreMetrics.Timer
     /// Seconds a message spends in each hop (`MessageHop`), by hop.
     private let hops: [MessageHop: CoreMetrics.Timer]

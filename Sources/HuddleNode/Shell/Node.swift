@@ -246,9 +246,9 @@ actor Node {
         await waitForEventWriter()
         guard links[link.peer.id] === link else { return }
         batchArrived = arrived
-        if let metrics {
-            let taken = ContinuousClock.now
-            batchTaken = taken
+        let taken: ContinuousClock.Instant? = metrics == nil ? nil : .now
+        batchTaken = taken
+        if let metrics, let taken {
             if messages.contains(where: { if case .batch = $0 { true } else if case .message = $0 { true } else { false } }) { metrics.record(.linkRead, taken - arrived) }
         }
         defer { batchArrived = nil; batchTaken = nil }
@@ -261,6 +261,8 @@ actor Node {
             if case .circuitData = message {
                 await paceCircuits(from: link)
                 guard links[link.peer.id] === link else { break }
+                // Another read may have run meanwhile and cleared this one's times.
+                (batchArrived, batchTaken) = (arrived, taken)
             }
         }
         events.endDeferring()
@@ -320,11 +322,19 @@ actor Node {
         if let metrics { ownBatchesLeft(effects, metrics) }
     }
 
-    /// `MessageHop.sendHold`: this member's broadcasts in `effects` left for the links.
+    /// `MessageHop.sendHold`: this member's broadcasts in `effects` left for the links (a batch to
+    /// every link, or one per link when it carries directed messages too). A broadcast whose
+    /// batch found no link is timed when a later batch leaves: it waited until then.
     private func ownBatchesLeft(_ effects: [SessionEffect], _ metrics: NodeMetrics) {
-        for case let .sendToLinks(.batch(batch)) in effects where batch.origin == local.id {
+        for effect in effects {
+            guard case let .sendToLinks(.batch(batch)) = effect, batch.origin == local.id else {
+                if case let .sendLink(_, .batch(batch)) = effect, batch.origin == local.id, let last = batch.messages.last?.message.seq {
+                    hopStamps.made.done(through: last) { metrics.record(.sendHold, $0) }
+                }
+                continue
+            }
             guard let last = batch.messages.last?.message.seq else { continue }
-            hopStamps.left(through: last) { metrics.record(.sendHold, $0) }
+            hopStamps.made.done(through: last) { metrics.record(.sendHold, $0) }
         }
     }
 
@@ -340,8 +350,10 @@ actor Node {
 
     /// At the end of a control visit (a read's requests): the flush its sends scheduled runs now,
     /// not from the task `scheduleFlush` started (a wake-up more before a message leaves,
-    /// `MessageHop.sendHold`); the batch still holds every message of the visit. Not with the
-    /// test-only flush delay, which exists to hold the flush back.
+    /// `MessageHop.sendHold`); that task finds nothing scheduled then, or flushes what a later
+    /// input added. The batch holds the visit's messages not flushed already (a send that waited,
+    /// for a commit or congestion, let another flush run). Not with the test-only flush delay,
+    /// which exists to hold the flush back.
     func flushAfterVisit() {
         guard shellState.flushScheduled, FlushDelay.value == nil else { return }
         shell.flushNow()

@@ -15,17 +15,20 @@ import Synchronization
 /// does not read) — or, with `progressBelow`, without a take that left fewer bytes than that
 /// queued (a peer that reads a little now and then while a backlog stays).
 final class Outbox<Element: Sendable>: Sendable {
-    /// One lane's items in push order, each with its bytes, taken from `head`.
+    /// One lane's items in push order, each with its bytes and (in a timed outbox's ordinary
+    /// lane) when it was pushed, taken from `head`.
     private struct Lane {
-        var items: [(Element, Int)] = []
+        var items: [(Element, Int, ContinuousClock.Instant?)] = []
         var head = 0
 
         var isEmpty: Bool { head == items.count }
 
-        mutating func push(_ item: Element, bytes: Int) { items.append((item, bytes)) }
+        mutating func push(_ item: Element, bytes: Int, at time: ContinuousClock.Instant?) { items.append((item, bytes, time)) }
 
-        /// Moves items to `out` while they fit `limit` bytes (at least one); returns their bytes.
-        mutating func take(upTo limit: Int, into out: inout [Element]) -> Int {
+        /// Moves items to `out` while they fit `limit` bytes (at least one); returns their bytes
+        /// and when the first of them was pushed (nil: none taken, or not timed).
+        mutating func take(upTo limit: Int, into out: inout [Element]) -> (bytes: Int, firstPushed: ContinuousClock.Instant?) {
+            let firstPushed = head < items.count ? items[head].2 : nil
             var taken = 0
             while head < items.count, taken == 0 || taken + items[head].1 <= limit {
                 out.append(items[head].0)
@@ -39,7 +42,7 @@ final class Outbox<Element: Sendable>: Sendable {
                 items.removeFirst(head)
                 head = 0
             }
-            return taken
+            return (taken, firstPushed)
         }
     }
 
@@ -53,9 +56,8 @@ final class Outbox<Element: Sendable>: Sendable {
         /// When the items now queued started waiting: the first push into an empty outbox, or
         /// the writer's last take that left some behind (and fewer than `progressBelow` bytes).
         var waitingSince: ContinuousClock.Instant?
-        /// Since when the oldest ordinary item queued now has waited (nil: none queued), and how
-        /// long the oldest one of the last batch taken had waited (`takeItemsWait`).
-        var itemsSince: ContinuousClock.Instant?
+        /// How long the oldest ordinary item of the last batch taken had waited (`takeItemsWait`;
+        /// only in a timed outbox).
         var itemsWait: Duration?
 
         var isEmpty: Bool { items.isEmpty && bulk.isEmpty }
@@ -69,20 +71,16 @@ final class Outbox<Element: Sendable>: Sendable {
 
         mutating func takeBatch(_ limits: Limits) -> [Element] {
             var out: [Element] = []
-            bytes -= items.take(upTo: limits.batch, into: &out)
-            let now = ContinuousClock.now
-            if let since = itemsSince, !out.isEmpty {
-                itemsWait = now - since
-                // What is left was queued after what was taken: it has waited at most this long.
-                itemsSince = items.isEmpty ? nil : now
-            }
-            bytes -= bulk.take(upTo: limits.bulk, into: &out)
-            waitingSince = isEmpty ? nil : bytes < limits.progressBelow ? now : waitingSince ?? now
+            let ordinary = items.take(upTo: limits.batch, into: &out)
+            bytes -= ordinary.bytes
+            itemsWait = ordinary.firstPushed.map { .now - $0 }
+            bytes -= bulk.take(upTo: limits.bulk, into: &out).bytes
+            waitingSince = isEmpty ? nil : bytes < limits.progressBelow ? .now : waitingSince ?? .now
             return out
         }
     }
     /// Most bytes of ordinary and of bulk items in one batch (each at least one item).
-    private struct Limits { var batch: Int; var bulk: Int; var progressBelow: Int }
+    private struct Limits { var batch: Int; var bulk: Int; var progressBelow: Int; var timed: Bool }
     /// Takes the next batch, or nil once the outbox is closed and drained.
     typealias Waiter = @Sendable ([Element]?) -> Void
     private let state = Mutex(State())
@@ -91,9 +89,10 @@ final class Outbox<Element: Sendable>: Sendable {
     /// `batchBytes` bounds the ordinary items of one batch (unbounded by default: a control
     /// connection's lines are bounded where they are queued, by the event log's window).
     /// `progressBelow`: a take counts as progress for `waitingSince` only when it leaves fewer
-    /// bytes than this queued (any take, by default).
-    init(batchBytes: Int = .max, bulkBatchBytes: Int = 320 * 1024, progressBelow: Int = .max) {
-        limits = Limits(batch: batchBytes, bulk: bulkBatchBytes, progressBelow: progressBelow)
+    /// bytes than this queued (any take, by default). `timed`: each ordinary item's push is timed
+    /// for `takeItemsWait` (with `--metrics`; a clock read per push, none otherwise).
+    init(batchBytes: Int = .max, bulkBatchBytes: Int = 320 * 1024, progressBelow: Int = .max, timed: Bool = false) {
+        limits = Limits(batch: batchBytes, bulk: bulkBatchBytes, progressBelow: progressBelow, timed: timed)
     }
 
     /// Bytes queued (both lanes) and not yet taken by the writer.
@@ -103,8 +102,8 @@ final class Outbox<Element: Sendable>: Sendable {
     var waitingSince: ContinuousClock.Instant? { state.withLock { $0.waitingSince } }
 
     /// How long the oldest ordinary item of the batch the writer last took had waited in the
-    /// queue, once (nil after that, or when that batch held none): `MessageHop.linkQueue` and
-    /// `.eventQueue`, read by the writer after it took the batch.
+    /// queue, once (nil after that, when that batch held none, or when the outbox is not timed):
+    /// `MessageHop.linkQueue` and `.eventQueue`, read by the writer after it took the batch.
     func takeItemsWait() -> Duration? {
         state.withLock { s in
             defer { s.itemsWait = nil }
@@ -121,12 +120,7 @@ final class Outbox<Element: Sendable>: Sendable {
         let woken: (Waiter, [Element])? = state.withLock { s in
             guard !s.closed else { return nil }
             if s.isEmpty { s.waitingSince = .now }
-            if bulk {
-                s.bulk.push(item, bytes: bytes)
-            } else {
-                if s.items.isEmpty { s.itemsSince = .now }
-                s.items.push(item, bytes: bytes)
-            }
+            if bulk { s.bulk.push(item, bytes: bytes, at: nil) } else { s.items.push(item, bytes: bytes, at: limits.timed ? .now : nil) }
             s.bytes += bytes
             return wake ? s.handOff(limits) : nil
         }
@@ -177,7 +171,6 @@ final class Outbox<Element: Sendable>: Sendable {
             s.bulk = Lane()
             s.bytes = 0
             s.waitingSince = nil
-            s.itemsSince = nil
             defer { s.waiter = nil }
             return s.waiter
         }

@@ -150,7 +150,7 @@ extension Node {
         commitsDone = generation
         durable = made
         events.markDurable(through: cursor)
-        if let metrics { hopStamps.shown(through: cursor) { metrics.record(.commit, $0) } }
+        if let metrics { hopStamps.appended.done(through: cursor) { metrics.record(.commit, $0) } }
         releaseHeld()
         wake(.committed)
         if commitWanted {
@@ -234,7 +234,11 @@ extension Node {
         stopping = true
         log.info("stopping (the membership is kept in \(state?.directory ?? "?"); `huddle leave` leaves for good)")
         await closeLinks()
-        // No commit is taken after this; the close runs after those handed over before it.
+        // A commit taken meanwhile (a read's events, a chained one) that reads the spool's files
+        // first reaches the I/O queue only after that read: it is waited for, so the close is
+        // handed over after it. No commit is taken after this; the close runs after those
+        // handed over before it.
+        while commitInFlight && !stateFailed && mayWait { await wait(for: .committed) }
         if let closing = state {
             state = nil
             _ = try? await io.run { closing.close() }
