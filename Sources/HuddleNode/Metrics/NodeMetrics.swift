@@ -56,7 +56,7 @@ final class NodeMetrics: Sendable {
     func commitWritten(_ duration: Duration) { commitSeconds.recordNanoseconds(Self.nanoseconds(duration)) }
 
     /// `duration` in nanoseconds, within 0 and an hour (a clock that jumped cannot overflow it).
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
+    static func nanoseconds(_ duration: Duration) -> Int64 {
         let seconds = min(max(duration.components.seconds, 0), 3600)
         return seconds * 1_000_000_000 + max(0, duration.components.attoseconds / 1_000_000_000)
     }

@@ -75,7 +75,7 @@ extension Node {
         _ = counters.messagesDelivered.wrappingAdd(1, ordering: .relaxed)
         if let metrics {
             let now = ContinuousClock.now
-            if let arrived = batchArrived { metrics.deliveryLatency.recordNanoseconds(Int64((now - arrived) / .nanoseconds(1))) }
+            if let arrived = batchArrived { metrics.deliveryLatency.recordNanoseconds(NodeMetrics.nanoseconds(now - arrived)) }
             if let taken = batchTaken { metrics.record(.core, now - taken) }
             // Shown once a commit holds it (a data directory), else at once.
             if state != nil { hopStamps.appended.add(events.latest &+ 1, at: now) }
