@@ -327,14 +327,12 @@ actor Node {
     /// batch found no link is timed when a later batch leaves: it waited until then.
     private func ownBatchesLeft(_ effects: [SessionEffect], _ metrics: NodeMetrics) {
         for effect in effects {
-            guard case let .sendToLinks(.batch(batch)) = effect, batch.origin == local.id else {
-                if case let .sendLink(_, .batch(batch)) = effect, batch.origin == local.id, let last = batch.messages.last?.message.seq {
-                    hopStamps.made.done(through: last) { metrics.record(.sendHold, $0) }
-                }
-                continue
+            switch effect {
+            case let .sendToLinks(.batch(batch)), let .sendLink(_, .batch(batch)):
+                guard batch.origin == local.id, let last = batch.messages.last?.message.seq else { continue }
+                hopStamps.made.done(through: last) { metrics.record(.sendHold, $0) }
+            default: continue
             }
-            guard let last = batch.messages.last?.message.seq else { continue }
-            hopStamps.made.done(through: last) { metrics.record(.sendHold, $0) }
         }
     }
 
