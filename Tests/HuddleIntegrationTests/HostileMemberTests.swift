@@ -301,10 +301,19 @@ struct HostileMemberTests {
                               gone.claim(failed: false, about: cID, incarnation: incarnation), dead.claim(failed: false, about: cID, incarnation: incarnation)])
             try await Task.sleep(for: .milliseconds(100))  // the attack's pace, not a wait for a condition
         }
-        try await eventually("a to refuse the claims of members that are not live") { try await refused(.claimerNotLive, at: a) >= refusedBefore + 4 }
-        #expect(try await state(of: relay.info.id.description, at: a).state != "failed", "the relay stayed live (its gossip was read)")
+        // The relay keeps refuting while a reads the claims: on a loaded machine this wait can
+        // outlast a suspicion of it.
+        try await eventually("a to refuse the claims of members that are not live") {
+            try relay.stayAlive(incarnation: mine)
+            mine += 1
+            return try await refused(.claimerNotLive, at: a) >= refusedBefore + 4
+        }
         for events in watchers { try await events.catchUp() }
         var findings: [String] = []
+        // The claims count only if the relay was live when a read them. A relay failed anyway (its
+        // refutations came too late on a loaded machine) makes this attempt prove nothing: another.
+        let relayState = try await state(of: relay.info.id.description, at: a).state
+        if relayState == "failed" { findings.append("a failed the relay (its refutations came late)") }
         for (node, events) in zip([a, b, c], watchers) {
             let seen = await changes(about: c.member, in: events)
             #expect(!seen.contains("left"), "\(node.name) reported c: \(seen)")
