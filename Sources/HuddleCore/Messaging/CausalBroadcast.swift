@@ -763,8 +763,9 @@ public struct CausalBroadcast: Sendable {
         // Each origin's rule stands alone; requests are put in member order after (sorting every
         // digest's clock cost more than the rest of the loop).
         for (origin, shown) in digest.delivered where origin != local {
-            // Nothing above a removed origin's cut-off is asked for.
-            let theirs = min(shown, cutoffs[origin] ?? .max)
+            // Nothing above a removed origin's cut-off is asked for. (Most sessions remove nobody:
+            // no lookup then, one fewer per origin per digest.)
+            let theirs = cutoffs.isEmpty ? shown : min(shown, cutoffs[origin] ?? .max)
             guard let known = delivered[origin], theirs > known, theirs <= WireReader.madeCountLimit else { continue }
             out += noteOffer(origin, storedFrom: digest.storedFrom[origin] ?? theirs &+ 1, by: peer, now: now)
             // Past a gap given up on, repair starts after it.

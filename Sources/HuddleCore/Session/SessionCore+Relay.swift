@@ -142,7 +142,7 @@ extension SessionCore {
     /// this member's socket sees it): a NAT in between, so datagrams to that address may never arrive.
     func linkTranslated(_ member: MemberID) -> Bool {
         guard planner.linked.contains(member), let seen = reach.seen[member]?.link, let addr = swim.members[member]?.addr,
-              let from = HostPort.numeric(seen), let advertised = HostPort.numeric(addr) else { return false }
+              seen != addr, let from = HostPort.numeric(seen), let advertised = HostPort.numeric(addr) else { return false }
         return from.host != advertised.host
     }
 
