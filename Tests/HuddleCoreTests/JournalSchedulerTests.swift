@@ -117,6 +117,20 @@ private func bits(_ count: Int, _ set: [Int]) -> Bitfield {
     #expect(nothing.isEmpty)
 }
 
+/// A member that knows no live peer yet has nobody's word: the attachment is not settled (so not
+/// `unavailable`) until the settle time has passed, however few holders it knows of.
+@Test func noLivePeerSettlesNothingBeforeTheSettleTime() {
+    var swarm = Swarm(local: me, seed: 5)
+    swarm.add(id: "x", chunkCount: 2, uploader: p2, haveAll: false, now: 0)
+    #expect(swarm.holderCounts("x") == [0, 0], "the uploader is not live here yet: no holder known")
+    #expect(!swarm.isSettled("x", now: 0.1), "no live peer has said anything yet")
+    #expect(swarm.isSettled("x", now: 3), "the settle time passed")
+    swarm.setPeers([me, p3])
+    #expect(!swarm.isSettled("x", now: 0.2), "p3 has not told yet")
+    swarm.receiveHave(p3, id: "x", have: bits(2, [0]), offer: bits(2, [0]), now: 0.2)
+    #expect(swarm.isSettled("x", now: 0.2), "every live peer told")
+}
+
 @Test func manifestsAreSignedAndTamperingIsCaught() throws {
     let id = Identity.generate()
     var m = Manifest(name: "a.png", size: 300_000, chunkSize: 262_144, chunkHashes: [[UInt8](repeating: 1, count: 32), [UInt8](repeating: 2, count: 32)],

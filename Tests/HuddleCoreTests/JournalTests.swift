@@ -116,12 +116,14 @@ private func haves(_ effects: [Journal.Effect]) -> [MemberID] {
     #expect(emitted(journal.tick(now: 1, linked: [p3])).isEmpty)
     #expect(emitted(journal.tick(now: 3.1, linked: [p3])) == [.unavailable])
     #expect(emitted(journal.tick(now: 4, linked: [p3])).isEmpty, "unavailable is emitted once")
-    // With no live peer left to ask, the verdict is immediate.
+    // With no live peer, nobody's word is known: the verdict waits for the settle time too (a
+    // late joiner can learn of an attachment before its live peers reach the swarm).
     var alone = Journal(local: me, seed: 1)
     alone.setPeers([me])
     let orphan = manifest(chunks: 1, from: p2)
     _ = alone.apply(.add(orphan, key: key), now: 0)
-    #expect(alone.state(of: orphan.id, now: 0) == .unavailable)
+    #expect(alone.state(of: orphan.id, now: 0) == .announced)
+    #expect(alone.state(of: orphan.id, now: 3) == .unavailable)
     // A holder coming back makes it fetchable again.
     journal.setPeers([me, p2])
     journal.receiveHave(p2, id: m.id, have: full, offer: full, now: 0)

@@ -308,11 +308,11 @@ struct HostileMemberTests {
             mine += 1
             return try await refused(.claimerNotLive, at: a) >= refusedBefore + 4
         }
-        for events in watchers { try await events.catchUp() }
-        var findings: [String] = []
         // The claims count only if the relay was live when a read them. A relay failed anyway (its
         // refutations came too late on a loaded machine) makes this attempt prove nothing: another.
         let relayState = try await state(of: relay.info.id.description, at: a).state
+        for events in watchers { try await events.catchUp() }
+        var findings: [String] = []
         if relayState == "failed" { findings.append("a failed the relay (its refutations came late)") }
         for (node, events) in zip([a, b, c], watchers) {
             let seen = await changes(about: c.member, in: events)

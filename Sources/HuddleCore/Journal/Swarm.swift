@@ -119,7 +119,10 @@ public struct Swarm: Sendable {
         if t.recalled && !peersSince.isFinite { return false }
         let since = t.recalled ? max(t.addedAt, peersSince) : t.addedAt
         if now - since >= settle { return true }
-        return (!t.recalled || !live.isEmpty) && live.allSatisfy { t.peerHave[$0] != nil }
+        // No live peer (yet) has told nothing: only the clock settles then. (Every live peer having
+        // told was true of an empty set, so a member that learned of an attachment before its live
+        // peers were handed to the swarm read it `unavailable` at once; `attach.get` failed fast.)
+        return !live.isEmpty && live.allSatisfy { t.peerHave[$0] != nil }
     }
 
     public mutating func remove(id: String) { transfers[id] = nil }
